@@ -1,0 +1,51 @@
+//===- TeBase.td - the te dialect and its base classes -----*- tablegen -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef Te_DIALECT_TE_TEBASE_TD
+#define Te_DIALECT_TE_TEBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Te_Dialect : Dialect {
+  let name = "te";
+  let cppNamespace = "::mlir::te";
+  let summary = "Low-precision training: quantization recipes, GEMMs, optimizer";
+  let description = [{
+    The `te` dialect states *what* a low-precision training step computes:
+    quantization schemes chosen per tensor and per direction (`#te.mxfp8`,
+    `#te.nvfp4`, `#te.fp8_block`, `#te.hybrid`, ...), recipes that map tensor
+    roles to schemes (`te.recipe`), quantized tensor values
+    (`!te.qtensor`) and graph-level operations on them (`te.quantize`,
+    `te.gemm`, `te.linear`, `te.adam_step`, ...). Values have tensor
+    (value) semantics; passes decide kernels, fusion and storage.
+
+    A *direction* is the axis along which scaling blocks run and a GEMM
+    contracts: `rowwise` blocks run along the last dimension, `columnwise`
+    blocks along the (flattened) leading dimensions.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+    void registerTypes();
+  }];
+}
+
+class Te_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Te_Dialect, mnemonic, traits>;
+
+class Te_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Te_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+class Te_Type<string name, string typeMnemonic, list<Trait> traits = []>
+    : TypeDef<Te_Dialect, name, traits> {
+  let mnemonic = typeMnemonic;
+}
+
+#endif // Te_DIALECT_TE_TEBASE_TD

@@ -1,0 +1,526 @@
+//===- TeOps.cpp - operations of the te dialect ---------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Verifiers are local (they look at an op's own operands, results and
+// attributes) except verifySymbolUses, which resolves a recipe symbol and
+// checks that it has a rule for every role the op quantizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/te/TeOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::te;
+namespace rt = ::te::rt;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Shape of a ranked tensor or a quantized tensor.
+static ArrayRef<int64_t> shapeOf(Type t) {
+  if (auto q = llvm::dyn_cast<QTensorType>(t))
+    return q.getShape();
+  return llvm::cast<RankedTensorType>(t).getShape();
+}
+
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
+}
+
+static Directions bitOf(Direction d) {
+  return d == Direction::rowwise ? Directions::rowwise : Directions::columnwise;
+}
+
+//===----------------------------------------------------------------------===//
+// RecipeOp / RuleOp
+//===----------------------------------------------------------------------===//
+
+static constexpr StringRef kModuleKinds[] = {"linear", "grouped_linear", "*"};
+static constexpr StringRef kTensorKinds[] = {
+    "input", "weight", "output", "grad_output", "grad_input", "*"};
+
+bool RuleOp::matches(StringRef moduleKind, StringRef tensorKind) {
+  return (getModuleKind() == "*" || getModuleKind() == moduleKind) &&
+         (getTensorKind() == "*" || getTensorKind() == tensorKind);
+}
+
+LogicalResult RuleOp::verify() {
+  if (!llvm::is_contained(kModuleKinds, getModuleKind()))
+    return emitOpError() << "unknown module kind \"" << getModuleKind()
+                         << "\"; expected \"linear\", \"grouped_linear\" or "
+                            "\"*\"";
+  if (!llvm::is_contained(kTensorKinds, getTensorKind()))
+    return emitOpError() << "unknown tensor kind \"" << getTensorKind()
+                         << "\"; expected \"input\", \"weight\", \"output\", "
+                            "\"grad_output\", \"grad_input\" or \"*\"";
+  return success();
+}
+
+SchemeAttrInterface RecipeOp::lookup(StringRef moduleKind,
+                                     StringRef tensorKind) {
+  for (Operation &op : getBody().front())
+    if (auto rule = llvm::dyn_cast<RuleOp>(op))
+      if (rule.matches(moduleKind, tensorKind))
+        return rule.getScheme();
+  return {};
+}
+
+LogicalResult RecipeOp::verifyRegions() {
+  if (getBody().empty() || getBody().front().empty())
+    return emitOpError() << "has no rules; a recipe needs at least one "
+                            "te.rule";
+  SmallVector<RuleOp> earlier;
+  for (Operation &op : getBody().front()) {
+    auto rule = llvm::dyn_cast<RuleOp>(op);
+    if (!rule)
+      return op.emitOpError() << "is not allowed in a te.recipe, which holds "
+                                 "only te.rule ops";
+    // A rule that an earlier, more general rule already covers never fires.
+    for (auto [i, prev] : llvm::enumerate(earlier)) {
+      bool modCovered = prev.getModuleKind() == "*" ||
+                        prev.getModuleKind() == rule.getModuleKind();
+      bool tenCovered = prev.getTensorKind() == "*" ||
+                        prev.getTensorKind() == rule.getTensorKind();
+      if (modCovered && tenCovered) {
+        rule.emitWarning() << "rule is unreachable: rule #" << i
+                           << " of the recipe matches every role it matches";
+        break;
+      }
+    }
+    earlier.push_back(rule);
+  }
+  return success();
+}
+
+/// Checks that `name` resolves to a te.recipe with a rule for each of
+/// ("linear", role) in `roles`.
+static LogicalResult verifyRecipeRoles(Operation *op, FlatSymbolRefAttr name,
+                                       ArrayRef<StringRef> roles,
+                                       SymbolTableCollection &symbols) {
+  Operation *target = symbols.lookupNearestSymbolFrom(op, name);
+  if (!target)
+    return op->emitOpError() << "names recipe " << name
+                             << ", which does not exist";
+  auto recipe = llvm::dyn_cast<RecipeOp>(target);
+  if (!recipe)
+    return op->emitOpError() << "names recipe " << name << ", but that is a '"
+                             << target->getName() << "', not a te.recipe";
+  for (StringRef role : roles) {
+    if (recipe.lookup("linear", role))
+      continue;
+    InFlightDiagnostic diag =
+        op->emitOpError() << "recipe " << name
+                          << " has no rule for the role (\"linear\", \""
+                          << role << "\")";
+    diag.attachNote(recipe.getLoc()) << "recipe defined here";
+    return diag;
+  }
+  return success();
+}
+
+/// Checks a `schemes` dictionary recorded by te-resolve-recipe: exactly the
+/// op's roles, each mapped to a scheme.
+static LogicalResult verifyResolvedSchemes(Operation *op,
+                                           DictionaryAttr schemes,
+                                           ArrayRef<StringRef> roles) {
+  if (!schemes)
+    return success();
+  for (NamedAttribute entry : schemes) {
+    if (!llvm::is_contained(roles, entry.getName().getValue()))
+      return op->emitOpError() << "schemes has an entry for '"
+                               << entry.getName().getValue()
+                               << "', which this op does not quantize";
+    if (!llvm::isa<SchemeAttrInterface>(entry.getValue()))
+      return op->emitOpError() << "schemes entry '"
+                               << entry.getName().getValue()
+                               << "' is not a quantization scheme";
+  }
+  for (StringRef role : roles)
+    if (!schemes.get(role))
+      return op->emitOpError() << "schemes lacks an entry for '" << role
+                               << "'";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// QuantizeOp / DequantizeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult QuantizeOp::verify() {
+  auto in = getInput().getType();
+  QTensorType out = getResult().getType();
+  if (in.getShape() != out.getShape())
+    return emitOpError() << "input shape " << shapeStr(in.getShape())
+                         << " differs from the quantized shape "
+                         << shapeStr(out.getShape());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError() << "input element type " << in.getElementType()
+                         << " differs from the quantized tensor's source type "
+                         << out.getElementType();
+  return success();
+}
+
+LogicalResult DequantizeOp::verify() {
+  QTensorType in = getInput().getType();
+  auto out = getResult().getType();
+  if (!in.hasDirection(getDirection()))
+    return emitOpError() << "reads the " << stringifyDirection(getDirection())
+                         << " direction, but the operand holds only "
+                         << stringifyDirections(in.getDirections());
+  if (in.getShape() != out.getShape())
+    return emitOpError() << "result shape " << shapeStr(out.getShape())
+                         << " differs from the quantized shape "
+                         << shapeStr(in.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GemmOp
+//===----------------------------------------------------------------------===//
+
+Direction GemmOp::getOperandDirection(unsigned index) {
+  if (index == 0)
+    return getTransposeA() ? Direction::columnwise : Direction::rowwise;
+  return getTransposeB() ? Direction::rowwise : Direction::columnwise;
+}
+
+/// Scheme family for pairing: both per-tensor FP8 kinds scale by a scalar.
+static StringRef familyOf(const rt::Scheme &s) {
+  return s.isPerTensor() ? "per-tensor FP8" : rt::schemeKindName(s.kind);
+}
+
+LogicalResult GemmOp::verify() {
+  Type types[2] = {getA().getType(), getB().getType()};
+  const char *names[2] = {"a", "b"};
+  for (int i = 0; i < 2; ++i)
+    if (shapeOf(types[i]).size() != 2)
+      return emitOpError() << "operand '" << names[i] << "' must be 2-D, got "
+                           << shapeOf(types[i]).size() << "-D";
+  ArrayRef<int64_t> a = shapeOf(types[0]), b = shapeOf(types[1]);
+  int64_t m = getTransposeA() ? a[1] : a[0], k = getTransposeA() ? a[0] : a[1];
+  int64_t k2 = getTransposeB() ? b[1] : b[0], n = getTransposeB() ? b[0] : b[1];
+  if (k != k2)
+    return emitOpError() << "contraction dimensions differ: op(a) is " << m
+                         << "x" << k << " but op(b) is " << k2 << "x" << n;
+  ArrayRef<int64_t> d = getResult().getType().getShape();
+  if (d.size() != 2 || d[0] != m || d[1] != n)
+    return emitOpError() << "result must be " << m << "x" << n << ", got "
+                         << shapeStr(d);
+  if (Value bias = getBias()) {
+    auto bt = llvm::cast<RankedTensorType>(bias.getType());
+    if (bt.getRank() != 1 || bt.getDimSize(0) != n)
+      return emitOpError() << "bias must be a 1-D tensor of " << n
+                           << " elements (one per output column), got "
+                           << shapeStr(bt.getShape());
+  }
+
+  // Which direction each quantized operand is read in, and by which scheme.
+  static const char *why[2][2] = {
+      {"op(a) contracts its last dimension",
+       "transpose_a makes op(a) contract its first dimension"},
+      {"op(b) contracts its first dimension",
+       "transpose_b makes op(b) contract its last dimension"}};
+  std::optional<rt::Scheme> schemes[2];
+  SchemeAttrInterface attrs[2];
+  for (int i = 0; i < 2; ++i) {
+    auto q = llvm::dyn_cast<QTensorType>(types[i]);
+    if (!q)
+      continue;
+    Direction dir = getOperandDirection(i);
+    if (!q.hasDirection(dir)) {
+      bool flagged = i == 0 ? getTransposeA() : getTransposeB();
+      return emitOpError() << "operand '" << names[i] << "' is read "
+                           << stringifyDirection(dir) << " ("
+                           << why[i][flagged ? 1 : 0]
+                           << ") but its type holds only "
+                           << stringifyDirections(q.getDirections())
+                           << " storage";
+    }
+    attrs[i] = q.getScheme().getDirectionScheme(dir);
+    schemes[i] = attrs[i].getRuntimeScheme(dir);
+  }
+
+  auto isIdentity = [](const std::optional<rt::Scheme> &s) {
+    return s && s->kind == rt::SchemeKind::Identity;
+  };
+  if (!schemes[0] && !schemes[1]) {
+    auto ea = llvm::cast<RankedTensorType>(types[0]).getElementType();
+    auto eb = llvm::cast<RankedTensorType>(types[1]).getElementType();
+    if (ea != eb)
+      return emitOpError() << "high-precision operands must share an element "
+                              "type, got "
+                           << ea << " and " << eb;
+    return success();
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (schemes[i] || isIdentity(schemes[1 - i]))
+      continue;
+    return emitOpError() << "operand '" << names[i]
+                         << "' is a high-precision tensor but operand '"
+                         << names[1 - i] << "' is quantized by "
+                         << attrs[1 - i]
+                         << "; quantize both, or use #te.identity for the "
+                            "high-precision side";
+  }
+  if (!schemes[0] || !schemes[1])
+    return success(); // high precision x identity
+  const rt::Scheme &sa = *schemes[0], &sb = *schemes[1];
+  if (familyOf(sa) != familyOf(sb))
+    return emitOpError() << "operands pair incompatible schemes: " << attrs[0]
+                         << " (a, " << stringifyDirection(getOperandDirection(0))
+                         << ") with " << attrs[1] << " (b, "
+                         << stringifyDirection(getOperandDirection(1))
+                         << "); a GEMM needs one scheme family on both sides "
+                            "(block FP8 may pair 1x128 with 128x128)";
+  if (sa.kind == rt::SchemeKind::Fp8Block && sa.tileRows == 128 &&
+      sb.tileRows == 128)
+    return emitOpError() << "block FP8 cannot pair 128x128 tiles with 128x128 "
+                            "tiles (no such GEMM kernel); quantize one operand "
+                            "with 1x128 tiles";
+  bool fp8Scaled = sa.isPerTensor() || sa.kind == rt::SchemeKind::Fp8Block;
+  if (fp8Scaled && sa.element == rt::DType::E5M2 &&
+      sb.element == rt::DType::E5M2)
+    return emitOpError() << "no FP8 GEMM multiplies e5m2 by e5m2; use e4m3 "
+                            "for at least one operand";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BiasGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BiasGradOp::verify() {
+  auto in = getInput().getType();
+  auto out = getResult().getType();
+  if (in.getRank() < 1)
+    return emitOpError() << "input must have at least one dimension";
+  int64_t n = in.getShape().back();
+  if (out.getRank() != 1 || out.getDimSize(0) != n)
+    return emitOpError() << "result must be a 1-D tensor of " << n
+                         << " column sums, got " << shapeStr(out.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp / LinearGradOp
+//===----------------------------------------------------------------------===//
+
+/// Checks x [..., in] and W [out, in]; returns {in, out} on success.
+static FailureOr<std::pair<int64_t, int64_t>>
+verifyLinearOperands(Operation *op, RankedTensorType x, RankedTensorType w) {
+  if (x.getRank() < 2)
+    return op->emitOpError() << "input must be at least 2-D ([..., in]), got "
+                             << shapeStr(x.getShape());
+  if (w.getRank() != 2)
+    return op->emitOpError() << "weight must be 2-D ([out, in]), got "
+                             << shapeStr(w.getShape());
+  if (x.getShape().back() != w.getDimSize(1))
+    return op->emitOpError()
+           << "input features " << x.getShape().back()
+           << " differ from the weight's input features " << w.getDimSize(1)
+           << " (weight is [out, in] = " << shapeStr(w.getShape()) << ")";
+  return std::make_pair(w.getDimSize(1), w.getDimSize(0));
+}
+
+ArrayRef<StringRef> LinearOp::getQuantizedRoles() {
+  static constexpr StringRef roles[] = {"input", "weight"};
+  return roles;
+}
+
+ArrayRef<StringRef> LinearGradOp::getQuantizedRoles() {
+  static constexpr StringRef roles[] = {"grad_output", "input", "weight"};
+  return roles;
+}
+
+LogicalResult LinearOp::verify() {
+  if (failed(verifyResolvedSchemes(*this, getSchemesAttr(),
+                                   getQuantizedRoles())))
+    return failure();
+  auto x = getInput().getType();
+  auto w = getWeight().getType();
+  auto dims = verifyLinearOperands(*this, x, w);
+  if (failed(dims))
+    return failure();
+  int64_t out = dims->second;
+  if (Value b = getBias()) {
+    auto bt = llvm::cast<RankedTensorType>(b.getType());
+    if (bt.getRank() != 1 || bt.getDimSize(0) != out)
+      return emitOpError() << "bias must be [" << out << "], got "
+                           << shapeStr(bt.getShape());
+  }
+  SmallVector<int64_t> expected(x.getShape().drop_back());
+  expected.push_back(out);
+  if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeStr(expected)
+                         << " ([..., out]), got "
+                         << shapeStr(getResult().getType().getShape());
+  return success();
+}
+
+LogicalResult
+LinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyRecipeRoles(*this, getRecipeAttr(), getQuantizedRoles(),
+                           symbolTable);
+}
+
+LogicalResult LinearGradOp::verify() {
+  if (failed(verifyResolvedSchemes(*this, getSchemesAttr(),
+                                   getQuantizedRoles())))
+    return failure();
+  auto dy = getGradOutput().getType();
+  auto x = getInput().getType();
+  auto w = getWeight().getType();
+  auto dims = verifyLinearOperands(*this, x, w);
+  if (failed(dims))
+    return failure();
+  auto [in, out] = *dims;
+  SmallVector<int64_t> expectedDy(x.getShape().drop_back());
+  expectedDy.push_back(out);
+  if (dy.getShape() != ArrayRef<int64_t>(expectedDy))
+    return emitOpError() << "grad_output must be " << shapeStr(expectedDy)
+                         << " ([..., out]), got " << shapeStr(dy.getShape());
+  if (getGradInput().getType().getShape() != x.getShape())
+    return emitOpError() << "grad_input must have the input's shape "
+                         << shapeStr(x.getShape());
+  if (getGradWeight().getType().getShape() != w.getShape())
+    return emitOpError() << "grad_weight must have the weight's shape "
+                         << shapeStr(w.getShape());
+  if (getBias() != static_cast<bool>(getGradBias()))
+    return emitOpError() << (getBias() ? "has the 'bias' flag but no grad_bias "
+                                         "result"
+                                       : "has a grad_bias result but no 'bias' "
+                                         "flag");
+  if (Value db = getGradBias()) {
+    auto dbt = llvm::cast<RankedTensorType>(db.getType());
+    if (dbt.getRank() != 1 || dbt.getDimSize(0) != out)
+      return emitOpError() << "grad_bias must be [" << out << "], got "
+                           << shapeStr(dbt.getShape());
+  }
+  (void)in;
+  return success();
+}
+
+LogicalResult
+LinearGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyRecipeRoles(*this, getRecipeAttr(), getQuantizedRoles(),
+                           symbolTable);
+}
+
+//===----------------------------------------------------------------------===//
+// AdamStepOp
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseAdamHyperParams(OpAsmParser &p, FloatAttr &beta1,
+                                        FloatAttr &beta2, FloatAttr &eps,
+                                        FloatAttr &weightDecay,
+                                        AdamModeAttr &mode) {
+  // Defaults are TransformerEngine's FusedAdam defaults (NUMERICS.md §9.1).
+  double b1 = 0.9, b2 = 0.999, e = 1e-8, wd = 0.0;
+  AdamMode m = AdamMode::adamw;
+  if (succeeded(p.parseOptionalLBrace()) && failed(p.parseOptionalRBrace())) {
+    llvm::StringSet<> seen;
+    do {
+      SMLoc loc = p.getCurrentLocation();
+      StringRef key;
+      if (p.parseKeyword(&key) || p.parseEqual())
+        return failure();
+      if (!seen.insert(key).second)
+        return p.emitError(loc) << "hyper-parameter '" << key
+                                << "' is given twice";
+      ParseResult r = success();
+      if (key == "beta1")
+        r = p.parseFloat(b1);
+      else if (key == "beta2")
+        r = p.parseFloat(b2);
+      else if (key == "eps")
+        r = p.parseFloat(e);
+      else if (key == "weight_decay")
+        r = p.parseFloat(wd);
+      else if (key == "mode") {
+        SMLoc modeLoc = p.getCurrentLocation();
+        StringRef kw;
+        if (p.parseKeyword(&kw))
+          return failure();
+        std::optional<AdamMode> mm = symbolizeAdamMode(kw);
+        if (!mm)
+          return p.emitError(modeLoc)
+                 << "expected mode 'adam' or 'adamw', got '" << kw << "'";
+        m = *mm;
+      } else {
+        return p.emitError(loc) << "unknown hyper-parameter '" << key
+                                << "'; expected beta1, beta2, eps, "
+                                   "weight_decay or mode";
+      }
+      if (failed(r))
+        return failure();
+    } while (succeeded(p.parseOptionalComma()));
+    if (p.parseRBrace())
+      return failure();
+  }
+  Builder b(p.getContext());
+  beta1 = b.getF32FloatAttr(b1);
+  beta2 = b.getF32FloatAttr(b2);
+  eps = b.getF32FloatAttr(e);
+  weightDecay = b.getF32FloatAttr(wd);
+  mode = AdamModeAttr::get(p.getContext(), m);
+  return success();
+}
+
+static void printAdamHyperParams(OpAsmPrinter &p, AdamStepOp, FloatAttr beta1,
+                                 FloatAttr beta2, FloatAttr eps,
+                                 FloatAttr weightDecay, AdamModeAttr mode) {
+  p << "{beta1 = ";
+  p.printFloat(beta1.getValue());
+  p << ", beta2 = ";
+  p.printFloat(beta2.getValue());
+  p << ", eps = ";
+  p.printFloat(eps.getValue());
+  p << ", weight_decay = ";
+  p.printFloat(weightDecay.getValue());
+  p << ", mode = " << stringifyAdamMode(mode.getValue()) << "}";
+}
+
+LogicalResult AdamStepOp::verify() {
+  ArrayRef<int64_t> shape = getParam().getType().getShape();
+  Value shaped[] = {getGrad(), getExpAvg(), getExpAvgSq()};
+  const char *names[] = {"grad", "exp_avg", "exp_avg_sq"};
+  for (auto [v, name] : llvm::zip(shaped, names))
+    if (llvm::cast<RankedTensorType>(v.getType()).getShape() != shape)
+      return emitOpError() << name << " must have the parameter's shape "
+                           << shapeStr(shape);
+  Value ins[] = {getParam(), getExpAvg(), getExpAvgSq()};
+  for (auto [i, r] : llvm::enumerate(getResults()))
+    if (r.getType() != ins[i].getType())
+      return emitOpError() << "result #" << i << " must have type "
+                           << ins[i].getType();
+  auto check = [&](StringRef name, float v,
+                   bool unitInterval) -> LogicalResult {
+    if (std::isfinite(v) && v >= 0.0f && (!unitInterval || v < 1.0f))
+      return success();
+    return emitOpError() << name << " must be "
+                         << (unitInterval ? "in [0, 1)" : "finite and >= 0")
+                         << ", got " << v;
+  };
+  if (failed(check("beta1", getBeta1().convertToFloat(), true)) ||
+      failed(check("beta2", getBeta2().convertToFloat(), true)) ||
+      failed(check("eps", getEps().convertToFloat(), false)) ||
+      failed(check("weight_decay", getWeightDecay().convertToFloat(), false)))
+    return failure();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialect/te/TeOps.cpp.inc"

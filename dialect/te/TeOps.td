@@ -1,0 +1,297 @@
+//===- TeOps.td - operations of the te dialect -------------*- tablegen -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef Te_DIALECT_TE_TEOPS_TD
+#define Te_DIALECT_TE_TEOPS_TD
+
+include "dialect/te/TeTypes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Te_AnySchemeAttr : Attr<
+    CPred<"::llvm::isa<::mlir::te::SchemeAttrInterface>($_self)">,
+    "quantization scheme attribute"> {
+  let storageType = "::mlir::te::SchemeAttrInterface";
+  let returnType = "::mlir::te::SchemeAttrInterface";
+  let convertFromStorage = "$_self";
+}
+
+def Te_QTensor : Type<CPred<"::llvm::isa<::mlir::te::QTensorType>($_self)">,
+                      "quantized tensor", "::mlir::te::QTensorType">;
+def Te_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+def Te_GemmOperand : AnyTypeOf<[Te_FloatTensor, Te_QTensor]>;
+
+def Te_RecipeGroup : OpDocGroup {
+  let summary = "Recipes";
+  let description = "Schemes chosen by tensor role.";
+}
+def Te_QuantGroup : OpDocGroup {
+  let summary = "Quantization and GEMMs";
+  let description = "Quantize, dequantize, GEMM and bias gradient.";
+}
+def Te_ModuleGroup : OpDocGroup {
+  let summary = "Layers and optimizer";
+  let description = "Linear layers under a recipe, and the Adam step.";
+}
+
+//===----------------------------------------------------------------------===//
+// Recipes
+//===----------------------------------------------------------------------===//
+
+let opDocGroup = Te_RecipeGroup in {
+
+def Te_RecipeOp : Te_Op<"recipe", [
+    Symbol, IsolatedFromAbove, NoTerminator, SingleBlock, NoRegionArguments,
+    HasOnlyGraphRegion, RegionKindInterface]> {
+  let summary = "a named list of rules mapping tensor roles to schemes";
+  let description = [{
+    A role is a (module kind, tensor kind) pair: module kinds `linear`,
+    `grouped_linear`; tensor kinds `input`, `weight`, `output`,
+    `grad_output`, `grad_input`; `"*"` matches any. Rules match in order
+    and the first match wins. An op naming the recipe must find a rule for
+    every role it quantizes.
+
+    ```mlir
+    te.recipe @mxfp8_fwd_nvfp4_bwd {
+      te.rule "linear", "input"       -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>
+      te.rule "linear", "grad_output" -> #te.nvfp4<rht, sr>
+      te.rule "*", "*"                -> #te.identity<bf16>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region AnyRegion:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scheme of the first rule matching (moduleKind, tensorKind), or a
+    /// null attribute when no rule matches.
+    SchemeAttrInterface lookup(::llvm::StringRef moduleKind,
+                               ::llvm::StringRef tensorKind);
+  }];
+}
+
+def Te_RuleOp : Te_Op<"rule", [HasParent<"RecipeOp">]> {
+  let summary = "one rule of a recipe";
+  let description = [{
+    ```mlir
+    te.rule "linear", "weight" -> #te.fp8_block<e4m3, 128x128>
+    te.rule "*", "*" -> #te.identity<bf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$module_kind, StrAttr:$tensor_kind,
+                       Te_AnySchemeAttr:$scheme);
+  let assemblyFormat =
+      "$module_kind `,` $tensor_kind `->` $scheme attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool matches(::llvm::StringRef moduleKind, ::llvm::StringRef tensorKind);
+  }];
+}
+
+} // opDocGroup Te_RecipeGroup
+
+//===----------------------------------------------------------------------===//
+// Quantization and GEMMs
+//===----------------------------------------------------------------------===//
+
+let opDocGroup = Te_QuantGroup in {
+
+def Te_QuantizeOp : Te_Op<"quantize", [Pure]> {
+  let summary = "quantize a tensor into the directions of the result type";
+  let description = [{
+    ```mlir
+    %q = te.quantize %x : tensor<4096x1024xbf16>
+           -> !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>
+    ```
+  }];
+  let arguments = (ins Te_FloatTensor:$input);
+  let results = (outs Te_QTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` type($input) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def Te_DequantizeOp : Te_Op<"dequantize", [Pure]> {
+  let summary = "back to high precision, reading one direction";
+  let description = [{
+    ```mlir
+    %y = te.dequantize %q rowwise
+           : !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>
+           -> tensor<4096x1024xbf16>
+    ```
+  }];
+  let arguments = (ins Te_QTensor:$input, Te_Direction:$direction);
+  let results = (outs Te_FloatTensor:$result);
+  let assemblyFormat = "$input $direction attr-dict `:` "
+                       "qualified(type($input)) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Te_GemmOp : Te_Op<"gemm", [Pure]> {
+  let summary = "D = op(A) * op(B) [+ bias]";
+  let description = [{
+    `op(X)` is `X` transposed when `transpose_a` / `transpose_b` is set;
+    `op(A)` is M x K and `op(B)` is K x N. An operand contracted along its
+    last dimension is read rowwise, along its first dimension columnwise:
+    A is read rowwise unless `transpose_a`, B columnwise unless
+    `transpose_b`. A quantized operand must hold the direction read, and the
+    two operands' schemes for those directions must pair: the same family
+    (per-tensor FP8, MXFP8, NVFP4, identity) or block FP8 1x128 with 1x128
+    or 128x128 (never 128x128 with 128x128); no e5m2 x e5m2 FP8 GEMM.
+
+    ```mlir
+    %y = te.gemm %x, %w {transpose_b}
+           : !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
+             !te.qtensor<2048x1024xbf16, #te.mxfp8<e4m3>, rowwise>
+           -> tensor<4096x2048xbf16>
+    %z = te.gemm %a, %b bias %bias {transpose_b}
+           : tensor<64x32xbf16>, tensor<16x32xbf16>, tensor<16xbf16>
+           -> tensor<64x16xbf16>
+    ```
+  }];
+  let arguments = (ins Te_GemmOperand:$a, Te_GemmOperand:$b,
+                       Optional<Te_FloatTensor>:$bias,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Te_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`bias` $bias^)? attr-dict `:` qualified(type($a)) `,`
+    qualified(type($b)) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The direction in which operand A (index 0) or B (index 1) is read.
+    Direction getOperandDirection(unsigned index);
+  }];
+}
+
+def Te_BiasGradOp : Te_Op<"bias_grad", [Pure]> {
+  let summary = "column sums of a gradient in FP32 (the bias gradient)";
+  let description = [{
+    `db[n] = sum over all rows of dy[..., n]`, accumulated in FP32. Fusible
+    with the quantization of the same tensor.
+
+    ```mlir
+    %db = te.bias_grad %dy : tensor<4096x4096xbf16> -> tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Te_FloatTensor:$input);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+} // opDocGroup Te_QuantGroup
+
+//===----------------------------------------------------------------------===//
+// Layers and optimizer
+//===----------------------------------------------------------------------===//
+
+let opDocGroup = Te_ModuleGroup in {
+
+def Te_LinearOp : Te_Op<"linear", [
+    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "y = x W^T (+ b), quantized by a recipe";
+  let description = [{
+    `x` is [..., in], `W` is [out, in], `b` is [out], `y` is [..., out].
+    The recipe (a `te.recipe` symbol) must have rules for the roles
+    ("linear", "input") and ("linear", "weight"). `te-resolve-recipe`
+    records the scheme of each role in `schemes`.
+
+    ```mlir
+    %y = te.linear %x, %w bias %b {recipe = @mxfp8_fwd_nvfp4_bwd}
+           : tensor<4096x1024xbf16>, tensor<4096x1024xbf16>, tensor<4096xbf16>
+           -> tensor<4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Te_FloatTensor:$input, Te_FloatTensor:$weight,
+                       Optional<Te_FloatTensor>:$bias,
+                       FlatSymbolRefAttr:$recipe,
+                       OptionalAttr<DictionaryAttr>:$schemes);
+  let results = (outs Te_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The tensor kinds this op quantizes (roles ("linear", kind)).
+    static ::llvm::ArrayRef<::llvm::StringRef> getQuantizedRoles();
+  }];
+}
+
+def Te_LinearGradOp : Te_Op<"linear_grad", [
+    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "backward of te.linear: dx, dW and (with `bias`) db";
+  let description = [{
+    `dx = dy W`, `dW = dy^T x` (FP32 or the weight's type), and with the
+    `bias` flag `db = bias_grad(dy)` (FP32). The recipe must have rules for
+    ("linear", "grad_output"), ("linear", "input") and ("linear", "weight");
+    `te-resolve-recipe` records the scheme of each role in `schemes`.
+
+    ```mlir
+    %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @r, bias}
+           : tensor<4096x4096xbf16>, tensor<4096x1024xbf16>, tensor<4096x1024xbf16>
+           -> tensor<4096x1024xbf16>, tensor<4096x1024xf32>, tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Te_FloatTensor:$grad_output, Te_FloatTensor:$input,
+                       Te_FloatTensor:$weight, FlatSymbolRefAttr:$recipe,
+                       UnitAttr:$bias, OptionalAttr<DictionaryAttr>:$schemes);
+  let results = (outs Te_FloatTensor:$grad_input,
+                      Te_FloatTensor:$grad_weight,
+                      Optional<RankedTensorOf<[F32]>>:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $weight attr-dict `:` type($grad_output) `,`
+    type($input) `,` type($weight) `->` type(results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The tensor kinds this op quantizes (roles ("linear", kind)).
+    static ::llvm::ArrayRef<::llvm::StringRef> getQuantizedRoles();
+  }];
+}
+
+def Te_AdamStepOp : Te_Op<"adam_step", [Pure]> {
+  let summary = "one Adam/AdamW step on FP32 master weights";
+  let description = [{
+    Updates the FP32 parameter `p` and moments `m`, `v` from gradient `g`
+    (bf16, f16 or f32). `lr` (tensor<f32>) and `step` (tensor<i64>, the
+    1-based step after increment) are run-time operands, so a new learning
+    rate or step never forces a recompile. Hyper-parameters default to
+    `beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0,
+    mode = adamw` and are always printed.
+
+    ```mlir
+    %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step
+           {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
+           : tensor<4096x1024xf32>, tensor<4096x1024xbf16>, tensor<4096x1024xf32>,
+             tensor<4096x1024xf32>, tensor<f32>, tensor<i64>
+           -> tensor<4096x1024xf32>, tensor<4096x1024xf32>, tensor<4096x1024xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$param, Te_FloatTensor:$grad,
+                       RankedTensorOf<[F32]>:$exp_avg,
+                       RankedTensorOf<[F32]>:$exp_avg_sq,
+                       0DTensorOf<[F32]>:$lr, 0DTensorOf<[I64]>:$step,
+                       F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps,
+                       F32Attr:$weight_decay, Te_AdamMode:$mode);
+  let results = (outs RankedTensorOf<[F32]>:$new_param,
+                      RankedTensorOf<[F32]>:$new_exp_avg,
+                      RankedTensorOf<[F32]>:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
+    custom<AdamHyperParams>($beta1, $beta2, $eps, $weight_decay, $mode)
+    attr-dict `:` type($param) `,` type($grad) `,` type($exp_avg) `,`
+    type($exp_avg_sq) `,` type($lr) `,` type($step) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+} // opDocGroup Te_ModuleGroup
+
+#endif // Te_DIALECT_TE_TEOPS_TD

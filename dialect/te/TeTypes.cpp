@@ -1,0 +1,131 @@
+//===- TeTypes.cpp - types of the te dialect ------------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/te/TeTypes.h"
+#include "dialect/te/TeDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::te;
+namespace rt = ::te::rt;
+
+#define GET_TYPEDEF_CLASSES
+#include "dialect/te/TeTypes.cpp.inc"
+
+void TeDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialect/te/TeTypes.cpp.inc"
+      >();
+}
+
+bool QTensorType::hasDirection(Direction dir) const {
+  Directions bit = dir == Direction::rowwise ? Directions::rowwise
+                                             : Directions::columnwise;
+  return bitEnumContainsAll(getDirections(), bit);
+}
+
+int64_t QTensorType::getRows() const { return flattenedRows(getShape()); }
+
+rt::DirectionStorage QTensorType::getStorage(Direction dir,
+                                             const rt::Target &target) const {
+  return getScheme().getStorage(dir, getShape(), target);
+}
+
+LogicalResult QTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  ArrayRef<int64_t> shape, Type elementType,
+                                  SchemeAttrInterface scheme,
+                                  Directions directions) {
+  if (shape.size() < 2)
+    return emitError() << "!te.qtensor needs at least 2 dimensions (it is "
+                          "viewed as M x K), got rank "
+                       << shape.size();
+  int64_t rows = 1;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (d <= 0)
+      return emitError() << "!te.qtensor dimension " << i
+                         << " must be static and positive, got " << d;
+    if (i + 1 < shape.size() && llvm::MulOverflow(rows, d, rows))
+      return emitError() << "!te.qtensor is too large: its leading dimensions "
+                            "overflow a 64-bit element count";
+  }
+  if (!elementType || !(elementType.isBF16() || elementType.isF16() ||
+                        elementType.isF32()))
+    return emitError() << "!te.qtensor source element type must be bf16, f16 "
+                          "or f32, got "
+                       << elementType;
+  if (directions == Directions::none)
+    return emitError() << "!te.qtensor must hold at least one direction";
+  if (!scheme)
+    return emitError() << "!te.qtensor needs a quantization scheme";
+  for (Direction dir : {Direction::rowwise, Direction::columnwise}) {
+    Directions bit = dir == Direction::rowwise ? Directions::rowwise
+                                               : Directions::columnwise;
+    if (!bitEnumContainsAll(directions, bit))
+      continue;
+    std::string msg = rt::validateShape(scheme.getRuntimeScheme(dir),
+                                        toRuntime(dir), rows, shape.back());
+    if (!msg.empty())
+      return emitError() << "!te.qtensor<" << shape.size() << "-D> " << msg;
+  }
+  return success();
+}
+
+Type QTensorType::parse(AsmParser &p) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<int64_t, 4> shape;
+  Type elementType;
+  if (p.parseLess() ||
+      p.parseDimensionList(shape, /*allowDynamic=*/false,
+                           /*withTrailingX=*/true) ||
+      p.parseType(elementType) || p.parseComma())
+    return {};
+  SMLoc schemeLoc = p.getCurrentLocation();
+  Attribute attr;
+  if (p.parseAttribute(attr))
+    return {};
+  auto scheme = llvm::dyn_cast<SchemeAttrInterface>(attr);
+  if (!scheme) {
+    p.emitError(schemeLoc) << "expected a quantization scheme (e.g. "
+                              "#te.mxfp8<e4m3>), got "
+                           << attr;
+    return {};
+  }
+  if (p.parseComma())
+    return {};
+  Directions directions = Directions::none;
+  do {
+    SMLoc dirLoc = p.getCurrentLocation();
+    StringRef kw;
+    if (p.parseKeyword(&kw))
+      return {};
+    std::optional<Directions> d = symbolizeDirections(kw);
+    if (!d || *d == Directions::none) {
+      p.emitError(dirLoc) << "expected direction 'rowwise' or 'columnwise', "
+                             "got '"
+                          << kw << "'";
+      return {};
+    }
+    directions = directions | *d;
+  } while (succeeded(p.parseOptionalVerticalBar()));
+  if (p.parseGreater())
+    return {};
+  return getChecked([&] { return p.emitError(loc); }, p.getContext(), shape,
+                    elementType, scheme, directions);
+}
+
+void QTensorType::print(AsmPrinter &p) const {
+  p << '<';
+  for (int64_t d : getShape())
+    p << d << 'x';
+  p << getElementType() << ", ";
+  p.printAttribute(getScheme());
+  p << ", " << stringifyDirections(getDirections()) << '>';
+}

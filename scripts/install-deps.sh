@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+#===- scripts/install-deps.sh - install what tejit needs -------------------===#
+#
+# Idempotent: installs only the Debian packages that are missing (with sudo
+# when not root) and checks that the CUDA 13 toolkit is in /usr/local/cuda.
+# Does nothing (apart from the checks) when everything is present.
+#
+#===------------------------------------------------------------------------===#
+set -euo pipefail
+
+PACKAGES=(
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools libzstd-dev
+  libgtest-dev cmake ninja-build python3 zlib1g-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "install-deps: not root and no sudo; install ${missing[*]} by hand" >&2; exit 1; }
+    SUDO="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all Debian packages present"
+fi
+
+# ccache is optional: it only speeds up rebuilds.
+command -v ccache >/dev/null || {
+  if [[ $(id -u) -eq 0 ]]; then apt-get install -y -qq ccache >/dev/null 2>&1 || true; fi
+}
+
+CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+for f in include/cuda.h include/nvrtc.h include/cublasLt.h; do
+  if [[ ! -f "$CUDA_HOME/$f" ]]; then
+    echo "install-deps: error: $CUDA_HOME/$f not found; tejit needs the CUDA 13 toolkit" \
+         "(headers, NVRTC, cuBLASLt) in /usr/local/cuda or \$CUDA_HOME" >&2
+    exit 1
+  fi
+done
+ver=$(grep -m1 '#define CUDA_VERSION' "$CUDA_HOME/include/cuda.h" | awk '{print $3}')
+if (( ver < 13000 )); then
+  echo "install-deps: error: CUDA $ver found in $CUDA_HOME, tejit needs CUDA >= 13.0" >&2
+  exit 1
+fi
+echo "install-deps: CUDA $ver at $CUDA_HOME"

@@ -1,0 +1,205 @@
+//===- SchemeAttrTest.cpp - the C++ API of the scheme attributes ----------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builds every scheme attribute in C++, queries it through
+// SchemeAttrInterface (block shape, element and scale formats, storage per
+// direction) and checks hand-computed values; checks that the C++-built
+// attribute is the one the parser produces, and that bad options are
+// rejected through getChecked with a diagnostic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/te/TeOps.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace mlir::te;
+namespace rt = ::te::rt;
+
+namespace {
+
+class SchemeAttrTest : public ::testing::Test {
+protected:
+  SchemeAttrTest() { ctx.getOrLoadDialect<TeDialect>(); }
+
+  SchemeAttrInterface parse(StringRef text) {
+    return llvm::dyn_cast_or_null<SchemeAttrInterface>(
+        parseAttribute(text, &ctx));
+  }
+
+  MLIRContext ctx;
+};
+
+TEST_F(SchemeAttrTest, Fp8CurrentBuiltEqualsParsed) {
+  auto attr = Fp8CurrentAttr::get(&ctx, Fp8Format::e5m2, /*pow2=*/true, 1e-12);
+  EXPECT_EQ(SchemeAttrInterface(attr),
+            parse("#te.fp8_current<e5m2, pow2, eps = 1.0e-12>"));
+  rt::Scheme s = attr.getRuntimeScheme(Direction::rowwise);
+  EXPECT_EQ(s.kind, rt::SchemeKind::Fp8Current);
+  EXPECT_EQ(s.element, rt::DType::E5M2);
+  EXPECT_TRUE(s.pow2);
+  EXPECT_EQ(s.eps, double(1e-12f)); // eps is FP32
+}
+
+TEST_F(SchemeAttrTest, Fp8CurrentProperties) {
+  SchemeAttrInterface s = Fp8CurrentAttr::get(&ctx, Fp8Format::e4m3);
+  EXPECT_EQ(s.getBlockShape(Direction::rowwise), (rt::BlockShape{0, 0}));
+  EXPECT_TRUE(llvm::isa<Float8E4M3FNType>(
+      s.getStorageElementType(Direction::columnwise)));
+  EXPECT_TRUE(s.getScaleType(Direction::rowwise).isF32());
+  // Columnwise on Hopper: explicit transpose [K, M] = [1024, 4096].
+  rt::DirectionStorage c = s.getStorage(Direction::columnwise, {4096, 1024});
+  EXPECT_EQ(c.data, (rt::BufferDesc{rt::DType::E4M3, 1024, 4096}));
+  EXPECT_TRUE(c.dataTransposed);
+  EXPECT_EQ(c.scaleInv, (rt::BufferDesc{rt::DType::F32, 1, 1}));
+}
+
+TEST_F(SchemeAttrTest, Fp8DelayedDefaultsAndOptions) {
+  auto attr = Fp8DelayedAttr::get(&ctx, Fp8Format::e4m3);
+  EXPECT_EQ(attr.getHistory(), 1024);
+  EXPECT_EQ(attr.getAlgo(), AmaxAlgo::max);
+  EXPECT_EQ(attr.getMargin(), 0);
+  EXPECT_EQ(SchemeAttrInterface(attr),
+            parse("#te.fp8_delayed<e4m3, history = 1024, algo = max, "
+                  "margin = 0>"));
+  auto other = Fp8DelayedAttr::get(&ctx, Fp8Format::e5m2, 16,
+                                   AmaxAlgo::most_recent, 2);
+  EXPECT_EQ(SchemeAttrInterface(other),
+            parse("#te.fp8_delayed<e5m2, margin = 2, algo = most_recent, "
+                  "history = 16>"));
+  EXPECT_EQ(other.getRuntimeScheme(Direction::rowwise).algo,
+            rt::AmaxAlgo::MostRecent);
+}
+
+TEST_F(SchemeAttrTest, Mxfp8Properties) {
+  SchemeAttrInterface s = Mxfp8Attr::get(&ctx, Fp8Format::e4m3);
+  EXPECT_EQ(s, parse("#te.mxfp8<e4m3>"));
+  EXPECT_EQ(s.getBlockShape(Direction::rowwise), (rt::BlockShape{1, 32}));
+  EXPECT_EQ(s.getBlockShape(Direction::columnwise), (rt::BlockShape{32, 1}));
+  EXPECT_TRUE(llvm::isa<Float8E8M0FNUType>(s.getScaleType(Direction::rowwise)));
+  // 96x64: rowwise scale [roundup(96,128), roundup(2,4)] = [128, 4];
+  // columnwise [roundup(3,4), roundup(64,128)] = [4, 128], data untransposed.
+  EXPECT_EQ(s.getStorage(Direction::rowwise, {96, 64}).scaleInv,
+            (rt::BufferDesc{rt::DType::E8M0, 128, 4}));
+  rt::DirectionStorage c = s.getStorage(Direction::columnwise, {96, 64});
+  EXPECT_EQ(c.scaleInv, (rt::BufferDesc{rt::DType::E8M0, 4, 128}));
+  EXPECT_EQ(c.data, (rt::BufferDesc{rt::DType::E4M3, 96, 64}));
+  EXPECT_FALSE(c.dataTransposed);
+}
+
+TEST_F(SchemeAttrTest, Nvfp4Properties) {
+  auto attr = Nvfp4Attr::get(&ctx, /*rht=*/true, /*sr=*/true, false);
+  EXPECT_EQ(SchemeAttrInterface(attr), parse("#te.nvfp4<sr, rht>"));
+  SchemeAttrInterface s = attr;
+  EXPECT_TRUE(llvm::isa<Float4E2M1FNType>(
+      s.getStorageElementType(Direction::rowwise)));
+  EXPECT_TRUE(llvm::isa<Float8E4M3FNType>(s.getScaleType(Direction::rowwise)));
+  EXPECT_EQ(s.getBlockShape(Direction::columnwise), (rt::BlockShape{16, 1}));
+  // 3-D [2, 24, 80] is viewed as 48 x 80.
+  rt::DirectionStorage c = s.getStorage(Direction::columnwise, {2, 24, 80});
+  EXPECT_EQ(c.data, (rt::BufferDesc{rt::DType::E2M1x2, 80, 24}));
+  EXPECT_EQ(c.scaleInv, (rt::BufferDesc{rt::DType::E4M3, 128, 4}));
+  SchemeAttrInterface twoD = Nvfp4Attr::get(&ctx, false, false, true);
+  EXPECT_EQ(twoD.getBlockShape(Direction::rowwise), (rt::BlockShape{16, 16}));
+}
+
+TEST_F(SchemeAttrTest, Fp8BlockProperties) {
+  SchemeAttrInterface act = Fp8BlockAttr::get(&ctx, Fp8Format::e4m3, 1, 128);
+  SchemeAttrInterface wgt =
+      Fp8BlockAttr::get(&ctx, Fp8Format::e4m3, 128, 128, /*pow2=*/true);
+  EXPECT_EQ(act, parse("#te.fp8_block<e4m3, 1x128>"));
+  EXPECT_EQ(wgt, parse("#te.fp8_block<e4m3, 128x128, pow2, eps = 0.0>"));
+  EXPECT_EQ(act.getBlockShape(Direction::columnwise), (rt::BlockShape{128, 1}));
+  EXPECT_EQ(wgt.getBlockShape(Direction::columnwise),
+            (rt::BlockShape{128, 128}));
+  // 200x160, 1x128: rowwise scale transposed [2, 200], columnwise [2, 160].
+  EXPECT_EQ(act.getStorage(Direction::rowwise, {200, 160}).scaleInv,
+            (rt::BufferDesc{rt::DType::F32, 2, 200}));
+  EXPECT_EQ(act.getStorage(Direction::columnwise, {200, 160}).scaleInv,
+            (rt::BufferDesc{rt::DType::F32, 2, 160}));
+  // 200x160, 128x128: [2, roundup(2,4)] and [2, roundup(2,4)].
+  EXPECT_EQ(wgt.getStorage(Direction::rowwise, {200, 160}).scaleInv,
+            (rt::BufferDesc{rt::DType::F32, 2, 4}));
+  EXPECT_EQ(wgt.getStorage(Direction::columnwise, {200, 160}).data,
+            (rt::BufferDesc{rt::DType::E4M3, 160, 200}));
+}
+
+TEST_F(SchemeAttrTest, IdentityProperties) {
+  SchemeAttrInterface s = IdentityAttr::get(&ctx, BFloat16Type::get(&ctx));
+  EXPECT_EQ(s, parse("#te.identity<bf16>"));
+  EXPECT_TRUE(s.getStorageElementType(Direction::rowwise).isBF16());
+  EXPECT_FALSE(s.getScaleType(Direction::rowwise));
+  EXPECT_TRUE(s.getStorage(Direction::columnwise, {8, 8}).sharesRowwiseData);
+}
+
+TEST_F(SchemeAttrTest, HybridDelegatesPerDirection) {
+  auto row = Mxfp8Attr::get(&ctx, Fp8Format::e4m3);
+  auto col = Nvfp4Attr::get(&ctx, false, false, false);
+  SchemeAttrInterface h = HybridAttr::get(&ctx, row, col);
+  EXPECT_EQ(h, parse("#te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = "
+                     "#te.nvfp4<>>"));
+  EXPECT_TRUE(h.isHybrid());
+  EXPECT_EQ(h.getDirectionScheme(Direction::rowwise), SchemeAttrInterface(row));
+  EXPECT_EQ(h.getDirectionScheme(Direction::columnwise),
+            SchemeAttrInterface(col));
+  EXPECT_EQ(h.getBlockShape(Direction::rowwise), (rt::BlockShape{1, 32}));
+  EXPECT_EQ(h.getBlockShape(Direction::columnwise), (rt::BlockShape{16, 1}));
+  EXPECT_TRUE(
+      llvm::isa<Float8E8M0FNUType>(h.getScaleType(Direction::rowwise)));
+  EXPECT_TRUE(
+      llvm::isa<Float8E4M3FNType>(h.getScaleType(Direction::columnwise)));
+  // Each direction stores exactly what its scheme alone would.
+  EXPECT_EQ(h.getStorage(Direction::columnwise, {64, 32}).data,
+            SchemeAttrInterface(col).getStorage(Direction::columnwise, {64, 32})
+                .data);
+}
+
+TEST_F(SchemeAttrTest, QTensorTypeStorage) {
+  auto scheme = Fp8BlockAttr::get(&ctx, Fp8Format::e4m3, 1, 128);
+  auto t = QTensorType::get(&ctx, {200, 160}, BFloat16Type::get(&ctx), scheme,
+                            Directions::rowwise | Directions::columnwise);
+  EXPECT_TRUE(t.hasDirection(Direction::rowwise));
+  EXPECT_TRUE(t.hasDirection(Direction::columnwise));
+  EXPECT_EQ(t.getRows(), 200);
+  EXPECT_EQ(t.getCols(), 160);
+  EXPECT_EQ(t.getStorage(Direction::columnwise).data,
+            (rt::BufferDesc{rt::DType::E4M3, 160, 200}));
+}
+
+TEST_F(SchemeAttrTest, BadOptionsAreDiagnosed) {
+  std::string message;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    message = d.str();
+    return success();
+  });
+  auto emit = [&] { return emitError(UnknownLoc::get(&ctx)); };
+  EXPECT_FALSE(Fp8DelayedAttr::getChecked(emit, &ctx, Fp8Format::e4m3,
+                                          int64_t(0), AmaxAlgo::max,
+                                          int64_t(0)));
+  EXPECT_NE(message.find("history"), std::string::npos) << message;
+  EXPECT_FALSE(Fp8CurrentAttr::getChecked(emit, &ctx, Fp8Format::e4m3, false,
+                                          llvm::APFloat(-1.0f)));
+  EXPECT_NE(message.find("eps"), std::string::npos) << message;
+  auto hybrid = HybridAttr::get(&ctx, Mxfp8Attr::get(&ctx, Fp8Format::e4m3),
+                                Mxfp8Attr::get(&ctx, Fp8Format::e4m3));
+  EXPECT_FALSE(HybridAttr::getChecked(
+      emit, &ctx, SchemeAttrInterface(hybrid),
+      SchemeAttrInterface(Mxfp8Attr::get(&ctx, Fp8Format::e4m3))));
+  EXPECT_NE(message.find("nest"), std::string::npos) << message;
+  // MXFP8 rowwise needs the last dimension to be a multiple of 32.
+  EXPECT_FALSE(QTensorType::getChecked(
+      emit, &ctx, {64, 100}, BFloat16Type::get(&ctx),
+      Mxfp8Attr::get(&ctx, Fp8Format::e4m3), Directions::rowwise));
+  EXPECT_NE(message.find("multiple of the block size 32"), std::string::npos)
+      << message;
+}
+
+} // namespace
