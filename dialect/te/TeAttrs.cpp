@@ -19,6 +19,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 using namespace mlir;
@@ -139,11 +141,23 @@ static ParseResult parseEps(AsmParser &p, APFloat &eps) {
   return success();
 }
 
+void mlir::te::printShortestFloat(raw_ostream &os, float v) {
+  // The shortest %e form that reads back as the same FP32 value; it always
+  // has a '.', so it lexes as a float literal.
+  char text[32];
+  for (int digits = 2; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*e", digits - 1, double(v));
+    if (static_cast<float>(std::strtod(text, nullptr)) == v)
+      break;
+  }
+  os << text;
+}
+
 static void printEps(AsmPrinter &p, const APFloat &eps) {
   if (eps.isPosZero())
     return;
   p << ", eps = ";
-  p.printFloat(eps);
+  printShortestFloat(p.getStream(), eps.convertToFloat());
 }
 
 //===----------------------------------------------------------------------===//

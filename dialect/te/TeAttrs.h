@@ -33,6 +33,10 @@ inline ::te::rt::Direction toRuntime(Direction dir) {
 /// dimension (1 for rank 1).
 int64_t flattenedRows(llvm::ArrayRef<int64_t> shape);
 
+/// Prints `v` as the shortest decimal float literal that parses back to the
+/// same FP32 value (FP32 options are printed as users write them: 1.0e-12).
+void printShortestFloat(llvm::raw_ostream &os, float v);
+
 } // namespace mlir::te
 
 #include "dialect/te/TeAttrInterfaces.h.inc"

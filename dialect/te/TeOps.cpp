@@ -95,8 +95,11 @@ LogicalResult RecipeOp::verifyRegions() {
       bool tenCovered = prev.getTensorKind() == "*" ||
                         prev.getTensorKind() == rule.getTensorKind();
       if (modCovered && tenCovered) {
-        rule.emitWarning() << "rule is unreachable: rule #" << i
-                           << " of the recipe matches every role it matches";
+        // By location: attaching the op would print it, and printing
+        // verifies it again, re-entering this verifier.
+        mlir::emitWarning(rule.getLoc())
+            << "rule is unreachable: rule #" << i
+            << " of the recipe matches every role it matches";
         break;
       }
     }
@@ -482,14 +485,15 @@ static ParseResult parseAdamHyperParams(OpAsmParser &p, FloatAttr &beta1,
 static void printAdamHyperParams(OpAsmPrinter &p, AdamStepOp, FloatAttr beta1,
                                  FloatAttr beta2, FloatAttr eps,
                                  FloatAttr weightDecay, AdamModeAttr mode) {
-  p << "{beta1 = ";
-  p.printFloat(beta1.getValue());
-  p << ", beta2 = ";
-  p.printFloat(beta2.getValue());
-  p << ", eps = ";
-  p.printFloat(eps.getValue());
-  p << ", weight_decay = ";
-  p.printFloat(weightDecay.getValue());
+  raw_ostream &os = p.getStream();
+  os << "{beta1 = ";
+  printShortestFloat(os, beta1.getValue().convertToFloat());
+  os << ", beta2 = ";
+  printShortestFloat(os, beta2.getValue().convertToFloat());
+  os << ", eps = ";
+  printShortestFloat(os, eps.getValue().convertToFloat());
+  os << ", weight_decay = ";
+  printShortestFloat(os, weightDecay.getValue().convertToFloat());
   p << ", mode = " << stringifyAdamMode(mode.getValue()) << "}";
 }
 

@@ -297,10 +297,12 @@ std::string validateShape(const Scheme &s, Direction d, int64_t m, int64_t k) {
     return need(32, row);
   case SchemeKind::Nvfp4:
     if (s.block2d) {
-      // 16x16 tiles need both extents; a partial tile would leave its scale
-      // shared between valid and padding elements.
-      std::string e = need(16, true);
-      return e.empty() ? need(16, false) : e;
+      // 16x16 tiles need both extents, whichever direction is stored.
+      if (m % 16 != 0 || k % 16 != 0)
+        return "nvfp4 block2d quantizes 16x16 tiles: the leading dimension(s) "
+               "(size " + std::to_string(m) + ") and the last dimension (size " +
+               std::to_string(k) + ") must both be multiples of 16";
+      return "";
     }
     return need(16, row);
   case SchemeKind::Fp8Current:

@@ -9,10 +9,10 @@
 te.recipe @fp8_current {
   // CHECK: te.rule "linear", "input" -> #te.fp8_current<e4m3>
   te.rule "linear", "input" -> #te.fp8_current<e4m3>
-  // CHECK: te.rule "linear", "weight" -> #te.fp8_current<e5m2, pow2, eps = 1.000000e-12>
+  // CHECK: te.rule "linear", "weight" -> #te.fp8_current<e5m2, pow2, eps = 1.0e-12>
   te.rule "linear", "weight" -> #te.fp8_current<e5m2, pow2, eps = 1.0e-12>
   // Options in any order print canonically.
-  // CHECK: te.rule "linear", "output" -> #te.fp8_current<e4m3, pow2, eps = 5.000000e-01>
+  // CHECK: te.rule "linear", "output" -> #te.fp8_current<e4m3, pow2, eps = 5.0e-01>
   te.rule "linear", "output" -> #te.fp8_current<e4m3, eps = 0.5, pow2>
 }
 
@@ -50,7 +50,7 @@ te.recipe @block {
   // eps = 0.0 is the default and is not printed.
   // CHECK: te.rule "linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>
   te.rule "linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2, eps = 0.0>
-  // CHECK: te.rule "linear", "grad_output" -> #te.fp8_block<e5m2, 1x128, eps = 1.000000e-04>
+  // CHECK: te.rule "linear", "grad_output" -> #te.fp8_block<e5m2, 1x128, eps = 1.0e-04>
   te.rule "linear", "grad_output" -> #te.fp8_block<e5m2, 1x128, eps = 1.0e-4>
 }
 

@@ -116,8 +116,8 @@ uint8_t encodeSatfinite(float y, int manBits, int bias, int maxBiasedExp,
     return nanCode;
   uint32_t code = maxCode;
   if (!isInfBits(absBits))
-    code = std::min(
-        roundMagnitudeRNE(absBits, manBits, bias, maxBiasedExp), maxCode);
+    code = std::min(roundMagnitudeRNE(absBits, manBits, bias, maxBiasedExp),
+                    maxCode);
   return static_cast<uint8_t>(code | sign);
 }
 
@@ -153,10 +153,9 @@ float decodeE4M3(uint8_t code) {
   int manField = code & 0x7;
   if (expField == 0xF && manField == 0x7)
     return signedNaN(negative);
-  float magnitude =
-      expField == 0
-          ? std::ldexp(static_cast<float>(manField), -9)
-          : std::ldexp(static_cast<float>(8 + manField), expField - 10);
+  float magnitude = expField == 0 ? std::ldexp(static_cast<float>(manField), -9)
+                                  : std::ldexp(static_cast<float>(8 + manField),
+                                               expField - 10);
   return negative ? -magnitude : magnitude;
 }
 
@@ -242,9 +241,9 @@ float decodeE2M1(uint8_t code4) {
   bool negative = code4 & 0x8;
   int expField = (code4 >> 1) & 0x3;
   int manField = code4 & 0x1;
-  float magnitude =
-      expField == 0 ? 0.5f * static_cast<float>(manField)
-                    : std::ldexp(static_cast<float>(2 + manField), expField - 2);
+  float magnitude = expField == 0 ? 0.5f * static_cast<float>(manField)
+                                  : std::ldexp(static_cast<float>(2 + manField),
+                                               expField - 2);
   return negative ? -magnitude : magnitude;
 }
 
@@ -303,10 +302,10 @@ uint16_t floatToF16(float value) {
     return static_cast<uint16_t>(sign | 0x7C00);
   // Anything that rounds past 65504 is Inf (0x7C00 is the first code past the
   // finite range).
-  uint32_t code = std::min<uint32_t>(
-      roundMagnitudeRNE(absBits, /*manBits=*/10, /*bias=*/15,
-                        /*maxBiasedExp=*/30),
-      0x7C00);
+  uint32_t code =
+      std::min<uint32_t>(roundMagnitudeRNE(absBits, /*manBits=*/10, /*bias=*/15,
+                                           /*maxBiasedExp=*/30),
+                         0x7C00);
   return static_cast<uint16_t>(sign | code);
 }
 

@@ -53,8 +53,8 @@ void updateDelayedScaling(DelayedScalingState &state, AmaxAlgo algo,
   // NUMERICS.md 4 step 2 (delayed_scaling.cu kernel_bulk), one column.
   std::vector<float> &hist = state.history;
   size_t length = hist.size();
-  float last = reducedAmax != 0.0f ? reducedAmax
-                                   : (length > 0 ? hist[0] : 0.0f);
+  float last =
+      reducedAmax != 0.0f ? reducedAmax : (length > 0 ? hist[0] : 0.0f);
   float windowMax = 0.0f;
   if (last != 0.0f && length > 0) {
     // Roll: hist'[i] = hist[i + 1] for 0 < i < L-1, hist'[L-1] = last,

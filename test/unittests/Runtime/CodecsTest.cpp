@@ -169,13 +169,11 @@ uint32_t expectedSatfinite(float y, const std::vector<GridPoint> &grid,
 }
 
 uint32_t expectedE4M3(float y) {
-  return expectedSatfinite(y, e4m3Grid(), 0x80,
-                           std::signbit(y) ? 0xFF : 0x7F);
+  return expectedSatfinite(y, e4m3Grid(), 0x80, std::signbit(y) ? 0xFF : 0x7F);
 }
 
 uint32_t expectedE5M2(float y) {
-  return expectedSatfinite(y, e5m2Grid(), 0x80,
-                           std::signbit(y) ? 0xFE : 0x7E);
+  return expectedSatfinite(y, e5m2Grid(), 0x80, std::signbit(y) ? 0xFE : 0x7E);
 }
 
 uint32_t expectedE2M1(float y) {
@@ -259,8 +257,8 @@ int countMismatches(const char *name, const std::vector<float> &inputs,
     uint32_t got = encode(y);
     uint32_t want = expected(y);
     if (got != want && ++mismatches <= 10)
-      ADD_FAILURE() << name << "(" << hexOf(bitsOf(y)) << " = " << y
-                    << ") got " << hexOf(got) << " want " << hexOf(want);
+      ADD_FAILURE() << name << "(" << hexOf(bitsOf(y)) << " = " << y << ") got "
+                    << hexOf(got) << " want " << hexOf(want);
   }
   return mismatches;
 }
@@ -363,10 +361,8 @@ TEST(CodecsTest, Fp8EncodeMatchesDerivationForRandomFloatBitPatterns) {
   std::vector<float> inputs = randomFloats(1, 1 << 20);
   std::vector<float> near = randomSmallRangeFloats(2, 1 << 20);
   inputs.insert(inputs.end(), near.begin(), near.end());
-  EXPECT_EQ(countMismatches("encodeE4M3", inputs, encodeE4M3, expectedE4M3),
-            0);
-  EXPECT_EQ(countMismatches("encodeE5M2", inputs, encodeE5M2, expectedE5M2),
-            0);
+  EXPECT_EQ(countMismatches("encodeE4M3", inputs, encodeE4M3, expectedE4M3), 0);
+  EXPECT_EQ(countMismatches("encodeE5M2", inputs, encodeE5M2, expectedE5M2), 0);
 }
 
 TEST(CodecsTest, Fp8EncodeSaturatesOverflowAndInfinityToMaxNorm) {
@@ -472,8 +468,8 @@ TEST(CodecsTest, E2M1DecodesEveryNibbleToTheTableValue) {
                            4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
                            -2.0f, -3.0f, -4.0f, -6.0f};
   for (uint32_t code = 0; code < 16; ++code) {
-    EXPECT_TRUE(sameFloatBits(decodeE2M1(static_cast<uint8_t>(code)),
-                              table[code]))
+    EXPECT_TRUE(
+        sameFloatBits(decodeE2M1(static_cast<uint8_t>(code)), table[code]))
         << code;
     EXPECT_TRUE(sameFloatBits(decodeE2M1(static_cast<uint8_t>(code | 0xA0)),
                               table[code]))
@@ -494,8 +490,8 @@ TEST(CodecsTest, E8M0DecodesEveryCodeToPowerOfTwo) {
 TEST(CodecsTest, E8M0ReciprocalScaleIsTwoToTheNegatedExponent) {
   for (uint32_t e = 0; e < 255; ++e) {
     float want = static_cast<float>(std::ldexp(1.0, 127 - static_cast<int>(e)));
-    EXPECT_TRUE(sameFloatBits(e8m0ReciprocalScale(static_cast<uint8_t>(e)),
-                              want))
+    EXPECT_TRUE(
+        sameFloatBits(e8m0ReciprocalScale(static_cast<uint8_t>(e)), want))
         << e;
     // decode * reciprocal == 1 except where one side is an fp32 subnormal.
     if (e >= 1 && e <= 253) {
@@ -596,8 +592,7 @@ TEST(CodecsTest, E2M1EncodeMatchesDerivationAtEveryMidpointAndNeighbour) {
   std::vector<float> inputs = gridEdgeInputs(e2m1Grid());
   std::vector<float> random = randomSmallRangeFloats(4, 1 << 18);
   inputs.insert(inputs.end(), random.begin(), random.end());
-  EXPECT_EQ(countMismatches("encodeE2M1", inputs, encodeE2M1, expectedE2M1),
-            0);
+  EXPECT_EQ(countMismatches("encodeE2M1", inputs, encodeE2M1, expectedE2M1), 0);
 }
 
 TEST(CodecsTest, E2M1EncodeTieTableOfNumerics13) {
@@ -607,11 +602,11 @@ TEST(CodecsTest, E2M1EncodeTieTableOfNumerics13) {
   };
   const float inf = std::numeric_limits<float>::infinity();
   // Value -> code: 0:0 .5:1 1:2 1.5:3 2:4 3:5 4:6 6:7.
-  const Case cases[] = {{0.25f, 0},  {0.75f, 2}, {1.25f, 2}, {1.75f, 4},
-                        {2.5f, 4},   {3.5f, 6},  {5.0f, 6},  {5.5f, 7},
-                        {6.0f, 7},   {7.0f, 7},  {1e30f, 7}, {inf, 7},
-                        {0.0f, 0},   {0.26f, 1}, {0.24f, 0}, {2.49f, 4},
-                        {2.51f, 5},  {4.99f, 6}, {5.01f, 7}};
+  const Case cases[] = {{0.25f, 0}, {0.75f, 2}, {1.25f, 2}, {1.75f, 4},
+                        {2.5f, 4},  {3.5f, 6},  {5.0f, 6},  {5.5f, 7},
+                        {6.0f, 7},  {7.0f, 7},  {1e30f, 7}, {inf, 7},
+                        {0.0f, 0},  {0.26f, 1}, {0.24f, 0}, {2.49f, 4},
+                        {2.51f, 5}, {4.99f, 6}, {5.01f, 7}};
   for (const Case &c : cases) {
     EXPECT_EQ(encodeE2M1(c.in), c.code) << c.in;
     EXPECT_EQ(encodeE2M1(-c.in), c.code | 0x8) << -c.in;
@@ -657,7 +652,8 @@ TEST(CodecsTest, E2M1StochasticReturnsOneOfTheTwoBracketingGridPoints) {
   int failures = 0;
   for (float x : stochasticInputs()) {
     double a = std::fabs(static_cast<double>(x));
-    auto [lo, hi] = a >= 6.0 ? std::make_pair(6.0, 6.0) : bracket(a, e2m1Grid());
+    auto [lo, hi] =
+        a >= 6.0 ? std::make_pair(6.0, 6.0) : bracket(a, e2m1Grid());
     for (uint32_t r = 0; r < 256; ++r) {
       uint8_t code = encodeE2M1Stochastic(x, static_cast<uint8_t>(r));
       double v = decodeE2M1(code);
@@ -682,8 +678,8 @@ TEST(CodecsTest, E2M1StochasticIsMonotoneInTheRandomBits) {
   for (float x : stochasticInputs()) {
     float previous = 0.0f;
     for (uint32_t r = 0; r < 256; ++r) {
-      float v = std::fabs(decodeE2M1(
-          encodeE2M1Stochastic(x, static_cast<uint8_t>(r))));
+      float v = std::fabs(
+          decodeE2M1(encodeE2M1Stochastic(x, static_cast<uint8_t>(r))));
       ASSERT_GE(v, previous) << "x=" << x << " rbits=" << r;
       previous = v;
     }
@@ -702,8 +698,8 @@ TEST(CodecsTest, E2M1StochasticMeanOverAllRandomBitsApproximatesInput) {
     double step = hi > lo ? hi - lo : 0.5;
     double sum = 0;
     for (uint32_t r = 0; r < 256; ++r)
-      sum += std::fabs(decodeE2M1(
-          encodeE2M1Stochastic(x, static_cast<uint8_t>(r))));
+      sum += std::fabs(
+          decodeE2M1(encodeE2M1Stochastic(x, static_cast<uint8_t>(r))));
     EXPECT_NEAR(sum / 256, a, step / 256 * 1.0001) << x;
   }
 }
@@ -815,8 +811,8 @@ TEST(CodecsTest, SixteenBitConversionsHandleTiesOverflowAndUnderflow) {
 }
 
 TEST(CodecsTest, SixteenBitConversionsKeepNaNSignAndQuietIt) {
-  const uint32_t nans[] = {0x7F800001u, 0x7FC00000u, 0x7FFFFFFFu, 0x7F802000u,
-                           0xFF800001u, 0xFFC00000u};
+  const uint32_t nans[] = {0x7F800001u, 0x7FC00000u, 0x7FFFFFFFu,
+                           0x7F802000u, 0xFF800001u, 0xFFC00000u};
   for (uint32_t bits : nans) {
     float nan = floatOf(bits);
     uint16_t bf = floatToBF16(nan);

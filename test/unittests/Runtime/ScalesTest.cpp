@@ -144,12 +144,12 @@ TEST(ScalesTest, ComputeScaleFromAmaxE4M3HandComputedTable) {
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(testing::Message() << "amax=" << c.amax << " eps=" << c.eps);
-    EXPECT_FLOAT_BITS(computeScaleFromAmax(c.amax, 448.0f, false, c.eps,
-                                           FLT_MAX),
-                      c.scaleBits);
-    EXPECT_FLOAT_BITS(computeScaleFromAmax(c.amax, 448.0f, true, c.eps,
-                                           FLT_MAX),
-                      c.pow2ScaleBits);
+    EXPECT_FLOAT_BITS(
+        computeScaleFromAmax(c.amax, 448.0f, false, c.eps, FLT_MAX),
+        c.scaleBits);
+    EXPECT_FLOAT_BITS(
+        computeScaleFromAmax(c.amax, 448.0f, true, c.eps, FLT_MAX),
+        c.pow2ScaleBits);
   }
 }
 
@@ -177,7 +177,6 @@ TEST(ScalesTest, ComputeScaleFromAmaxIsCorrectlyRoundedQuotient) {
   // Independent derivation: the double quotient rounded to float is the
   // correctly rounded fp32 quotient (53 >= 2 * 24 + 2 bits); pow2 keeps the
   // largest power of two <= it.
-  uint64_t state = 11;
   for (float amax : randomPositiveNormals(10, 20000)) {
     for (float fp8Max : {448.0f, 57344.0f}) {
       double quotient = static_cast<double>(fp8Max) / amax;
@@ -187,13 +186,12 @@ TEST(ScalesTest, ComputeScaleFromAmaxIsCorrectlyRoundedQuotient) {
       float got = computeScaleFromAmax(amax, fp8Max, false, 0.0f, FLT_MAX);
       ASSERT_EQ(bitsOf(got), bitsOf(want)) << amax;
       float pow2 = computeScaleFromAmax(amax, fp8Max, true, 0.0f, FLT_MAX);
-      float wantPow2 =
-          std::ldexp(1.0f, static_cast<int>(std::floor(std::log2(
-                               static_cast<double>(want)))));
+      float wantPow2 = std::ldexp(
+          1.0f,
+          static_cast<int>(std::floor(std::log2(static_cast<double>(want)))));
       ASSERT_EQ(pow2, wantPow2) << amax;
     }
   }
-  (void)nextRandom(state);
 }
 
 TEST(ScalesTest, ScaleInvIsCorrectlyRoundedReciprocal) {
@@ -242,11 +240,13 @@ TEST(ScalesTest, DelayedScalingMaxAlgoRollsHistoryAndUsesWindowMax) {
   step(s, AmaxAlgo::Max, 0.5f);
   EXPECT_EQ(s.history, (std::vector<float>{0, 8, 1, 0.5f}));
   EXPECT_EQ(s.scale, 56.0f);
-  // The old history[0] slot never enters the window: 8 drops out here.
+  // The max covers old[1..L-1] and last, so 8 (old[1]) still counts while it
+  // is dropped from the stored history.
   step(s, AmaxAlgo::Max, 0.25f);
   EXPECT_EQ(s.history, (std::vector<float>{0, 1, 0.5f, 0.25f}));
-  EXPECT_EQ(s.scale, 448.0f);
-  // A non-zero reduced amax replaces the local slot value.
+  EXPECT_EQ(s.scale, 56.0f);
+  // 8 has left the window; a non-zero reduced amax (3) replaces the local
+  // slot value (0.125).
   step(s, AmaxAlgo::Max, 0.125f, /*reduced=*/3.0f);
   EXPECT_EQ(s.history, (std::vector<float>{0, 0.5f, 0.25f, 3.0f}));
   EXPECT_FLOAT_BITS(s.scale, 0x43155555u); // 448 / 3
@@ -288,9 +288,12 @@ TEST(ScalesTest, DelayedScalingNonFiniteAndTinyAmax) {
   EXPECT_EQ(s.history, (std::vector<float>{0, 0, kInf}));
   EXPECT_EQ(s.scale, 7.0f);
   step(s, AmaxAlgo::Max, 1.0f);
-  EXPECT_EQ(s.scale, 7.0f); // window max is Inf
+  EXPECT_EQ(s.scale, 7.0f); // window {0, Inf, 1}: max Inf
   step(s, AmaxAlgo::Max, 2.0f);
-  EXPECT_EQ(s.scale, 224.0f); // Inf has left the window
+  EXPECT_EQ(s.scale, 7.0f); // window {Inf, 1, 2}: Inf is old[1], still in
+  step(s, AmaxAlgo::Max, 2.0f);
+  EXPECT_EQ(s.history, (std::vector<float>{0, 2, 2}));
+  EXPECT_EQ(s.scale, 224.0f); // window {1, 2, 2}
   // Tiny amax: quotient overflows -> FLT_MAX.
   step(s, AmaxAlgo::MostRecent, kMinSubnormal);
   EXPECT_EQ(s.scale, FLT_MAX);
@@ -301,9 +304,9 @@ TEST(ScalesTest, DelayedScalingNonFiniteAndTinyAmax) {
   ASSERT_EQ(n.history.size(), 3u);
   EXPECT_EQ(n.history[1], 3.0f);
   EXPECT_TRUE(std::isnan(n.history[2]));
-  EXPECT_FLOAT_BITS(n.scale, 0x42155555u); // 448 / 3 / 4 -> window max 3
+  EXPECT_FLOAT_BITS(n.scale, 0x43155555u); // 448 / 3: window max is 3
   updateDelayedScaling(n, AmaxAlgo::MostRecent, 448.0f, 0, kNaN);
-  EXPECT_FLOAT_BITS(n.scale, 0x42155555u);
+  EXPECT_FLOAT_BITS(n.scale, 0x43155555u); // NaN amax: scale kept
 }
 
 TEST(ScalesTest, DelayedScalingHistoryLengthOne) {
@@ -363,17 +366,15 @@ TEST(ScalesTest, Mxfp8BlockExponentOfMaxNormTimesPowerOfTwo) {
   }
 }
 
-TEST(ScalesTest, Mxfp8BlockExponentMatchesExactRatioForNormalRangeBF16) {
+TEST(ScalesTest, Mxfp8BlockExponentMatchesExactRatioForEveryBF16Amax) {
   // NUMERICS.md 5.1 note: E = ceil(log2(amax / fp8Max)) + 127, clamped to
-  // [0, 254], derived here in exact double arithmetic. The note was checked
-  // for bf16 amax whose ratio is an fp32 normal; below that fl(amax * RCP)
-  // loses precision and the library follows the kernel's formula instead.
+  // [0, 254], derived here in exact double arithmetic (smallest E with
+  // fp8Max * 2^(E-127) >= amax). NUMERICS.md checked bf16 amax in
+  // [2^-27, 2^32]; this covers every positive finite bf16 value.
   for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
     double fp8Max = fp8MaxNorm(format);
     for (uint32_t pattern = 0x0001; pattern < 0x7F80; ++pattern) {
       float amax = floatOf(pattern << 16);
-      if (amax / fp8Max < std::ldexp(1.0, -126))
-        continue;
       int want = 254;
       for (int e = 0; e <= 254; ++e) {
         if (std::ldexp(fp8Max, e - 127) >= amax) {
@@ -415,8 +416,8 @@ TEST(ScalesTest, Nvfp4ConstantsAreRoundedReciprocals) {
 }
 
 TEST(ScalesTest, Nvfp4GlobalEncodeScaleSpecialAndHandComputedValues) {
-  EXPECT_EQ(nvfp4GlobalEncodeScale(0.0f), 1.0f);   // 2688/0 = Inf, amax 0
-  EXPECT_EQ(nvfp4GlobalEncodeScale(kInf), 1.0f);   // 2688/Inf = 0
+  EXPECT_EQ(nvfp4GlobalEncodeScale(0.0f), 1.0f);    // 2688/0 = Inf, amax 0
+  EXPECT_EQ(nvfp4GlobalEncodeScale(kInf), 1.0f);    // 2688/Inf = 0
   EXPECT_EQ(nvfp4GlobalEncodeScale(kNaN), FLT_MAX); // fminf(NaN, FLT_MAX)
   EXPECT_EQ(nvfp4GlobalEncodeScale(2688.0f), 1.0f);
   EXPECT_EQ(nvfp4GlobalEncodeScale(1.0f), 2688.0f);
@@ -428,8 +429,7 @@ TEST(ScalesTest, Nvfp4GlobalEncodeScaleSpecialAndHandComputedValues) {
 TEST(ScalesTest, Nvfp4GlobalDecodeScaleIsCorrectlyRoundedReciprocal) {
   EXPECT_EQ(nvfp4GlobalDecodeScale(1.0f), 1.0f);
   EXPECT_FLOAT_BITS(nvfp4GlobalDecodeScale(2688.0f), 0x39C30C31u);
-  EXPECT_FLOAT_BITS(nvfp4GlobalDecodeScale(floatOf(0x43866666u)),
-                    0x3B73CF3Eu);
+  EXPECT_FLOAT_BITS(nvfp4GlobalDecodeScale(floatOf(0x43866666u)), 0x3B73CF3Eu);
   EXPECT_FLOAT_BITS(nvfp4GlobalDecodeScale(FLT_MAX), 0x00200000u);
   // (float)(1.0 / (double)x) == rcp_rn(x) (NUMERICS.md 6.2).
   for (float s : randomPositiveNormals(13, 20000))
@@ -443,8 +443,19 @@ TEST(ScalesTest, Nvfp4BlockScaleHandComputedExample) {
   float sEnc = nvfp4GlobalEncodeScale(10.0f);
   EXPECT_EQ(nvfp4BlockScale(3.25f, sEnc), 0x71);
   EXPECT_EQ(decodeE4M3(0x71), 144.0f);
-  // 152 = 144 + 8 is the tie (even mantissa 144 wins); 152.0001 -> 160.
   EXPECT_EQ(nvfp4BlockScale(0.0f, sEnc), 0x00);
+  // Global amax 448: S_enc = 6 and mult6 = fl(6 * fl(1/6)) = 1, so the block
+  // amax is rounded directly: 152 is the 144/160 tie -> even code 0x72 (160).
+  float sEnc448 = nvfp4GlobalEncodeScale(448.0f);
+  ASSERT_EQ(sEnc448, 6.0f);
+  EXPECT_EQ(nvfp4BlockScale(152.0f, sEnc448), 0x72);
+  EXPECT_EQ(nvfp4BlockScale(std::nextafter(152.0f, 0.0f), sEnc448), 0x71);
+  EXPECT_EQ(nvfp4BlockScale(136.0f, sEnc448), 0x70); // 128/144 tie -> 128
+  // Global amax 3: S_enc = 896, mult6 = fl(896 * fl(1/6)) = 0x43155556, one
+  // ulp above 896 / 6. Block amax 1.125 gives 168.00002 (0x43280001), just
+  // past the 160/176 tie, so the folded constant selects 176 (0x73) where an
+  // exact division by 6 would give the tie and 160 (0x72).
+  EXPECT_EQ(nvfp4BlockScale(1.125f, nvfp4GlobalEncodeScale(3.0f)), 0x73);
   // Global amax 2688: S_enc = 1, fl(6 * fl(1/6)) = 1 + 2^-25 -> 1.0.
   EXPECT_EQ(nvfp4BlockScale(6.0f, 1.0f), 0x38);
   // Global amax 1: S_enc = 2688, mult6 = 448 exactly.
@@ -468,7 +479,8 @@ TEST(ScalesTest, Nvfp4BlockEncodeFactorHandComputedExample) {
   EXPECT_EQ(nvfp4BlockEncodeFactor(0x7E, floatOf(0x39C30C31u)), 6.0f);
   // Zero block scale: 1/0 = Inf -> FLT_MAX.
   EXPECT_EQ(nvfp4BlockEncodeFactor(0x00, sDec), FLT_MAX);
-  EXPECT_EQ(nvfp4BlockEncodeFactor(0x80, sDec), FLT_MAX); // -0
+  // -0 (never produced: block amax >= 0) follows the formula: fminf(-Inf, ..).
+  EXPECT_EQ(nvfp4BlockEncodeFactor(0x80, sDec), -kInf);
 }
 
 TEST(ScalesTest, Nvfp4QuantizesBlockElementsWithTheEncodeFactor) {
@@ -491,6 +503,9 @@ TEST(ScalesTest, Nvfp4DequantFactorHandComputedExample) {
   // 448 * 1 * fl(1/2688) = fl(1/6).
   EXPECT_FLOAT_BITS(nvfp4DequantFactor(0x7E, 1.0f), 0x3E2AAAABu);
   EXPECT_EQ(nvfp4DequantFactor(0x00, 10.0f), 0.0f);
+  // The order matters: fl(fl(0.5625 * 3) * fl(1/2688)) = 0x3A249249, while
+  // 0.5625 * fl(3 * fl(1/2688)) would be 0x3A24924A.
+  EXPECT_FLOAT_BITS(nvfp4DequantFactor(0x31, 3.0f), 0x3A249249u);
 }
 
 //===----------------------------------------------------------------------===//
@@ -501,8 +516,9 @@ TEST(ScalesTest, Fp8BlockScaleValueForInfDependsOnSourceType) {
   const Fp8Format e4 = Fp8Format::E4M3;
   // bf16 max 0x1.FEp127 (0x7F7F0000), f16 65504, f32 FLT_MAX; with pow2
   // 2^127, 2^15, 2^127.
-  EXPECT_FLOAT_BITS(fp8BlockScale(kMinSubnormal, e4, false, 0, SourceType::BF16),
-                    0x7F7F0000u);
+  EXPECT_FLOAT_BITS(
+      fp8BlockScale(kMinSubnormal, e4, false, 0, SourceType::BF16),
+      0x7F7F0000u);
   EXPECT_FLOAT_BITS(fp8BlockScale(kMinSubnormal, e4, true, 0, SourceType::BF16),
                     0x7F000000u);
   EXPECT_FLOAT_BITS(fp8BlockScale(kMinSubnormal, e4, false, 0, SourceType::F16),

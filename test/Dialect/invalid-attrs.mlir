@@ -1,0 +1,133 @@
+// Scheme attribute and !te.qtensor diagnostics: bad options, shape rules of
+// each scheme, nesting.
+// RUN: te-opt %s -split-input-file -verify-diagnostics
+
+// History 0 would leave no amax to scale from.
+// expected-error @+1 {{invalid #te.fp8_delayed: history must be >= 1}}
+func.func private @history_zero(!te.qtensor<16x16xbf16, #te.fp8_delayed<e4m3, history = 0>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{invalid #te.fp8_delayed: margin must be >= 0}}
+func.func private @negative_margin(!te.qtensor<16x16xbf16, #te.fp8_delayed<e4m3, margin = -1>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{invalid #te.fp8_current: eps must be a finite value >= 0}}
+func.func private @negative_eps(!te.qtensor<16x16xbf16, #te.fp8_current<e4m3, eps = -1.0e-12>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{invalid #te.fp8_block: eps must be a finite value >= 0}}
+func.func private @negative_block_eps(!te.qtensor<16x16xbf16, #te.fp8_block<e4m3, 1x128, eps = -0.5>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{expected amax algorithm 'max' or 'most_recent', got 'mean'}}
+func.func private @bad_algo(!te.qtensor<16x16xbf16, #te.fp8_delayed<e4m3, algo = mean>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{expected FP8 format 'e4m3' or 'e5m2', got 'e3m4'}}
+func.func private @bad_format(!te.qtensor<16x16xbf16, #te.mxfp8<e3m4>, rowwise>)
+
+// -----
+
+// NVFP4 has fixed formats: e2m1 elements, e4m3 block scales.
+// expected-error @+1 {{#te.nvfp4 has no element format option: its elements are always e2m1 and its block scales e4m3, so 'e5m2' is not allowed}}
+func.func private @nvfp4_e5m2(!te.qtensor<16x16xbf16, #te.nvfp4<e5m2>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{option 'pow2' is given twice}}
+func.func private @duplicate_option(!te.qtensor<16x16xbf16, #te.fp8_current<e4m3, pow2, pow2>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{unknown nvfp4 option 'hadamard'; expected 'rht', 'sr' or 'block2d'}}
+func.func private @unknown_option(!te.qtensor<16x16xbf16, #te.nvfp4<hadamard>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{#te.mxfp8 takes no option 'pow2'}}
+func.func private @mxfp8_option(!te.qtensor<32x32xbf16, #te.mxfp8<e4m3, pow2>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{invalid #te.fp8_block: fp8_block tiles are 1x128 or 128x128}}
+func.func private @bad_tile(!te.qtensor<128x128xbf16, #te.fp8_block<e4m3, 64x128>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{expected a tile shape '1x128' or '128x128'}}
+func.func private @tile_rank(!te.qtensor<128x128xbf16, #te.fp8_block<e4m3, 1x1x128>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{invalid #te.identity: it keeps a high-precision type (f32, f16 or bf16), got 'f8E4M3FN'}}
+func.func private @identity_fp8(!te.qtensor<16x16xbf16, #te.identity<f8E4M3FN>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{#te.hybrid cannot nest: its columnwise scheme is itself a #te.hybrid}}
+func.func private @nested_hybrid(!te.qtensor<32x32xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.hybrid<rowwise = #te.nvfp4<>, columnwise = #te.nvfp4<>>>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{expected a quantization scheme for the columnwise direction (e.g. #te.mxfp8<e4m3>), got 42 : i32}}
+func.func private @hybrid_not_scheme(!te.qtensor<32x32xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = 42 : i32>, rowwise>)
+
+// -----
+
+// MXFP8 rowwise blocks are 32 consecutive elements of a row.
+// expected-error @+1 {{!te.qtensor<2-D> mxfp8 rowwise blocks run along the last dimension: its size 100 must be a multiple of the block size 32}}
+func.func private @mxfp8_rowwise_shape(!te.qtensor<64x100xbf16, #te.mxfp8<e4m3>, rowwise>)
+
+// -----
+
+// MXFP8 columnwise blocks are 32 consecutive rows; 3-D shapes flatten to M x K.
+// expected-error @+1 {{!te.qtensor<3-D> mxfp8 columnwise blocks run down the leading dimension(s): their size 48 must be a multiple of the block size 32}}
+func.func private @mxfp8_columnwise_shape(!te.qtensor<2x24x64xbf16, #te.mxfp8<e4m3>, columnwise>)
+
+// -----
+
+// expected-error @+1 {{nvfp4 rowwise blocks run along the last dimension: its size 40 must be a multiple of the block size 16}}
+func.func private @nvfp4_shape(!te.qtensor<16x40xbf16, #te.nvfp4<>, rowwise|columnwise>)
+
+// -----
+
+// 16x16 blocks need both extents even for one direction.
+// expected-error @+1 {{nvfp4 block2d quantizes 16x16 tiles: the leading dimension(s) (size 8) and the last dimension (size 32) must both be multiples of 16}}
+func.func private @nvfp4_2d_shape(!te.qtensor<8x32xbf16, #te.nvfp4<block2d>, rowwise>)
+
+// -----
+
+// Each direction of a hybrid is checked against its own scheme: NVFP4
+// columnwise needs M % 16 == 0.
+// expected-error @+1 {{nvfp4 columnwise blocks run down the leading dimension(s): their size 40 must be a multiple of the block size 16}}
+func.func private @hybrid_shape(!te.qtensor<40x64xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>)
+
+// -----
+
+// expected-error @+1 {{!te.qtensor needs at least 2 dimensions (it is viewed as M x K), got rank 1}}
+func.func private @rank1(!te.qtensor<64xbf16, #te.fp8_current<e4m3>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{!te.qtensor source element type must be bf16, f16 or f32, got 'i8'}}
+func.func private @int_source(!te.qtensor<16x16xi8, #te.fp8_current<e4m3>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{expected direction 'rowwise' or 'columnwise', got 'diagonal'}}
+func.func private @bad_direction(!te.qtensor<16x16xbf16, #te.fp8_current<e4m3>, diagonal>)
+
+// -----
+
+// expected-error @+1 {{!te.qtensor dimension 0 must be static and positive, got 0}}
+func.func private @empty(!te.qtensor<0x16xbf16, #te.fp8_current<e4m3>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{expected a quantization scheme (e.g. #te.mxfp8<e4m3>), got "mxfp8"}}
+func.func private @string_scheme(!te.qtensor<32x32xbf16, "mxfp8", rowwise>)
