@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+#===- scripts/gpu-run.sh - run every GPU test and benchmark ---------------===#
+#
+# Runs on the GPU machine from the repository root after
+# scripts/pack-gpu.sh: every packed test executable, then te-opt on the
+# examples; logs go to $OUT (or /tmp/te-gpu), a short table is printed last.
+#
+#===------------------------------------------------------------------------===#
+set -uo pipefail
+PACK=.device-pack
+LOG="${OUT:-/tmp/te-gpu}"
+mkdir -p "$LOG"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+  | tee "$LOG/device.txt"
+declare -a rows
+run() { # name, command...
+  local name=$1; shift
+  local start=$(date +%s.%N)
+  "$@" > "$LOG/$name.log" 2>&1
+  local rc=$?
+  local secs=$(echo "$(date +%s.%N) - $start" | bc)
+  local summary=$(grep -E "PASSED|FAILED|passed|failed|SKIPPED" "$LOG/$name.log" | tail -1)
+  rows+=("$(printf '%-28s rc=%-3s %6.2fs  %s' "$name" "$rc" "$secs" "$summary")")
+}
+for t in "$PACK"/tests/*; do
+  run "$(basename "$t")" "$t"
+done
+for f in examples/*.mlir; do
+  run "te-opt-$(basename "$f" .mlir)" "$PACK/bin/te-opt" "$f" --te-resolve-recipe --canonicalize --cse
+done
+run "te-opt-invalid" sh -c "! $PACK/bin/te-opt test/Dialect/malformed.mlir -split-input-file"
+echo
+echo "== summary ($(head -1 "$LOG/device.txt"))"
+printf '%s\n' "${rows[@]}"

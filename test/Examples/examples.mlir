@@ -1,0 +1,16 @@
+// The shipped examples parse, verify and go through the main pipeline
+// (scripts/run-example.sh).
+// RUN: te-opt %te_src_root/examples/hybrid_linear.mlir --te-resolve-recipe --canonicalize --cse | FileCheck %s --check-prefix=HYBRID
+// RUN: te-opt %te_src_root/examples/deepseek_linear.mlir --te-resolve-recipe | FileCheck %s --check-prefix=BLOCK
+// RUN: te-opt %te_src_root/examples/quantize_hybrid.mlir --te-resolve-recipe --canonicalize | FileCheck %s --check-prefix=QUANT
+
+// HYBRID-LABEL: func.func @train_step
+// HYBRID: te.linear {{.*}}schemes = {input = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>, weight = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>}
+// HYBRID: te.linear_grad {{.*}}schemes = {grad_output = #te.nvfp4<rht, sr>,
+
+// BLOCK-LABEL: func.func @forward
+// BLOCK: schemes = {input = #te.fp8_block<e4m3, 1x128, pow2>, weight = #te.fp8_block<e4m3, 128x128, pow2>}
+
+// QUANT-LABEL: func.func @quantize_grad
+// QUANT: te.quantize
+// QUANT: te.bias_grad
