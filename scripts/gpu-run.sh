@@ -15,12 +15,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
 declare -a rows
 run() { # name, command...
   local name=$1; shift
-  local start=$(date +%s.%N)
+  local start=$(date +%s%N)
   "$@" > "$LOG/$name.log" 2>&1
   local rc=$?
-  local secs=$(echo "$(date +%s.%N) - $start" | bc)
+  local ms=$(( ($(date +%s%N) - start) / 1000000 ))
   local summary=$(grep -E "PASSED|FAILED|passed|failed|SKIPPED" "$LOG/$name.log" | tail -1)
-  rows+=("$(printf '%-28s rc=%-3s %6.2fs  %s' "$name" "$rc" "$secs" "$summary")")
+  rows+=("$(printf '%-28s rc=%-3s %7d ms  %s' "$name" "$rc" "$ms" "$summary")")
 }
 for t in "$PACK"/tests/*; do
   run "$(basename "$t")" "$t"
