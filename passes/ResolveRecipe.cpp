@@ -34,16 +34,16 @@ static FailureOr<DictionaryAttr> resolve(Operation *op, FlatSymbolRefAttr name,
                                          SymbolTableCollection &symbols) {
   auto recipe = symbols.lookupNearestSymbolFrom<RecipeOp>(op, name);
   if (!recipe)
-    return op->emitOpError() << "names recipe " << name
-                             << ", which is not a te.recipe";
+    return op->emitOpError()
+           << "names recipe " << name << ", which is not a te.recipe";
   Builder b(op->getContext());
   SmallVector<NamedAttribute> entries;
   for (StringRef role : roles) {
     SchemeAttrInterface scheme = recipe.lookup("linear", role);
     if (!scheme)
-      return op->emitOpError() << "recipe " << name
-                               << " has no rule for the role (\"linear\", \""
-                               << role << "\")";
+      return op->emitOpError()
+             << "recipe " << name << " has no rule for the role (\"linear\", \""
+             << role << "\")";
     entries.push_back(b.getNamedAttr(role, scheme));
   }
   return b.getDictionaryAttr(entries);

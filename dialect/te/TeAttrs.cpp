@@ -87,9 +87,8 @@ static Type toMlir(rt::DType t, MLIRContext *ctx) {
 }
 
 /// Reports `msg` (from rt::Scheme::validate) if non-empty.
-static LogicalResult
-checkScheme(function_ref<InFlightDiagnostic()> emitError, StringRef mnemonic,
-            const rt::Scheme &s) {
+static LogicalResult checkScheme(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef mnemonic, const rt::Scheme &s) {
   std::string msg = s.validate();
   if (msg.empty())
     return success();
@@ -103,8 +102,8 @@ static ParseResult parseFp8Format(AsmParser &p, Fp8Format &format) {
     return failure();
   std::optional<Fp8Format> f = symbolizeFp8Format(kw);
   if (!f)
-    return p.emitError(loc) << "expected FP8 format 'e4m3' or 'e5m2', got '"
-                            << kw << "'";
+    return p.emitError(loc)
+           << "expected FP8 format 'e4m3' or 'e5m2', got '" << kw << "'";
   format = *f;
   return success();
 }
@@ -179,9 +178,9 @@ Type SchemeAttrInterface::getScaleType(Direction dir) {
   return toMlir(s.scaleType(), getContext());
 }
 
-rt::DirectionStorage
-SchemeAttrInterface::getStorage(Direction dir, ArrayRef<int64_t> shape,
-                                const rt::Target &target) {
+rt::DirectionStorage SchemeAttrInterface::getStorage(Direction dir,
+                                                     ArrayRef<int64_t> shape,
+                                                     const rt::Target &target) {
   int64_t k = shape.empty() ? 1 : shape.back();
   return rt::storageFor(getRuntimeScheme(dir), toRuntime(dir),
                         flattenedRows(shape), k, target);
@@ -221,9 +220,8 @@ Attribute Fp8CurrentAttr::parse(AsmParser &p, Type) {
           return pow2 = true, success();
         if (key == "eps")
           return parseEps(p, eps);
-        return p.emitError(keyLoc)
-               << "unknown fp8_current option '" << key
-               << "'; expected 'pow2' or 'eps'";
+        return p.emitError(keyLoc) << "unknown fp8_current option '" << key
+                                   << "'; expected 'pow2' or 'eps'";
       }))
     return {};
   return getChecked([&] { return p.emitError(loc); }, p.getContext(), format,
@@ -285,9 +283,8 @@ Attribute Fp8DelayedAttr::parse(AsmParser &p, Type) {
       algo = *a;
       return success();
     }
-    return p.emitError(keyLoc)
-           << "unknown fp8_delayed option '" << key
-           << "'; expected 'history', 'algo' or 'margin'";
+    return p.emitError(keyLoc) << "unknown fp8_delayed option '" << key
+                               << "'; expected 'history', 'algo' or 'margin'";
   };
   if (p.parseLess() || parseFp8Format(p, format) ||
       parseOptions(p, true, parseItem))
@@ -312,7 +309,8 @@ rt::Scheme Mxfp8Attr::getRuntimeScheme(Direction) const {
 
 LogicalResult Mxfp8Attr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 Fp8Format format) {
-  return checkScheme(emitError, "mxfp8", rt::Scheme::mxfp8(toRuntimeFormat(format)));
+  return checkScheme(emitError, "mxfp8",
+                     rt::Scheme::mxfp8(toRuntimeFormat(format)));
 }
 
 Attribute Mxfp8Attr::parse(AsmParser &p, Type) {
@@ -447,7 +445,8 @@ void Fp8BlockAttr::print(AsmPrinter &p) const {
 //===----------------------------------------------------------------------===//
 
 rt::Scheme IdentityAttr::getRuntimeScheme(Direction) const {
-  return rt::Scheme::identity(toRuntimeFloat(getType()).value_or(rt::DType::BF16));
+  return rt::Scheme::identity(
+      toRuntimeFloat(getType()).value_or(rt::DType::BF16));
 }
 
 LogicalResult IdentityAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -467,9 +466,7 @@ Attribute IdentityAttr::parse(AsmParser &p, Type) {
   return getChecked([&] { return p.emitError(loc); }, p.getContext(), type);
 }
 
-void IdentityAttr::print(AsmPrinter &p) const {
-  p << '<' << getType() << '>';
-}
+void IdentityAttr::print(AsmPrinter &p) const { p << '<' << getType() << '>'; }
 
 //===----------------------------------------------------------------------===//
 // hybrid
@@ -488,9 +485,9 @@ LogicalResult HybridAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  SchemeAttrInterface columnwise) {
   if (!rowwise || !columnwise)
     return emitError() << "#te.hybrid needs a rowwise and a columnwise scheme";
-  for (auto [name, s] : {std::pair<StringRef, SchemeAttrInterface>{
-                             "rowwise", rowwise},
-                         {"columnwise", columnwise}})
+  for (auto [name, s] :
+       {std::pair<StringRef, SchemeAttrInterface>{"rowwise", rowwise},
+        {"columnwise", columnwise}})
     if (llvm::isa<HybridAttr>(s))
       return emitError() << "#te.hybrid cannot nest: its " << name
                          << " scheme is itself a #te.hybrid";
@@ -507,9 +504,9 @@ static ParseResult parseSubScheme(AsmParser &p, StringRef dir,
     return failure();
   result = llvm::dyn_cast<SchemeAttrInterface>(attr);
   if (!result)
-    return p.emitError(loc) << "expected a quantization scheme for the " << dir
-                            << " direction (e.g. #te.mxfp8<e4m3>), got "
-                            << attr;
+    return p.emitError(loc)
+           << "expected a quantization scheme for the " << dir
+           << " direction (e.g. #te.mxfp8<e4m3>), got " << attr;
   return success();
 }
 

@@ -115,8 +115,8 @@ static LogicalResult verifyRecipeRoles(Operation *op, FlatSymbolRefAttr name,
                                        SymbolTableCollection &symbols) {
   Operation *target = symbols.lookupNearestSymbolFrom(op, name);
   if (!target)
-    return op->emitOpError() << "names recipe " << name
-                             << ", which does not exist";
+    return op->emitOpError()
+           << "names recipe " << name << ", which does not exist";
   auto recipe = llvm::dyn_cast<RecipeOp>(target);
   if (!recipe)
     return op->emitOpError() << "names recipe " << name << ", but that is a '"
@@ -124,10 +124,10 @@ static LogicalResult verifyRecipeRoles(Operation *op, FlatSymbolRefAttr name,
   for (StringRef role : roles) {
     if (recipe.lookup("linear", role))
       continue;
-    InFlightDiagnostic diag =
-        op->emitOpError() << "recipe " << name
-                          << " has no rule for the role (\"linear\", \""
-                          << role << "\")";
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "recipe " << name
+                              << " has no rule for the role (\"linear\", \""
+                              << role << "\")";
     diag.attachNote(recipe.getLoc()) << "recipe defined here";
     return diag;
   }
@@ -143,18 +143,17 @@ static LogicalResult verifyResolvedSchemes(Operation *op,
     return success();
   for (NamedAttribute entry : schemes) {
     if (!llvm::is_contained(roles, entry.getName().getValue()))
-      return op->emitOpError() << "schemes has an entry for '"
-                               << entry.getName().getValue()
-                               << "', which this op does not quantize";
+      return op->emitOpError()
+             << "schemes has an entry for '" << entry.getName().getValue()
+             << "', which this op does not quantize";
     if (!llvm::isa<SchemeAttrInterface>(entry.getValue()))
-      return op->emitOpError() << "schemes entry '"
-                               << entry.getName().getValue()
-                               << "' is not a quantization scheme";
+      return op->emitOpError()
+             << "schemes entry '" << entry.getName().getValue()
+             << "' is not a quantization scheme";
   }
   for (StringRef role : roles)
     if (!schemes.get(role))
-      return op->emitOpError() << "schemes lacks an entry for '" << role
-                               << "'";
+      return op->emitOpError() << "schemes lacks an entry for '" << role << "'";
   return success();
 }
 
@@ -273,8 +272,7 @@ LogicalResult GemmOp::verify() {
       continue;
     return emitOpError() << "operand '" << names[i]
                          << "' is a high-precision tensor but operand '"
-                         << names[1 - i] << "' is quantized by "
-                         << attrs[1 - i]
+                         << names[1 - i] << "' is quantized by " << attrs[1 - i]
                          << "; quantize both, or use #te.identity for the "
                             "high-precision side";
   }
@@ -283,7 +281,8 @@ LogicalResult GemmOp::verify() {
   const rt::Scheme &sa = *schemes[0], &sb = *schemes[1];
   if (familyOf(sa) != familyOf(sb))
     return emitOpError() << "operands pair incompatible schemes: " << attrs[0]
-                         << " (a, " << stringifyDirection(getOperandDirection(0))
+                         << " (a, "
+                         << stringifyDirection(getOperandDirection(0))
                          << ") with " << attrs[1] << " (b, "
                          << stringifyDirection(getOperandDirection(1))
                          << "); a GEMM needs one scheme family on both sides "
@@ -328,8 +327,8 @@ verifyLinearOperands(Operation *op, RankedTensorType x, RankedTensorType w) {
     return op->emitOpError() << "input must be at least 2-D ([..., in]), got "
                              << shapeStr(x.getShape());
   if (w.getRank() != 2)
-    return op->emitOpError() << "weight must be 2-D ([out, in]), got "
-                             << shapeStr(w.getShape());
+    return op->emitOpError()
+           << "weight must be 2-D ([out, in]), got " << shapeStr(w.getShape());
   if (x.getShape().back() != w.getDimSize(1))
     return op->emitOpError()
            << "input features " << x.getShape().back()
@@ -349,8 +348,8 @@ ArrayRef<StringRef> LinearGradOp::getQuantizedRoles() {
 }
 
 LogicalResult LinearOp::verify() {
-  if (failed(verifyResolvedSchemes(*this, getSchemesAttr(),
-                                   getQuantizedRoles())))
+  if (failed(
+          verifyResolvedSchemes(*this, getSchemesAttr(), getQuantizedRoles())))
     return failure();
   auto x = getInput().getType();
   auto w = getWeight().getType();
@@ -373,15 +372,14 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
-LogicalResult
-LinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult LinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyRecipeRoles(*this, getRecipeAttr(), getQuantizedRoles(),
                            symbolTable);
 }
 
 LogicalResult LinearGradOp::verify() {
-  if (failed(verifyResolvedSchemes(*this, getSchemesAttr(),
-                                   getQuantizedRoles())))
+  if (failed(
+          verifyResolvedSchemes(*this, getSchemesAttr(), getQuantizedRoles())))
     return failure();
   auto dy = getGradOutput().getType();
   auto x = getInput().getType();
@@ -441,8 +439,8 @@ static ParseResult parseAdamHyperParams(OpAsmParser &p, FloatAttr &beta1,
       if (p.parseKeyword(&key) || p.parseEqual())
         return failure();
       if (!seen.insert(key).second)
-        return p.emitError(loc) << "hyper-parameter '" << key
-                                << "' is given twice";
+        return p.emitError(loc)
+               << "hyper-parameter '" << key << "' is given twice";
       ParseResult r = success();
       if (key == "beta1")
         r = p.parseFloat(b1);

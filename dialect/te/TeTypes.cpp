@@ -27,8 +27,8 @@ void TeDialect::registerTypes() {
 }
 
 bool QTensorType::hasDirection(Direction dir) const {
-  Directions bit = dir == Direction::rowwise ? Directions::rowwise
-                                             : Directions::columnwise;
+  Directions bit =
+      dir == Direction::rowwise ? Directions::rowwise : Directions::columnwise;
   return bitEnumContainsAll(getDirections(), bit);
 }
 
@@ -56,8 +56,8 @@ LogicalResult QTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "!te.qtensor is too large: its leading dimensions "
                             "overflow a 64-bit element count";
   }
-  if (!elementType || !(elementType.isBF16() || elementType.isF16() ||
-                        elementType.isF32()))
+  if (!elementType ||
+      !(elementType.isBF16() || elementType.isF16() || elementType.isF32()))
     return emitError() << "!te.qtensor source element type must be bf16, f16 "
                           "or f32, got "
                        << elementType;

@@ -258,13 +258,15 @@ DirectionStorage storageFor(const Scheme &s, Direction d, int64_t m, int64_t k,
     int64_t mb = ceilDiv(m, 128), kb = ceilDiv(k, 128);
     if (row) {
       st.data = {s.element, m, k};
-      st.scaleInv = s.tileRows == 1 ? BufferDesc{DType::F32, kb, roundUp(m, 4)}
-                                    : BufferDesc{DType::F32, mb, roundUp(kb, 4)};
+      st.scaleInv = s.tileRows == 1
+                        ? BufferDesc{DType::F32, kb, roundUp(m, 4)}
+                        : BufferDesc{DType::F32, mb, roundUp(kb, 4)};
     } else {
       st.data = {s.element, k, m};
       st.dataTransposed = true;
-      st.scaleInv = s.tileRows == 1 ? BufferDesc{DType::F32, mb, roundUp(k, 4)}
-                                    : BufferDesc{DType::F32, kb, roundUp(mb, 4)};
+      st.scaleInv = s.tileRows == 1
+                        ? BufferDesc{DType::F32, mb, roundUp(k, 4)}
+                        : BufferDesc{DType::F32, kb, roundUp(mb, 4)};
     }
     return st;
   }
@@ -282,13 +284,17 @@ std::string validateShape(const Scheme &s, Direction d, int64_t m, int64_t k) {
   auto need = [&](int64_t block, bool alongRows) -> std::string {
     std::string name = schemeKindName(s.kind);
     if (alongRows && k % block != 0)
-      return name + " " + directionName(d) + " blocks run along the last "
-             "dimension: its size " + std::to_string(k) +
-             " must be a multiple of the block size " + std::to_string(block);
+      return name + " " + directionName(d) +
+             " blocks run along the last "
+             "dimension: its size " +
+             std::to_string(k) + " must be a multiple of the block size " +
+             std::to_string(block);
     if (!alongRows && m % block != 0)
-      return name + " " + directionName(d) + " blocks run down the leading "
-             "dimension(s): their size " + std::to_string(m) +
-             " must be a multiple of the block size " + std::to_string(block);
+      return name + " " + directionName(d) +
+             " blocks run down the leading "
+             "dimension(s): their size " +
+             std::to_string(m) + " must be a multiple of the block size " +
+             std::to_string(block);
     return "";
   };
   bool row = d == Direction::Rowwise;
@@ -300,7 +306,8 @@ std::string validateShape(const Scheme &s, Direction d, int64_t m, int64_t k) {
       // 16x16 tiles need both extents, whichever direction is stored.
       if (m % 16 != 0 || k % 16 != 0)
         return "nvfp4 block2d quantizes 16x16 tiles: the leading dimension(s) "
-               "(size " + std::to_string(m) + ") and the last dimension (size " +
+               "(size " +
+               std::to_string(m) + ") and the last dimension (size " +
                std::to_string(k) + ") must both be multiples of 16";
       return "";
     }

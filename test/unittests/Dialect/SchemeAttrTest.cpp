@@ -70,8 +70,8 @@ TEST_F(SchemeAttrTest, Fp8DelayedDefaultsAndOptions) {
   EXPECT_EQ(SchemeAttrInterface(attr),
             parse("#te.fp8_delayed<e4m3, history = 1024, algo = max, "
                   "margin = 0>"));
-  auto other = Fp8DelayedAttr::get(&ctx, Fp8Format::e5m2, 16,
-                                   AmaxAlgo::most_recent, 2);
+  auto other =
+      Fp8DelayedAttr::get(&ctx, Fp8Format::e5m2, 16, AmaxAlgo::most_recent, 2);
   EXPECT_EQ(SchemeAttrInterface(other),
             parse("#te.fp8_delayed<e5m2, margin = 2, algo = most_recent, "
                   "history = 16>"));
@@ -99,8 +99,8 @@ TEST_F(SchemeAttrTest, Nvfp4Properties) {
   auto attr = Nvfp4Attr::get(&ctx, /*rht=*/true, /*sr=*/true, false);
   EXPECT_EQ(SchemeAttrInterface(attr), parse("#te.nvfp4<sr, rht>"));
   SchemeAttrInterface s = attr;
-  EXPECT_TRUE(llvm::isa<Float4E2M1FNType>(
-      s.getStorageElementType(Direction::rowwise)));
+  EXPECT_TRUE(
+      llvm::isa<Float4E2M1FNType>(s.getStorageElementType(Direction::rowwise)));
   EXPECT_TRUE(llvm::isa<Float8E4M3FNType>(s.getScaleType(Direction::rowwise)));
   EXPECT_EQ(s.getBlockShape(Direction::columnwise), (rt::BlockShape{16, 1}));
   // 3-D [2, 24, 80] is viewed as 48 x 80.
@@ -152,13 +152,13 @@ TEST_F(SchemeAttrTest, HybridDelegatesPerDirection) {
             SchemeAttrInterface(col));
   EXPECT_EQ(h.getBlockShape(Direction::rowwise), (rt::BlockShape{1, 32}));
   EXPECT_EQ(h.getBlockShape(Direction::columnwise), (rt::BlockShape{16, 1}));
-  EXPECT_TRUE(
-      llvm::isa<Float8E8M0FNUType>(h.getScaleType(Direction::rowwise)));
+  EXPECT_TRUE(llvm::isa<Float8E8M0FNUType>(h.getScaleType(Direction::rowwise)));
   EXPECT_TRUE(
       llvm::isa<Float8E4M3FNType>(h.getScaleType(Direction::columnwise)));
   // Each direction stores exactly what its scheme alone would.
   EXPECT_EQ(h.getStorage(Direction::columnwise, {64, 32}).data,
-            SchemeAttrInterface(col).getStorage(Direction::columnwise, {64, 32})
+            SchemeAttrInterface(col)
+                .getStorage(Direction::columnwise, {64, 32})
                 .data);
 }
 
@@ -181,9 +181,8 @@ TEST_F(SchemeAttrTest, BadOptionsAreDiagnosed) {
     return success();
   });
   auto emit = [&] { return emitError(UnknownLoc::get(&ctx)); };
-  EXPECT_FALSE(Fp8DelayedAttr::getChecked(emit, &ctx, Fp8Format::e4m3,
-                                          int64_t(0), AmaxAlgo::max,
-                                          int64_t(0)));
+  EXPECT_FALSE(Fp8DelayedAttr::getChecked(
+      emit, &ctx, Fp8Format::e4m3, int64_t(0), AmaxAlgo::max, int64_t(0)));
   EXPECT_NE(message.find("history"), std::string::npos) << message;
   EXPECT_FALSE(Fp8CurrentAttr::getChecked(emit, &ctx, Fp8Format::e4m3, false,
                                           llvm::APFloat(-1.0f)));

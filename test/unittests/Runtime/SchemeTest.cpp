@@ -23,8 +23,8 @@ namespace {
 BufferDesc buf(DType t, int64_t r, int64_t c) { return BufferDesc{t, r, c}; }
 
 TEST(SchemeLayout, Fp8CurrentRowwise) {
-  DirectionStorage s = storageFor(Scheme::fp8Current(DType::E4M3),
-                                  Direction::Rowwise, 200, 160);
+  DirectionStorage s =
+      storageFor(Scheme::fp8Current(DType::E4M3), Direction::Rowwise, 200, 160);
   EXPECT_EQ(s.data, buf(DType::E4M3, 200, 160));
   EXPECT_EQ(s.scaleInv, buf(DType::F32, 1, 1));
   EXPECT_EQ(s.amax, buf(DType::F32, 1, 1));
@@ -33,8 +33,8 @@ TEST(SchemeLayout, Fp8CurrentRowwise) {
 
 TEST(SchemeLayout, Fp8PerTensorColumnwiseIsTransposeOnHopper) {
   Scheme sc = Scheme::fp8Delayed(DType::E5M2);
-  DirectionStorage s = storageFor(sc, Direction::Columnwise, 200, 160,
-                                  Target::sm90());
+  DirectionStorage s =
+      storageFor(sc, Direction::Columnwise, 200, 160, Target::sm90());
   EXPECT_EQ(s.data, buf(DType::E5M2, 160, 200)); // [K, M]
   EXPECT_TRUE(s.dataTransposed);
   EXPECT_TRUE(s.sharesRowwiseScale);
@@ -42,9 +42,9 @@ TEST(SchemeLayout, Fp8PerTensorColumnwiseIsTransposeOnHopper) {
 }
 
 TEST(SchemeLayout, Fp8PerTensorColumnwiseReusesRowwiseOnBlackwell) {
-  DirectionStorage s = storageFor(Scheme::fp8Current(DType::E4M3),
-                                  Direction::Columnwise, 200, 160,
-                                  Target::sm100());
+  DirectionStorage s =
+      storageFor(Scheme::fp8Current(DType::E4M3), Direction::Columnwise, 200,
+                 160, Target::sm100());
   EXPECT_TRUE(s.sharesRowwiseData);
   EXPECT_FALSE(s.dataTransposed);
   EXPECT_EQ(s.data, buf(DType::E4M3, 200, 160));
@@ -144,12 +144,12 @@ TEST(SchemeBlocks, BlockShapePerDirection) {
             (BlockShape{16, 1}));
   EXPECT_EQ(blockShape(Scheme::nvfp4(false, false, true), Direction::Rowwise),
             (BlockShape{16, 16}));
-  EXPECT_EQ(blockShape(Scheme::fp8Block(DType::E4M3, 1, 128),
-                       Direction::Columnwise),
-            (BlockShape{128, 1}));
-  EXPECT_EQ(blockShape(Scheme::fp8Block(DType::E4M3, 128, 128),
-                       Direction::Rowwise),
-            (BlockShape{128, 128}));
+  EXPECT_EQ(
+      blockShape(Scheme::fp8Block(DType::E4M3, 1, 128), Direction::Columnwise),
+      (BlockShape{128, 1}));
+  EXPECT_EQ(
+      blockShape(Scheme::fp8Block(DType::E4M3, 128, 128), Direction::Rowwise),
+      (BlockShape{128, 128}));
   EXPECT_EQ(blockShape(Scheme::identity(DType::BF16), Direction::Rowwise),
             (BlockShape{1, 1}));
 }
@@ -180,8 +180,8 @@ TEST(SchemeShapes, Nvfp4NeedsMultiplesOf16) {
   EXPECT_NE(validateShape(Scheme::nvfp4(), Direction::Rowwise, 16, 40), "");
   EXPECT_NE(validateShape(Scheme::nvfp4(), Direction::Columnwise, 8, 32), "");
   // 2-D blocks need both extents.
-  EXPECT_NE(validateShape(Scheme::nvfp4(false, false, true),
-                          Direction::Rowwise, 8, 32),
+  EXPECT_NE(validateShape(Scheme::nvfp4(false, false, true), Direction::Rowwise,
+                          8, 32),
             "");
 }
 
@@ -192,9 +192,9 @@ TEST(SchemeShapes, BlockFp8AndPerTensorAcceptRaggedShapes) {
   EXPECT_EQ(validateShape(Scheme::fp8Current(DType::E4M3),
                           Direction::Columnwise, 3, 5),
             "");
-  EXPECT_NE(validateShape(Scheme::fp8Current(DType::E4M3),
-                          Direction::Rowwise, 0, 5),
-            "");
+  EXPECT_NE(
+      validateShape(Scheme::fp8Current(DType::E4M3), Direction::Rowwise, 0, 5),
+      "");
 }
 
 TEST(SchemeOptions, RejectsBadValues) {
@@ -207,9 +207,9 @@ TEST(SchemeOptions, RejectsBadValues) {
             std::string::npos);
   EXPECT_NE(Scheme::fp8Current(DType::E4M3, false, -1.0).validate().find("eps"),
             std::string::npos);
-  EXPECT_NE(Scheme::fp8Block(DType::E4M3, 1, 128, false, std::nan(""))
-                .validate(),
-            "");
+  EXPECT_NE(
+      Scheme::fp8Block(DType::E4M3, 1, 128, false, std::nan("")).validate(),
+      "");
   EXPECT_NE(Scheme::fp8Block(DType::E4M3, 64, 128).validate(), "");
   EXPECT_NE(Scheme::fp8Current(DType::BF16).validate(), "");
   EXPECT_NE(Scheme::identity(DType::E4M3).validate(), "");

@@ -61,14 +61,14 @@ struct Scheme {
   SchemeKind kind = SchemeKind::Identity;
   /// E4M3/E5M2 for the FP8 kinds, E2M1x2 for NVFP4, F32/F16/BF16 for identity.
   DType element = DType::BF16;
-  bool pow2 = false;   ///< fp8_current, fp8_block: power-of-two scales
-  double eps = 0.0;    ///< fp8_current, fp8_block: amax lower bound
-  int64_t history = 1024;          ///< fp8_delayed: amax history length
-  AmaxAlgo algo = AmaxAlgo::Max;   ///< fp8_delayed
-  int64_t margin = 0;              ///< fp8_delayed: scale = max/amax/2^margin
-  bool rht = false;    ///< nvfp4: random Hadamard transform (columnwise only)
-  bool stochasticRounding = false; ///< nvfp4
-  bool block2d = false;            ///< nvfp4: 16x16 blocks
+  bool pow2 = false;      ///< fp8_current, fp8_block: power-of-two scales
+  double eps = 0.0;       ///< fp8_current, fp8_block: amax lower bound
+  int64_t history = 1024; ///< fp8_delayed: amax history length
+  AmaxAlgo algo = AmaxAlgo::Max; ///< fp8_delayed
+  int64_t margin = 0;            ///< fp8_delayed: scale = max/amax/2^margin
+  bool rht = false; ///< nvfp4: random Hadamard transform (columnwise only)
+  bool stochasticRounding = false;      ///< nvfp4
+  bool block2d = false;                 ///< nvfp4: 16x16 blocks
   int64_t tileRows = 1, tileCols = 128; ///< fp8_block tile: 1x128 or 128x128
 
   static Scheme fp8Current(DType element, bool pow2 = false, double eps = 0.0);
