@@ -29,6 +29,13 @@ for f in examples/*.mlir; do
   run "te-opt-$(basename "$f" .mlir)" "$PACK/bin/te-opt" "$f" --te-resolve-recipe --canonicalize --cse
 done
 run "te-opt-invalid" sh -c "! $PACK/bin/te-opt test/Dialect/malformed.mlir -split-input-file"
+if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
+  run "te-rt-bench" "$PACK/bin/te-rt-bench"
+  run "gemm_torch.py" python3 bench/gemm_torch.py
+fi
+for b in te-rt-bench gemm_torch.py; do
+  [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
+done
 echo
 echo "== summary ($(head -1 "$LOG/device.txt"))"
 printf '%s\n' "${rows[@]}"

@@ -1,0 +1,71 @@
+//===- te/device/Bits.cuh - fp32 bit access ---------------------*- C++ -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// The codecs work on IEEE-754 bit patterns, because integer operations are
+// exact and behave the same on host and device regardless of flush-to-zero
+// or fast-math flags. Device code reinterprets with __float_as_uint; host
+// code with __builtin_memcpy (GCC and Clang), which needs no <cstring>.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_BITS_CUH
+#define TE_DEVICE_BITS_CUH
+
+#include "te/device/Common.cuh"
+
+namespace te {
+namespace dev {
+
+constexpr u32 kF32SignMask = 0x80000000u;
+constexpr u32 kF32AbsMask = 0x7FFFFFFFu;
+constexpr u32 kF32InfBits = 0x7F800000u;
+constexpr u32 kF32ManMask = 0x007FFFFFu;
+/// The quiet NaN a decoder returns (sign bit added from the code), the same
+/// as the reference's std::numeric_limits<float>::quiet_NaN().
+constexpr u32 kF32QuietNaNBits = 0x7FC00000u;
+
+TE_HD u32 floatToBits(float value) {
+#if TE_DEVICE_CODE
+  return __float_as_uint(value);
+#else
+  u32 bits;
+  __builtin_memcpy(&bits, &value, sizeof(bits));
+  return bits;
+#endif
+}
+
+TE_HD float bitsToFloat(u32 bits) {
+#if TE_DEVICE_CODE
+  return __uint_as_float(bits);
+#else
+  float value;
+  __builtin_memcpy(&value, &bits, sizeof(value));
+  return value;
+#endif
+}
+
+/// Classification on bits: immune to fast-math assumptions about NaN/Inf.
+TE_HD bool isNaNBits(u32 bits) { return (bits & kF32AbsMask) > kF32InfBits; }
+TE_HD bool isInfBits(u32 bits) { return (bits & kF32AbsMask) == kF32InfBits; }
+TE_HD bool isNaN(float x) { return isNaNBits(floatToBits(x)); }
+TE_HD bool isInf(float x) { return isInfBits(floatToBits(x)); }
+/// x == +-0, decided on bits so that -ftz=true cannot make a subnormal zero.
+TE_HD bool isZero(float x) { return (floatToBits(x) & kF32AbsMask) == 0; }
+TE_HD bool signBit(float x) { return (floatToBits(x) & kF32SignMask) != 0; }
+
+/// |x| by clearing the sign bit (NaN payloads kept).
+TE_HD float absBitwise(float x) {
+  return bitsToFloat(floatToBits(x) & kF32AbsMask);
+}
+
+TE_HD float infinity() { return bitsToFloat(kF32InfBits); }
+/// FLT_MAX without <cfloat>.
+TE_HD float maxFiniteF32() { return 0x1.fffffep127f; }
+
+} // namespace dev
+} // namespace te
+
+#endif // TE_DEVICE_BITS_CUH

@@ -1,0 +1,137 @@
+//===- te/runtime/Device.h - GPU, stream, buffers, kernels ------*- C++ -*-===//
+//
+// Part of tejit. Plain C++17 interface: no CUDA header needed to use it.
+//
+//===----------------------------------------------------------------------===//
+//
+// RAII handles over the CUDA driver API (loaded lazily). Device::open on a
+// machine without a driver returns StatusCode::NoDriver with a message that
+// says so; nothing aborts. Copies and launches are stream-ordered and never
+// synchronise implicitly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_RUNTIME_DEVICE_H
+#define TE_RUNTIME_DEVICE_H
+
+#include "te/runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace te::rt {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int major = 0, minor = 0; ///< compute capability
+  int smCount = 0;
+  int l2Bytes = 0;
+  int driverVersion = 0;
+  /// The NVRTC architecture for this device: "sm_90a" on Hopper (to get
+  /// wgmma/setmaxnreg), "sm_XY" elsewhere.
+  std::string arch() const;
+};
+
+/// The primary context of one GPU, current on the thread that opened it.
+class Device {
+public:
+  static Expected<Device> open(int ordinal = 0);
+  /// Number of GPUs, or the error (no driver).
+  static Expected<int> count();
+
+  const DeviceInfo &info() const;
+  /// Makes this device's context current on the calling thread.
+  Status makeCurrent() const;
+  Status synchronize() const;
+  void *contextHandle() const; ///< CUcontext
+
+private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+class Stream {
+public:
+  static Expected<Stream> create(const Device &device);
+  Stream(Stream &&) noexcept;
+  Stream &operator=(Stream &&) noexcept;
+  Stream(const Stream &) = delete;
+  ~Stream();
+  Status synchronize() const;
+  void *handle() const { return stream_; } ///< CUstream
+
+private:
+  Stream() = default;
+  void *stream_ = nullptr;
+};
+
+/// A device allocation freed when the handle dies.
+class DeviceBuffer {
+public:
+  static Expected<DeviceBuffer> allocate(size_t bytes);
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer &&) noexcept;
+  DeviceBuffer &operator=(DeviceBuffer &&) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  ~DeviceBuffer();
+
+  uint64_t devicePtr() const { return ptr_; } ///< CUdeviceptr
+  size_t size() const { return size_; }
+
+  Status copyFromHost(const void *src, size_t bytes, const Stream &s);
+  Status copyToHost(void *dst, size_t bytes, const Stream &s) const;
+  Status copyFrom(const DeviceBuffer &src, size_t bytes, const Stream &s);
+  Status fill(uint8_t byte, const Stream &s);
+
+private:
+  uint64_t ptr_ = 0;
+  size_t size_ = 0;
+};
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+/// A kernel loaded from a CUBIN (the module stays loaded while any copy of
+/// the handle lives).
+class Kernel {
+public:
+  static Expected<Kernel> load(const std::vector<char> &cubin,
+                               const std::string &entry);
+  /// Launches with `args` pointing at each argument's value, as
+  /// cuLaunchKernel expects. Raises the dynamic shared-memory limit first
+  /// when `sharedBytes` exceeds 48 KiB.
+  Status launch(Dim3 grid, Dim3 block, unsigned sharedBytes, const Stream &s,
+                void **args) const;
+  void *functionHandle() const { return function_; } ///< CUfunction
+
+private:
+  std::shared_ptr<void> module_;
+  void *function_ = nullptr;
+  mutable unsigned sharedLimit_ = 48 * 1024;
+};
+
+/// Times stream work with CUDA events.
+class EventTimer {
+public:
+  static Expected<EventTimer> create();
+  EventTimer(EventTimer &&) noexcept;
+  EventTimer(const EventTimer &) = delete;
+  ~EventTimer();
+  Status start(const Stream &s);
+  Status stop(const Stream &s);
+  /// Milliseconds between start and stop (synchronises on stop).
+  Expected<float> elapsedMillis() const;
+
+private:
+  EventTimer() = default;
+  void *start_ = nullptr, *stop_ = nullptr;
+};
+
+} // namespace te::rt
+
+#endif // TE_RUNTIME_DEVICE_H

@@ -1,0 +1,129 @@
+//===- te/runtime/Plan.h - what the compiler hands the runtime --*- C++ -*-===//
+//
+// Part of tejit. Plain C++17: the compiler builds a Plan, the runtime runs
+// it; neither side includes the other's headers.
+//
+//===----------------------------------------------------------------------===//
+//
+// A Plan is an ordered list of steps - kernel launches and cuBLASLt GEMMs -
+// over numbered buffers. Buffers are either external (the caller binds its
+// own device memory: inputs, outputs, persistent state) or internal (the
+// executor allocates them once). Everything a step needs is in the plan, so
+// a plan can be serialised, cached, and captured into a CUDA graph.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_RUNTIME_PLAN_H
+#define TE_RUNTIME_PLAN_H
+
+#include "te/runtime/BlasLt.h"
+#include "te/runtime/Device.h"
+#include "te/runtime/KernelCache.h"
+
+#include <string>
+#include <vector>
+
+namespace te::rt {
+
+/// A device address inside a plan buffer.
+struct BufferRef {
+  int32_t buffer = -1; ///< -1: null pointer
+  uint64_t offset = 0; ///< bytes
+  bool operator==(const BufferRef &o) const {
+    return buffer == o.buffer && offset == o.offset;
+  }
+};
+
+/// One kernel argument.
+struct ArgDesc {
+  enum class Kind : uint8_t { Pointer, I32, I64, F32 };
+  Kind kind = Kind::I32;
+  BufferRef pointer; ///< Kind::Pointer
+  int64_t i = 0;     ///< I32 / I64
+  float f = 0;       ///< F32
+
+  static ArgDesc ptr(int32_t buffer, uint64_t offset = 0) {
+    ArgDesc a;
+    a.kind = Kind::Pointer;
+    a.pointer = {buffer, offset};
+    return a;
+  }
+  static ArgDesc i32(int32_t v) { return {Kind::I32, {}, v, 0}; }
+  static ArgDesc i64(int64_t v) { return {Kind::I64, {}, v, 0}; }
+  static ArgDesc f32(float v) { return {Kind::F32, {}, 0, v}; }
+  bool operator==(const ArgDesc &o) const {
+    return kind == o.kind && pointer == o.pointer && i == o.i && f == o.f;
+  }
+};
+
+struct KernelSpec {
+  std::string name;   ///< for diagnostics and benchmarks
+  std::string entry;  ///< extern "C" symbol
+  std::string source; ///< CUDA C++ (may include te/device/*.cuh)
+  CompileOptions options;
+  Dim3 grid, block;
+  uint32_t sharedBytes = 0;
+  std::vector<ArgDesc> args;
+};
+
+/// A GemmProblem whose pointers are plan buffers.
+struct GemmCall {
+  GemmProblem problem; ///< pointer fields ignored; see the refs below
+  BufferRef a, aScale, b, bScale, out, bias;
+};
+
+struct BufferDecl {
+  std::string name;
+  uint64_t bytes = 0;
+  bool external = false; ///< bound by the caller, else allocated
+};
+
+struct Step {
+  enum class Kind : uint8_t { Launch, Gemm, Fill };
+  Kind kind = Kind::Launch;
+  uint32_t index = 0; ///< kernel / gemm index; for Fill, the buffer
+  uint8_t fillByte = 0;
+};
+
+struct Plan {
+  std::vector<BufferDecl> buffers;
+  std::vector<KernelSpec> kernels;
+  std::vector<GemmCall> gemms;
+  std::vector<Step> steps;
+
+  /// Checks indices and kinds (every reference names an existing buffer,
+  /// offsets stay inside it); "" when valid.
+  std::string validate() const;
+  /// A versioned, binary-safe encoding.
+  std::string serialize() const;
+  static Expected<Plan> deserialize(const std::string &bytes);
+};
+
+/// Runs a Plan on one device: compiles and loads its kernels (through the
+/// cache), allocates internal buffers, and enqueues the steps on a stream -
+/// directly, or captured once into a CUDA graph and replayed.
+class PlanExecutor {
+public:
+  static Expected<PlanExecutor> create(const Plan &plan, const Device &device,
+                                       KernelCache &cache);
+  PlanExecutor(PlanExecutor &&) noexcept;
+  ~PlanExecutor();
+
+  /// Binds external buffer `index` to caller memory of at least its size.
+  Status bind(uint32_t index, uint64_t devicePtr, uint64_t bytes);
+  /// Enqueues every step (all external buffers must be bound).
+  Status run(const Stream &s);
+  /// Records run() into a CUDA graph (binding changes need a new capture).
+  Status capture(const Stream &s);
+  /// Launches the captured graph.
+  Status replay(const Stream &s);
+
+private:
+  PlanExecutor() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+} // namespace te::rt
+
+#endif // TE_RUNTIME_PLAN_H

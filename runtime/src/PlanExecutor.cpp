@@ -1,0 +1,229 @@
+//===- PlanExecutor.cpp - run a Plan on a GPU -----------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Everything that can be done before the first run is done at create/bind
+// time: kernels compiled (through the cache) and loaded, internal buffers
+// allocated, each launch's argument array built. run() then only issues
+// cuLaunchKernel / cublasLtMatmul calls, which is what keeps the per-launch
+// overhead at the driver's, and what a CUDA graph records.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/runtime/Plan.h"
+
+#include "CudaApi.h"
+
+#include <cstring>
+
+namespace te::rt {
+
+struct PlanExecutor::State {
+  Plan plan;
+  Device device;
+  std::vector<Kernel> kernels;
+  std::vector<DeviceBuffer> owned; ///< internal buffers (index-aligned)
+  std::vector<uint64_t> ptrs;      ///< every buffer's device address
+  std::vector<std::vector<uint64_t>> argSlots; ///< 8 bytes per argument
+  std::vector<std::vector<void *>> argv;
+  std::unique_ptr<BlasLt> blas;
+  CUgraphExec graph = nullptr;
+
+  explicit State(const Device &d) : device(d) {}
+  ~State() {
+    if (graph)
+      if (Expected<const detail::DriverApi *> api = detail::driverApi())
+        (*api)->cuGraphExecDestroy(graph);
+  }
+
+  uint64_t resolve(const BufferRef &r) const {
+    return r.buffer < 0 ? 0 : ptrs[r.buffer] + r.offset;
+  }
+
+  /// Writes each argument's value into its slot.
+  void fillArgs() {
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      const std::vector<ArgDesc> &args = plan.kernels[k].args;
+      for (size_t a = 0; a < args.size(); ++a) {
+        uint64_t &slot = argSlots[k][a];
+        slot = 0;
+        switch (args[a].kind) {
+        case ArgDesc::Kind::Pointer:
+          slot = resolve(args[a].pointer);
+          break;
+        case ArgDesc::Kind::I32: {
+          int32_t v = int32_t(args[a].i);
+          std::memcpy(&slot, &v, 4);
+          break;
+        }
+        case ArgDesc::Kind::I64:
+          std::memcpy(&slot, &args[a].i, 8);
+          break;
+        case ArgDesc::Kind::F32:
+          std::memcpy(&slot, &args[a].f, 4);
+          break;
+        }
+      }
+    }
+  }
+};
+
+Expected<PlanExecutor> PlanExecutor::create(const Plan &plan,
+                                            const Device &device,
+                                            KernelCache &cache) {
+  std::string invalid = plan.validate();
+  if (!invalid.empty())
+    return Status(StatusCode::InvalidArgument, "invalid plan: " + invalid);
+  TE_RETURN_IF_ERROR(device.makeCurrent());
+  auto st = std::make_unique<State>(device);
+  st->plan = plan;
+  for (const KernelSpec &ks : plan.kernels) {
+    auto compiled = cache.getOrCompile(ks.source, ks.options);
+    if (!compiled)
+      return Status(compiled.status().code(),
+                    "kernel '" + ks.name + "': " + compiled.status().message());
+    Expected<Kernel> k = Kernel::load((*compiled)->cubin, ks.entry);
+    if (!k)
+      return Status(k.status().code(),
+                    "kernel '" + ks.name + "': " + k.status().message());
+    st->kernels.push_back(std::move(*k));
+  }
+  st->owned.resize(plan.buffers.size());
+  st->ptrs.assign(plan.buffers.size(), 0);
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    if (plan.buffers[i].external)
+      continue;
+    Expected<DeviceBuffer> b = DeviceBuffer::allocate(plan.buffers[i].bytes);
+    if (!b)
+      return b.status();
+    st->ptrs[i] = b->devicePtr();
+    st->owned[i] = std::move(*b);
+  }
+  st->argSlots.resize(plan.kernels.size());
+  st->argv.resize(plan.kernels.size());
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    st->argSlots[k].assign(plan.kernels[k].args.size(), 0);
+    for (uint64_t &slot : st->argSlots[k])
+      st->argv[k].push_back(&slot);
+  }
+  st->fillArgs();
+  if (!plan.gemms.empty()) {
+    Expected<BlasLt> blas = BlasLt::create(device);
+    if (!blas)
+      return blas.status();
+    st->blas = std::make_unique<BlasLt>(std::move(*blas));
+  }
+  PlanExecutor e;
+  e.state_ = std::move(st);
+  return e;
+}
+
+PlanExecutor::PlanExecutor(PlanExecutor &&) noexcept = default;
+PlanExecutor::~PlanExecutor() = default;
+
+Status PlanExecutor::bind(uint32_t index, uint64_t devicePtr, uint64_t bytes) {
+  const Plan &p = state_->plan;
+  if (index >= p.buffers.size() || !p.buffers[index].external)
+    return Status(StatusCode::InvalidArgument,
+                  "buffer " + std::to_string(index) +
+                      " is not an external buffer of the plan");
+  if (bytes < p.buffers[index].bytes)
+    return Status(StatusCode::InvalidArgument,
+                  "buffer '" + p.buffers[index].name + "' needs " +
+                      std::to_string(p.buffers[index].bytes) + " bytes, got " +
+                      std::to_string(bytes));
+  state_->ptrs[index] = devicePtr;
+  state_->fillArgs();
+  return Status::ok();
+}
+
+Status PlanExecutor::run(const Stream &s) {
+  State &st = *state_;
+  for (size_t i = 0; i < st.plan.buffers.size(); ++i)
+    if (st.plan.buffers[i].external && st.ptrs[i] == 0)
+      return Status(StatusCode::InvalidArgument, "external buffer '" +
+                                                     st.plan.buffers[i].name +
+                                                     "' is not bound");
+  Expected<const detail::DriverApi *> api = detail::driverApi();
+  if (!api)
+    return api.status();
+  for (const Step &step : st.plan.steps) {
+    switch (step.kind) {
+    case Step::Kind::Launch: {
+      const KernelSpec &ks = st.plan.kernels[step.index];
+      TE_RETURN_IF_ERROR(st.kernels[step.index].launch(
+          ks.grid, ks.block, ks.sharedBytes, s, st.argv[step.index].data()));
+      break;
+    }
+    case Step::Kind::Gemm: {
+      const GemmCall &c = st.plan.gemms[step.index];
+      GemmProblem p = c.problem;
+      p.a.data = st.resolve(c.a);
+      p.a.scaleInv = st.resolve(c.aScale);
+      p.b.data = st.resolve(c.b);
+      p.b.scaleInv = st.resolve(c.bScale);
+      p.out = st.resolve(c.out);
+      p.bias = st.resolve(c.bias);
+      TE_RETURN_IF_ERROR(st.blas->gemm(p, s));
+      break;
+    }
+    case Step::Kind::Fill:
+      TE_RETURN_IF_ERROR(detail::cuCheck(
+          **api,
+          (*api)->cuMemsetD8Async(st.ptrs[step.index], step.fillByte,
+                                  st.plan.buffers[step.index].bytes,
+                                  static_cast<CUstream>(s.handle())),
+          "cuMemsetD8Async"));
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+Status PlanExecutor::capture(const Stream &s) {
+  Expected<const detail::DriverApi *> loaded = detail::driverApi();
+  if (!loaded)
+    return loaded.status();
+  const detail::DriverApi &api = **loaded;
+  CUstream stream = static_cast<CUstream>(s.handle());
+  TE_RETURN_IF_ERROR(detail::cuCheck(
+      api,
+      api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+      "cuStreamBeginCapture"));
+  Status ran = run(s);
+  CUgraph graph = nullptr;
+  Status ended = detail::cuCheck(api, api.cuStreamEndCapture(stream, &graph),
+                                 "cuStreamEndCapture");
+  if (!ran.isOk()) {
+    if (graph)
+      api.cuGraphDestroy(graph);
+    return ran;
+  }
+  TE_RETURN_IF_ERROR(ended);
+  if (state_->graph) {
+    api.cuGraphExecDestroy(state_->graph);
+    state_->graph = nullptr;
+  }
+  Status inst = detail::cuCheck(
+      api, api.cuGraphInstantiateWithFlags(&state_->graph, graph, 0),
+      "cuGraphInstantiateWithFlags");
+  api.cuGraphDestroy(graph);
+  return inst;
+}
+
+Status PlanExecutor::replay(const Stream &s) {
+  if (!state_->graph)
+    return Status(StatusCode::InvalidArgument,
+                  "replay() before a successful capture()");
+  Expected<const detail::DriverApi *> api = detail::driverApi();
+  if (!api)
+    return api.status();
+  return detail::cuCheck(
+      **api,
+      (*api)->cuGraphLaunch(state_->graph, static_cast<CUstream>(s.handle())),
+      "cuGraphLaunch");
+}
+
+} // namespace te::rt

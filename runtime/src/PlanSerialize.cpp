@@ -1,0 +1,286 @@
+//===- PlanSerialize.cpp - Plan validation and (de)serialisation ----------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Encoding: "TEJITPLAN" u32(version) then each table as u32 count + records
+// of little-endian fixed-width fields and u32-length-prefixed strings. The
+// reader checks every length against what is left and every enumerator
+// against its range, then validates indices: a damaged file is an error,
+// never a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/runtime/Plan.h"
+
+#include <cstring>
+
+namespace te::rt {
+
+static constexpr char kPlanMagic[9] = {'T', 'E', 'J', 'I', 'T',
+                                       'P', 'L', 'A', 'N'};
+static constexpr uint32_t kPlanVersion = 1;
+
+namespace {
+
+class Writer {
+public:
+  template <typename T> void put(T v) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out.append(b, sizeof(T));
+  }
+  void str(const std::string &s) {
+    put<uint32_t>(s.size());
+    out += s;
+  }
+  void ref(const BufferRef &r) {
+    put<int32_t>(r.buffer);
+    put<uint64_t>(r.offset);
+  }
+  std::string out;
+};
+
+class Reader {
+public:
+  explicit Reader(const std::string &s) : s_(s) {}
+  template <typename T> bool get(T &v) {
+    if (s_.size() - pos_ < sizeof(T))
+      return fail();
+    std::memcpy(&v, s_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool str(std::string &v) {
+    uint32_t n;
+    if (!get(n) || s_.size() - pos_ < n)
+      return fail();
+    v.assign(s_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  template <typename E> bool enumOf(E &e, uint8_t last) {
+    uint8_t v;
+    if (!get(v) || v > last)
+      return fail();
+    e = static_cast<E>(v);
+    return true;
+  }
+  bool ref(BufferRef &r) { return get(r.buffer) && get(r.offset); }
+  /// A count that cannot exceed the bytes left (each record >= 1 byte).
+  bool count(uint32_t &n) { return get(n) && n <= s_.size() - pos_; }
+  bool atEnd() const { return pos_ == s_.size(); }
+  bool ok() const { return ok_; }
+
+private:
+  bool fail() {
+    ok_ = false;
+    return false;
+  }
+  const std::string &s_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+} // namespace
+
+std::string Plan::validate() const {
+  auto checkRef = [&](const BufferRef &r, const std::string &where,
+                      uint64_t bytesNeeded) -> std::string {
+    if (r.buffer == -1)
+      return "";
+    if (r.buffer < 0 || size_t(r.buffer) >= buffers.size())
+      return where + " names buffer " + std::to_string(r.buffer) +
+             ", but the plan has " + std::to_string(buffers.size());
+    if (r.offset + bytesNeeded > buffers[r.buffer].bytes)
+      return where + " reaches past the end of buffer '" +
+             buffers[r.buffer].name + "'";
+    return "";
+  };
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const KernelSpec &ks = kernels[k];
+    if (ks.entry.empty() || ks.source.empty())
+      return "kernel " + std::to_string(k) + " has no entry or source";
+    for (size_t a = 0; a < ks.args.size(); ++a)
+      if (ks.args[a].kind == ArgDesc::Kind::Pointer) {
+        std::string e = checkRef(
+            ks.args[a].pointer,
+            "kernel '" + ks.name + "' argument " + std::to_string(a), 0);
+        if (!e.empty())
+          return e;
+      }
+  }
+  for (size_t g = 0; g < gemms.size(); ++g) {
+    const GemmCall &c = gemms[g];
+    std::string where = "gemm " + std::to_string(g);
+    std::string e = BlasLt::validate(c.problem);
+    if (!e.empty())
+      return where + ": " + e;
+    for (const BufferRef *r :
+         {&c.a, &c.aScale, &c.b, &c.bScale, &c.out, &c.bias})
+      if (!(e = checkRef(*r, where, 0)).empty())
+        return e;
+    if (c.a.buffer < 0 || c.b.buffer < 0 || c.out.buffer < 0)
+      return where + " lacks an operand or output buffer";
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step &st = steps[i];
+    size_t limit = st.kind == Step::Kind::Launch ? kernels.size()
+                   : st.kind == Step::Kind::Gemm ? gemms.size()
+                                                 : buffers.size();
+    if (st.index >= limit)
+      return "step " + std::to_string(i) + " names a missing " +
+             (st.kind == Step::Kind::Launch ? "kernel"
+              : st.kind == Step::Kind::Gemm ? "gemm"
+                                            : "buffer");
+  }
+  return "";
+}
+
+static void putOperand(Writer &w, const GemmOperand &o) {
+  w.put<uint8_t>(uint8_t(o.dtype));
+  w.put<uint8_t>(uint8_t(o.scaling));
+}
+
+std::string Plan::serialize() const {
+  Writer w;
+  w.out.append(kPlanMagic, sizeof(kPlanMagic));
+  w.put<uint32_t>(kPlanVersion);
+  w.put<uint32_t>(buffers.size());
+  for (const BufferDecl &b : buffers) {
+    w.str(b.name);
+    w.put<uint64_t>(b.bytes);
+    w.put<uint8_t>(b.external);
+  }
+  w.put<uint32_t>(kernels.size());
+  for (const KernelSpec &k : kernels) {
+    w.str(k.name);
+    w.str(k.entry);
+    w.str(k.source);
+    w.str(k.options.arch);
+    w.put<uint32_t>(k.options.flags.size());
+    for (const std::string &f : k.options.flags)
+      w.str(f);
+    for (unsigned v : {k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y,
+                       k.block.z, unsigned(k.sharedBytes)})
+      w.put<uint32_t>(v);
+    w.put<uint32_t>(k.args.size());
+    for (const ArgDesc &a : k.args) {
+      w.put<uint8_t>(uint8_t(a.kind));
+      w.ref(a.pointer);
+      w.put<int64_t>(a.i);
+      w.put<float>(a.f);
+    }
+  }
+  w.put<uint32_t>(gemms.size());
+  for (const GemmCall &g : gemms) {
+    const GemmProblem &p = g.problem;
+    w.put<int64_t>(p.m);
+    w.put<int64_t>(p.n);
+    w.put<int64_t>(p.k);
+    putOperand(w, p.a);
+    putOperand(w, p.b);
+    w.put<uint8_t>(uint8_t(p.outType));
+    w.put<uint8_t>(uint8_t(p.biasType));
+    w.put<uint8_t>(p.accumulate);
+    w.put<uint8_t>(p.fastAccum);
+    for (const BufferRef *r :
+         {&g.a, &g.aScale, &g.b, &g.bScale, &g.out, &g.bias})
+      w.ref(*r);
+  }
+  w.put<uint32_t>(steps.size());
+  for (const Step &s : steps) {
+    w.put<uint8_t>(uint8_t(s.kind));
+    w.put<uint32_t>(s.index);
+    w.put<uint8_t>(s.fillByte);
+  }
+  return w.out;
+}
+
+Expected<Plan> Plan::deserialize(const std::string &bytes) {
+  auto bad = [](const std::string &why) {
+    return Status(StatusCode::InvalidArgument,
+                  "not a valid tejit plan: " + why);
+  };
+  if (bytes.size() < sizeof(kPlanMagic) ||
+      std::memcmp(bytes.data(), kPlanMagic, sizeof(kPlanMagic)) != 0)
+    return bad("bad magic");
+  std::string body = bytes.substr(sizeof(kPlanMagic));
+  Reader r(body);
+  uint32_t version = 0;
+  if (!r.get(version) || version != kPlanVersion)
+    return bad("unsupported version " + std::to_string(version));
+  const uint8_t lastDType = uint8_t(DType::E2M1x2);
+  const uint8_t lastScaling = uint8_t(GemmScaling::Block128x128);
+  Plan p;
+  uint32_t n = 0;
+  if (!r.count(n))
+    return bad("truncated");
+  p.buffers.resize(n);
+  for (BufferDecl &b : p.buffers) {
+    uint8_t ext = 0;
+    if (!r.str(b.name) || !r.get(b.bytes) || !r.get(ext))
+      return bad("truncated buffer table");
+    b.external = ext != 0;
+  }
+  if (!r.count(n))
+    return bad("truncated");
+  p.kernels.resize(n);
+  for (KernelSpec &k : p.kernels) {
+    uint32_t nf = 0, na = 0;
+    if (!r.str(k.name) || !r.str(k.entry) || !r.str(k.source) ||
+        !r.str(k.options.arch) || !r.count(nf))
+      return bad("truncated kernel table");
+    k.options.flags.resize(nf);
+    for (std::string &f : k.options.flags)
+      if (!r.str(f))
+        return bad("truncated kernel flags");
+    uint32_t smem = 0;
+    if (!r.get(k.grid.x) || !r.get(k.grid.y) || !r.get(k.grid.z) ||
+        !r.get(k.block.x) || !r.get(k.block.y) || !r.get(k.block.z) ||
+        !r.get(smem) || !r.count(na))
+      return bad("truncated launch shape");
+    k.sharedBytes = smem;
+    k.args.resize(na);
+    for (ArgDesc &a : k.args)
+      if (!r.enumOf(a.kind, uint8_t(ArgDesc::Kind::F32)) || !r.ref(a.pointer) ||
+          !r.get(a.i) || !r.get(a.f))
+        return bad("bad kernel argument");
+  }
+  if (!r.count(n))
+    return bad("truncated");
+  p.gemms.resize(n);
+  for (GemmCall &g : p.gemms) {
+    GemmProblem &q = g.problem;
+    uint8_t acc = 0, fast = 0;
+    if (!r.get(q.m) || !r.get(q.n) || !r.get(q.k) ||
+        !r.enumOf(q.a.dtype, lastDType) ||
+        !r.enumOf(q.a.scaling, lastScaling) ||
+        !r.enumOf(q.b.dtype, lastDType) ||
+        !r.enumOf(q.b.scaling, lastScaling) ||
+        !r.enumOf(q.outType, lastDType) || !r.enumOf(q.biasType, lastDType) ||
+        !r.get(acc) || !r.get(fast))
+      return bad("bad gemm");
+    q.accumulate = acc != 0;
+    q.fastAccum = fast != 0;
+    for (BufferRef *ref : {&g.a, &g.aScale, &g.b, &g.bScale, &g.out, &g.bias})
+      if (!r.ref(*ref))
+        return bad("truncated gemm buffers");
+  }
+  if (!r.count(n))
+    return bad("truncated");
+  p.steps.resize(n);
+  for (Step &s : p.steps)
+    if (!r.enumOf(s.kind, uint8_t(Step::Kind::Fill)) || !r.get(s.index) ||
+        !r.get(s.fillByte))
+      return bad("bad step");
+  if (!r.atEnd())
+    return bad("trailing bytes");
+  std::string invalid = p.validate();
+  if (!invalid.empty())
+    return bad(invalid);
+  return p;
+}
+
+} // namespace te::rt

@@ -1,0 +1,101 @@
+//===- PlanTest.cpp - plan validation and serialisation -------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/runtime/Plan.h"
+
+#include <gtest/gtest.h>
+
+using namespace te::rt;
+
+namespace {
+
+Plan samplePlan() {
+  Plan p;
+  p.buffers = {{"x", 4096, true},
+               {"lr", 4, true},
+               {"y", 4096, false},
+               {"w", 128 * 64 * 2, true},
+               {"d", 32 * 64 * 2, true}};
+  KernelSpec k;
+  k.name = "scale";
+  k.entry = "scale";
+  k.source =
+      "extern \"C\" __global__ void scale(float*a,const float*l,int n){}";
+  k.options.flags = {"-lineinfo"};
+  k.grid = {4, 1, 1};
+  k.block = {256, 1, 1};
+  k.sharedBytes = 1024;
+  k.args = {ArgDesc::ptr(2), ArgDesc::ptr(1), ArgDesc::i32(1024),
+            ArgDesc::f32(0.5f), ArgDesc::i64(-7)};
+  p.kernels.push_back(k);
+  GemmCall g;
+  g.problem.m = 32, g.problem.n = 64, g.problem.k = 64;
+  g.a = {0, 0};
+  g.b = {3, 0};
+  g.out = {4, 0};
+  p.gemms.push_back(g);
+  p.steps = {{Step::Kind::Fill, 2, 0},
+             {Step::Kind::Launch, 0, 0},
+             {Step::Kind::Gemm, 0, 0}};
+  return p;
+}
+
+TEST(Plan, SerialisationRoundTrips) {
+  Plan p = samplePlan();
+  ASSERT_EQ(p.validate(), "");
+  std::string bytes = p.serialize();
+  Expected<Plan> q = Plan::deserialize(bytes);
+  ASSERT_TRUE(q) << q.status().toString();
+  EXPECT_EQ(q->serialize(), bytes);
+  EXPECT_EQ(q->kernels[0].args, p.kernels[0].args);
+  EXPECT_EQ(q->kernels[0].options.flags, p.kernels[0].options.flags);
+  EXPECT_EQ(q->kernels[0].sharedBytes, 1024u);
+  EXPECT_EQ(q->gemms[0].out, (BufferRef{4, 0}));
+  EXPECT_EQ(q->buffers[2].name, "y");
+  EXPECT_FALSE(q->buffers[2].external);
+}
+
+TEST(Plan, EveryTruncationIsRejected) {
+  std::string bytes = samplePlan().serialize();
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    Expected<Plan> q = Plan::deserialize(bytes.substr(0, n));
+    ASSERT_FALSE(q) << "prefix of " << n << " bytes accepted";
+    EXPECT_EQ(q.status().code(), StatusCode::InvalidArgument);
+  }
+  EXPECT_FALSE(Plan::deserialize(bytes + "x"));
+}
+
+TEST(Plan, CorruptBytesNeverCrash) {
+  std::string bytes = samplePlan().serialize();
+  // Flip every byte in turn: the reader either rejects the plan or yields a
+  // valid one; it must never crash or read out of bounds.
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string b = bytes;
+    b[i] = char(b[i] ^ 0xff);
+    Expected<Plan> q = Plan::deserialize(b);
+    if (q)
+      EXPECT_EQ(q->validate(), "");
+  }
+}
+
+TEST(Plan, ValidationNamesTheProblem) {
+  Plan p = samplePlan();
+  p.kernels[0].args[0] = ArgDesc::ptr(9);
+  EXPECT_NE(p.validate().find("names buffer 9"), std::string::npos);
+  p = samplePlan();
+  p.gemms[0].out = {4, 32 * 64 * 2};
+  EXPECT_EQ(p.validate(), "") << "an offset at the end with 0 bytes is fine";
+  p.gemms[0].out = {4, 32 * 64 * 2 + 1};
+  EXPECT_NE(p.validate().find("past the end"), std::string::npos);
+  p = samplePlan();
+  p.steps.push_back({Step::Kind::Gemm, 3, 0});
+  EXPECT_NE(p.validate().find("missing gemm"), std::string::npos);
+  p = samplePlan();
+  p.gemms[0].problem.a.dtype = DType::E4M3;
+  EXPECT_NE(p.validate().find("gemm 0:"), std::string::npos);
+}
+
+} // namespace
