@@ -131,6 +131,27 @@ struct MatmulPlan {
   }
 };
 
+/// Points the descriptor at this call's scales and bias (cuBLASLt's A is our
+/// B, so the scale pointers swap).
+Status setPointers(const LtApi &api, cublasLtMatmulDesc_t desc,
+                   const GemmProblem &p, bool fp8) {
+  auto setPtr = [&](cublasLtMatmulDescAttributes_t attr, uint64_t v) {
+    const void *ptr = reinterpret_cast<const void *>(v);
+    return ltCheck(
+        api, api.cublasLtMatmulDescSetAttribute(desc, attr, &ptr, sizeof(ptr)),
+        "cublasLtMatmulDescSetAttribute");
+  };
+  if (fp8) {
+    TE_RETURN_IF_ERROR(
+        setPtr(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, p.b.scaleInv));
+    TE_RETURN_IF_ERROR(
+        setPtr(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, p.a.scaleInv));
+  }
+  if (p.bias)
+    TE_RETURN_IF_ERROR(setPtr(CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias));
+  return Status::ok();
+}
+
 } // namespace
 
 struct BlasLt::State {
@@ -243,8 +264,12 @@ Status BlasLt::gemm(const GemmProblem &p, const Stream &s) {
     TE_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof(opT)));
     TE_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof(opN)));
     if (fp8) {
-      int8_t fast = p.fastAccum ? 1 : 0;
-      TE_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, 1));
+      // Only set when asked: cuBLASLt rejects block scaling once the
+      // attribute is present, even with the default value.
+      if (p.fastAccum) {
+        int8_t fast = 1;
+        TE_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, 1));
+      }
       if (isBlock(p.a.scaling)) {
         // cuBLASLt's A is our B and vice versa.
         auto ma = scaleMode(p.b.scaling), mb = scaleMode(p.a.scaling);
@@ -273,6 +298,8 @@ Status BlasLt::gemm(const GemmProblem &p, const Stream &s) {
     TE_RETURN_IF_ERROR(layout(&plan->lb, ta, p.k, p.m)); // our A, "N"
     TE_RETURN_IF_ERROR(layout(&plan->lc, td, p.n, p.m)); // D^T, col-major
 
+    // Block-scaled heuristics need the scale pointers in place.
+    TE_RETURN_IF_ERROR(setPointers(api, plan->desc, p, fp8));
     cublasLtMatmulPreference_t pref = nullptr;
     TE_RETURN_IF_ERROR(ltCheck(api, api.cublasLtMatmulPreferenceCreate(&pref),
                                "cublasLtMatmulPreferenceCreate"));
@@ -298,21 +325,7 @@ Status BlasLt::gemm(const GemmProblem &p, const Stream &s) {
     slot = std::move(plan);
   }
   MatmulPlan &plan = *slot;
-  auto setPtr = [&](cublasLtMatmulDescAttributes_t attr, uint64_t v) {
-    const void *ptr = reinterpret_cast<const void *>(v);
-    return ltCheck(
-        api,
-        api.cublasLtMatmulDescSetAttribute(plan.desc, attr, &ptr, sizeof(ptr)),
-        "cublasLtMatmulDescSetAttribute");
-  };
-  if (fp8) {
-    TE_RETURN_IF_ERROR(
-        setPtr(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, p.b.scaleInv));
-    TE_RETURN_IF_ERROR(
-        setPtr(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, p.a.scaleInv));
-  }
-  if (p.bias)
-    TE_RETURN_IF_ERROR(setPtr(CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias));
+  TE_RETURN_IF_ERROR(setPointers(api, plan.desc, p, fp8));
   float alpha = 1.0f, beta = p.accumulate ? 1.0f : 0.0f;
   void *d = reinterpret_cast<void *>(p.out);
   return ltCheck(api,
