@@ -49,16 +49,26 @@ def main():
                lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one,
                                         out_dtype=torch.bfloat16, use_fast_accum=False))
         kb = k // 128
-        # 1x128 scales: [M, K/128] stored outer-dim-major (stride [1, M]).
+        l4 = (kb + 3) // 4 * 4
+        # torch.nn.functional.scaled_mm (v2 API): 1x128 scales are [rows,
+        # K/128] outer-dim-major; 128x128 scales [N/128, roundup(K/128, 4)]
+        # passed transposed.
         sa = torch.ones(kb, m, device=dev, dtype=torch.float32).t()
         sb1 = torch.ones(kb, n, device=dev, dtype=torch.float32).t()
-        sb2 = torch.ones(n // 128, kb, device=dev, dtype=torch.float32)
-        report("_scaled_mm fp8 1x128x128x128", m, n, k,
-               lambda: torch._scaled_mm(a8, b8.t(), scale_a=sa, scale_b=sb2,
-                                        out_dtype=torch.bfloat16))
-        report("_scaled_mm fp8 1x128x1x128", m, n, k,
-               lambda: torch._scaled_mm(a8, b8.t(), scale_a=sa, scale_b=sb1,
-                                        out_dtype=torch.bfloat16))
+        sb2 = torch.ones(n // 128, l4, device=dev, dtype=torch.float32).t()
+        F = torch.nn.functional
+        if hasattr(F, "scaled_mm") and hasattr(F, "ScalingType"):
+            st = F.ScalingType
+            report("F.scaled_mm fp8 1x128x128x128", m, n, k,
+                   lambda: F.scaled_mm(a8, b8.t(), sa, st.BlockWise1x128, sb2,
+                                       st.BlockWise128x128,
+                                       output_dtype=torch.bfloat16))
+            report("F.scaled_mm fp8 1x128x1x128", m, n, k,
+                   lambda: F.scaled_mm(a8, b8.t(), sa, st.BlockWise1x128, sb1,
+                                       st.BlockWise1x128,
+                                       output_dtype=torch.bfloat16))
+        else:
+            print("torch.nn.functional.scaled_mm not available: no block-scaled baseline")
     return 0
 
 
