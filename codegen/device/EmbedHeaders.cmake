@@ -7,7 +7,8 @@
 #
 #===------------------------------------------------------------------------===#
 if(NOT SOURCE_DIR OR NOT OUTPUT)
-  message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=<dir> -DOUTPUT=<file> -P EmbedHeaders.cmake")
+  message(FATAL_ERROR
+    "usage: cmake -DSOURCE_DIR=<dir> -DOUTPUT=<file> -P EmbedHeaders.cmake")
 endif()
 
 file(GLOB headers RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/te/device/*.cuh")
@@ -26,8 +27,9 @@ foreach(header IN LISTS headers)
   file(READ "${SOURCE_DIR}/${header}" contents)
   string(FIND "${contents}" ")${delimiter}\"" clash)
   if(NOT clash EQUAL -1)
-    message(FATAL_ERROR "${header} contains the raw-string terminator "
-                        "')${delimiter}\"'; change the delimiter in ${CMAKE_CURRENT_LIST_FILE}")
+    message(FATAL_ERROR
+      "${header} contains the raw-string terminator ')${delimiter}\"'; "
+      "change the delimiter in ${CMAKE_CURRENT_LIST_FILE}")
   endif()
   string(APPEND out "const char kHeader${index}[] = R\"${delimiter}(")
   string(APPEND out "${contents}")
@@ -38,7 +40,8 @@ endforeach()
 
 string(APPEND out "const EmbeddedHeader kHeaders[] = {\n${table}};\n\n")
 string(APPEND out "} // namespace\n\n")
-string(APPEND out "const EmbeddedHeader *deviceHeaders() { return kHeaders; }\n\n")
+string(APPEND out "const EmbeddedHeader *deviceHeaders() {\n")
+string(APPEND out "  return kHeaders;\n}\n\n")
 string(APPEND out "size_t numDeviceHeaders() {\n")
 string(APPEND out "  return sizeof(kHeaders) / sizeof(kHeaders[0]);\n}\n\n")
 string(APPEND out "} // namespace te::rt\n")

@@ -26,8 +26,11 @@ namespace ref {
 
 float amaxOf(const float *data, size_t count) {
   float amax = 0.0f;
+  // NaN elements are ignored (NUMERICS.md §3 step 1). Test explicitly:
+  // glibc's fmaxf returns NaN for a signalling-NaN operand.
   for (size_t i = 0; i < count; ++i)
-    amax = std::fmax(amax, std::fabs(data[i]));
+    if (!std::isnan(data[i]))
+      amax = std::fmax(amax, std::fabs(data[i]));
   return amax;
 }
 

@@ -77,6 +77,14 @@ std::vector<float> randomPositiveNormals(uint64_t seed, int count) {
 // Amax (NUMERICS.md 3 step 1)
 //===----------------------------------------------------------------------===//
 
+TEST(ScalesTest, AmaxIgnoresSignallingNaN) {
+  // bf16 0x7F81 widens to the fp32 signalling NaN 0x7F810000; glibc's fmaxf
+  // would propagate it, the GPU's max.f32 ignores it (found by the device
+  // library tests).
+  const float data[3] = {1.5f, bitsToFloat(0x7F810000u), -2.0f};
+  EXPECT_EQ(amaxOf(data, 3), 2.0f);
+}
+
 TEST(ScalesTest, AmaxIgnoresNaNAndPropagatesInfinity) {
   const float mixed[] = {1.0f, -3.0f, kNaN, 2.0f};
   EXPECT_EQ(amaxOf(mixed, 4), 3.0f);
