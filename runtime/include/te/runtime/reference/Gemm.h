@@ -1,0 +1,91 @@
+//===- te/runtime/reference/Gemm.h - Reference GEMMs ------------*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR and no CUDA.
+//
+//===----------------------------------------------------------------------===//
+//
+// Host GEMMs that library GEMMs (cuBLASLt) and the CPU backend are compared
+// against: a plain GEMM on dequantized fp32 operands with a fixed summation
+// order (fp32 or fp64 accumulation), the block-scaled FP8 GEMM with exactly
+// the accumulation semantics TE's bit-exact test reference uses
+// (NUMERICS.md 7.3), and the bias gradient (NUMERICS.md 10.3).
+//
+// All matrices are row-major. TE's general_gemm(A, B, layout) computes, in
+// row-major terms, TN: B * A^T, NN: B * A, NT: B^T * A (NUMERICS.md 8.1);
+// e.g. TN is referenceGemm(B, false, A, true, ...).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_RUNTIME_REFERENCE_GEMM_H
+#define TE_RUNTIME_REFERENCE_GEMM_H
+
+#include "te/runtime/reference/Quantize.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace te {
+namespace rt {
+namespace ref {
+
+/// D (M x N) = op(A) * op(B) (+ bias[N] broadcast down the rows). op(A) is
+/// M x K: A is stored M x K, or K x M when `transA`; op(B) is K x N: B is
+/// stored K x N, or N x K when `transB`.
+/// fp32 accumulation: acc = +0.0f, acc = acc + fl(a * b) for k = 0..K-1 in
+/// order, then fl(acc + bias). fp64 accumulation: the same sum and bias add
+/// in double, rounded to fp32 once at the end.
+std::vector<float> referenceGemm(const float *a, bool transA, const float *b,
+                                 bool transB, int64_t m, int64_t n, int64_t k,
+                                 const float *bias = nullptr,
+                                 bool accumulateInF64 = false);
+
+/// One operand of a block-scaled FP8 GEMM in TN form: `rows` x `k` fp8 codes
+/// with K contiguous, and the fp32 scale_inv values in TE's GEMM_READY
+/// layout (NUMERICS.md 7.2), which is the same for a rowwise tensor and for
+/// the transposed columnwise data of one:
+///   1x128:   scaleInv[(kk / 128) * scaleStride + row]
+///   128x128: scaleInv[(row / 128) * scaleStride + kk / 128]
+struct BlockScaledOperand {
+  std::vector<uint8_t> codes;
+  std::vector<float> scaleInv;
+  int64_t rows = 0, k = 0;
+  int64_t scaleStride = 0;
+  Fp8Format format = Fp8Format::E4M3;
+  bool tile2d = false;
+};
+
+/// The GEMM operand view of a block-FP8 direction produced by quantize():
+/// rows x k = the stored data shape (M x K rowwise, K x M columnwise).
+BlockScaledOperand blockScaledOperand(const QuantizedDirection &q,
+                                      const Scheme &scheme);
+
+/// y (x.rows x w.rows) = x * w^T as the Hopper block-scaled GEMM does it:
+/// for each K block of 128 (the last one may be shorter)
+///   P = sum of decode(qx) * decode(qw) over the block, fp32, k in order;
+///   1D x with 1D or 2D w: y = fma(P * sx, sw, y);
+///   2D x with 1D w:       y = fma(P * sw, sx, y);
+/// starting from y = +0, then y = y + bias[n] in fp32 if `bias` is given.
+/// 2D x 2D is rejected as TE does; on error `error` (if given) is set and
+/// the result is empty.
+std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
+                                   const BlockScaledOperand &w,
+                                   const float *bias = nullptr,
+                                   std::string *error = nullptr);
+
+/// Rounds every value RNE to bf16 (the usual GEMM output cast).
+std::vector<uint16_t> roundToBF16(const std::vector<float> &values);
+
+/// dbias[c] = sum over r of dy[r][c] for the row-major M x N `dy`, in fp32.
+/// chunkRows == 0 (or >= M): rows 0..M-1 added sequentially. Otherwise the
+/// fused-kernel order of NUMERICS.md 10.3: each chunk of `chunkRows` rows
+/// sums sequentially into an fp32 partial, then the partials are summed
+/// sequentially (chunk 0 first). The caller casts to the activation dtype.
+std::vector<float> biasGrad(const void *dy, SourceType type, int64_t m,
+                            int64_t n, int64_t chunkRows = 0);
+
+} // namespace ref
+} // namespace rt
+} // namespace te
+
+#endif // TE_RUNTIME_REFERENCE_GEMM_H

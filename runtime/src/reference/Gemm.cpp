@@ -1,0 +1,172 @@
+//===- runtime/src/reference/Gemm.cpp - Reference GEMMs ---------*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR and no CUDA.
+//
+//===----------------------------------------------------------------------===//
+//
+// Straight loops with the summation order written out: the point is a fixed,
+// documented result, not speed. The block-scaled GEMM follows what cuBLASLt
+// 13.1 computes on H100, measured bit for bit by GemmGpuTest
+// (docs/Numerics.md): per 128-element K block with partial sum P,
+// 1x128 x 1x128 accumulates y = fma(P * sx, sw, y) (as NUMERICS.md 7.3
+// says), and a pairing with a 128x128 operand y = fma(P, sx * sw, y) (7.3
+// says fma(P * sx, sw, y) there; measured for 1D x 2D, assumed for 2D x 1D,
+// which the product sx * sw makes symmetric). std::fma is the correctly
+// rounded fused multiply-add; nothing else may be contracted
+// (-ffp-contract=off).
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/runtime/reference/Gemm.h"
+
+#include "te/runtime/reference/Codecs.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "the reference GEMM needs float arithmetic evaluated in float"
+#endif
+
+namespace te {
+namespace rt {
+namespace ref {
+
+std::vector<float> referenceGemm(const float *a, bool transA, const float *b,
+                                 bool transB, int64_t m, int64_t n, int64_t k,
+                                 const float *bias, bool accumulateInF64) {
+  std::vector<float> d(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float accF = 0.0f;
+      double accD = 0.0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        float av = transA ? a[kk * m + i] : a[i * k + kk];
+        float bv = transB ? b[j * k + kk] : b[kk * n + j];
+        if (accumulateInF64)
+          accD = accD + static_cast<double>(av) * static_cast<double>(bv);
+        else
+          accF = accF + av * bv;
+      }
+      if (accumulateInF64) {
+        if (bias)
+          accD = accD + static_cast<double>(bias[j]);
+        d[i * n + j] = static_cast<float>(accD);
+      } else {
+        if (bias)
+          accF = accF + bias[j];
+        d[i * n + j] = accF;
+      }
+    }
+  }
+  return d;
+}
+
+BlockScaledOperand blockScaledOperand(const QuantizedDirection &q,
+                                      const Scheme &scheme) {
+  BlockScaledOperand op;
+  op.codes = q.data.bytes;
+  op.rows = q.data.desc.rows;
+  op.k = q.data.desc.cols;
+  op.scaleStride = q.scaleInv.desc.cols;
+  op.scaleInv.resize(static_cast<size_t>(q.scaleInv.desc.numElements()));
+  for (size_t i = 0; i < op.scaleInv.size(); ++i)
+    op.scaleInv[i] = loadF32(q.scaleInv, static_cast<int64_t>(i));
+  op.format = scheme.element == DType::E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
+  op.tile2d = scheme.tileRows == 128;
+  return op;
+}
+
+static float blockScaleOf(const BlockScaledOperand &op, int64_t row,
+                          int64_t kBlock) {
+  return op.tile2d ? op.scaleInv[(row / 128) * op.scaleStride + kBlock]
+                   : op.scaleInv[kBlock * op.scaleStride + row];
+}
+
+static std::string checkOperand(const BlockScaledOperand &op,
+                                const char *name) {
+  std::string n(name);
+  if (op.rows < 1 || op.k < 1)
+    return n + " is empty";
+  if (op.codes.size() != static_cast<size_t>(op.rows * op.k))
+    return n + " has " + std::to_string(op.codes.size()) +
+           " codes, expected rows * k";
+  int64_t kBlocks = (op.k + 127) / 128, rowBlocks = (op.rows + 127) / 128;
+  int64_t needRows = op.tile2d ? rowBlocks : kBlocks;
+  int64_t needCols = op.tile2d ? kBlocks : op.rows;
+  if (op.scaleStride < needCols ||
+      op.scaleInv.size() < static_cast<size_t>(needRows * op.scaleStride))
+    return n + " scale_inv buffer is too small for its GEMM_READY layout";
+  return "";
+}
+
+std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
+                                   const BlockScaledOperand &w,
+                                   const float *bias, std::string *error) {
+  std::string e;
+  if (x.tile2d && w.tile2d)
+    e = "block-scaled GEMMs do not pair two 128x128-scaled operands";
+  else if (x.k != w.k)
+    e = "operands disagree on K";
+  if (e.empty())
+    e = checkOperand(x, "x");
+  if (e.empty())
+    e = checkOperand(w, "w");
+  if (!e.empty()) {
+    if (error)
+      *error = e;
+    return {};
+  }
+  int64_t m = x.rows, n = w.rows, k = x.k;
+  std::vector<float> y(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t kb = 0; kb * 128 < k; ++kb) {
+        float partial = 0.0f;
+        for (int64_t kk = kb * 128; kk < std::min(k, kb * 128 + 128); ++kk)
+          partial = partial + decodeFp8(x.format, x.codes[i * k + kk]) *
+                                  decodeFp8(w.format, w.codes[j * k + kk]);
+        float sx = blockScaleOf(x, i, kb), sw = blockScaleOf(w, j, kb);
+        if (x.tile2d || w.tile2d)
+          acc = std::fma(partial, sx * sw, acc);
+        else
+          acc = std::fma(partial * sx, sw, acc);
+      }
+      if (bias)
+        acc = acc + bias[j];
+      y[i * n + j] = acc;
+    }
+  }
+  return y;
+}
+
+std::vector<uint16_t> roundToBF16(const std::vector<float> &values) {
+  std::vector<uint16_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    out[i] = floatToBF16(values[i]);
+  return out;
+}
+
+std::vector<float> biasGrad(const void *dy, SourceType type, int64_t m,
+                            int64_t n, int64_t chunkRows) {
+  std::vector<float> values = widenToF32(dy, type, m * n);
+  if (chunkRows <= 0 || chunkRows >= m)
+    chunkRows = m;
+  std::vector<float> total(static_cast<size_t>(n), 0.0f);
+  std::vector<float> partial(static_cast<size_t>(n));
+  for (int64_t r0 = 0; r0 < m; r0 += chunkRows) {
+    std::fill(partial.begin(), partial.end(), 0.0f);
+    for (int64_t r = r0; r < std::min(m, r0 + chunkRows); ++r)
+      for (int64_t c = 0; c < n; ++c)
+        partial[c] = partial[c] + values[r * n + c];
+    for (int64_t c = 0; c < n; ++c)
+      total[c] = total[c] + partial[c];
+  }
+  return total;
+}
+
+} // namespace ref
+} // namespace rt
+} // namespace te
