@@ -15,7 +15,7 @@ rm -rf "$PACK" && mkdir -p "$PACK/bin" "$PACK/tests"
 for t in "$BUILD_DIR"/bin/*; do
   [[ -x "$t" && -f "$t" ]] && strip -o "$PACK/bin/$(basename "$t")" "$t"
 done
-find "$BUILD_DIR/test" -maxdepth 3 -type f -perm -u+x -name '*Tests' \
+find "$BUILD_DIR/test" -maxdepth 3 -type f -perm -u+x \( -name '*Tests' -o -name '*GpuTest' \) \
   -exec sh -c 'strip -o "$0/tests/$(basename "$1")" "$1"' "$PACK" {} \;
 cp scripts/gpu-run.sh "$PACK/"
 du -sh "$PACK"
