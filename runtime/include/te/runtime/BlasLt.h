@@ -18,7 +18,9 @@
 //
 // Matmul descriptors, layouts and the chosen algorithm are cached per
 // problem; the workspace is allocated once per handle, so a GEMM allocates
-// nothing and is safe inside CUDA-graph capture.
+// nothing and is safe inside CUDA-graph capture. A BlasLt is one "stream
+// slot": GEMMs issued through it share its workspace, so streams that run
+// GEMMs concurrently each need their own BlasLt (a PlanExecutor owns one).
 //
 //===----------------------------------------------------------------------===//
 
