@@ -45,11 +45,16 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "Support/TestSupport.h"
 
 namespace ref = te::rt::ref;
 namespace dev = te::dev;
 
 namespace {
+
+using te::test::bitsOf;
+using te::test::floatOf;
+using te::test::describe;
 
 //===----------------------------------------------------------------------===//
 // CUDA plumbing
@@ -113,25 +118,6 @@ protected:
 //===----------------------------------------------------------------------===//
 // Comparison bookkeeping
 //===----------------------------------------------------------------------===//
-
-uint32_t bitsOf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float floatOf(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-std::string describe(float value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%a (0x%08x)", static_cast<double>(value),
-                bitsOf(value));
-  return buf;
-}
 
 /// Counts the checks and mismatches of one function, keeps the first few
 /// mismatches, and records which NaN codes the hardware produced.

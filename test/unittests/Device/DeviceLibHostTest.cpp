@@ -26,6 +26,7 @@
 
 #include "gtest/gtest.h"
 
+#include "Support/TestSupport.h"
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -42,45 +43,14 @@ namespace dev = te::dev;
 
 namespace {
 
+using te::test::bitsOf;
+using te::test::describe;
+using te::test::floatOf;
+using te::test::SplitMix64;
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-uint32_t bitsOf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float floatOf(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-std::string describe(float value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%a (0x%08x)", static_cast<double>(value),
-                bitsOf(value));
-  return buf;
-}
-
-/// Deterministic 64-bit generator (splitmix64).
-struct SplitMix64 {
-  uint64_t state;
-  explicit SplitMix64(uint64_t seed) : state(seed) {}
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  uint32_t next32() { return static_cast<uint32_t>(next() >> 32); }
-  /// Uniform in [lo, hi) (float arithmetic; used for inputs only).
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f;
-  }
-};
 
 /// Counts comparisons and mismatches of one check and keeps the first few
 /// mismatch descriptions for the failure message.

@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 
+#include "Support/TestSupport.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -26,27 +27,13 @@ using namespace te::rt::ref;
 
 namespace {
 
+using te::test::bitsOf;
+using te::test::floatOf;
+using te::test::hexOf;
+
 //===----------------------------------------------------------------------===//
 // Independent helpers
 //===----------------------------------------------------------------------===//
-
-uint32_t bitsOf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float floatOf(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-std::string hexOf(uint32_t value) {
-  std::ostringstream os;
-  os << "0x" << std::hex << value;
-  return os.str();
-}
 
 /// Deterministic 64-bit generator (splitmix64) for sampled sweeps.
 struct SplitMix64 {

@@ -12,6 +12,7 @@
 
 #include "gtest/gtest.h"
 
+#include "Support/TestSupport.h"
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -25,23 +26,9 @@ using namespace te::rt::ref;
 
 namespace {
 
-uint32_t bitsOf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float floatOf(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-std::string hexOf(uint32_t value) {
-  std::ostringstream os;
-  os << "0x" << std::hex << value;
-  return os.str();
-}
+using te::test::bitsOf;
+using te::test::floatOf;
+using te::test::hexOf;
 
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
