@@ -37,4 +37,33 @@ def TeResolveRecipePass : Pass<"te-resolve-recipe", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
+def TeInferUsagePass : Pass<"te-infer-usage", "::mlir::ModuleOp"> {
+  let summary = "Keep only the directions each quantized value's users read";
+  let description = [{
+    A `te.quantize` result stores the directions its type lists; each costs
+    a write of the whole tensor. This pass narrows every `te.quantize`
+    result to the union of what its users read:
+    - `te.gemm`: the direction its transpose flags read the operand in
+      (A rowwise unless `transpose_a`, B columnwise unless `transpose_b`);
+    - `te.dequantize`: its direction;
+    - `func.return` and any other op: every direction the type lists (a
+      function result keeps what its signature says).
+    A result without users is left alone (dead-code elimination removes
+    it). With `report`, each narrowing is reported as a remark.
+
+    Before:
+    ```mlir
+    %q = te.quantize %x : tensor<64x128xbf16>
+           -> !te.qtensor<64x128xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>
+    %y = te.gemm %q, %w {transpose_b} : !te.qtensor<64x128xbf16, ...>, ...
+    ```
+    After: the type of `%q` lists only `rowwise`.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark for every direction dropped">
+  ];
+  let dependentDialects = ["::mlir::te::TeDialect"];
+}
+
 #endif // TE_PASSES_PASSES_TD

@@ -2,7 +2,8 @@
 #===- scripts/run-example.sh - install, build, run the main job -----------===#
 #
 # The README's first command: installs what is missing, builds, and runs
-# te-opt's pipeline (resolve each linear layer's recipe, then clean up) over
+# te-opt's pipeline (resolve recipes, narrow quantized directions to what
+# their users read, clean up) over
 # every shipped example in examples/.
 #
 #===------------------------------------------------------------------------===#
@@ -11,6 +12,6 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
 for f in examples/*.mlir; do
-  echo "=== te-opt --te-resolve-recipe --canonicalize --cse $f"
-  build/bin/te-opt "$f" --te-resolve-recipe --canonicalize --cse
+  echo "=== te-opt --te-resolve-recipe --te-infer-usage --canonicalize --cse $f"
+  build/bin/te-opt "$f" --te-resolve-recipe --te-infer-usage --canonicalize --cse
 done

@@ -1,6 +1,6 @@
 // The shipped examples parse, verify and go through the main pipeline
 // (scripts/run-example.sh).
-// RUN: te-opt %te_src_root/examples/hybrid_linear.mlir --te-resolve-recipe --canonicalize --cse | FileCheck %s --check-prefix=HYBRID
+// RUN: te-opt %te_src_root/examples/hybrid_linear.mlir --te-resolve-recipe --te-infer-usage --canonicalize --cse | FileCheck %s --check-prefix=HYBRID
 // RUN: te-opt %te_src_root/examples/deepseek_linear.mlir --te-resolve-recipe | FileCheck %s --check-prefix=BLOCK
 // RUN: te-opt %te_src_root/examples/quantize_hybrid.mlir --te-resolve-recipe --canonicalize | FileCheck %s --check-prefix=QUANT
 
