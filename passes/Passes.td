@@ -66,4 +66,29 @@ def TeInferUsagePass : Pass<"te-infer-usage", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
+def TeFuseQuantizePass : Pass<"te-fuse-quantize", "::mlir::ModuleOp"> {
+  let summary = "Read each tensor once for all its quantizations and its bias gradient";
+  let description = [{
+    Within each block, all `te.quantize` ops of one tensor (any schemes, any
+    directions) and its `te.bias_grad` become one `te.fused_quantize` - one
+    kernel that reads the input once - placed where the first of them was.
+    Identical quantizations (same result type) share one result; duplicate
+    bias gradients share one. A tensor with a single `te.quantize` and no
+    bias gradient is left alone (it already is one kernel).
+
+    Before:
+    ```mlir
+    %r = te.quantize %dy : tensor<256x128xbf16> -> !te.qtensor<..., #te.mxfp8<e4m3>, rowwise>
+    %c = te.quantize %dy : tensor<256x128xbf16> -> !te.qtensor<..., #te.nvfp4<rht, sr>, columnwise>
+    %db = te.bias_grad %dy : tensor<256x128xbf16> -> tensor<128xf32>
+    ```
+    After:
+    ```mlir
+    %r, %c, %db = te.fused_quantize %dy {bias_grad} : tensor<256x128xbf16>
+        -> !te.qtensor<...>, !te.qtensor<...>, tensor<128xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::te::TeDialect"];
+}
+
 #endif // TE_PASSES_PASSES_TD

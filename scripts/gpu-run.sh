@@ -26,7 +26,7 @@ for t in "$PACK"/tests/*; do
   run "$(basename "$t")" "$t"
 done
 for f in examples/*.mlir; do
-  run "te-opt-$(basename "$f" .mlir)" "$PACK/bin/te-opt" "$f" --te-resolve-recipe --te-infer-usage --canonicalize --cse
+  run "te-opt-$(basename "$f" .mlir)" "$PACK/bin/te-opt" "$f" --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize --cse
 done
 run "te-opt-invalid" sh -c "! $PACK/bin/te-opt test/Dialect/malformed.mlir -split-input-file"
 if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then

@@ -3,7 +3,7 @@
 #
 # The README's first command: installs what is missing, builds, and runs
 # te-opt's pipeline (resolve recipes, narrow quantized directions to what
-# their users read, clean up) over
+# their users read, fuse all quantizations of a tensor, clean up) over
 # every shipped example in examples/.
 #
 #===------------------------------------------------------------------------===#
@@ -12,6 +12,6 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
 for f in examples/*.mlir; do
-  echo "=== te-opt --te-resolve-recipe --te-infer-usage --canonicalize --cse $f"
-  build/bin/te-opt "$f" --te-resolve-recipe --te-infer-usage --canonicalize --cse
+  echo "=== te-opt --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize --cse $f"
+  build/bin/te-opt "$f" --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize --cse
 done

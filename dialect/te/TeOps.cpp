@@ -175,6 +175,48 @@ LogicalResult QuantizeOp::verify() {
   return success();
 }
 
+ResultRange FusedQuantizeOp::getQuantized() {
+  return getResults().take_front(getNumResults() -
+                                 (getBiasGradResult() ? 1 : 0));
+}
+
+Value FusedQuantizeOp::getBiasGradResult() {
+  return getBiasGradAttr() && getNumResults() > 0 ? getResults().back()
+                                                  : Value();
+}
+
+LogicalResult FusedQuantizeOp::verify() {
+  auto in = getInput().getType();
+  unsigned numQuantized = getNumResults() - (getBiasGradAttr() ? 1 : 0);
+  if (getBiasGradAttr() && getNumResults() == 0)
+    return emitOpError() << "has the 'bias_grad' flag but no results";
+  if (numQuantized == 0)
+    return emitOpError() << "needs at least one quantized result";
+  for (auto [i, r] : llvm::enumerate(getResults().take_front(numQuantized))) {
+    auto q = llvm::dyn_cast<QTensorType>(r.getType());
+    if (!q)
+      return emitOpError() << "result #" << i << " must be a !te.qtensor"
+                           << (getBiasGradAttr()
+                                   ? " (only the last result is the bias "
+                                     "gradient)"
+                                   : " (add 'bias_grad' for a bias gradient)");
+    if (q.getShape() != in.getShape() ||
+        q.getElementType() != in.getElementType())
+      return emitOpError() << "result #" << i
+                           << " must quantize the input's shape and type "
+                           << in;
+  }
+  if (Value db = getBiasGradResult()) {
+    auto t = llvm::dyn_cast<RankedTensorType>(db.getType());
+    int64_t n = in.getShape().back();
+    if (!t || t.getRank() != 1 || t.getDimSize(0) != n ||
+        !t.getElementType().isF32())
+      return emitOpError() << "bias gradient must be tensor<" << n
+                           << "xf32>, got " << db.getType();
+  }
+  return success();
+}
+
 LogicalResult DequantizeOp::verify() {
   QTensorType in = getInput().getType();
   auto out = getResult().getType();

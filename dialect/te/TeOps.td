@@ -116,6 +116,32 @@ def Te_QuantizeOp : Te_Op<"quantize", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Te_FusedQuantizeOp : Te_Op<"fused_quantize", [Pure]> {
+  let summary = "every quantization of one tensor (and its bias gradient) in one pass";
+  let description = [{
+    Produced by `te-fuse-quantize`: one kernel reads the input once and
+    writes every quantized result (any schemes, any directions) and, with
+    `bias_grad`, the FP32 column sums as the last result.
+
+    ```mlir
+    %row, %col, %db = te.fused_quantize %dy {bias_grad} : tensor<256x128xbf16>
+        -> !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+           !te.qtensor<256x128xbf16, #te.nvfp4<rht, sr>, columnwise>,
+           tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Te_FloatTensor:$input, UnitAttr:$bias_grad);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The quantized results (all but a trailing bias gradient).
+    ::mlir::ResultRange getQuantized();
+    /// The bias gradient result, or a null value.
+    ::mlir::Value getBiasGradResult();
+  }];
+}
+
 def Te_DequantizeOp : Te_Op<"dequantize", [Pure]> {
   let summary = "back to high precision, reading one direction";
   let description = [{

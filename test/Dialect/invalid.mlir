@@ -318,3 +318,44 @@ func.func @adam_mode(%p: tensor<64x32xf32>, %g: tensor<64x32xbf16>, %m: tensor<6
   %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step {mode = sgd} : tensor<64x32xf32>, tensor<64x32xbf16>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<f32>, tensor<i64> -> tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
   return
 }
+
+// -----
+
+func.func @fused_quantize_no_quantized(%x: tensor<64x64xbf16>) {
+  // expected-error @+1 {{'te.fused_quantize' op needs at least one quantized result}}
+  %db = te.fused_quantize %x {bias_grad} : tensor<64x64xbf16> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_quantize_shape(%x: tensor<64x64xbf16>) {
+  // expected-error @+1 {{'te.fused_quantize' op result #0 must quantize the input's shape and type 'tensor<64x64xbf16>'}}
+  %q = te.fused_quantize %x : tensor<64x64xbf16> -> !te.qtensor<64x32xbf16, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @fused_quantize_bias_without_flag(%x: tensor<64x64xbf16>) {
+  // expected-error @+1 {{'te.fused_quantize' op result #1 must be a !te.qtensor (add 'bias_grad' for a bias gradient)}}
+  %q, %db = te.fused_quantize %x : tensor<64x64xbf16> -> !te.qtensor<64x64xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_quantize_bias_type(%x: tensor<64x32xbf16>) {
+  // expected-error @+1 {{'te.fused_quantize' op bias gradient must be tensor<32xf32>, got 'tensor<64xf32>'}}
+  %q, %db = te.fused_quantize %x {bias_grad} : tensor<64x32xbf16> -> !te.qtensor<64x32xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<64xf32>
+  return
+}
+
+// -----
+
+// Only the generic form can state no results at all.
+func.func @fused_quantize_empty(%x: tensor<64x64xbf16>) {
+  // expected-error @+1 {{'te.fused_quantize' op has the 'bias_grad' flag but no results}}
+  "te.fused_quantize"(%x) {bias_grad} : (tensor<64x64xbf16>) -> ()
+  return
+}

@@ -58,6 +58,15 @@ func.func @gemm_identity(%a: tensor<32x16xbf16>, %b: tensor<16x8xbf16>) -> tenso
   return %d : tensor<32x8xbf16>
 }
 
+// CHECK-LABEL: func.func @fused_quantize
+func.func @fused_quantize(%dy: tensor<256x128xbf16>) -> tensor<128xf32> {
+  // CHECK: %{{.*}}:3 = te.fused_quantize %{{.*}} {bias_grad} : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<256x128xbf16, #te.nvfp4<rht, sr>, columnwise>, tensor<128xf32>
+  %r, %c, %db = te.fused_quantize %dy {bias_grad} : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<256x128xbf16, #te.nvfp4<rht, sr>, columnwise>, tensor<128xf32>
+  // CHECK: te.fused_quantize %{{.*}} : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.fp8_current<e4m3>, rowwise>
+  %q = te.fused_quantize %dy : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.fp8_current<e4m3>, rowwise>
+  return %db : tensor<128xf32>
+}
+
 // CHECK-LABEL: func.func @bias_grad
 func.func @bias_grad(%dy: tensor<4x32x64xbf16>) -> tensor<64xf32> {
   // CHECK: te.bias_grad %{{.*}} : tensor<4x32x64xbf16> -> tensor<64xf32>

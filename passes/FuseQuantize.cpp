@@ -1,0 +1,99 @@
+//===- FuseQuantize.cpp - te-fuse-quantize --------------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Quantize kernels are memory-bound: their cost is the bytes they move. Two
+// quantizations of one tensor in two kernels read it twice; a bias gradient
+// in a third reads it again. This pass groups, per block and per input
+// value, every te.quantize and te.bias_grad into one te.fused_quantize.
+// The group's ops depend only on the input, so the fused op can stand where
+// the first of them stood and dominate every use of the ops it replaces.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/te/TeOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+#define DEBUG_TYPE "te-fuse-quantize"
+
+namespace mlir::te {
+#define GEN_PASS_DEF_TEFUSEQUANTIZEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::te
+
+using namespace mlir;
+using namespace mlir::te;
+
+namespace {
+
+/// The quantize-like ops of one input within one block, in block order.
+struct Group {
+  SmallVector<QuantizeOp> quantizes;
+  SmallVector<BiasGradOp> biasGrads;
+  Operation *first = nullptr;
+};
+
+/// Replaces `g` by one te.fused_quantize.
+void fuse(Value input, Group &g) {
+  OpBuilder b(g.first);
+  // One result per distinct quantized type; duplicates share it.
+  SmallVector<Type> types;
+  SmallVector<unsigned> resultOf;
+  for (QuantizeOp q : g.quantizes) {
+    Type t = q.getResult().getType();
+    auto *it = llvm::find(types, t);
+    resultOf.push_back(it - types.begin());
+    if (it == types.end())
+      types.push_back(t);
+  }
+  bool withBias = !g.biasGrads.empty();
+  if (withBias)
+    types.push_back(g.biasGrads.front().getResult().getType());
+  auto fused =
+      FusedQuantizeOp::create(b, g.first->getLoc(), types, input, withBias);
+  for (auto [q, idx] : llvm::zip(g.quantizes, resultOf)) {
+    q.getResult().replaceAllUsesWith(fused.getResult(idx));
+    q.erase();
+  }
+  for (BiasGradOp bg : g.biasGrads) {
+    bg.getResult().replaceAllUsesWith(fused.getResults().back());
+    bg.erase();
+  }
+}
+
+struct TeFuseQuantizePass
+    : mlir::te::impl::TeFuseQuantizePassBase<TeFuseQuantizePass> {
+  void runOnOperation() override {
+    // Collect first, rewrite after: rewriting while walking would invalidate
+    // the walk.
+    SmallVector<std::pair<Value, Group>> work;
+    getOperation().walk([&](Block *block) {
+      llvm::MapVector<Value, Group> groups;
+      for (Operation &op : *block) {
+        if (auto q = dyn_cast<QuantizeOp>(op)) {
+          Group &g = groups[q.getInput()];
+          g.quantizes.push_back(q);
+          g.first = g.first ? g.first : &op;
+        } else if (auto bg = dyn_cast<BiasGradOp>(op)) {
+          Group &g = groups[bg.getInput()];
+          g.biasGrads.push_back(bg);
+          g.first = g.first ? g.first : &op;
+        }
+      }
+      for (auto &[input, g] : groups)
+        if (!g.quantizes.empty() &&
+            g.quantizes.size() + g.biasGrads.size() >= 2)
+          work.emplace_back(input, g);
+    });
+    for (auto &[input, g] : work)
+      fuse(input, g);
+  }
+};
+
+} // namespace
