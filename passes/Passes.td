@@ -91,4 +91,25 @@ def TeFuseQuantizePass : Pass<"te-fuse-quantize", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
+def TeLegalizeTargetPass : Pass<"te-legalize-target", "::mlir::ModuleOp"> {
+  let summary = "Fix what the target GPU decides: storage, legality, GEMM paths";
+  let description = [{
+    Records the target as the module attribute `te.target` (storage follows
+    from it: on TN-only FP8 targets - sm_89, sm_90, sm_12x - the columnwise
+    per-tensor FP8 data is an explicit transpose), rejects quantized tensors
+    the target cannot hold (FP8 before sm_89), and records on every
+    `te.gemm` how it runs (`path`):
+    - high precision, identity, per-tensor FP8: a cuBLASLt kernel;
+    - block-scaled FP8: cuBLASLt on sm_90 (VEC128/BLK128x128 scales exist
+      only there), emulated elsewhere;
+    - MXFP8, NVFP4: cuBLASLt on sm_100 and newer, emulated before
+      (dequantize to bf16, then a bf16 GEMM).
+  }];
+  let options = [
+    Option<"arch", "arch", "std::string", "\"sm_90a\"",
+           "Target architecture (sm_XY or sm_XYa)">
+  ];
+  let dependentDialects = ["::mlir::te::TeDialect"];
+}
+
 #endif // TE_PASSES_PASSES_TD

@@ -469,6 +469,38 @@ Attribute IdentityAttr::parse(AsmParser &p, Type) {
 void IdentityAttr::print(AsmPrinter &p) const { p << '<' << getType() << '>'; }
 
 //===----------------------------------------------------------------------===//
+// target
+//===----------------------------------------------------------------------===//
+
+/// Parses "sm_XY" / "sm_XYa" into XY, or -1.
+static int parseSmVersion(StringRef arch) {
+  if (!arch.consume_front("sm_"))
+    return -1;
+  arch.consume_back("a");
+  unsigned v;
+  if (arch.empty() || arch.getAsInteger(10, v) || v < 10 || v > 999)
+    return -1;
+  return int(v);
+}
+
+int TargetAttr::getSmVersion() const { return parseSmVersion(getArch()); }
+
+rt::Target TargetAttr::getRuntimeTarget() const {
+  int sm = getSmVersion();
+  // FP8 GEMMs take any layout on sm_100..sm_119 and sm_130+ (NUMERICS §8.3).
+  bool anyLayout = (sm >= 100 && sm < 120) || sm >= 130;
+  return rt::Target{!anyLayout};
+}
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef arch) {
+  if (parseSmVersion(arch) < 0)
+    return emitError() << "unknown target architecture '" << arch
+                       << "'; expected sm_XY or sm_XYa (e.g. sm_90a)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // hybrid
 //===----------------------------------------------------------------------===//
 

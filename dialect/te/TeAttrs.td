@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef Te_DIALECT_TE_TEATTRS_TD
-#define Te_DIALECT_TE_TEATTRS_TD
+#ifndef TE_DIALECT_TE_TEATTRS_TD
+#define TE_DIALECT_TE_TEATTRS_TD
 
 include "dialect/te/TeBase.td"
 include "dialect/te/TeEnums.td"
@@ -171,4 +171,31 @@ def Te_HybridAttr : Te_SchemeAttr<"Hybrid", "hybrid",
                         "::mlir::te::SchemeAttrInterface":$columnwise);
 }
 
-#endif // Te_DIALECT_TE_TEATTRS_TD
+def Te_GemmPathAttr : EnumAttr<Te_Dialect, Te_GemmPath, "gemm_path"> {
+  let summary = "how a te.gemm runs on the target (set by te-legalize-target)";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Te_TargetAttr : Te_Attr<"Target", "target"> {
+  let summary = "the GPU architecture a module is compiled for";
+  let description = [{
+    Set on the module by `te-legalize-target` as `te.target`. Storage
+    decisions follow from it: on TN-only FP8 targets (sm_89, sm_90, sm_12x)
+    the columnwise per-tensor FP8 data is an explicit transpose.
+
+    ```mlir
+    module attributes {te.target = #te.target<"sm_90a">} {}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"architecture, e.g. sm_90a">:$arch);
+  let assemblyFormat = "`<` $arch `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Compute capability * 10 + minor (90 for sm_90a).
+    int getSmVersion() const;
+    /// The run-time storage facts of this target.
+    ::te::rt::Target getRuntimeTarget() const;
+  }];
+}
+
+#endif // TE_DIALECT_TE_TEATTRS_TD

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef Te_DIALECT_TE_TEBASE_TD
-#define Te_DIALECT_TE_TEBASE_TD
+#ifndef TE_DIALECT_TE_TEBASE_TD
+#define TE_DIALECT_TE_TEBASE_TD
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
@@ -48,4 +48,4 @@ class Te_Type<string name, string typeMnemonic, list<Trait> traits = []>
   let mnemonic = typeMnemonic;
 }
 
-#endif // Te_DIALECT_TE_TEBASE_TD
+#endif // TE_DIALECT_TE_TEBASE_TD

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef Te_DIALECT_TE_TEENUMS_TD
-#define Te_DIALECT_TE_TEENUMS_TD
+#ifndef TE_DIALECT_TE_TEENUMS_TD
+#define TE_DIALECT_TE_TEENUMS_TD
 
 include "mlir/IR/EnumAttr.td"
 
@@ -52,4 +52,13 @@ def Te_AdamMode : I32EnumAttr<"AdamMode", "weight decay flavour of Adam", [
   let cppNamespace = "::mlir::te";
 }
 
-#endif // Te_DIALECT_TE_TEENUMS_TD
+def Te_GemmPath : I32EnumAttr<"GemmPath",
+    "how a te.gemm runs on the target", [
+    I32EnumAttrCase<"cublaslt", 0>,  // a native cuBLASLt kernel
+    I32EnumAttrCase<"emulated", 1>   // dequantize to bf16, then a bf16 GEMM
+  ]> {
+  let cppNamespace = "::mlir::te";
+  let genSpecializedAttr = 0;
+}
+
+#endif // TE_DIALECT_TE_TEENUMS_TD

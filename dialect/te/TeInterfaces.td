@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef Te_DIALECT_TE_TEINTERFACES_TD
-#define Te_DIALECT_TE_TEINTERFACES_TD
+#ifndef TE_DIALECT_TE_TEINTERFACES_TD
+#define TE_DIALECT_TE_TEINTERFACES_TD
 
 include "mlir/IR/OpBase.td"
 
@@ -49,4 +49,4 @@ def Te_SchemeAttrInterface : AttrInterface<"SchemeAttrInterface"> {
   }];
 }
 
-#endif // Te_DIALECT_TE_TEINTERFACES_TD
+#endif // TE_DIALECT_TE_TEINTERFACES_TD

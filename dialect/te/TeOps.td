@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef Te_DIALECT_TE_TEOPS_TD
-#define Te_DIALECT_TE_TEOPS_TD
+#ifndef TE_DIALECT_TE_TEOPS_TD
+#define TE_DIALECT_TE_TEOPS_TD
 
 include "dialect/te/TeTypes.td"
 include "mlir/IR/SymbolInterfaces.td"
@@ -169,6 +169,8 @@ def Te_GemmOp : Te_Op<"gemm", [Pure]> {
     two operands' schemes for those directions must pair: the same family
     (per-tensor FP8, MXFP8, NVFP4, identity) or block FP8 1x128 with 1x128
     or 128x128 (never 128x128 with 128x128); no e5m2 x e5m2 FP8 GEMM.
+    `te-legalize-target` records in `path` whether the target runs it with
+    a native cuBLASLt kernel or emulates it.
 
     ```mlir
     %y = te.gemm %x, %w {transpose_b}
@@ -182,7 +184,8 @@ def Te_GemmOp : Te_Op<"gemm", [Pure]> {
   }];
   let arguments = (ins Te_GemmOperand:$a, Te_GemmOperand:$b,
                        Optional<Te_FloatTensor>:$bias,
-                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       OptionalAttr<Te_GemmPathAttr>:$path);
   let results = (outs Te_FloatTensor:$result);
   let assemblyFormat = [{
     $a `,` $b (`bias` $bias^)? attr-dict `:` qualified(type($a)) `,`
@@ -320,4 +323,4 @@ def Te_AdamStepOp : Te_Op<"adam_step", [Pure]> {
 
 } // opDocGroup Te_ModuleGroup
 
-#endif // Te_DIALECT_TE_TEOPS_TD
+#endif // TE_DIALECT_TE_TEOPS_TD

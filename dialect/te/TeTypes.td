@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef Te_DIALECT_TE_TETYPES_TD
-#define Te_DIALECT_TE_TETYPES_TD
+#ifndef TE_DIALECT_TE_TETYPES_TD
+#define TE_DIALECT_TE_TETYPES_TD
 
 include "dialect/te/TeAttrs.td"
 
@@ -45,4 +45,4 @@ def Te_QTensorType : Te_Type<"QTensor", "qtensor"> {
   }];
 }
 
-#endif // Te_DIALECT_TE_TETYPES_TD
+#endif // TE_DIALECT_TE_TETYPES_TD

@@ -131,3 +131,8 @@ func.func private @empty(!te.qtensor<0x16xbf16, #te.fp8_current<e4m3>, rowwise>)
 
 // expected-error @+1 {{expected a quantization scheme (e.g. #te.mxfp8<e4m3>), got "mxfp8"}}
 func.func private @string_scheme(!te.qtensor<32x32xbf16, "mxfp8", rowwise>)
+
+// -----
+
+// expected-error @+1 {{unknown target architecture 'h100'; expected sm_XY or sm_XYa (e.g. sm_90a)}}
+module attributes {te.target = #te.target<"h100">} {}
