@@ -206,6 +206,37 @@ Status DeviceBuffer::fill(uint8_t byte, const Stream &s) {
 }
 
 //===----------------------------------------------------------------------===//
+// TensorView
+//===----------------------------------------------------------------------===//
+
+int64_t TensorView::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t TensorView::bytes() const {
+  int64_t n = numElements();
+  return dtype == DType::E2M1x2 ? (n + 1) / 2 : n * dtypeSize(dtype);
+}
+
+Expected<TensorView> TensorView::of(const DeviceBuffer &buffer,
+                                    std::vector<int64_t> shape, DType dtype) {
+  TensorView v{buffer.devicePtr(), std::move(shape), dtype};
+  for (int64_t d : v.shape)
+    if (d < 0)
+      return Status(StatusCode::InvalidArgument,
+                    "a tensor view cannot have a negative dimension");
+  if (uint64_t(v.bytes()) > buffer.size())
+    return Status(StatusCode::InvalidArgument,
+                  "a view of " + std::to_string(v.bytes()) +
+                      " bytes does not fit a buffer of " +
+                      std::to_string(buffer.size()));
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
 // Kernel
 //===----------------------------------------------------------------------===//
 

@@ -61,6 +61,20 @@ TEST(RuntimeStatus, ExpectedHoldsValueOrStatus) {
   EXPECT_EQ(e.status().toString(), "I/O error: disk full");
 }
 
+TEST(RuntimeTensorView, SizesAndFit) {
+  DeviceBuffer empty; // no allocation: 0 bytes
+  Expected<TensorView> v = TensorView::of(empty, {0, 8}, DType::BF16);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->bytes(), 0);
+  EXPECT_FALSE(TensorView::of(empty, {2, 8}, DType::BF16));
+  EXPECT_FALSE(TensorView::of(empty, {-1, 8}, DType::BF16));
+  TensorView fp4{0, {3, 5}, DType::E2M1x2};
+  EXPECT_EQ(fp4.numElements(), 15);
+  EXPECT_EQ(fp4.bytes(), 8); // two codes per byte, rounded up
+  TensorView f32{0, {4, 4}, DType::F32};
+  EXPECT_EQ(f32.bytes(), 64);
+}
+
 TEST(RuntimeSha256, KnownVectors) {
   // FIPS 180-4 examples.
   EXPECT_EQ(detail::Sha256::hex(detail::Sha256::digest("", 0)),

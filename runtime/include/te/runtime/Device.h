@@ -14,6 +14,7 @@
 #ifndef TE_RUNTIME_DEVICE_H
 #define TE_RUNTIME_DEVICE_H
 
+#include "te/runtime/Scheme.h"
 #include "te/runtime/Status.h"
 
 #include <cstddef>
@@ -90,6 +91,22 @@ public:
 private:
   uint64_t ptr_ = 0;
   size_t size_ = 0;
+};
+
+/// A typed, shaped view of device memory (row-major, contiguous). It owns
+/// nothing: the DeviceBuffer (or caller allocation) must outlive it.
+struct TensorView {
+  uint64_t ptr = 0;
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+
+  int64_t numElements() const;
+  /// Bytes covered; E2M1x2 counts two elements per byte.
+  int64_t bytes() const;
+  /// A view of `buffer` as `shape` x `dtype`, or an error if it does not
+  /// fit (or a dimension is negative).
+  static Expected<TensorView> of(const DeviceBuffer &buffer,
+                                 std::vector<int64_t> shape, DType dtype);
 };
 
 struct Dim3 {
