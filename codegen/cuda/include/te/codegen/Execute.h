@@ -1,0 +1,88 @@
+//===- te/codegen/Execute.h - Run an entry on the CPU or the GPU -*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The two backends of a kernel-level Entry. Both take the arguments as raw
+// host bytes and return every result as its storage buffers, named as
+// te-run dumps them ("data" for a tensor; "rowwise.data",
+// "columnwise.scale_inv", ... for a quantized tensor), byte for byte as
+// NUMERICS.md 2 lays them out, so results of the two compare directly.
+//  * runCpu: the reference numerics (te::rt::ref), no GPU needed.
+//  * CudaRunner: generated kernels (NVRTC, kernel cache) and runtime Plans
+//    on device buffers it owns; runs the entry or times one kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CODEGEN_EXECUTE_H
+#define TE_CODEGEN_EXECUTE_H
+
+#include "te/codegen/PlanBuilder.h"
+#include "te/runtime/Device.h"
+#include "te/runtime/KernelCache.h"
+
+#include <memory>
+
+namespace te::cg {
+
+struct NamedBuffer {
+  std::string name;
+  rt::BufferDesc desc;
+  std::vector<uint8_t> bytes;
+};
+
+/// The buffers of one value.
+using ValueData = std::vector<NamedBuffer>;
+
+/// Runs `e` with the reference numerics. `args[i]` holds the raw bytes of
+/// argument i (row-major, little-endian, its dtype).
+rt::Expected<std::vector<ValueData>>
+runCpu(const Program &p, const Entry &e,
+       const std::vector<std::vector<uint8_t>> &args);
+
+/// NVRTC-compiles every kernel of `e` through `cache` (no GPU needed).
+/// Returns the number of distinct kernel sources.
+rt::Expected<size_t> compileEntry(const Program &p, const Entry &e,
+                                  rt::KernelCache &cache);
+
+class CudaRunner {
+public:
+  /// Plans `e`, compiles its kernels and allocates every buffer.
+  static rt::Expected<CudaRunner> create(const Program &p, const Entry &e,
+                                         const rt::Device &device,
+                                         rt::KernelCache &cache);
+  CudaRunner(CudaRunner &&) noexcept;
+  CudaRunner &operator=(CudaRunner &&) noexcept;
+  ~CudaRunner();
+
+  /// Uploads argument i (exactly its byte size).
+  rt::Status setArgument(size_t i, const std::vector<uint8_t> &bytes,
+                         const rt::Stream &s);
+  /// Runs every kernel in order.
+  rt::Status run(const rt::Stream &s);
+  /// Runs kernel `i` of the entry alone (for timing).
+  rt::Status runKernel(size_t i, const rt::Stream &s);
+  size_t numKernels() const;
+  const KernelPlan &kernelPlan(size_t i) const;
+  /// Fills every non-argument buffer with `byte` (poisons outputs).
+  rt::Status poison(uint8_t byte, const rt::Stream &s);
+  /// Copies the results back (synchronises `s`).
+  rt::Expected<std::vector<ValueData>> results(const rt::Stream &s);
+
+private:
+  CudaRunner();
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// The first difference between two results of the same entry, as "result
+/// 0 rowwise.data: byte 1234 (element [9, 82]) cpu 0x3c cuda 0x3d", or ""
+/// when they are identical.
+std::string firstDifference(const std::vector<ValueData> &a,
+                            const std::vector<ValueData> &b,
+                            const char *nameA, const char *nameB);
+
+} // namespace te::cg
+
+#endif // TE_CODEGEN_EXECUTE_H

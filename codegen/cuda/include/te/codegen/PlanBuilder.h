@@ -1,0 +1,57 @@
+//===- te/codegen/PlanBuilder.h - Entry -> runtime plans --------*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Lowers a kernel-level Entry to runtime Plans: one buffer list for the
+// whole entry (every value's storage buffers plus the workspaces: tensor
+// amax, bias-gradient partial sums, delayed-scaling state) and one Plan per
+// kernel of the entry (its fills and launches), so a runner can execute the
+// entry in order or time each kernel on its own. Every buffer is external:
+// the runner owns the memory and binds it to every Plan.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CODEGEN_PLANBUILDER_H
+#define TE_CODEGEN_PLANBUILDER_H
+
+#include "te/codegen/Program.h"
+#include "te/runtime/Plan.h"
+
+namespace te::cg {
+
+/// Plan buffer indices of one value (-1: absent).
+struct ValueBuffers {
+  int tensor = -1;
+  struct Direction {
+    int data = -1, scale = -1, amax = -1;
+  } dir[2]; ///< [0] rowwise, [1] columnwise
+};
+
+/// One kernel of the entry as a Plan over the entry's buffers.
+struct KernelPlan {
+  std::string name;
+  rt::Plan plan;
+  unsigned launches = 0;
+  /// Bytes every launch of the kernel reads or writes in DRAM, counted
+  /// exactly: input reads (twice with an amax pre-pass), every output
+  /// buffer, workspaces written and read back.
+  uint64_t bytesMoved = 0;
+};
+
+struct EntryPlan {
+  std::vector<rt::BufferDecl> buffers;
+  /// Initial contents the runner uploads once (empty: none).
+  std::vector<std::vector<uint8_t>> initial;
+  std::vector<ValueBuffers> values;
+  std::vector<KernelPlan> kernels;
+};
+
+/// The plans of `e` (validate(e) must hold). Fails with the reason when a
+/// kernel has no CUDA lowering.
+rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e);
+
+} // namespace te::cg
+
+#endif // TE_CODEGEN_PLANBUILDER_H

@@ -1,0 +1,118 @@
+//===- te/codegen/Program.h - The kernel-level program ----------*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The kernel level of tejit: what the compiler hands to code generation and
+// to both backends. An entry is a list of values (tensors and quantized
+// tensors, each with its shape and, per present direction, its scheme) and
+// an ordered list of kernels that read and write them. The compiler lowers
+// a `te` function to an Entry (codegen/lower); a host program can also build
+// one directly. The CUDA backend turns an Entry into generated kernels and a
+// runtime Plan (PlanBuilder.h); the CPU backend runs it with the reference
+// numerics (CpuBackend.h), so every GPU result has a bit-exact twin.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CODEGEN_PROGRAM_H
+#define TE_CODEGEN_PROGRAM_H
+
+#include "te/runtime/Scheme.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace te::cg {
+
+/// A tensor, or a quantized tensor with the directions it holds.
+struct Value {
+  enum class Kind : uint8_t { Tensor, Quantized };
+  Kind kind = Kind::Tensor;
+  std::string name;            ///< for diagnostics and dump files
+  std::vector<int64_t> shape;  ///< logical shape
+  rt::DType dtype = rt::DType::BF16; ///< tensor element / high-precision type
+  /// Quantized: the scheme of each direction held (absent: not held).
+  std::optional<rt::Scheme> rowwise, columnwise;
+
+  bool isQuantized() const { return kind == Kind::Quantized; }
+  /// Rows of the logical 2-D view: the product of all but the last dim.
+  int64_t rows() const;
+  int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
+  const std::optional<rt::Scheme> &scheme(rt::Direction d) const {
+    return d == rt::Direction::Rowwise ? rowwise : columnwise;
+  }
+};
+
+/// One output of a quantize kernel: direction `dir` of quantized value
+/// `value`, quantized with `scheme`.
+struct Stage {
+  rt::Scheme scheme;
+  rt::Direction dir = rt::Direction::Rowwise;
+  int value = -1;
+};
+
+/// Reads tensor `input` once and writes every stage and, if `biasGrad` is a
+/// value, the FP32 column sums of the input into it.
+struct QuantizeKernel {
+  std::string name; ///< C identifier, unique in the entry
+  int input = -1;
+  std::vector<Stage> stages;
+  int biasGrad = -1;
+};
+
+/// The logical values of direction `dir` of quantized value `input`, as a
+/// tensor of the output's dtype (CPU backend only for now).
+struct DequantizeKernel {
+  std::string name;
+  int input = -1;
+  rt::Direction dir = rt::Direction::Rowwise;
+  int output = -1;
+};
+
+struct Kernel {
+  enum class Kind : uint8_t { Quantize, Dequantize };
+  Kind kind = Kind::Quantize;
+  QuantizeKernel quantize;
+  DequantizeKernel dequantize;
+};
+
+struct Entry {
+  std::string name;
+  std::vector<Value> values;
+  std::vector<int> args;    ///< values bound by the caller, in order
+  std::vector<int> results; ///< values returned, in order
+  std::vector<Kernel> kernels;
+};
+
+/// Random state of NVFP4 stochastic rounding: one (seed, offset) for the
+/// whole program (NUMERICS.md 6.5).
+struct RandomState {
+  uint64_t seed = 0x7e5eed;
+  uint64_t offset = 0;
+};
+
+struct Program {
+  std::vector<Entry> entries;
+  std::string arch = "sm_90a";
+  rt::Target target = rt::Target::sm90();
+  RandomState random;
+
+  const Entry *find(const std::string &name) const;
+};
+
+/// The storage of direction `d` of a quantized value (te::rt::storageFor on
+/// the value's 2-D view). In a hybrid the columnwise direction never shares
+/// the rowwise buffers.
+rt::DirectionStorage directionStorage(const Value &v, rt::Direction d,
+                                      const rt::Target &target);
+
+/// Checks an entry: value indices in range, kernel inputs and outputs of the
+/// right kinds and shapes, schemes valid for their shapes. "" when valid.
+std::string validate(const Entry &e, const rt::Target &target);
+
+} // namespace te::cg
+
+#endif // TE_CODEGEN_PROGRAM_H

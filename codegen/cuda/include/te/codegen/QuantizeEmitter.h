@@ -1,0 +1,56 @@
+//===- te/codegen/QuantizeEmitter.h - CUDA for quantize kernels -*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Emits the CUDA C++ of one fused quantize kernel (te/device/
+// QuantizeKernel.cuh instantiated with one stage type per output) and its
+// companions: the tensor-amax pre-pass when a stage scales by the global
+// amax (per-tensor current scaling, NVFP4) and the bias-gradient finalize.
+// Kernels are specialised on input type, schemes, directions and fusion; the
+// shape is a run-time parameter, so one compiled kernel serves every shape.
+//
+// Each stage type comes from a small per-scheme emitter (stageType), so a
+// new scheme adds one case there and one stage in the device library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CODEGEN_QUANTIZEEMITTER_H
+#define TE_CODEGEN_QUANTIZEEMITTER_H
+
+#include "te/codegen/Program.h"
+
+#include <string>
+
+namespace te::cg {
+
+constexpr unsigned kQuantizeTileRows = 128;
+constexpr unsigned kQuantizeTileCols = 128;
+constexpr unsigned kQuantizeThreads = 256;
+/// Fields per stage in the kernel's parameter list (StageArgs).
+constexpr unsigned kStageParams = 7;
+
+struct EmittedQuantize {
+  std::string source;
+  std::string mainEntry;
+  std::string amaxEntry; ///< empty: no pre-pass
+  std::string biasEntry; ///< empty: no bias gradient
+};
+
+/// Why the CUDA backend cannot generate this kernel ("" when it can).
+std::string cudaSupport(const QuantizeKernel &k, const Entry &e);
+
+/// Whether a stage scales by the tensor amax, which needs a pre-pass.
+bool needsGlobalAmax(const rt::Scheme &s);
+
+/// The device-library stage type of `s` in direction `d`, e.g.
+/// "te::dev::Mxfp8Stage<te::dev::Fp8Format::E4M3, true>".
+std::string stageType(const rt::Scheme &s, rt::Direction d, rt::DType input);
+
+/// The source of `k` (call cudaSupport first).
+EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e);
+
+} // namespace te::cg
+
+#endif // TE_CODEGEN_QUANTIZEEMITTER_H

@@ -1,0 +1,183 @@
+//===- CpuBackend.cpp - Run an entry with the reference numerics ----------===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/codegen/Execute.h"
+
+#include "te/runtime/reference/Codecs.h"
+#include "te/runtime/reference/Gemm.h"
+#include "te/runtime/reference/Quantize.h"
+
+#include <cstring>
+
+namespace te::cg {
+
+using rt::Direction;
+using rt::DType;
+namespace ref = rt::ref;
+
+static ref::SourceType sourceType(DType t) {
+  return t == DType::F32   ? ref::SourceType::F32
+         : t == DType::F16 ? ref::SourceType::F16
+                           : ref::SourceType::BF16;
+}
+
+namespace {
+/// What the CPU backend holds for a value.
+struct HostValue {
+  std::vector<uint8_t> tensor;
+  ref::QuantizedTensor quantized;
+};
+} // namespace
+
+static rt::Status fail(const std::string &what) {
+  return rt::Status(rt::StatusCode::InvalidArgument, what);
+}
+
+static ValueData toValueData(const Value &v, const HostValue &h) {
+  ValueData out;
+  if (!v.isQuantized()) {
+    out.push_back({"data", {v.dtype, v.rows(), v.cols()}, h.tensor});
+    return out;
+  }
+  for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
+    const ref::QuantizedDirection *q = h.quantized.get(d);
+    if (!q || !v.scheme(d))
+      continue;
+    std::string prefix = std::string(rt::directionName(d)) + ".";
+    for (auto [name, buf] :
+         {std::pair<const char *, const ref::HostBuffer *>{"data", &q->data},
+          {"scale_inv", &q->scaleInv},
+          {"amax", &q->amax}})
+      if (buf->present())
+        out.push_back({prefix + name, buf->desc, buf->bytes});
+  }
+  return out;
+}
+
+/// The output dtype's bytes of fp32 values (RNE narrowing).
+static std::vector<uint8_t> narrow(const std::vector<float> &f, DType t) {
+  std::vector<uint8_t> out;
+  if (t == DType::F32) {
+    out.resize(f.size() * 4);
+    std::memcpy(out.data(), f.data(), out.size());
+    return out;
+  }
+  out.resize(f.size() * 2);
+  for (size_t i = 0; i < f.size(); ++i) {
+    uint16_t h = t == DType::BF16 ? ref::floatToBF16(f[i]) : ref::floatToF16(f[i]);
+    out[2 * i] = uint8_t(h);
+    out[2 * i + 1] = uint8_t(h >> 8);
+  }
+  return out;
+}
+
+rt::Expected<std::vector<ValueData>>
+runCpu(const Program &p, const Entry &e,
+       const std::vector<std::vector<uint8_t>> &args) {
+  std::string why = validate(e, p.target);
+  if (!why.empty())
+    return fail(e.name + ": " + why);
+  if (args.size() != e.args.size())
+    return fail(e.name + " takes " + std::to_string(e.args.size()) +
+                " arguments, got " + std::to_string(args.size()));
+  std::vector<HostValue> values(e.values.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Value &v = e.values[e.args[i]];
+    uint64_t bytes = uint64_t(v.rows() * v.cols() * rt::dtypeSize(v.dtype));
+    if (v.isQuantized() || args[i].size() != bytes)
+      return fail("argument " + std::to_string(i) + " ('" + v.name +
+                  "') must be a tensor of " + std::to_string(bytes) +
+                  " bytes");
+    values[e.args[i]].tensor = args[i];
+  }
+
+  for (const Kernel &k : e.kernels) {
+    if (k.kind == Kernel::Kind::Dequantize) {
+      const DequantizeKernel &d = k.dequantize;
+      const Value &in = e.values[d.input];
+      const Value &outV = e.values[d.output];
+      std::vector<float> f = ref::dequantize(values[d.input].quantized, d.dir,
+                                             *in.scheme(d.dir), in.rows(),
+                                             in.cols());
+      if (f.empty())
+        return fail(d.name + ": the reference could not dequantize '" +
+                    in.name + "'");
+      values[d.output].tensor = narrow(f, outV.dtype);
+      continue;
+    }
+    const QuantizeKernel &q = k.quantize;
+    const Value &in = e.values[q.input];
+    const std::vector<uint8_t> &x = values[q.input].tensor;
+    int64_t m = in.rows(), kk = in.cols();
+    for (const Stage &s : q.stages) {
+      ref::QuantizeOptions options;
+      options.target = p.target;
+      options.seed = p.random.seed;
+      options.offset = p.random.offset;
+      ref::DelayedScalingState fresh; // scale 1, empty history
+      fresh.history.assign(size_t(s.scheme.history), 0.0f);
+      options.delayed = &fresh;
+      unsigned mask = s.dir == Direction::Rowwise ? ref::kRowwiseMask
+                                                  : ref::kColumnwiseMask;
+      ref::QuantizedTensor t = ref::quantize(x.data(), sourceType(in.dtype), m,
+                                             kk, s.scheme, mask, options);
+      if (!t.ok())
+        return fail(q.name + ": " + t.error);
+      ref::QuantizedTensor &dst = values[s.value].quantized;
+      if (s.dir == Direction::Rowwise)
+        dst.rowwise = std::move(t.rowwise);
+      else
+        dst.columnwise = std::move(t.columnwise);
+    }
+    if (q.biasGrad >= 0) {
+      std::vector<float> db =
+          ref::biasGrad(x.data(), sourceType(in.dtype), m, kk, 128);
+      values[q.biasGrad].tensor = narrow(db, DType::F32);
+    }
+  }
+
+  std::vector<ValueData> out;
+  for (int r : e.results)
+    out.push_back(toValueData(e.values[r], values[r]));
+  return out;
+}
+
+std::string firstDifference(const std::vector<ValueData> &a,
+                            const std::vector<ValueData> &b,
+                            const char *nameA, const char *nameB) {
+  if (a.size() != b.size())
+    return "different result counts";
+  for (size_t r = 0; r < a.size(); ++r) {
+    if (a[r].size() != b[r].size())
+      return "result " + std::to_string(r) + ": different buffer sets";
+    for (size_t i = 0; i < a[r].size(); ++i) {
+      const NamedBuffer &x = a[r][i], &y = b[r][i];
+      if (x.name != y.name || !(x.desc == y.desc) ||
+          x.bytes.size() != y.bytes.size())
+        return "result " + std::to_string(r) + " " + x.name +
+               ": different buffer shapes";
+      for (size_t j = 0; j < x.bytes.size(); ++j) {
+        if (x.bytes[j] == y.bytes[j])
+          continue;
+        int64_t elemBytes = rt::dtypeSize(x.desc.dtype);
+        int64_t elem = int64_t(j) / elemBytes;
+        char hex[64];
+        std::snprintf(hex, sizeof hex, "%s 0x%02x %s 0x%02x", nameA,
+                      unsigned(x.bytes[j]), nameB, unsigned(y.bytes[j]));
+        return "result " + std::to_string(r) + " " + x.name + ": byte " +
+               std::to_string(j) + " (element [" +
+               std::to_string(elem / x.desc.cols) + ", " +
+               std::to_string(elem % x.desc.cols) + "] of " +
+               std::to_string(x.desc.rows) + "x" +
+               std::to_string(x.desc.cols) + " " + rt::dtypeName(x.desc.dtype) +
+               ") " + hex;
+      }
+    }
+  }
+  return "";
+}
+
+} // namespace te::cg

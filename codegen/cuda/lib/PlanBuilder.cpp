@@ -1,0 +1,226 @@
+//===- PlanBuilder.cpp - Entry -> runtime plans ---------------------------===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/codegen/PlanBuilder.h"
+
+#include "te/codegen/QuantizeEmitter.h"
+
+#include <cstring>
+
+namespace te::cg {
+
+using rt::ArgDesc;
+using rt::Direction;
+using rt::Scheme;
+using rt::SchemeKind;
+
+namespace {
+
+/// Builds the entry's buffer list and value-to-buffer map.
+class BufferTable {
+public:
+  explicit BufferTable(EntryPlan &out) : out_(out) {}
+
+  int add(const std::string &name, uint64_t bytes,
+          std::vector<uint8_t> initial = {}) {
+    rt::BufferDecl d;
+    d.name = name;
+    d.bytes = bytes;
+    d.external = true;
+    out_.buffers.push_back(d);
+    out_.initial.push_back(std::move(initial));
+    return static_cast<int>(out_.buffers.size()) - 1;
+  }
+
+  void addValue(const Value &v, const rt::Target &target) {
+    ValueBuffers vb;
+    if (!v.isQuantized()) {
+      int64_t n = v.rows() * v.cols();
+      vb.tensor = add(v.name, uint64_t(n * rt::dtypeSize(v.dtype)));
+    } else {
+      for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
+        if (!v.scheme(d))
+          continue;
+        rt::DirectionStorage st = directionStorage(v, d, target);
+        std::string prefix = v.name + "." + rt::directionName(d);
+        ValueBuffers::Direction &bd = vb.dir[d == Direction::Rowwise ? 0 : 1];
+        if (st.data.present())
+          bd.data = add(prefix + ".data", uint64_t(st.data.bytes()));
+        if (st.scaleInv.present())
+          bd.scale = add(prefix + ".scale_inv", uint64_t(st.scaleInv.bytes()));
+        if (st.amax.present())
+          bd.amax = add(prefix + ".amax", uint64_t(st.amax.bytes()));
+      }
+    }
+    out_.values.push_back(vb);
+  }
+
+  uint64_t bytes(int buffer) const {
+    return buffer < 0 ? 0 : out_.buffers[buffer].bytes;
+  }
+
+private:
+  EntryPlan &out_;
+};
+
+/// Logical (unpadded) scale entries of a direction; fewer than the buffer
+/// holds means padding the plan must zero.
+int64_t logicalScales(const Scheme &s, Direction d, int64_t m, int64_t k) {
+  bool row = d == Direction::Rowwise;
+  switch (s.kind) {
+  case SchemeKind::Mxfp8:
+    return row ? m * (k / 32) : (m / 32) * k;
+  case SchemeKind::Nvfp4:
+    return row ? m * (k / 16) : k * (m / 16);
+  case SchemeKind::Fp8Block: {
+    int64_t mb = rt::ceilDiv(m, 128), kb = rt::ceilDiv(k, 128);
+    if (s.tileRows == 128)
+      return mb * kb;
+    return row ? kb * m : mb * k;
+  }
+  default:
+    return 1;
+  }
+}
+
+std::vector<uint8_t> floatBytes(float f) {
+  std::vector<uint8_t> b(4);
+  std::memcpy(b.data(), &f, 4);
+  return b;
+}
+
+} // namespace
+
+static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
+                                             const QuantizeKernel &q,
+                                             BufferTable &table,
+                                             EntryPlan &out) {
+  std::string why = cudaSupport(q, e);
+  if (!why.empty())
+    return rt::Status(rt::StatusCode::Unsupported, q.name + ": " + why);
+  const Value &in = e.values[q.input];
+  int64_t m = in.rows(), k = in.cols();
+  int input = out.values[q.input].tensor;
+  EmittedQuantize src = emitQuantize(q, e);
+
+  KernelPlan kp;
+  kp.name = q.name;
+  rt::Plan &plan = kp.plan;
+  auto fill = [&](int buffer) {
+    rt::Step s;
+    s.kind = rt::Step::Kind::Fill;
+    s.index = uint32_t(buffer);
+    plan.steps.push_back(s);
+    kp.bytesMoved += table.bytes(buffer);
+  };
+  auto launch = [&](const std::string &entry, rt::Dim3 grid,
+                    std::vector<ArgDesc> args) {
+    rt::KernelSpec spec;
+    spec.name = entry;
+    spec.entry = entry;
+    spec.source = src.source;
+    spec.options.arch = p.arch;
+    spec.grid = grid;
+    spec.block = rt::Dim3{kQuantizeThreads, 1, 1};
+    spec.args = std::move(args);
+    rt::Step s;
+    s.kind = rt::Step::Kind::Launch;
+    s.index = uint32_t(plan.kernels.size());
+    plan.kernels.push_back(std::move(spec));
+    plan.steps.push_back(s);
+    ++kp.launches;
+  };
+  uint64_t inputBytes = uint64_t(m * k * rt::dtypeSize(in.dtype));
+  kp.bytesMoved += inputBytes;
+
+  int globalAmax = -1;
+  if (!src.amaxEntry.empty()) {
+    globalAmax = table.add(q.name + ".tensor_amax", 4);
+    fill(globalAmax);
+    int64_t chunks = rt::ceilDiv(m * k, 8);
+    int64_t grid = std::min<int64_t>(rt::ceilDiv(chunks, 4 * 256), 132 * 16);
+    launch(src.amaxEntry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
+           {ArgDesc::ptr(input), ArgDesc::i64(m * k), ArgDesc::ptr(globalAmax)});
+    kp.bytesMoved += inputBytes;
+  }
+
+  std::vector<ArgDesc> args = {ArgDesc::ptr(input), ArgDesc::i64(m),
+                               ArgDesc::i64(k)};
+  for (const Stage &s : q.stages) {
+    const ValueBuffers::Direction &bd =
+        out.values[s.value].dir[s.dir == Direction::Rowwise ? 0 : 1];
+    int inBuffer = -1;
+    if (needsGlobalAmax(s.scheme)) {
+      inBuffer = globalAmax;
+    } else if (s.scheme.kind == SchemeKind::Fp8Delayed) {
+      // A fresh delayed-scaling state: scale 1, an empty amax history whose
+      // current slot is the direction's amax buffer.
+      inBuffer = table.add(e.values[s.value].name + "." +
+                               rt::directionName(s.dir) + ".delayed_scale",
+                           4, floatBytes(1.0f));
+      fill(bd.amax);
+      kp.bytesMoved += 4;
+    }
+    rt::DirectionStorage st = directionStorage(e.values[s.value], s.dir,
+                                               p.target);
+    if (bd.scale >= 0 &&
+        logicalScales(s.scheme, s.dir, m, k) < st.scaleInv.numElements())
+      fill(bd.scale);
+    args.push_back(bd.data >= 0 ? ArgDesc::ptr(bd.data) : ArgDesc::ptr(-1));
+    args.push_back(bd.scale >= 0 ? ArgDesc::ptr(bd.scale) : ArgDesc::ptr(-1));
+    args.push_back(bd.amax >= 0 ? ArgDesc::ptr(bd.amax) : ArgDesc::ptr(-1));
+    args.push_back(ArgDesc::ptr(inBuffer));
+    args.push_back(ArgDesc::f32(static_cast<float>(s.scheme.eps)));
+    args.push_back(ArgDesc::i64(int64_t(p.random.seed)));
+    args.push_back(ArgDesc::i64(int64_t(p.random.offset)));
+    kp.bytesMoved += table.bytes(bd.data) + table.bytes(bd.scale) +
+                     table.bytes(bd.amax);
+  }
+  int partial = -1;
+  int64_t chunks = rt::ceilDiv(m, int64_t(kQuantizeTileRows));
+  if (q.biasGrad >= 0) {
+    partial = table.add(q.name + ".bias_partial", uint64_t(chunks * k * 4));
+    kp.bytesMoved += 2 * table.bytes(partial) +
+                     table.bytes(out.values[q.biasGrad].tensor);
+  }
+  args.push_back(ArgDesc::ptr(partial));
+  int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
+                  rt::ceilDiv(k, int64_t(kQuantizeTileCols));
+  launch(src.mainEntry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args));
+  if (q.biasGrad >= 0)
+    launch(src.biasEntry,
+           rt::Dim3{unsigned(rt::ceilDiv(k, int64_t(kQuantizeThreads))), 1, 1},
+           {ArgDesc::ptr(partial), ArgDesc::i64(chunks), ArgDesc::i64(k),
+            ArgDesc::ptr(out.values[q.biasGrad].tensor)});
+  return kp;
+}
+
+rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e) {
+  std::string why = validate(e, p.target);
+  if (!why.empty())
+    return rt::Status(rt::StatusCode::InvalidArgument, e.name + ": " + why);
+  EntryPlan out;
+  BufferTable table(out);
+  for (const Value &v : e.values)
+    table.addValue(v, p.target);
+  for (const Kernel &k : e.kernels) {
+    if (k.kind == Kernel::Kind::Dequantize)
+      return rt::Status(rt::StatusCode::Unsupported,
+                        k.dequantize.name +
+                            ": te.dequantize has no CUDA kernel yet (the CPU "
+                            "backend runs it)");
+    rt::Expected<KernelPlan> kp = planQuantize(p, e, k.quantize, table, out);
+    if (!kp)
+      return kp.status();
+    out.kernels.push_back(std::move(*kp));
+  }
+  // Every plan declares the whole (final) buffer list.
+  for (KernelPlan &kp : out.kernels)
+    kp.plan.buffers = out.buffers;
+  return out;
+}
+
+} // namespace te::cg

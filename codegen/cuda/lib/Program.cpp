@@ -1,0 +1,109 @@
+//===- Program.cpp - The kernel-level program -----------------------------===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/codegen/Program.h"
+
+namespace te::cg {
+
+int64_t Value::rows() const {
+  int64_t r = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i)
+    r *= shape[i];
+  return r;
+}
+
+const Entry *Program::find(const std::string &name) const {
+  for (const Entry &e : entries)
+    if (e.name == name)
+      return &e;
+  return nullptr;
+}
+
+rt::DirectionStorage directionStorage(const Value &v, rt::Direction d,
+                                      const rt::Target &target) {
+  const std::optional<rt::Scheme> &s = v.scheme(d);
+  if (!s)
+    return {};
+  rt::DirectionStorage st = rt::storageFor(*s, d, v.rows(), v.cols(), target);
+  bool hybrid = v.rowwise && v.columnwise && *v.rowwise != *v.columnwise;
+  if (hybrid || !v.rowwise)
+    st.sharesRowwiseData = st.sharesRowwiseScale = false;
+  return st;
+}
+
+static bool isHighPrecision(rt::DType t) {
+  return t == rt::DType::BF16 || t == rt::DType::F16 || t == rt::DType::F32;
+}
+
+std::string validate(const Entry &e, const rt::Target &target) {
+  (void)target;
+  auto inRange = [&](int v) {
+    return v >= 0 && v < static_cast<int>(e.values.size());
+  };
+  for (const Value &v : e.values) {
+    if (v.shape.empty())
+      return "value '" + v.name + "' has no shape";
+    if (!isHighPrecision(v.dtype))
+      return "value '" + v.name + "' must have a bf16, f16 or f32 type";
+    for (rt::Direction d : {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
+      const std::optional<rt::Scheme> &s = v.scheme(d);
+      if (!s)
+        continue;
+      std::string why = s->validate();
+      if (why.empty())
+        why = rt::validateShape(*s, d, v.rows(), v.cols());
+      if (!why.empty())
+        return "value '" + v.name + "': " + why;
+    }
+    if (v.isQuantized() && !v.rowwise && !v.columnwise)
+      return "quantized value '" + v.name + "' holds no direction";
+  }
+  for (int a : e.args)
+    if (!inRange(a))
+      return "argument index out of range";
+  for (int r : e.results)
+    if (!inRange(r))
+      return "result index out of range";
+  for (const Kernel &k : e.kernels) {
+    if (k.kind == Kernel::Kind::Dequantize) {
+      const DequantizeKernel &d = k.dequantize;
+      if (!inRange(d.input) || !inRange(d.output) ||
+          !e.values[d.input].isQuantized() ||
+          e.values[d.output].isQuantized() ||
+          !e.values[d.input].scheme(d.dir))
+        return "dequantize '" + d.name + "' needs a quantized input holding "
+               "the direction it reads and a tensor output";
+      continue;
+    }
+    const QuantizeKernel &q = k.quantize;
+    if (!inRange(q.input) || e.values[q.input].isQuantized())
+      return "quantize '" + q.name + "' needs a tensor input";
+    const Value &in = e.values[q.input];
+    for (const Stage &s : q.stages) {
+      if (!inRange(s.value) || !e.values[s.value].isQuantized())
+        return "quantize '" + q.name + "' writes a stage into a non-quantized "
+               "value";
+      const Value &out = e.values[s.value];
+      if (out.shape != in.shape)
+        return "quantize '" + q.name + "': output '" + out.name +
+               "' has another shape than the input";
+      if (!out.scheme(s.dir) || *out.scheme(s.dir) != s.scheme)
+        return "quantize '" + q.name + "': output '" + out.name +
+               "' does not hold the " + rt::directionName(s.dir) +
+               " direction with the stage's scheme";
+    }
+    if (q.biasGrad >= 0) {
+      if (!inRange(q.biasGrad) || e.values[q.biasGrad].isQuantized() ||
+          e.values[q.biasGrad].dtype != rt::DType::F32 ||
+          e.values[q.biasGrad].shape != std::vector<int64_t>{in.cols()})
+        return "quantize '" + q.name + "': the bias gradient must be an f32 "
+               "tensor of the input's last dimension";
+    }
+  }
+  return "";
+}
+
+} // namespace te::cg

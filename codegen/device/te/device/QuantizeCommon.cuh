@@ -1,0 +1,89 @@
+//===- te/device/QuantizeCommon.cuh - Quantize kernel helpers ---*- C++ -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Memory-access helpers of the generated quantize kernels
+// (QuantizeKernel.cuh). Quantize kernels are memory-bound, so every byte
+// should move in wide, coalesced accesses: the helpers here are the 16-byte
+// read-only loads (ld.global.nc, no L1 allocation: each input byte is read
+// exactly once) and the 8- and 16-byte stores.
+//
+// Device-only: unlike the numerics headers this file does not compile as
+// host C++, so it is deliberately not part of the Device.cuh umbrella.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_QUANTIZECOMMON_CUH
+#define TE_DEVICE_QUANTIZECOMMON_CUH
+
+#include "te/device/Bf16.cuh"
+#include "te/device/Fp8.cuh"
+#include "te/device/Scales.cuh"
+
+namespace te {
+namespace dev {
+
+/// Sixteen bytes as four words; our own type so NVRTC needs no vector
+/// headers.
+struct alignas(16) U32x4 {
+  u32 x, y, z, w;
+};
+
+/// 16-byte load through the non-coherent path without L1 allocation: the
+/// input is read-only for the kernel's lifetime and touched once.
+__device__ __forceinline__ U32x4 loadGlobal16(const void *p) {
+  U32x4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ u16 loadGlobalU16(const u16 *p) {
+  u16 v;
+  asm("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void storeGlobal8(void *p, u32 lo, u32 hi) {
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi)
+               : "memory");
+}
+
+__device__ __forceinline__ void storeGlobal16(void *p, U32x4 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p),
+               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+/// The low (even-address) and high bf16 of a packed pair, widened exactly.
+__device__ __forceinline__ float bf16Lo(u32 pair) {
+  return bitsToFloat(pair << 16);
+}
+__device__ __forceinline__ float bf16Hi(u32 pair) {
+  return bitsToFloat(pair & 0xFFFF0000u);
+}
+
+/// Two codes of format `F`, `first` in the low byte.
+template <Fp8Format F>
+__device__ __forceinline__ u32 encodeFp8x2(float first, float second) {
+  return F == Fp8Format::E4M3 ? u32(encodeE4M3x2(first, second))
+                              : u32(encodeE5M2x2(first, second));
+}
+
+/// Four codes packed little-endian into a word: the quantized values
+/// fl(v_i * mult_i).
+template <Fp8Format F>
+__device__ __forceinline__ u32 encodeFp8x4(float v0, float v1, float v2,
+                                           float v3, float m0, float m1,
+                                           float m2, float m3) {
+  return encodeFp8x2<F>(mulRn(v0, m0), mulRn(v1, m1)) |
+         (encodeFp8x2<F>(mulRn(v2, m2), mulRn(v3, m3)) << 16);
+}
+
+} // namespace dev
+} // namespace te
+
+#endif // TE_DEVICE_QUANTIZECOMMON_CUH

@@ -1,0 +1,742 @@
+//===- te/device/QuantizeKernel.cuh - Fused quantize tile kernel -*- C++ -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// The body of every generated quantize kernel: one CTA of 256 threads owns a
+// 128 x 128 tile of a row-major M x K bf16 / f16 tensor and produces, from a
+// single read of it, every requested output (any number of stages, each one
+// direction of one scheme, plus bias-gradient partial sums). The code
+// generator instantiates quantizeTile<> with the stage types below; nothing
+// about a scheme is decided at run time.
+//
+// A tile goes through three phases:
+//  1. load: 16-byte read-only global loads (all eight of a thread in flight
+//     before the first shared-memory store) into a 32 KB shared tile;
+//  2. reduce: amaxes of the 16-element segments the stages need, rowwise
+//     (1x16, [128][8]) and/or columnwise (16x1, [8][128]), the tile amax, and
+//     the bias-gradient column sums. Every block shape of every scheme (1x16,
+//     1x32, 1x128, 16x1, 32x1, 128x1, 16x16, 128x128) is a union of those
+//     segments, so one reduction serves every stage;
+//  3. emit: each stage reads its block amax from the segment amaxes,
+//     computes the scale exactly as the reference does (Scales.cuh), encodes
+//     and stores.
+// Shared-memory access patterns are conflict-free: a rowwise segment is two
+// 16-byte reads whose order alternates per quarter warp, a columnwise read
+// is one 32-bit word (two adjacent columns) per lane across a 128-byte row.
+// Transposed outputs (per-tensor FP8 columnwise on sm_90, block FP8 and
+// NVFP4 columnwise) are written as whole 16-row runs of a column: 16 bytes
+// of FP8 or 8 bytes of FP4 per store.
+//
+// Scale-buffer padding is not written here: the plan fills those buffers
+// with zeros first when they have padding (NUMERICS.md 2; the reference
+// writes 0 there).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_QUANTIZEKERNEL_CUH
+#define TE_DEVICE_QUANTIZEKERNEL_CUH
+
+#include "te/device/Fp4.cuh"
+#include "te/device/Philox.cuh"
+#include "te/device/QuantizeCommon.cuh"
+
+namespace te {
+namespace dev {
+
+constexpr int kTileRows = 128;
+constexpr int kTileCols = 128;
+constexpr int kSegment = 16;
+constexpr int kTileThreads = 256;
+constexpr int kRowSegments = kTileCols / kSegment; // per tile row
+constexpr int kColSegments = kTileRows / kSegment; // per tile column
+
+/// What a stage writes and reads, bound from kernel parameters. Fields a
+/// stage kind does not use are null / 0.
+struct StageArgs {
+  void *data;      ///< quantized (or passthrough) elements
+  void *scale;     ///< scale-inverse buffer (compact layout)
+  float *amax;     ///< the direction's amax buffer
+  const float *in; ///< global amax (current scaling, NVFP4) or delayed scale
+  float eps;       ///< current / block scaling amax floor
+  u64 seed;        ///< NVFP4 stochastic rounding
+  u64 offset;
+};
+
+struct TileSmem {
+  u16 x[kTileRows][kTileCols];
+  float rowAmax[kTileRows][kRowSegments];
+  float colAmax[kColSegments][kTileCols];
+  u32 tileAmax; ///< bits of a non-negative float: integer max == float max
+};
+
+/// A tile in flight: where it sits in the tensor and its valid extent.
+struct Tile {
+  TileSmem &s;
+  i64 m, k, r0, c0;
+  int rows, cols; ///< valid rows / columns (<= 128 at the edges)
+  int tid;
+  __device__ bool leader() const { return tid == 0 && r0 == 0 && c0 == 0; }
+  __device__ float tileAmax() const { return bitsToFloat(s.tileAmax); }
+};
+
+template <bool F16> __device__ __forceinline__ float widen(u32 bits16) {
+  return F16 ? f16ToFloat(u16(bits16)) : bitsToFloat(bits16 << 16);
+}
+
+template <bool F16>
+__device__ __forceinline__ void unpack8(const U32x4 &w, float *v) {
+  u32 words[4] = {w.x, w.y, w.z, w.w};
+  TE_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = widen<F16>(words[i] & 0xFFFFu);
+    v[2 * i + 1] = widen<F16>(words[i] >> 16);
+  }
+}
+
+/// The 16 values of row segment (r, j). The two 16-byte halves are read in
+/// an order that alternates every four segments, so the eight threads of a
+/// quarter warp (one tile row) cover all 32 banks once.
+template <bool F16>
+__device__ __forceinline__ void loadRowSegment(const TileSmem &s, int r, int j,
+                                               float *v) {
+  const u16 *p = &s.x[r][kSegment * j];
+  int first = (j >> 2) & 1;
+  U32x4 a = *reinterpret_cast<const U32x4 *>(p + 8 * first);
+  U32x4 b = *reinterpret_cast<const U32x4 *>(p + 8 * (first ^ 1));
+  unpack8<F16>(first ? b : a, v);
+  unpack8<F16>(first ? a : b, v + 8);
+}
+
+/// Columns c, c+1 (c even) of tile row r.
+template <bool F16>
+__device__ __forceinline__ void loadColumnPair(const TileSmem &s, int r, int c,
+                                               float &lo, float &hi) {
+  u32 w = *reinterpret_cast<const u32 *>(&s.x[r][c]);
+  lo = widen<F16>(w & 0xFFFFu);
+  hi = widen<F16>(w >> 16);
+}
+
+//===----------------------------------------------------------------------===//
+// Task iteration: rowwise tasks are (row, 16-column segment), columnwise
+// tasks (16-row segment, column pair). Lanes of a warp take consecutive
+// segments of a row / consecutive column pairs of a row.
+//===----------------------------------------------------------------------===//
+
+template <class Fn> __device__ __forceinline__ void forRowTasks(const Tile &t, Fn fn) {
+  TE_UNROLL
+  for (int i = 0; i < kTileRows * kRowSegments / kTileThreads; ++i) {
+    int task = i * kTileThreads + t.tid;
+    int r = task / kRowSegments, j = task % kRowSegments;
+    if (r < t.rows && kSegment * j < t.cols)
+      fn(r, j);
+  }
+}
+
+template <class Fn> __device__ __forceinline__ void forColumnTasks(const Tile &t, Fn fn) {
+  TE_UNROLL
+  for (int i = 0; i < kColSegments * (kTileCols / 2) / kTileThreads; ++i) {
+    int task = i * kTileThreads + t.tid;
+    int s = task / (kTileCols / 2), c = 2 * (task % (kTileCols / 2));
+    if (kSegment * s < t.rows && c < t.cols)
+      fn(s, c);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Block amax from segment amaxes
+//===----------------------------------------------------------------------===//
+
+/// Amax of the 1 x Cols block holding row segment (r, j).
+template <int Cols>
+__device__ __forceinline__ float rowBlockAmax(const Tile &t, int r, int j) {
+  constexpr int n = Cols / kSegment;
+  int j0 = j / n * n;
+  float a = 0.0f;
+  TE_UNROLL
+  for (int q = 0; q < n; ++q)
+    a = fmaxf(a, t.s.rowAmax[r][j0 + q]);
+  return a;
+}
+
+/// Amax of the Rows x 1 block holding column segment (s, c).
+template <int Rows>
+__device__ __forceinline__ float colBlockAmax(const Tile &t, int s, int c) {
+  constexpr int n = Rows / kSegment;
+  int s0 = s / n * n;
+  float a = 0.0f;
+  TE_UNROLL
+  for (int q = 0; q < n; ++q)
+    a = fmaxf(a, t.s.colAmax[s0 + q][c]);
+  return a;
+}
+
+/// Amax of the 16 x 16 block holding row segment (r, j), from row segments.
+__device__ __forceinline__ float block16x16AmaxOfRow(const Tile &t, int r,
+                                                     int j) {
+  int r0 = r / kSegment * kSegment;
+  float a = 0.0f;
+  TE_UNROLL
+  for (int q = 0; q < kSegment; ++q)
+    a = fmaxf(a, t.s.rowAmax[r0 + q][j]);
+  return a;
+}
+
+/// Amax of the 16 x 16 block holding column c of segment s.
+__device__ __forceinline__ float block16x16AmaxOfColumn(const Tile &t, int s,
+                                                        int c) {
+  int c0 = c / kSegment * kSegment;
+  float a = 0.0f;
+  TE_UNROLL
+  for (int q = 0; q < kSegment; ++q)
+    a = fmaxf(a, t.s.colAmax[s][c0 + q]);
+  return a;
+}
+
+//===----------------------------------------------------------------------===//
+// Stores
+//===----------------------------------------------------------------------===//
+
+__device__ __forceinline__ bool aligned(const void *p, int bytes) {
+  return (reinterpret_cast<u64>(p) & u64(bytes - 1)) == 0;
+}
+
+/// Stores the first `n` of 16 bytes held in w[4] (little-endian words).
+__device__ __forceinline__ void storeUpTo16(u8 *dst, const u32 *w, int n) {
+  if (n == 16 && aligned(dst, 16)) {
+    storeGlobal16(dst, U32x4{w[0], w[1], w[2], w[3]});
+    return;
+  }
+  for (int i = 0; i < n; ++i)
+    dst[i] = u8(w[i / 4] >> (8 * (i % 4)));
+}
+
+/// Stores the first `n` of 8 bytes held in w[2].
+__device__ __forceinline__ void storeUpTo8(u8 *dst, const u32 *w, int n) {
+  if (n == 8 && aligned(dst, 8)) {
+    storeGlobal8(dst, w[0], w[1]);
+    return;
+  }
+  for (int i = 0; i < n; ++i)
+    dst[i] = u8(w[i / 4] >> (8 * (i % 4)));
+}
+
+/// 16 FP8 codes fl(v[i] * mult[i]) as four little-endian words.
+template <Fp8Format F>
+__device__ __forceinline__ void encodeFp8x16(const float *v, const float *mult,
+                                             u32 *w) {
+  TE_UNROLL
+  for (int q = 0; q < 4; ++q)
+    w[q] = encodeFp8x4<F>(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3],
+                          mult[4 * q], mult[4 * q + 1], mult[4 * q + 2],
+                          mult[4 * q + 3]);
+}
+
+template <Fp8Format F>
+__device__ __forceinline__ void encodeFp8x16(const float *v, float mult,
+                                             u32 *w) {
+  float m[16];
+  TE_UNROLL
+  for (int i = 0; i < 16; ++i)
+    m[i] = mult;
+  encodeFp8x16<F>(v, m, w);
+}
+
+/// The 16 values of column c, rows [16s, 16s+16), and of column c+1.
+template <bool F16>
+__device__ __forceinline__ void loadColumnSegment(const Tile &t, int s, int c,
+                                                  float *lo, float *hi) {
+  TE_UNROLL
+  for (int i = 0; i < kSegment; ++i)
+    loadColumnPair<F16>(t.s, kSegment * s + i, c, lo[i], hi[i]);
+}
+
+/// Valid rows of column segment s (16 except at the bottom edge).
+__device__ __forceinline__ int segmentRows(const Tile &t, int s) {
+  int n = t.rows - kSegment * s;
+  return n < kSegment ? n : kSegment;
+}
+
+/// Stores a 16-row run of column `c` (tile coordinates) into a transposed
+/// K x M FP8 buffer.
+template <Fp8Format F>
+__device__ __forceinline__ void storeTransposedFp8(const Tile &t, u8 *data,
+                                                   int s, int c, const float *v,
+                                                   float mult) {
+  u32 w[4];
+  encodeFp8x16<F>(v, mult, w);
+  storeUpTo16(data + (t.c0 + c) * t.m + t.r0 + kSegment * s, w,
+              segmentRows(t, s));
+}
+
+//===----------------------------------------------------------------------===//
+// Stages. Each has kRowSegments / kColSegments / kTileAmax (what phase 2
+// must compute for it) and emit(tile, args).
+//===----------------------------------------------------------------------===//
+
+/// Per-tensor FP8, current (scale from the global amax in `in`) or delayed
+/// (scale read from `in`; the tile amaxes are max-accumulated into `amax`,
+/// which is the amax-history slot).
+template <Fp8Format F, bool Rowwise, bool Delayed, bool Pow2>
+struct Fp8PerTensorStage {
+  static constexpr bool kNeedsRowSegments = false;
+  static constexpr bool kNeedsColSegments = false;
+  static constexpr bool kNeedsTileAmax = Delayed;
+
+  __device__ static float scale(const StageArgs &a) {
+    if (Delayed)
+      return *a.in;
+    return computeScaleFromAmax(*a.in, fp8MaxNorm(F), Pow2, a.eps,
+                                maxFiniteF32());
+  }
+
+  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+    float sc = scale(a);
+    u8 *data = static_cast<u8 *>(a.data);
+    if (t.leader()) {
+      *static_cast<float *>(a.scale) = scaleInvFromScale(sc);
+      if (!Delayed)
+        *a.amax = *a.in;
+    }
+    if (Delayed && t.tid == 0)
+      atomicMax(reinterpret_cast<unsigned *>(a.amax), floatToBits(t.tileAmax()));
+    if (Rowwise) {
+      forRowTasks(t, [&](int r, int j) {
+        float v[16];
+        loadRowSegment<F16>(t.s, r, j, v);
+        u32 w[4];
+        encodeFp8x16<F>(v, sc, w);
+        int n = t.cols - kSegment * j;
+        storeUpTo16(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
+                    n < 16 ? n : 16);
+      });
+    } else {
+      forColumnTasks(t, [&](int s, int c) {
+        float lo[16], hi[16];
+        loadColumnSegment<F16>(t, s, c, lo, hi);
+        storeTransposedFp8<F>(t, data, s, c, lo, sc);
+        if (c + 1 < t.cols)
+          storeTransposedFp8<F>(t, data, s, c + 1, hi, sc);
+      });
+    }
+  }
+};
+
+/// MXFP8: 1x32 (rowwise) / 32x1 (columnwise) blocks, E8M0 scales; both
+/// data buffers are M x K.
+template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
+  static constexpr bool kNeedsRowSegments = Rowwise;
+  static constexpr bool kNeedsColSegments = !Rowwise;
+  static constexpr bool kNeedsTileAmax = false;
+
+  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+    u8 *data = static_cast<u8 *>(a.data);
+    u8 *scale = static_cast<u8 *>(a.scale);
+    if (Rowwise) {
+      i64 scaleCols = (t.k / 32 + 3) / 4 * 4;
+      forRowTasks(t, [&](int r, int j) {
+        u8 e = mxfp8BlockExponent(rowBlockAmax<32>(t, r, j), F);
+        float v[16];
+        loadRowSegment<F16>(t.s, r, j, v);
+        u32 w[4];
+        encodeFp8x16<F>(v, e8m0ReciprocalScale(e), w);
+        i64 c = t.c0 + kSegment * j;
+        storeUpTo16(data + (t.r0 + r) * t.k + c, w, 16);
+        if (j % 2 == 0)
+          scale[(t.r0 + r) * scaleCols + c / 32] = e;
+      });
+    } else {
+      i64 scaleCols = (t.k + 127) / 128 * 128;
+      forColumnTasks(t, [&](int s, int c) {
+        bool pair = c + 1 < t.cols;
+        u8 e0 = mxfp8BlockExponent(colBlockAmax<32>(t, s, c), F);
+        u8 e1 = pair ? mxfp8BlockExponent(colBlockAmax<32>(t, s, c + 1), F) : 0;
+        float m0 = e8m0ReciprocalScale(e0), m1 = e8m0ReciprocalScale(e1);
+        u8 *out = data + (t.r0 + kSegment * s) * t.k + t.c0 + c;
+        TE_UNROLL
+        for (int i = 0; i < kSegment; ++i) {
+          float lo, hi;
+          loadColumnPair<F16>(t.s, kSegment * s + i, c, lo, hi);
+          u32 codes = encodeFp8x2<F>(mulRn(lo, m0), mulRn(hi, m1));
+          if (pair)
+            *reinterpret_cast<u16 *>(out + i * t.k) = u16(codes);
+          else
+            out[i * t.k] = u8(codes);
+        }
+        if (s % 2 == 0) {
+          u8 *at = scale + ((t.r0 + kSegment * s) / 32) * scaleCols + t.c0 + c;
+          at[0] = e0;
+          if (pair)
+            at[1] = e1;
+        }
+      });
+    }
+  }
+};
+
+/// FP8 block scaling: 1x128 or 128x128 tiles (`Tile2d`), FP32 scale_inv in
+/// the GEMM_READY layouts of NUMERICS.md 7.2; columnwise data transposed.
+/// Edge blocks use only their valid elements (the tile is zero-padded and
+/// zeros never raise an amax).
+template <Fp8Format F, bool Rowwise, bool Tile2d, bool Pow2, SourceType Src>
+struct Fp8BlockStage {
+  static constexpr bool kNeedsRowSegments = Rowwise && !Tile2d;
+  static constexpr bool kNeedsColSegments = !Rowwise && !Tile2d;
+  static constexpr bool kNeedsTileAmax = Tile2d;
+
+  __device__ static float scaleOf(float amax, const StageArgs &a) {
+    return fp8BlockScale(amax, F, Pow2, a.eps, Src);
+  }
+
+  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+    u8 *data = static_cast<u8 *>(a.data);
+    float *scaleInv = static_cast<float *>(a.scale);
+    i64 rb = t.r0 / 128, cb = t.c0 / 128;
+    i64 mb = (t.m + 127) / 128, kb = (t.k + 127) / 128;
+    float tileScale = Tile2d ? scaleOf(t.tileAmax(), a) : 0.0f;
+    if (Tile2d && t.tid == 0)
+      scaleInv[Rowwise ? rb * ((kb + 3) / 4 * 4) + cb
+                       : cb * ((mb + 3) / 4 * 4) + rb] =
+          fp8BlockScaleInv(tileScale);
+    if (Rowwise) {
+      i64 stride = (t.m + 3) / 4 * 4;
+      forRowTasks(t, [&](int r, int j) {
+        float sc = Tile2d ? tileScale : scaleOf(rowBlockAmax<128>(t, r, j), a);
+        float v[16];
+        loadRowSegment<F16>(t.s, r, j, v);
+        u32 w[4];
+        encodeFp8x16<F>(v, sc, w);
+        int n = t.cols - kSegment * j;
+        storeUpTo16(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
+                    n < 16 ? n : 16);
+        if (!Tile2d && j == 0)
+          scaleInv[cb * stride + t.r0 + r] = fp8BlockScaleInv(sc);
+      });
+    } else {
+      i64 stride = (t.k + 3) / 4 * 4;
+      forColumnTasks(t, [&](int s, int c) {
+        float lo[16], hi[16];
+        loadColumnSegment<F16>(t, s, c, lo, hi);
+        TE_UNROLL
+        for (int q = 0; q < 2; ++q) {
+          if (c + q >= t.cols)
+            break;
+          float sc = Tile2d ? tileScale
+                            : scaleOf(colBlockAmax<128>(t, s, c + q), a);
+          storeTransposedFp8<F>(t, data, s, c + q, q ? hi : lo, sc);
+          if (!Tile2d && s == 0)
+            scaleInv[rb * stride + t.c0 + c + q] = fp8BlockScaleInv(sc);
+        }
+      });
+    }
+  }
+};
+
+/// NVFP4: 1x16 / 16x1 (or 16x16 with Block2d) blocks, E4M3 block scales,
+/// the tensor amax in `in` (from the amax pre-pass); columnwise data is the
+/// K x M/2 transpose. Stochastic rounding draws the random byte of stored
+/// element index i from Philox(seed, offset, i / 16): a 16-element run is
+/// one Philox block.
+template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
+  static constexpr bool kNeedsRowSegments = Rowwise;
+  static constexpr bool kNeedsColSegments = !Rowwise;
+  static constexpr bool kNeedsTileAmax = false;
+
+  /// Packs fl(v[i] * enc) of 16 consecutive stored elements (stored index
+  /// `first` of the first one) into two words.
+  __device__ static void encode16(const float *v, float enc, u64 first,
+                                  const StageArgs &a, u32 *w) {
+    Philox4x32 rnd{};
+    if (Stochastic)
+      rnd = srRandomBlock(a.seed, a.offset, first / 16);
+    TE_UNROLL
+    for (int q = 0; q < 2; ++q) {
+      u32 word = 0;
+      TE_UNROLL
+      for (int i = 0; i < 8; i += 2) {
+        int e = 8 * q + i;
+        u32 codes;
+        if (Stochastic) {
+          u32 bits = philoxWord(rnd, u32(e / 4)) >> (8 * (e % 4));
+          codes = packE2M1(encodeE2M1Stochastic(mulRn(v[e], enc), bits),
+                           encodeE2M1Stochastic(mulRn(v[e + 1], enc), bits >> 8));
+        } else {
+          codes = encodeE2M1x2(mulRn(v[e], enc), mulRn(v[e + 1], enc));
+        }
+        word |= codes << (4 * i);
+      }
+      w[q] = word;
+    }
+  }
+
+  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+    u8 *data = static_cast<u8 *>(a.data);
+    u8 *scale = static_cast<u8 *>(a.scale);
+    float globalAmax = *a.in;
+    float sEnc = nvfp4GlobalEncodeScale(globalAmax);
+    float sDec = nvfp4GlobalDecodeScale(sEnc);
+    if (t.leader())
+      *a.amax = globalAmax;
+    if (Rowwise) {
+      i64 scaleCols = (t.k / 16 + 3) / 4 * 4;
+      forRowTasks(t, [&](int r, int j) {
+        float amax = Block2d ? block16x16AmaxOfRow(t, r, j) : t.s.rowAmax[r][j];
+        u8 sB = nvfp4BlockScale(amax, sEnc);
+        float v[16];
+        loadRowSegment<F16>(t.s, r, j, v);
+        i64 first = (t.r0 + r) * t.k + t.c0 + kSegment * j;
+        u32 w[2];
+        encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
+        storeUpTo8(data + first / 2, w, 8);
+        scale[(t.r0 + r) * scaleCols + (t.c0 + kSegment * j) / 16] = sB;
+      });
+    } else {
+      i64 scaleCols = (t.m / 16 + 3) / 4 * 4;
+      forColumnTasks(t, [&](int s, int c) {
+        float lo[16], hi[16];
+        loadColumnSegment<F16>(t, s, c, lo, hi);
+        TE_UNROLL
+        for (int q = 0; q < 2; ++q) {
+          if (c + q >= t.cols)
+            break;
+          float amax = Block2d ? block16x16AmaxOfColumn(t, s, c + q)
+                               : t.s.colAmax[s][c + q];
+          u8 sB = nvfp4BlockScale(amax, sEnc);
+          i64 col = t.c0 + c + q;
+          i64 first = col * t.m + t.r0 + kSegment * s;
+          u32 w[2];
+          encode16(q ? hi : lo, nvfp4BlockEncodeFactor(sB, sDec), u64(first),
+                   a, w);
+          storeUpTo8(data + first / 2, w, 8);
+          scale[col * scaleCols + (t.r0 + kSegment * s) / 16] = sB;
+        }
+      });
+    }
+  }
+};
+
+/// Identity: the M x K elements in `Out` (0 bf16, 1 f16, 2 f32), bits kept
+/// when the type does not change. The same for either direction (an
+/// identity columnwise direction is an untransposed copy).
+template <int Out> struct IdentityStage {
+  static constexpr bool kNeedsRowSegments = false;
+  static constexpr bool kNeedsColSegments = false;
+  static constexpr bool kNeedsTileAmax = false;
+
+  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+    forRowTasks(t, [&](int r, int j) {
+      int n = t.cols - kSegment * j;
+      n = n < 16 ? n : 16;
+      i64 first = (t.r0 + r) * t.k + t.c0 + kSegment * j;
+      const u16 *src = &t.s.x[r][kSegment * j];
+      if (Out == 2) {
+        float *out = static_cast<float *>(a.data) + first;
+        for (int i = 0; i < n; ++i)
+          out[i] = widen<F16>(src[i]);
+        return;
+      }
+      u16 *out = static_cast<u16 *>(a.data) + first;
+      bool same = (Out == 1) == F16;
+      for (int i = 0; i < n; ++i) {
+        float f = widen<F16>(src[i]);
+        out[i] = same ? src[i] : (Out == 1 ? floatToF16(f) : floatToBF16(f));
+      }
+    });
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The tile kernel
+//===----------------------------------------------------------------------===//
+
+/// Phase 1: the tile into shared memory, zero outside the tensor.
+__device__ __forceinline__ void loadTile(TileSmem &s, const u16 *x, i64 m,
+                                         i64 k, i64 r0, i64 c0, int tid) {
+  constexpr int kChunksPerRow = kTileCols / 8;
+  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
+  bool vector = k % 8 == 0 && aligned(x, 16);
+  U32x4 v[kPerThread];
+  TE_UNROLL
+  for (int i = 0; i < kPerThread; ++i) {
+    int id = i * kTileThreads + tid;
+    i64 r = r0 + id / kChunksPerRow, c = c0 + 8 * (id % kChunksPerRow);
+    if (vector && r < m && c + 8 <= k) {
+      v[i] = loadGlobal16(x + r * k + c);
+    } else {
+      u32 h[8];
+      for (int e = 0; e < 8; ++e)
+        h[e] = r < m && c + e < k ? loadGlobalU16(x + r * k + c + e) : 0u;
+      v[i] = U32x4{h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16,
+                   h[6] | h[7] << 16};
+    }
+  }
+  TE_UNROLL
+  for (int i = 0; i < kPerThread; ++i) {
+    int id = i * kTileThreads + tid;
+    *reinterpret_cast<U32x4 *>(
+        &s.x[id / kChunksPerRow][8 * (id % kChunksPerRow)]) = v[i];
+  }
+}
+
+/// Phase 2: segment amaxes, the tile amax and bias-gradient partial sums
+/// (column sums over the tile's 128 rows, in row order: the reference's
+/// chunked sum with chunkRows = 128).
+template <bool F16, bool RowSegments, bool ColSegments, bool TileAmax,
+          bool BiasGrad>
+__device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
+  float mine = 0.0f;
+  if (RowSegments) {
+    forRowTasks(t, [&](int r, int j) {
+      float v[16];
+      loadRowSegment<F16>(t.s, r, j, v);
+      float a = 0.0f;
+      TE_UNROLL
+      for (int i = 0; i < 16; ++i)
+        a = amaxAccumulate(a, v[i]);
+      t.s.rowAmax[r][j] = a;
+      mine = fmaxf(mine, a);
+    });
+  }
+  if (ColSegments || (TileAmax && !RowSegments)) {
+    forColumnTasks(t, [&](int s, int c) {
+      float lo[16], hi[16];
+      loadColumnSegment<F16>(t, s, c, lo, hi);
+      float a0 = 0.0f, a1 = 0.0f;
+      TE_UNROLL
+      for (int i = 0; i < 16; ++i) {
+        a0 = amaxAccumulate(a0, lo[i]);
+        a1 = amaxAccumulate(a1, hi[i]);
+      }
+      if (ColSegments) {
+        t.s.colAmax[s][c] = a0;
+        t.s.colAmax[s][c + 1] = a1;
+      }
+      mine = fmaxf(mine, fmaxf(a0, a1));
+    });
+  }
+  if (TileAmax) {
+    TE_UNROLL
+    for (int d = 16; d > 0; d /= 2)
+      mine = fmaxf(mine, __shfl_xor_sync(0xFFFFFFFFu, mine, d));
+    if (t.tid % 32 == 0)
+      atomicMax(&t.s.tileAmax, floatToBits(mine));
+  }
+  if (BiasGrad && t.tid < kTileCols && t.tid < t.cols) {
+    float sum = 0.0f;
+    for (int r = 0; r < kTileRows; ++r)
+      sum = sum + widen<F16>(t.s.x[r][t.tid]);
+    biasPartial[(t.r0 / kTileRows) * t.k + t.c0 + t.tid] = sum;
+  }
+}
+
+/// The stages of one kernel, in parameter order: the union of what their
+/// phase 2 needs, and emit() of each with its own StageArgs.
+template <class... Stages> struct StageList {
+  static constexpr bool kNeedsRowSegments = false;
+  static constexpr bool kNeedsColSegments = false;
+  static constexpr bool kNeedsTileAmax = false;
+  template <bool F16> __device__ static void emit(const Tile &, const StageArgs *) {}
+};
+template <class Head, class... Tail> struct StageList<Head, Tail...> {
+  using Rest = StageList<Tail...>;
+  static constexpr bool kNeedsRowSegments =
+      Head::kNeedsRowSegments || Rest::kNeedsRowSegments;
+  static constexpr bool kNeedsColSegments =
+      Head::kNeedsColSegments || Rest::kNeedsColSegments;
+  static constexpr bool kNeedsTileAmax =
+      Head::kNeedsTileAmax || Rest::kNeedsTileAmax;
+  template <bool F16>
+  __device__ static void emit(const Tile &t, const StageArgs *args) {
+    Head::template emit<F16>(t, args[0]);
+    Rest::template emit<F16>(t, args + 1);
+  }
+};
+
+/// The whole kernel: launch kTileThreads threads and one CTA per 128 x 128
+/// tile, column tiles fastest. `args[i]` belongs to the i-th stage.
+template <bool F16, bool BiasGrad, class... Stages>
+__device__ __forceinline__ void quantizeTile(const u16 *x, i64 m, i64 k,
+                                             const StageArgs *args,
+                                             float *biasPartial) {
+  using List = StageList<Stages...>;
+  __shared__ TileSmem smem;
+  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
+  i64 r0 = i64(blockIdx.x) / tilesAcross * kTileRows;
+  i64 c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
+  int tid = int(threadIdx.x);
+  i64 rowsLeft = m - r0, colsLeft = k - c0;
+  Tile t{smem, m, k, r0, c0, int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
+         int(colsLeft < kTileCols ? colsLeft : kTileCols), tid};
+
+  loadTile(smem, x, m, k, r0, c0, tid);
+  if (tid == 0)
+    smem.tileAmax = 0u;
+  __syncthreads();
+  reduceTile<F16, List::kNeedsRowSegments, List::kNeedsColSegments,
+             List::kNeedsTileAmax, BiasGrad>(t, biasPartial);
+  __syncthreads();
+  List::template emit<F16>(t, args);
+}
+
+//===----------------------------------------------------------------------===//
+// Companion kernels
+//===----------------------------------------------------------------------===//
+
+/// Amax pre-pass: max |x| over n elements, max-accumulated into *out (which
+/// the plan zeroes first). Grid-stride over 16-byte chunks, four in flight.
+template <bool F16>
+__device__ __forceinline__ void tensorAmax(const u16 *x, i64 n, float *out) {
+  i64 stride = i64(gridDim.x) * blockDim.x;
+  i64 tid = i64(blockIdx.x) * blockDim.x + threadIdx.x;
+  float a = 0.0f;
+  i64 chunks = aligned(x, 16) ? n / 8 : 0;
+  i64 c = tid;
+  for (; c + 3 * stride < chunks; c += 4 * stride) {
+    U32x4 v[4];
+    TE_UNROLL
+    for (int u = 0; u < 4; ++u)
+      v[u] = loadGlobal16(x + 8 * (c + u * stride));
+    TE_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      float f[8];
+      unpack8<F16>(v[u], f);
+      TE_UNROLL
+      for (int i = 0; i < 8; ++i)
+        a = amaxAccumulate(a, f[i]);
+    }
+  }
+  for (; c < chunks; c += stride) {
+    float f[8];
+    unpack8<F16>(loadGlobal16(x + 8 * c), f);
+    TE_UNROLL
+    for (int i = 0; i < 8; ++i)
+      a = amaxAccumulate(a, f[i]);
+  }
+  for (i64 e = 8 * chunks + tid; e < n; e += stride)
+    a = amaxAccumulate(a, widen<F16>(loadGlobalU16(x + e)));
+  TE_UNROLL
+  for (int d = 16; d > 0; d /= 2)
+    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+  if (threadIdx.x % 32 == 0)
+    atomicMax(reinterpret_cast<unsigned *>(out), floatToBits(a));
+}
+
+/// Bias gradient: out[c] = sum over chunks of partial[chunk][c], in chunk
+/// order from +0 (the reference's total).
+__device__ __forceinline__ void biasGradFinalize(const float *partial,
+                                                 i64 chunks, i64 k,
+                                                 float *out) {
+  i64 c = i64(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= k)
+    return;
+  float sum = 0.0f;
+  for (i64 i = 0; i < chunks; ++i)
+    sum = sum + partial[i * k + c];
+  out[c] = sum;
+}
+
+} // namespace dev
+} // namespace te
+
+#endif // TE_DEVICE_QUANTIZEKERNEL_CUH
