@@ -124,22 +124,27 @@ __device__ __forceinline__ void loadColumnPair(const TileSmem &s, int r, int c,
 // segments of a row / consecutive column pairs of a row.
 //===----------------------------------------------------------------------===//
 
-template <class Fn> __device__ __forceinline__ void forRowTasks(const Tile &t, Fn fn) {
+/// `All`: every task, also those wholly outside the tensor (the reductions
+/// read zeros there, so every segment amax is defined); else only tasks
+/// holding valid elements.
+template <bool All = false, class Fn>
+__device__ __forceinline__ void forRowTasks(const Tile &t, Fn fn) {
   TE_UNROLL
   for (int i = 0; i < kTileRows * kRowSegments / kTileThreads; ++i) {
     int task = i * kTileThreads + t.tid;
     int r = task / kRowSegments, j = task % kRowSegments;
-    if (r < t.rows && kSegment * j < t.cols)
+    if (All || (r < t.rows && kSegment * j < t.cols))
       fn(r, j);
   }
 }
 
-template <class Fn> __device__ __forceinline__ void forColumnTasks(const Tile &t, Fn fn) {
+template <bool All = false, class Fn>
+__device__ __forceinline__ void forColumnTasks(const Tile &t, Fn fn) {
   TE_UNROLL
   for (int i = 0; i < kColSegments * (kTileCols / 2) / kTileThreads; ++i) {
     int task = i * kTileThreads + t.tid;
     int s = task / (kTileCols / 2), c = 2 * (task % (kTileCols / 2));
-    if (kSegment * s < t.rows && c < t.cols)
+    if (All || (kSegment * s < t.rows && c < t.cols))
       fn(s, c);
   }
 }
@@ -587,7 +592,7 @@ template <bool F16, bool RowSegments, bool ColSegments, bool TileAmax,
 __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
   float mine = 0.0f;
   if (RowSegments) {
-    forRowTasks(t, [&](int r, int j) {
+    forRowTasks<true>(t, [&](int r, int j) {
       float v[16];
       loadRowSegment<F16>(t.s, r, j, v);
       float a = 0.0f;
@@ -599,7 +604,7 @@ __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
     });
   }
   if (ColSegments || (TileAmax && !RowSegments)) {
-    forColumnTasks(t, [&](int s, int c) {
+    forColumnTasks<true>(t, [&](int s, int c) {
       float lo[16], hi[16];
       loadColumnSegment<F16>(t, s, c, lo, hi);
       float a0 = 0.0f, a1 = 0.0f;

@@ -78,7 +78,9 @@ private:
 
 /// The first difference between two results of the same entry, as "result
 /// 0 rowwise.data: byte 1234 (element [9, 82]) cpu 0x3c cuda 0x3d", or ""
-/// when they are identical.
+/// when they are identical. Elements that are NaN in both count as equal
+/// (the hardware FP8 / 16-bit conversions drop the NaN sign and payload;
+/// docs/Numerics.md).
 std::string firstDifference(const std::vector<ValueData> &a,
                             const std::vector<ValueData> &b,
                             const char *nameA, const char *nameB);
