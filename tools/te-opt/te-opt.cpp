@@ -11,6 +11,7 @@
 
 #include "dialect/te/TeDialect.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -25,6 +26,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::te::registerTePasses();
+  mlir::te::registerTePipelines();
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tejit optimizer driver\n", registry));

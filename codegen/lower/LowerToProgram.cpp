@@ -1,0 +1,229 @@
+//===- LowerToProgram.cpp - te IR -> kernel-level Program -----------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/lower/LowerToProgram.h"
+
+#include "dialect/te/TeDialect.h"
+#include "dialect/te/TeOps.h"
+#include "dialect/te/TeTypes.h"
+#include "passes/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::te {
+
+namespace cg = ::te::cg;
+namespace rt = ::te::rt;
+
+namespace {
+
+/// Lowers one function; values are numbered as they appear.
+class EntryLowering {
+public:
+  explicit EntryLowering(func::FuncOp fn) : fn(fn) { entry.name = fn.getName().str(); }
+
+  FailureOr<cg::Entry> run() {
+    for (BlockArgument arg : fn.getArguments()) {
+      FailureOr<int> v = addValue(arg, "arg" + std::to_string(arg.getArgNumber()));
+      if (failed(v))
+        return failure();
+      entry.args.push_back(*v);
+    }
+    for (Operation &op : fn.getBody().front()) {
+      if (failed(lower(op)))
+        return failure();
+    }
+    return entry;
+  }
+
+private:
+  FailureOr<rt::DType> dtypeOf(Location loc, Type t) {
+    if (t.isBF16())
+      return rt::DType::BF16;
+    if (t.isF16())
+      return rt::DType::F16;
+    if (t.isF32())
+      return rt::DType::F32;
+    return emitError(loc) << "te-run runs bf16, f16 and f32 tensors, not " << t;
+  }
+
+  FailureOr<int> addValue(Value v, std::string name) {
+    cg::Value out;
+    out.name = std::move(name);
+    Type elem;
+    if (auto q = dyn_cast<QTensorType>(v.getType())) {
+      out.kind = cg::Value::Kind::Quantized;
+      out.shape.assign(q.getShape().begin(), q.getShape().end());
+      elem = q.getElementType();
+      if (q.hasDirection(Direction::rowwise))
+        out.rowwise = q.getScheme().getRuntimeScheme(Direction::rowwise);
+      if (q.hasDirection(Direction::columnwise))
+        out.columnwise = q.getScheme().getRuntimeScheme(Direction::columnwise);
+    } else if (auto t = dyn_cast<RankedTensorType>(v.getType())) {
+      if (!t.hasStaticShape() || t.getRank() < 1)
+        return emitError(v.getLoc())
+               << "te-run needs statically shaped tensors of rank >= 1, got "
+               << t;
+      out.shape.assign(t.getShape().begin(), t.getShape().end());
+      elem = t.getElementType();
+    } else {
+      return emitError(v.getLoc())
+             << "te-run cannot hold a value of type " << v.getType();
+    }
+    FailureOr<rt::DType> dt = dtypeOf(v.getLoc(), elem);
+    if (failed(dt))
+      return failure();
+    out.dtype = *dt;
+    entry.values.push_back(out);
+    int index = static_cast<int>(entry.values.size()) - 1;
+    ids[v] = index;
+    return index;
+  }
+
+  std::string resultName(Operation &op, unsigned i) {
+    return "%" + std::to_string(entry.values.size()) + "_" +
+           op.getName().stripDialect().str() + (i ? std::to_string(i) : "");
+  }
+
+  FailureOr<cg::QuantizeKernel> quantizeKernel(Operation &op, Value input) {
+    cg::QuantizeKernel k;
+    k.name = "te_" + op.getName().stripDialect().str() + "_" +
+             std::to_string(entry.kernels.size());
+    k.input = ids.lookup(input);
+    return k;
+  }
+
+  LogicalResult addStages(cg::QuantizeKernel &k, Value result) {
+    FailureOr<int> v = addValue(result, "q" + std::to_string(entry.values.size()));
+    if (failed(v))
+      return failure();
+    const cg::Value &q = entry.values[*v];
+    if (q.rowwise)
+      k.stages.push_back({*q.rowwise, rt::Direction::Rowwise, *v});
+    if (q.columnwise)
+      k.stages.push_back({*q.columnwise, rt::Direction::Columnwise, *v});
+    return success();
+  }
+
+  LogicalResult push(Operation &op, cg::QuantizeKernel k) {
+    std::string why = cg::validate(entry, rt::Target::sm90());
+    if (!why.empty())
+      return op.emitError() << why;
+    cg::Kernel kernel;
+    kernel.quantize = std::move(k);
+    entry.kernels.push_back(std::move(kernel));
+    return success();
+  }
+
+  LogicalResult lower(Operation &op) {
+    if (auto q = dyn_cast<QuantizeOp>(op)) {
+      FailureOr<cg::QuantizeKernel> k = quantizeKernel(op, q.getInput());
+      if (failed(k) || failed(addStages(*k, q.getResult())))
+        return failure();
+      return push(op, std::move(*k));
+    }
+    if (auto f = dyn_cast<FusedQuantizeOp>(op)) {
+      FailureOr<cg::QuantizeKernel> k = quantizeKernel(op, f.getInput());
+      if (failed(k))
+        return failure();
+      for (Value r : f.getQuantized())
+        if (failed(addStages(*k, r)))
+          return failure();
+      if (Value db = f.getBiasGradResult()) {
+        FailureOr<int> v = addValue(db, "db" + std::to_string(entry.values.size()));
+        if (failed(v))
+          return failure();
+        k->biasGrad = *v;
+      }
+      return push(op, std::move(*k));
+    }
+    if (auto b = dyn_cast<BiasGradOp>(op)) {
+      FailureOr<cg::QuantizeKernel> k = quantizeKernel(op, b.getInput());
+      if (failed(k))
+        return failure();
+      FailureOr<int> v = addValue(b.getResult(), "db" + std::to_string(entry.values.size()));
+      if (failed(v))
+        return failure();
+      k->biasGrad = *v;
+      return push(op, std::move(*k));
+    }
+    if (auto d = dyn_cast<DequantizeOp>(op)) {
+      cg::DequantizeKernel k;
+      k.name = "te_dequantize_" + std::to_string(entry.kernels.size());
+      k.input = ids.lookup(d.getInput());
+      k.dir = d.getDirection() == Direction::rowwise ? rt::Direction::Rowwise
+                                                     : rt::Direction::Columnwise;
+      FailureOr<int> v = addValue(d.getResult(), "y" + std::to_string(entry.values.size()));
+      if (failed(v))
+        return failure();
+      k.output = *v;
+      cg::Kernel kernel;
+      kernel.kind = cg::Kernel::Kind::Dequantize;
+      kernel.dequantize = k;
+      entry.kernels.push_back(kernel);
+      return success();
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands()) {
+        auto it = ids.find(v);
+        if (it == ids.end())
+          return op.emitError("returns a value te-run does not hold");
+        entry.results.push_back(it->second);
+      }
+      return success();
+    }
+    return op.emitError() << "te-run cannot run '" << op.getName()
+                          << "' yet: the kernel level covers te.quantize, "
+                             "te.fused_quantize, te.bias_grad and "
+                             "te.dequantize";
+  }
+
+  func::FuncOp fn;
+  cg::Entry entry;
+  llvm::DenseMap<Value, int> ids;
+};
+
+} // namespace
+
+FailureOr<cg::Program> lowerToProgram(ModuleOp module) {
+  cg::Program program;
+  if (auto target = module->getAttrOfType<TargetAttr>("te.target"))
+    program.arch = target.getArch().str();
+  // sm_100 and later run FP8 GEMMs in any layout; sm_89/sm_90/sm_12x are
+  // TN-only (te::rt::Target).
+  int number = std::atoi(program.arch.c_str() + 3);
+  program.target = number >= 100 && number < 120 ? rt::Target::sm100()
+                                                 : rt::Target::sm90();
+  bool ok = true;
+  module.walk([&](func::FuncOp fn) {
+    if (fn.isExternal())
+      return;
+    FailureOr<cg::Entry> e = EntryLowering(fn).run();
+    if (failed(e)) {
+      ok = false;
+      return;
+    }
+    program.entries.push_back(std::move(*e));
+  });
+  if (!ok)
+    return failure();
+  return program;
+}
+
+FailureOr<cg::Program> compileToProgram(ModuleOp module, StringRef arch) {
+  PassManager pm(module->getContext());
+  TeToCudaPipelineOptions options;
+  options.arch = arch.str();
+  buildTeToCudaPipeline(pm, options);
+  if (failed(pm.run(module)))
+    return failure();
+  return lowerToProgram(module);
+}
+
+} // namespace mlir::te

@@ -1,0 +1,42 @@
+//===- Pipelines.cpp - The te-to-cuda pipeline -----------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// `te-to-cuda`: every pass between user IR and the kernel level, in order.
+// te-run, te-translate and the host API run it before lowering a module to a
+// kernel-level Program (codegen/lower); te-opt exposes it by name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Pipelines.h"
+
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace mlir::te {
+
+void buildTeToCudaPipeline(OpPassManager &pm,
+                           const TeToCudaPipelineOptions &options) {
+  pm.addPass(createTeResolveRecipePass());
+  pm.addPass(createTeInferUsagePass());
+  pm.addPass(createTeFuseQuantizePass());
+  TeLegalizeTargetPassOptions legalize;
+  legalize.arch = options.arch;
+  pm.addPass(createTeLegalizeTargetPass(legalize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void registerTePipelines() {
+  PassPipelineRegistration<TeToCudaPipelineOptions>(
+      "te-to-cuda",
+      "Resolve recipes, infer usage, fuse quantizations and legalize for the "
+      "target: the IR the CUDA code generator lowers",
+      buildTeToCudaPipeline);
+}
+
+} // namespace mlir::te

@@ -1,0 +1,32 @@
+//===- Pipelines.h - Registered pass pipelines ------------------*- C++ -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_PASSES_PIPELINES_H
+#define TE_PASSES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::te {
+
+struct TeToCudaPipelineOptions
+    : public PassPipelineOptions<TeToCudaPipelineOptions> {
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("Target architecture (sm_XY[a])"),
+                           llvm::cl::init("sm_90a")};
+};
+
+/// Adds te-resolve-recipe, te-infer-usage, te-fuse-quantize,
+/// te-legalize-target{arch}, canonicalize and cse to `pm`.
+void buildTeToCudaPipeline(OpPassManager &pm,
+                           const TeToCudaPipelineOptions &options);
+
+/// Registers `te-to-cuda` for --pass-pipeline / te-opt.
+void registerTePipelines();
+
+} // namespace mlir::te
+
+#endif // TE_PASSES_PIPELINES_H

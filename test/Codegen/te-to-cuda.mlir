@@ -1,0 +1,45 @@
+// RUN: te-translate --te-to-cuda %s | FileCheck %s
+
+// Tests that the te-to-cuda pipeline fuses the two quantizations and the
+// bias gradient of one tensor into one generated kernel with one stage per
+// direction (MXFP8 rowwise, NVFP4 columnwise), an amax pre-pass for NVFP4's
+// tensor scale and the bias-gradient finalize.
+// CHECK-LABEL: // ===== entry @hybrid_grad kernel te_fused_quantize_0 (sm_90a)
+// CHECK: // launch te_fused_quantize_0_amax grid
+// CHECK: // launch te_fused_quantize_0 grid 2 block 256
+// CHECK: // launch te_fused_quantize_0_dbias grid 1 block 256
+// CHECK: #include "te/device/QuantizeKernel.cuh"
+// CHECK: extern "C" __global__ void __launch_bounds__(256)
+// CHECK-NEXT: te_fused_quantize_0(const unsigned short *x, long long m, long long k,
+// CHECK: te::dev::quantizeTile<false, true,
+// CHECK-NEXT: te::dev::Mxfp8Stage<te::dev::Fp8Format::E4M3, true>,
+// CHECK-NEXT: te::dev::Nvfp4Stage<false, false, true>>(x, m, k, args, bias_partial);
+// CHECK: te_fused_quantize_0_amax(const unsigned short *x, long long n, float *out)
+// CHECK: te_fused_quantize_0_dbias(const float *partial
+// CHECK-NOT: ===== entry @hybrid_grad kernel
+func.func @hybrid_grad(%dy: tensor<256x128xbf16>)
+    -> (!te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+        !te.qtensor<256x128xbf16, #te.nvfp4<sr>, columnwise>, tensor<128xf32>) {
+  %r = te.quantize %dy : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>
+  %c = te.quantize %dy : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.nvfp4<sr>, columnwise>
+  %db = te.bias_grad %dy : tensor<256x128xbf16> -> tensor<128xf32>
+  return %r, %c, %db : !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+                       !te.qtensor<256x128xbf16, #te.nvfp4<sr>, columnwise>, tensor<128xf32>
+}
+
+// Tests a per-tensor scheme in both directions of one value (f16 input):
+// the block-scaled stage types carry the source type, the current-scaling
+// stages share one amax pre-pass.
+// CHECK-LABEL: // ===== entry @block_and_current kernel te_fused_quantize_0 (sm_90a)
+// CHECK: te::dev::quantizeTile<true, false,
+// CHECK-NEXT: te::dev::Fp8BlockStage<te::dev::Fp8Format::E4M3, true, false, false, te::dev::SourceType::F16>,
+// CHECK-NEXT: te::dev::Fp8BlockStage<te::dev::Fp8Format::E4M3, false, false, false, te::dev::SourceType::F16>,
+// CHECK-NEXT: te::dev::Fp8PerTensorStage<te::dev::Fp8Format::E5M2, true, false, true>>
+func.func @block_and_current(%x: tensor<200x160xf16>)
+    -> (!te.qtensor<200x160xf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>,
+        !te.qtensor<200x160xf16, #te.fp8_current<e5m2, pow2>, rowwise>) {
+  %a = te.quantize %x : tensor<200x160xf16> -> !te.qtensor<200x160xf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>
+  %b = te.quantize %x : tensor<200x160xf16> -> !te.qtensor<200x160xf16, #te.fp8_current<e5m2, pow2>, rowwise>
+  return %a, %b : !te.qtensor<200x160xf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>,
+                  !te.qtensor<200x160xf16, #te.fp8_current<e5m2, pow2>, rowwise>
+}

@@ -1,0 +1,407 @@
+//===- te-run.cpp - Compile, run, check and time a te program -------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// te-run FILE.mlir [--entry NAME] [--backend cuda|cpu|both]
+//        [--input NAME=FILE.npy]... [--random-inputs SEED] [--dump DIR]
+//        [--check] [--bench N] [--arch sm_90a] [--cache-dir DIR]
+//
+// Parses FILE, runs the te-to-cuda pipeline, lowers the entry to the kernel
+// level, then runs it on the CUDA backend (generated kernels, NVRTC, the
+// kernel cache), the CPU backend (reference numerics) or both. Without a
+// GPU it still JIT-compiles every kernel and runs the CPU backend.
+// Bad input gets one line on stderr and exit code 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Npy.h"
+
+#include "codegen/lower/LowerToProgram.h"
+#include "dialect/te/TeDialect.h"
+#include "te/codegen/Execute.h"
+#include "te/runtime/reference/Codecs.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace cl = llvm::cl;
+namespace cg = te::cg;
+namespace rt = te::rt;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<file.mlir>"),
+                                      cl::Required);
+static cl::opt<std::string> entryName("entry", cl::desc("Function to run"),
+                                      cl::init(""));
+static cl::opt<std::string> backend("backend",
+                                    cl::desc("cuda | cpu | both (default: "
+                                             "cuda if a GPU is present)"),
+                                    cl::init(""));
+static cl::list<std::string> inputs("input",
+                                    cl::desc("NAME=FILE.npy for argument NAME "
+                                             "(arg0, arg1, ... or 0, 1, ...)"));
+static cl::opt<int64_t> randomSeed("random-inputs",
+                                   cl::desc("Seeded random data for arguments "
+                                            "without --input"),
+                                   cl::init(-1));
+static cl::opt<std::string> dumpDir("dump", cl::desc("Write results as .npy"),
+                                    cl::init(""));
+static cl::opt<bool> check("check",
+                           cl::desc("Run CUDA and CPU and compare bit for bit"));
+static cl::opt<int> benchRuns("bench", cl::desc("Time each kernel N times"),
+                              cl::init(0));
+static cl::opt<std::string> arch("arch", cl::desc("Target architecture"),
+                                 cl::init("sm_90a"));
+static cl::opt<std::string> cacheDir("cache-dir",
+                                     cl::desc("Kernel cache directory"),
+                                     cl::init(""));
+
+[[noreturn]] static void die(const std::string &msg) {
+  llvm::errs() << "te-run: " << msg << "\n";
+  std::exit(1);
+}
+
+static const char *descrOf(rt::DType t) {
+  switch (t) {
+  case rt::DType::F32:
+    return "<f4";
+  case rt::DType::F16:
+    return "<f2";
+  case rt::DType::BF16:
+    return "<u2";
+  default:
+    return "|u1";
+  }
+}
+
+/// Argument bytes from an .npy file, converting f32 to bf16/f16 (RNE).
+static std::vector<uint8_t> loadArgument(const cg::Value &v,
+                                         const std::string &path) {
+  te::npy::Array a;
+  std::string error;
+  if (!te::npy::read(path, a, error))
+    die(error);
+  if (a.shape != v.shape) {
+    std::string want, got;
+    for (int64_t d : v.shape)
+      want += (want.empty() ? "" : "x") + std::to_string(d);
+    for (int64_t d : a.shape)
+      got += (got.empty() ? "" : "x") + std::to_string(d);
+    die("'" + path + "' has shape " + got + ", argument '" + v.name +
+        "' needs " + want);
+  }
+  std::string want = descrOf(v.dtype);
+  if (a.descr == want)
+    return a.bytes;
+  if (a.descr == "<f4" && v.dtype != rt::DType::F32) {
+    llvm::errs() << "te-run: note: '" << path << "' is float32; rounding it to "
+                 << rt::dtypeName(v.dtype) << " (nearest even) for '" << v.name
+                 << "'\n";
+    size_t n = a.bytes.size() / 4;
+    std::vector<uint8_t> out(n * 2);
+    for (size_t i = 0; i < n; ++i) {
+      float f;
+      std::memcpy(&f, &a.bytes[4 * i], 4);
+      uint16_t h = v.dtype == rt::DType::BF16 ? rt::ref::floatToBF16(f)
+                                              : rt::ref::floatToF16(f);
+      out[2 * i] = uint8_t(h);
+      out[2 * i + 1] = uint8_t(h >> 8);
+    }
+    return out;
+  }
+  die("'" + path + "' has dtype " + a.descr + ", argument '" + v.name +
+      "' is " + rt::dtypeName(v.dtype) + " (give " + want +
+      (v.dtype == rt::DType::BF16 ? " bf16 bit patterns" : "") + " or <f4)");
+}
+
+/// Seeded values: sign, magnitude 2^-8 .. 2^8 with a random mantissa.
+static std::vector<uint8_t> randomArgument(const cg::Value &v, uint64_t seed) {
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  int64_t n = v.rows() * v.cols();
+  std::vector<uint8_t> out(size_t(n * rt::dtypeSize(v.dtype)));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t r = next();
+    uint32_t bits = uint32_t(r & 0x80000000u) |
+                    (uint32_t(119 + (r >> 32) % 17) << 23) |
+                    uint32_t((r >> 8) & 0x7FFFFF);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (v.dtype == rt::DType::F32) {
+      std::memcpy(&out[4 * size_t(i)], &f, 4);
+    } else {
+      uint16_t h = v.dtype == rt::DType::BF16 ? rt::ref::floatToBF16(f)
+                                              : rt::ref::floatToF16(f);
+      out[2 * size_t(i)] = uint8_t(h);
+      out[2 * size_t(i) + 1] = uint8_t(h >> 8);
+    }
+  }
+  return out;
+}
+
+static void dump(const cg::Entry &e,
+                 const std::vector<cg::ValueData> &results) {
+  if (!llvm::sys::fs::is_directory(dumpDir) &&
+      llvm::sys::fs::create_directories(dumpDir))
+    die("cannot create directory '" + dumpDir + "'");
+  for (size_t i = 0; i < results.size(); ++i) {
+    for (const cg::NamedBuffer &b : results[i]) {
+      te::npy::Array a;
+      a.descr = descrOf(b.desc.dtype);
+      const cg::Value &v = e.values[e.results[i]];
+      if (!v.isQuantized())
+        a.shape = v.shape; // a tensor keeps its own shape
+      else
+        a.shape = {b.desc.rows, b.desc.cols};
+      a.bytes = b.bytes;
+      std::string file = dumpDir + "/result" + std::to_string(i) +
+                         (b.name == "data" && results[i].size() == 1
+                              ? std::string()
+                              : "." + b.name) +
+                         ".npy";
+      std::string error;
+      if (!te::npy::write(file, a, error))
+        die(error);
+    }
+  }
+  llvm::outs() << "dumped " << results.size() << " result(s) to " << dumpDir
+               << "\n";
+}
+
+static void summarize(const cg::Entry &e,
+                      const std::vector<cg::ValueData> &results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const cg::Value &v = e.values[e.results[i]];
+    llvm::outs() << "result" << i << " (" << v.name << "):";
+    for (const cg::NamedBuffer &b : results[i])
+      llvm::outs() << " " << b.name << "[" << b.desc.rows << "x" << b.desc.cols
+                   << " " << rt::dtypeName(b.desc.dtype) << "]";
+    llvm::outs() << "\n";
+  }
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Device-to-device copy bandwidth (bytes read + written per second) of a
+/// 1 GiB buffer: the ceiling quantize kernels are measured against.
+static double copyCeiling(const rt::Stream &s) {
+  const size_t bytes = size_t(1) << 30;
+  auto a = rt::DeviceBuffer::allocate(bytes), b = rt::DeviceBuffer::allocate(bytes);
+  auto timer = rt::EventTimer::create();
+  if (!a || !b || !timer)
+    return 0;
+  std::vector<double> ms;
+  for (int i = 0; i < 12; ++i) {
+    if (!timer->start(s).isOk() || !b->copyFrom(*a, bytes, s).isOk() ||
+        !timer->stop(s).isOk())
+      return 0;
+    auto t = timer->elapsedMillis();
+    if (t && i >= 2)
+      ms.push_back(*t);
+  }
+  return ms.empty() ? 0 : 2.0 * double(bytes) / (median(ms) * 1e-3);
+}
+
+static void bench(cg::CudaRunner &runner, const rt::Stream &s) {
+  double ceiling = copyCeiling(s);
+  llvm::outs() << llvm::format("copy ceiling (1 GiB device-to-device): %.0f GB/s\n",
+                               ceiling * 1e-9);
+  auto timer = rt::EventTimer::create();
+  if (!timer)
+    die(timer.status().toString());
+  for (size_t k = 0; k < runner.numKernels(); ++k) {
+    const cg::KernelPlan &kp = runner.kernelPlan(k);
+    std::vector<double> ms;
+    for (int i = 0; i < benchRuns + 3; ++i) {
+      rt::Status st = timer->start(s);
+      if (st.isOk())
+        st = runner.runKernel(k, s);
+      if (st.isOk())
+        st = timer->stop(s);
+      if (!st.isOk())
+        die(st.toString());
+      auto t = timer->elapsedMillis();
+      if (!t)
+        die(t.status().toString());
+      if (i >= 3)
+        ms.push_back(*t);
+    }
+    double t = median(ms);
+    double gbs = double(kp.bytesMoved) / (t * 1e-3) * 1e-9;
+    llvm::outs() << llvm::format(
+        "bench %-28s %u launch(es)  %9.1f us  %10.3f MB  %7.0f GB/s  %5.1f%% "
+        "of copy\n",
+        kp.name.c_str(), kp.launches, t * 1e3, double(kp.bytesMoved) * 1e-6,
+        gbs, ceiling > 0 ? 100.0 * gbs * 1e9 / ceiling : 0.0);
+  }
+}
+
+int main(int argc, char **argv) {
+  cl::ParseCommandLineOptions(argc, argv, "tejit: compile, run, check and time "
+                                          "a te program\n");
+  if (!backend.empty() && backend != "cuda" && backend != "cpu" &&
+      backend != "both")
+    die("--backend must be cuda, cpu or both");
+
+  mlir::MLIRContext context;
+  context.getOrLoadDialect<mlir::te::TeDialect>();
+  context.getOrLoadDialect<mlir::func::FuncDialect>();
+  llvm::SourceMgr sources;
+  mlir::SourceMgrDiagnosticHandler handler(sources, &context);
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  if (!buffer)
+    die("cannot read '" + inputFile + "'");
+  sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
+  if (!module)
+    return 1;
+  mlir::FailureOr<cg::Program> program =
+      mlir::te::compileToProgram(*module, arch);
+  if (mlir::failed(program))
+    return 1;
+
+  const cg::Entry *entry = nullptr;
+  if (entryName.empty()) {
+    if (program->entries.size() != 1)
+      die("the module has " + std::to_string(program->entries.size()) +
+          " functions; pick one with --entry");
+    entry = &program->entries.front();
+  } else if (!(entry = program->find(entryName))) {
+    die("no function '" + entryName + "' in '" + inputFile + "'");
+  }
+
+  // Arguments.
+  std::map<std::string, std::string> given;
+  for (const std::string &in : inputs) {
+    size_t eq = in.find('=');
+    if (eq == std::string::npos)
+      die("--input wants NAME=FILE.npy, got '" + in + "'");
+    std::string name = in.substr(0, eq);
+    if (!name.empty() && name[0] == '%')
+      name = name.substr(1);
+    if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0])))
+      name = "arg" + name;
+    given[name] = in.substr(eq + 1);
+  }
+  std::vector<std::vector<uint8_t>> args;
+  for (size_t i = 0; i < entry->args.size(); ++i) {
+    const cg::Value &v = entry->values[entry->args[i]];
+    auto it = given.find(v.name);
+    if (it != given.end()) {
+      args.push_back(loadArgument(v, it->second));
+      given.erase(it);
+    } else if (randomSeed >= 0) {
+      args.push_back(randomArgument(v, uint64_t(randomSeed) + i));
+    } else {
+      die("argument '" + v.name + "' has no data: give --input " + v.name +
+          "=FILE.npy or --random-inputs SEED");
+    }
+  }
+  if (!given.empty())
+    die("--input names '" + given.begin()->first + "', which '" + entry->name +
+        "' does not take");
+
+  // Backends.
+  rt::KernelCache cache(cacheDir.empty() ? rt::KernelCache::defaultDiskDir()
+                                         : std::string(cacheDir));
+  rt::Expected<rt::Device> device = rt::Device::open();
+  bool wantCuda = backend == "cuda" || backend == "both" || check ||
+                  benchRuns > 0 || (backend.empty() && device);
+  bool wantCpu = backend == "cpu" || backend == "both" || check || !device;
+  std::string noGpu;
+  if (!device) {
+    noGpu = device.status().message();
+    noGpu = noGpu.substr(0, noGpu.find_first_of(":\n"));
+  }
+  if (wantCuda && !device) {
+    if (backend == "cuda" || backend == "both" || benchRuns > 0)
+      die("the CUDA backend needs a GPU (" + noGpu + ")");
+    wantCuda = false; // --check: compile and run the CPU side, say so below
+  }
+  if (!device) {
+    rt::Expected<size_t> n = cg::compileEntry(*program, *entry, cache);
+    if (!n)
+      die(n.status().toString());
+    llvm::outs() << "no GPU (" << noGpu << "): compiled " << *n
+                 << " kernel source(s) with NVRTC for " << program->arch
+                 << "; running the CPU backend"
+                 << (check ? " only (--check needs a GPU to compare)" : "")
+                 << "\n";
+  }
+
+  std::vector<cg::ValueData> cpuResults, cudaResults;
+  if (wantCpu) {
+    auto r = cg::runCpu(*program, *entry, args);
+    if (!r)
+      die(r.status().message());
+    cpuResults = std::move(*r);
+  }
+  if (wantCuda) {
+    auto stream = rt::Stream::create(*device);
+    if (!stream)
+      die(stream.status().toString());
+    auto runner = cg::CudaRunner::create(*program, *entry, *device, cache);
+    if (!runner)
+      die(runner.status().toString());
+    for (size_t i = 0; i < args.size(); ++i) {
+      rt::Status st = runner->setArgument(i, args[i], *stream);
+      if (!st.isOk())
+        die(st.toString());
+    }
+    rt::Status st = runner->poison(0xA5, *stream);
+    if (st.isOk())
+      st = runner->run(*stream);
+    if (!st.isOk())
+      die(st.toString());
+    auto r = runner->results(*stream);
+    if (!r)
+      die(r.status().toString());
+    cudaResults = std::move(*r);
+    if (benchRuns > 0)
+      bench(*runner, *stream);
+  }
+
+  const std::vector<cg::ValueData> &primary =
+      wantCuda ? cudaResults : cpuResults;
+  summarize(*entry, primary);
+  if (!dumpDir.empty())
+    dump(*entry, primary);
+  if (wantCuda && wantCpu) {
+    std::string diff =
+        cg::firstDifference(cpuResults, cudaResults, "cpu", "cuda");
+    if (!diff.empty()) {
+      llvm::outs() << "check: MISMATCH " << diff << "\n";
+      return 2;
+    }
+    size_t buffers = 0, bytes = 0;
+    for (const cg::ValueData &v : cpuResults)
+      for (const cg::NamedBuffer &b : v) {
+        ++buffers;
+        bytes += b.bytes.size();
+      }
+    llvm::outs() << "check: cuda == cpu bit for bit (" << buffers
+                 << " buffers, " << bytes << " bytes)\n";
+  }
+  return 0;
+}

@@ -1,0 +1,78 @@
+//===- te-translate.cpp - te IR -> CUDA C++ -------------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// te-translate --te-to-cuda FILE.mlir [--arch sm_90a]
+// Runs the te-to-cuda pipeline, lowers every function to the kernel level
+// and prints the CUDA C++ of each kernel, preceded by a comment naming the
+// function, the kernel and its launches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/lower/LowerToProgram.h"
+#include "dialect/te/TeDialect.h"
+#include "te/codegen/PlanBuilder.h"
+#include "te/codegen/QuantizeEmitter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<file.mlir>"),
+                                      cl::init("-"));
+static cl::opt<bool> toCuda("te-to-cuda",
+                            cl::desc("Print the generated CUDA C++"));
+static cl::opt<std::string> arch("arch", cl::desc("Target architecture"),
+                                 cl::init("sm_90a"));
+
+int main(int argc, char **argv) {
+  cl::ParseCommandLineOptions(argc, argv, "tejit translator\n");
+  if (!toCuda) {
+    llvm::errs() << "te-translate: choose a translation (--te-to-cuda)\n";
+    return 1;
+  }
+  mlir::MLIRContext context;
+  context.getOrLoadDialect<mlir::te::TeDialect>();
+  context.getOrLoadDialect<mlir::func::FuncDialect>();
+  llvm::SourceMgr sources;
+  mlir::SourceMgrDiagnosticHandler handler(sources, &context);
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  if (!buffer) {
+    llvm::errs() << "te-translate: cannot read '" << inputFile << "'\n";
+    return 1;
+  }
+  sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
+  if (!module)
+    return 1;
+  auto program = mlir::te::compileToProgram(*module, arch);
+  if (mlir::failed(program))
+    return 1;
+  for (const te::cg::Entry &e : program->entries) {
+    auto plan = te::cg::buildEntryPlan(*program, e);
+    if (!plan) {
+      llvm::errs() << "te-translate: " << plan.status().message() << "\n";
+      return 1;
+    }
+    for (const te::cg::Kernel &k : e.kernels) {
+      const te::cg::QuantizeKernel &q = k.quantize;
+      llvm::outs() << "// ===== entry @" << e.name << " kernel " << q.name
+                   << " (" << program->arch << ")\n";
+      for (const te::cg::KernelPlan &kp : plan->kernels)
+        if (kp.name == q.name)
+          for (const te::rt::KernelSpec &spec : kp.plan.kernels)
+            llvm::outs() << "// launch " << spec.entry << " grid "
+                         << spec.grid.x << " block " << spec.block.x << "\n";
+      llvm::outs() << te::cg::emitQuantize(q, e).source << "\n";
+    }
+  }
+  return 0;
+}
