@@ -29,11 +29,14 @@ for f in examples/*.mlir; do
   run "te-opt-$(basename "$f" .mlir)" "$PACK/bin/te-opt" "$f" --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize --cse
 done
 run "te-opt-invalid" sh -c "! $PACK/bin/te-opt test/Dialect/malformed.mlir -split-input-file"
+run "te-run-check-hybrid" "$PACK/bin/te-run" examples/quantize_hybrid.mlir --random-inputs 5 --check
 if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
   run "te-rt-bench" "$PACK/bin/te-rt-bench"
   run "gemm_torch.py" python3 bench/gemm_torch.py
+  run "quantize-bench" sh -c "for e in mxfp8 fp8_block_1x128 fp8_block_128x128 nvfp4 fp8_current; do echo \$e; $PACK/bin/te-run bench/quantize_16384x8192.mlir --entry \$e --random-inputs 3 --bench 30 | grep -E 'bench|copy'; done"
+  run "quantize_torch.py" python3 bench/quantize_torch.py 16384 8192 30
 fi
-for b in te-rt-bench gemm_torch.py; do
+for b in te-rt-bench gemm_torch.py quantize-bench quantize_torch.py; do
   [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
 done
 echo

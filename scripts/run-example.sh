@@ -11,7 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
-for f in examples/*.mlir; do
-  echo "=== te-opt --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize --cse $f"
-  build/bin/te-opt "$f" --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize --cse
-done
+# The main job: quantize one gradient tensor with a hybrid scheme (MXFP8
+# rowwise, NVFP4 columnwise) plus its bias gradient in one generated kernel;
+# --check compares the CUDA backend with the CPU reference bit for bit (on a
+# machine without a GPU, te-run compiles the kernel and runs the CPU side).
+echo "=== te-run examples/quantize_hybrid.mlir --random-inputs 1 --check"
+build/bin/te-run examples/quantize_hybrid.mlir --random-inputs 1 --check
