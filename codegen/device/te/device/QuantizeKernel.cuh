@@ -207,20 +207,15 @@ __device__ __forceinline__ bool aligned(const void *p, int bytes) {
   return (reinterpret_cast<u64>(p) & u64(bytes - 1)) == 0;
 }
 
-/// Stores the first `n` of 16 bytes held in w[4] (little-endian words).
-__device__ __forceinline__ void storeUpTo16(u8 *dst, const u32 *w, int n) {
-  if (n == 16 && aligned(dst, 16)) {
-    storeGlobal16(dst, U32x4{w[0], w[1], w[2], w[3]});
-    return;
-  }
-  for (int i = 0; i < n; ++i)
-    dst[i] = u8(w[i / 4] >> (8 * (i % 4)));
-}
-
-/// Stores the first `n` of 8 bytes held in w[2].
-__device__ __forceinline__ void storeUpTo8(u8 *dst, const u32 *w, int n) {
-  if (n == 8 && aligned(dst, 8)) {
-    storeGlobal8(dst, w[0], w[1]);
+/// Stores the first `n` of the Bytes (16 or 8) bytes held little-endian in
+/// w[Bytes / 4]: one vector store when whole and aligned, else bytewise.
+template <int Bytes>
+__device__ __forceinline__ void storeUpTo(u8 *dst, const u32 *w, int n) {
+  if (n == Bytes && aligned(dst, Bytes)) {
+    if (Bytes == 16)
+      storeGlobal16(dst, U32x4{w[0], w[1], w[2], w[3]});
+    else
+      storeGlobal8(dst, w[0], w[1]);
     return;
   }
   for (int i = 0; i < n; ++i)
@@ -271,7 +266,7 @@ __device__ __forceinline__ void storeTransposedFp8(const Tile &t, u8 *data,
                                                    float mult) {
   u32 w[4];
   encodeFp8x16<F>(v, mult, w);
-  storeUpTo16(data + (t.c0 + c) * t.m + t.r0 + kSegment * s, w,
+  storeUpTo<16>(data + (t.c0 + c) * t.m + t.r0 + kSegment * s, w,
               segmentRows(t, s));
 }
 
@@ -313,7 +308,7 @@ struct Fp8PerTensorStage {
         u32 w[4];
         encodeFp8x16<F>(v, sc, w);
         int n = t.cols - kSegment * j;
-        storeUpTo16(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
+        storeUpTo<16>(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
                     n < 16 ? n : 16);
       });
     } else {
@@ -347,7 +342,7 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
         u32 w[4];
         encodeFp8x16<F>(v, e8m0ReciprocalScale(e), w);
         i64 c = t.c0 + kSegment * j;
-        storeUpTo16(data + (t.r0 + r) * t.k + c, w, 16);
+        storeUpTo<16>(data + (t.r0 + r) * t.k + c, w, 16);
         if (j % 2 == 0)
           scale[(t.r0 + r) * scaleCols + c / 32] = e;
       });
@@ -413,7 +408,7 @@ struct Fp8BlockStage {
         u32 w[4];
         encodeFp8x16<F>(v, sc, w);
         int n = t.cols - kSegment * j;
-        storeUpTo16(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
+        storeUpTo<16>(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
                     n < 16 ? n : 16);
         if (!Tile2d && j == 0)
           scaleInv[cb * stride + t.r0 + r] = fp8BlockScaleInv(sc);
@@ -493,7 +488,7 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
         i64 first = (t.r0 + r) * t.k + t.c0 + kSegment * j;
         u32 w[2];
         encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
-        storeUpTo8(data + first / 2, w, 8);
+        storeUpTo<8>(data + first / 2, w, 8);
         scale[(t.r0 + r) * scaleCols + (t.c0 + kSegment * j) / 16] = sB;
       });
     } else {
@@ -513,7 +508,7 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
           u32 w[2];
           encode16(q ? hi : lo, nvfp4BlockEncodeFactor(sB, sDec), u64(first),
                    a, w);
-          storeUpTo8(data + first / 2, w, 8);
+          storeUpTo<8>(data + first / 2, w, 8);
           scale[col * scaleCols + (t.r0 + kSegment * s) / 16] = sB;
         }
       });
