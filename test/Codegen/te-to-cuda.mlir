@@ -9,7 +9,7 @@
 // CHECK: // launch te_fused_quantize_0 grid 2 block 256
 // CHECK: // launch te_fused_quantize_0_dbias grid 1 block 256
 // CHECK: #include "te/device/QuantizeKernel.cuh"
-// CHECK: extern "C" __global__ void __launch_bounds__(256)
+// CHECK: extern "C" __global__ void __launch_bounds__(256, 5)
 // CHECK-NEXT: te_fused_quantize_0(const unsigned short *x, long long m, long long k,
 // CHECK: te::dev::quantizeTile<false, true,
 // CHECK-NEXT: te::dev::Mxfp8Stage<te::dev::Fp8Format::E4M3, true>,

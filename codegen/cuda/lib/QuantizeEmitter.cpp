@@ -92,7 +92,7 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
   os << ".\n#include \"te/device/QuantizeKernel.cuh\"\n\n";
 
   os << "extern \"C\" __global__ void __launch_bounds__(" << kQuantizeThreads
-     << ")\n" << k.name << "(const unsigned short *x, long long m, long long k";
+     << ", " << kQuantizeMinBlocksPerSm << ")\n" << k.name << "(const unsigned short *x, long long m, long long k";
   for (size_t i = 0; i < k.stages.size(); ++i)
     os << ",\n    void *s" << i << "_data, void *s" << i << "_scale, float *s"
        << i << "_amax, const float *s" << i << "_in, float s" << i

@@ -5,10 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // FP4 E2M1 (NUMERICS.md 1.3, 1.4, 6.6). sm_90 has no E2M1 conversion, so
-// both roundings are exact software: E2M1 has only 8 magnitudes, so the
-// code is the number of grid thresholds a magnitude passes. Float compares
-// are exact (and unaffected by flush-to-zero, since every threshold is far
-// above the subnormals), so host and device agree for every input.
+// both roundings are exact software: round to nearest with three integer
+// roundings (encodeE2M1), stochastic rounding by counting the grid values
+// below the dithered magnitude. Every step is an exact compare or a single
+// IEEE rounding far above the subnormals (flush-to-zero cannot change it),
+// so host and device agree for every input.
 //
 // NaN encodes as code 7 (+6) under both roundings, as the reference does
 // (TE: satfinite maps NaN to positive MAX_NORM). +-Inf saturate to +-6.
@@ -25,16 +26,25 @@ namespace dev {
 
 /// fp32 -> 4-bit E2M1 code, round to nearest (ties to the even code) onto
 /// {0, .5, 1, 1.5, 2, 3, 4, 6}, saturating; -0.25 <= y < 0 gives 8 (-0).
+///
+/// The grid has step 0.5 on [0, 2), 1 on [2, 4) and 2 from 4, and a code's
+/// parity is its mantissa bit, so on each piece the code is an integer
+/// rounding: rint(2a), rint(a) + 2, rint(a / 2) + 4. Each piece's formula is
+/// <= the others exactly on that piece, so the code is their minimum (and 7).
+/// Each rint is one fma against 2^23 (+ the offset): the integer lands in
+/// the low mantissa bits, rounded to nearest even. Clamping a to 16 first
+/// keeps the sums below 2^24 and sends NaN to the saturated code.
 TE_HD u8 encodeE2M1(float y) {
   u32 bits = floatToBits(y);
-  if (isNaNBits(bits))
-    return 0x7;
   float a = absBitwise(y);
-  // Midpoints between neighbouring codes; at a tie the even code wins, so
-  // the threshold counts (>) or does not count (>=) the midpoint.
-  u32 code = u32(a > 0.25f) + u32(a >= 0.75f) + u32(a > 1.25f) +
-             u32(a >= 1.75f) + u32(a > 2.5f) + u32(a >= 3.5f) + u32(a > 5.0f);
-  return u8(code | ((bits >> 28) & 0x8u));
+  a = a < 16.0f ? a : 16.0f; // NaN compares false: 16
+  u32 c1 = floatToBits(fmaRn(a, 2.0f, 0x1p23f));
+  u32 c2 = floatToBits(fmaRn(a, 1.0f, 0x1p23f + 2.0f));
+  u32 c3 = floatToBits(fmaRn(a, 0.5f, 0x1p23f + 4.0f));
+  u32 code = c1 < c2 ? c1 : c2;
+  code = code < c3 ? code : c3;
+  code = (code < 0x4B000007u ? code : 0x4B000007u) & 0x7u;
+  return u8(code | (isNaNBits(bits) ? 0u : (bits >> 28) & 0x8u));
 }
 
 /// Stochastic rounding as TE's software emulation of cvt.rs.satfinite.e2m1x4

@@ -58,6 +58,35 @@ __device__ __forceinline__ void storeGlobal16(void *p, U32x4 v) {
                : "memory");
 }
 
+/// Asynchronous 16-byte global -> shared copy (cp.async, sm_80+): the tile
+/// load needs no staging registers, which keeps the kernel's register count
+/// low enough for four to five CTAs per SM. Complete with cpAsyncWaitAll().
+__device__ __forceinline__ void cpAsync16(void *smem, const void *gmem) {
+  u64 shared;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(u32(shared)),
+               "l"(gmem)
+               : "memory");
+}
+
+__device__ __forceinline__ void cpAsyncWaitAll() {
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+/// Element-wise max(acc, |w|) of two packed bf16 (or f16) values. Inputs
+/// must be non-negative in `acc`; max.{bf16,f16}x2 returns the non-NaN
+/// operand, so a NaN never enters `acc` (acc starts at +0) - the same rule
+/// as amaxAccumulate, at one instruction per two elements.
+template <bool F16>
+__device__ __forceinline__ u32 absMax2(u32 acc, u32 w) {
+  u32 r, a = w & 0x7FFF7FFFu;
+  if (F16)
+    asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(acc), "r"(a));
+  else
+    asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(acc), "r"(a));
+  return r;
+}
+
 /// The low (even-address) and high bf16 of a packed pair, widened exactly.
 __device__ __forceinline__ float bf16Lo(u32 pair) {
   return bitsToFloat(pair << 16);

@@ -24,10 +24,12 @@
 //     and stores.
 // Shared-memory access patterns are conflict-free: a rowwise segment is two
 // 16-byte reads whose order alternates per quarter warp, a columnwise read
-// is one 32-bit word (two adjacent columns) per lane across a 128-byte row.
+// is one 32-bit word (two adjacent columns) per lane, across a row or, for
+// transposed outputs, down the eight swizzled segments of a column.
 // Transposed outputs (per-tensor FP8 columnwise on sm_90, block FP8 and
-// NVFP4 columnwise) are written as whole 16-row runs of a column: 16 bytes
-// of FP8 or 8 bytes of FP4 per store.
+// NVFP4 columnwise) are written as 16-row runs of a column, 16 bytes of FP8
+// or 8 bytes of FP4 per lane, eight lanes per column: each warp store
+// covers whole 128-byte (FP8) or 64-byte (FP4) pieces of output rows.
 //
 // Scale-buffer padding is not written here: the plan fills those buffers
 // with zeros first when they have padding (NUMERICS.md 2; the reference
@@ -64,11 +66,25 @@ struct StageArgs {
   u64 offset;
 };
 
+/// Physical column of tile element (r, c). The 16-byte chunks of row r are
+/// XOR-swizzled with (r / 16) % 8: the eight 16-row segments of one column
+/// then lie in eight different bank groups (column runs, below), while the
+/// chunks of a row stay a permutation of themselves within each half row,
+/// so row accesses remain conflict-free.
+__device__ __forceinline__ int swizzledColumn(int r, int c) {
+  return (((c >> 3) ^ ((r >> 4) & 7)) << 3) | (c & 7);
+}
+
 struct TileSmem {
-  u16 x[kTileRows][kTileCols];
+  u16 x[kTileRows][kTileCols]; ///< swizzled: use at()
   float rowAmax[kTileRows][kRowSegments];
   float colAmax[kColSegments][kTileCols];
   u32 tileAmax; ///< bits of a non-negative float: integer max == float max
+
+  __device__ u16 *at(int r, int c) { return &x[r][swizzledColumn(r, c)]; }
+  __device__ const u16 *at(int r, int c) const {
+    return &x[r][swizzledColumn(r, c)];
+  }
 };
 
 /// A tile in flight: where it sits in the tensor and its valid extent.
@@ -85,37 +101,82 @@ template <bool F16> __device__ __forceinline__ float widen(u32 bits16) {
   return F16 ? f16ToFloat(u16(bits16)) : bitsToFloat(bits16 << 16);
 }
 
+/// The low / high 16-bit element of a packed word, widened exactly.
+template <bool F16> __device__ __forceinline__ float widenLo(u32 w) {
+  return F16 ? f16ToFloat(u16(w & 0xFFFFu)) : bitsToFloat(w << 16);
+}
+template <bool F16> __device__ __forceinline__ float widenHi(u32 w) {
+  return F16 ? f16ToFloat(u16(w >> 16)) : bitsToFloat(w & 0xFFFF0000u);
+}
+
 template <bool F16>
 __device__ __forceinline__ void unpack8(const U32x4 &w, float *v) {
   u32 words[4] = {w.x, w.y, w.z, w.w};
   TE_UNROLL
   for (int i = 0; i < 4; ++i) {
-    v[2 * i] = widen<F16>(words[i] & 0xFFFFu);
-    v[2 * i + 1] = widen<F16>(words[i] >> 16);
+    v[2 * i] = widenLo<F16>(words[i]);
+    v[2 * i + 1] = widenHi<F16>(words[i]);
   }
 }
 
-/// The 16 values of row segment (r, j). The two 16-byte halves are read in
-/// an order that alternates every four segments, so the eight threads of a
-/// quarter warp (one tile row) cover all 32 banks once.
+/// The raw words of row segment (r, j): elements 0-7 in `a`, 8-15 in `b`.
+/// The two 16-byte halves are read in an order that alternates every four
+/// segments, so the eight threads of a quarter warp (one tile row) cover
+/// all 32 banks once.
+__device__ __forceinline__ void loadRowWords(const TileSmem &s, int r, int j,
+                                             U32x4 &a, U32x4 &b) {
+  int first = (j >> 2) & 1;
+  U32x4 p = *reinterpret_cast<const U32x4 *>(s.at(r, kSegment * j + 8 * first));
+  U32x4 q = *reinterpret_cast<const U32x4 *>(
+      s.at(r, kSegment * j + 8 * (first ^ 1)));
+  a = first ? q : p;
+  b = first ? p : q;
+}
+
+/// The 16 values of row segment (r, j).
 template <bool F16>
 __device__ __forceinline__ void loadRowSegment(const TileSmem &s, int r, int j,
                                                float *v) {
-  const u16 *p = &s.x[r][kSegment * j];
-  int first = (j >> 2) & 1;
-  U32x4 a = *reinterpret_cast<const U32x4 *>(p + 8 * first);
-  U32x4 b = *reinterpret_cast<const U32x4 *>(p + 8 * (first ^ 1));
-  unpack8<F16>(first ? b : a, v);
-  unpack8<F16>(first ? a : b, v + 8);
+  U32x4 a, b;
+  loadRowWords(s, r, j, a, b);
+  unpack8<F16>(a, v);
+  unpack8<F16>(b, v + 8);
 }
 
 /// Columns c, c+1 (c even) of tile row r.
 template <bool F16>
 __device__ __forceinline__ void loadColumnPair(const TileSmem &s, int r, int c,
                                                float &lo, float &hi) {
-  u32 w = *reinterpret_cast<const u32 *>(&s.x[r][c]);
-  lo = widen<F16>(w & 0xFFFFu);
-  hi = widen<F16>(w >> 16);
+  u32 w = *reinterpret_cast<const u32 *>(s.at(r, c));
+  lo = widenLo<F16>(w);
+  hi = widenHi<F16>(w);
+}
+
+/// Rows [16s, 16s+16) of columns c, c+1 (c even), one packed word per row
+/// (column c in the low half): half the registers of widened values.
+__device__ __forceinline__ void loadColumnWords(const TileSmem &s, int seg,
+                                                int c, u32 *w) {
+  TE_UNROLL
+  for (int i = 0; i < kSegment; ++i)
+    w[i] = *reinterpret_cast<const u32 *>(s.at(kSegment * seg + i, c));
+}
+
+/// Column `q` (0: c, 1: c+1) of loadColumnWords' words, widened.
+template <bool F16>
+__device__ __forceinline__ void unpackColumn(const u32 *w, int q, float *v) {
+  TE_UNROLL
+  for (int i = 0; i < kSegment; ++i)
+    v[i] = q ? widenHi<F16>(w[i]) : widenLo<F16>(w[i]);
+}
+
+/// max |x| of n packed words, both halves kept apart (see absMax2).
+template <bool F16, int N>
+__device__ __forceinline__ u32 absMaxWords(const u32 *w) {
+  u32 acc = 0u;
+  TE_UNROLL
+  for (int i = 0; i < N; ++i)
+    acc = absMax2<F16>(acc, w[i]);
+  return acc;
 }
 
 //===----------------------------------------------------------------------===//
@@ -145,6 +206,22 @@ __device__ __forceinline__ void forColumnTasks(const Tile &t, Fn fn) {
     int task = i * kTileThreads + t.tid;
     int s = task / (kTileCols / 2), c = 2 * (task % (kTileCols / 2));
     if (All || (kSegment * s < t.rows && c < t.cols))
+      fn(s, c);
+  }
+}
+
+/// Column runs, for transposed outputs: the same tasks as forColumnTasks,
+/// but the eight lanes of one column pair take its eight segments, so one
+/// store instruction of a warp writes four whole 128-row runs (128 bytes of
+/// FP8 each) of the transposed output instead of 32 scattered pieces. The
+/// tile swizzle keeps the shared-memory reads conflict-free.
+template <class Fn>
+__device__ __forceinline__ void forColumnRuns(const Tile &t, Fn fn) {
+  TE_UNROLL
+  for (int i = 0; i < kColSegments * (kTileCols / 2) / kTileThreads; ++i) {
+    int task = i * kTileThreads + t.tid;
+    int s = task % kColSegments, c = 2 * (task / kColSegments);
+    if (kSegment * s < t.rows && c < t.cols)
       fn(s, c);
   }
 }
@@ -218,8 +295,13 @@ __device__ __forceinline__ void storeUpTo(u8 *dst, const u32 *w, int n) {
       storeGlobal8(dst, w[0], w[1]);
     return;
   }
-  for (int i = 0; i < n; ++i)
-    dst[i] = u8(w[i / 4] >> (8 * (i % 4)));
+  // Constant word indices: keeps w in registers (no local-memory copy).
+  TE_UNROLL
+  for (int q = 0; q < Bytes / 4; ++q)
+    TE_UNROLL
+    for (int b = 0; b < 4; ++b)
+      if (4 * q + b < n)
+        dst[4 * q + b] = u8(w[q] >> (8 * b));
 }
 
 /// 16 FP8 codes fl(v[i] * mult[i]) as four little-endian words.
@@ -241,15 +323,6 @@ __device__ __forceinline__ void encodeFp8x16(const float *v, float mult,
   for (int i = 0; i < 16; ++i)
     m[i] = mult;
   encodeFp8x16<F>(v, m, w);
-}
-
-/// The 16 values of column c, rows [16s, 16s+16), and of column c+1.
-template <bool F16>
-__device__ __forceinline__ void loadColumnSegment(const Tile &t, int s, int c,
-                                                  float *lo, float *hi) {
-  TE_UNROLL
-  for (int i = 0; i < kSegment; ++i)
-    loadColumnPair<F16>(t.s, kSegment * s + i, c, lo[i], hi[i]);
 }
 
 /// Valid rows of column segment s (16 except at the bottom edge).
@@ -312,12 +385,17 @@ struct Fp8PerTensorStage {
                     n < 16 ? n : 16);
       });
     } else {
-      forColumnTasks(t, [&](int s, int c) {
-        float lo[16], hi[16];
-        loadColumnSegment<F16>(t, s, c, lo, hi);
-        storeTransposedFp8<F>(t, data, s, c, lo, sc);
-        if (c + 1 < t.cols)
-          storeTransposedFp8<F>(t, data, s, c + 1, hi, sc);
+      forColumnRuns(t, [&](int s, int c) {
+        u32 w[kSegment];
+        loadColumnWords(t.s, s, c, w);
+        TE_UNROLL
+        for (int q = 0; q < 2; ++q) {
+          if (c + q >= t.cols)
+            break;
+          float v[kSegment];
+          unpackColumn<F16>(w, q, v);
+          storeTransposedFp8<F>(t, data, s, c + q, v, sc);
+        }
       });
     }
   }
@@ -329,6 +407,15 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
   static constexpr bool kNeedsRowSegments = Rowwise;
   static constexpr bool kNeedsColSegments = !Rowwise;
   static constexpr bool kNeedsTileAmax = false;
+
+  /// Where column c's multiplier sits in a colMult row: the four 16-byte
+  /// chunks of each 16-column segment j are XOR-swizzled with (j / 2) % 4,
+  /// so the quarter warp reading segments 0-7 of one row, chunk q at a
+  /// time, hits eight different bank groups.
+  __device__ static int multColumn(int c) {
+    int j = c / kSegment, q = (c / 4) % 4;
+    return kSegment * j + 4 * (q ^ ((j >> 1) & 3)) + c % 4;
+  }
 
   template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
     u8 *data = static_cast<u8 *>(a.data);
@@ -347,29 +434,39 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
           scale[(t.r0 + r) * scaleCols + c / 32] = e;
       });
     } else {
+      // Columnwise blocks are 32 x 1 but the data is row-major, so the
+      // tile is written by rows like the rowwise direction (16 bytes per
+      // lane, whole 128-byte row pieces per quarter warp), each element
+      // with its column block's multiplier: first the tile's 4 x 128 block
+      // scales (stored, and their reciprocals staged in shared memory).
+      __shared__ __align__(16) float colMult[kTileRows / 32][kTileCols];
+      __syncthreads(); // an earlier stage of the same type may still read it
       i64 scaleCols = (t.k + 127) / 128 * 128;
-      forColumnTasks(t, [&](int s, int c) {
-        bool pair = c + 1 < t.cols;
-        u8 e0 = mxfp8BlockExponent(colBlockAmax<32>(t, s, c), F);
-        u8 e1 = pair ? mxfp8BlockExponent(colBlockAmax<32>(t, s, c + 1), F) : 0;
-        float m0 = e8m0ReciprocalScale(e0), m1 = e8m0ReciprocalScale(e1);
-        u8 *out = data + (t.r0 + kSegment * s) * t.k + t.c0 + c;
+      for (int id = t.tid; id < (kTileRows / 32) * kTileCols;
+           id += kTileThreads) {
+        int b = id / kTileCols, c = id % kTileCols;
+        u8 e = mxfp8BlockExponent(colBlockAmax<32>(t, 2 * b, c), F);
+        colMult[b][multColumn(c)] = e8m0ReciprocalScale(e);
+        if (32 * b < t.rows && c < t.cols)
+          scale[(t.r0 / 32 + b) * scaleCols + t.c0 + c] = e;
+      }
+      __syncthreads();
+      forRowTasks(t, [&](int r, int j) {
+        float v[kSegment];
+        loadRowSegment<F16>(t.s, r, j, v);
+        u32 w[4];
         TE_UNROLL
-        for (int i = 0; i < kSegment; ++i) {
-          float lo, hi;
-          loadColumnPair<F16>(t.s, kSegment * s + i, c, lo, hi);
-          u32 codes = encodeFp8x2<F>(mulRn(lo, m0), mulRn(hi, m1));
-          if (pair)
-            *reinterpret_cast<u16 *>(out + i * t.k) = u16(codes);
-          else
-            out[i * t.k] = u8(codes);
+        for (int q = 0; q < 4; ++q) {
+          U32x4 m = *reinterpret_cast<const U32x4 *>(
+              &colMult[r / 32][multColumn(kSegment * j + 4 * q)]);
+          w[q] = encodeFp8x4<F>(v[4 * q], v[4 * q + 1], v[4 * q + 2],
+                                v[4 * q + 3], bitsToFloat(m.x),
+                                bitsToFloat(m.y), bitsToFloat(m.z),
+                                bitsToFloat(m.w));
         }
-        if (s % 2 == 0) {
-          u8 *at = scale + ((t.r0 + kSegment * s) / 32) * scaleCols + t.c0 + c;
-          at[0] = e0;
-          if (pair)
-            at[1] = e1;
-        }
+        int n = t.cols - kSegment * j;
+        storeUpTo<16>(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
+                      n < 16 ? n : 16);
       });
     }
   }
@@ -415,16 +512,18 @@ struct Fp8BlockStage {
       });
     } else {
       i64 stride = (t.k + 3) / 4 * 4;
-      forColumnTasks(t, [&](int s, int c) {
-        float lo[16], hi[16];
-        loadColumnSegment<F16>(t, s, c, lo, hi);
+      forColumnRuns(t, [&](int s, int c) {
+        u32 w[kSegment];
+        loadColumnWords(t.s, s, c, w);
         TE_UNROLL
         for (int q = 0; q < 2; ++q) {
           if (c + q >= t.cols)
             break;
           float sc = Tile2d ? tileScale
                             : scaleOf(colBlockAmax<128>(t, s, c + q), a);
-          storeTransposedFp8<F>(t, data, s, c + q, q ? hi : lo, sc);
+          float v[kSegment];
+          unpackColumn<F16>(w, q, v);
+          storeTransposedFp8<F>(t, data, s, c + q, v, sc);
           if (!Tile2d && s == 0)
             scaleInv[rb * stride + t.c0 + c + q] = fp8BlockScaleInv(sc);
         }
@@ -493,9 +592,9 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
       });
     } else {
       i64 scaleCols = (t.m / 16 + 3) / 4 * 4;
-      forColumnTasks(t, [&](int s, int c) {
-        float lo[16], hi[16];
-        loadColumnSegment<F16>(t, s, c, lo, hi);
+      forColumnRuns(t, [&](int s, int c) {
+        u32 words[kSegment];
+        loadColumnWords(t.s, s, c, words);
         TE_UNROLL
         for (int q = 0; q < 2; ++q) {
           if (c + q >= t.cols)
@@ -506,8 +605,9 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
           i64 col = t.c0 + c + q;
           i64 first = col * t.m + t.r0 + kSegment * s;
           u32 w[2];
-          encode16(q ? hi : lo, nvfp4BlockEncodeFactor(sB, sDec), u64(first),
-                   a, w);
+          float v[kSegment];
+          unpackColumn<F16>(words, q, v);
+          encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
           storeUpTo<8>(data + first / 2, w, 8);
           scale[col * scaleCols + (t.r0 + kSegment * s) / 16] = sB;
         }
@@ -529,18 +629,18 @@ template <int Out> struct IdentityStage {
       int n = t.cols - kSegment * j;
       n = n < 16 ? n : 16;
       i64 first = (t.r0 + r) * t.k + t.c0 + kSegment * j;
-      const u16 *src = &t.s.x[r][kSegment * j];
       if (Out == 2) {
         float *out = static_cast<float *>(a.data) + first;
         for (int i = 0; i < n; ++i)
-          out[i] = widen<F16>(src[i]);
+          out[i] = widen<F16>(*t.s.at(r, kSegment * j + i));
         return;
       }
       u16 *out = static_cast<u16 *>(a.data) + first;
       bool same = (Out == 1) == F16;
       for (int i = 0; i < n; ++i) {
-        float f = widen<F16>(src[i]);
-        out[i] = same ? src[i] : (Out == 1 ? floatToF16(f) : floatToBF16(f));
+        u16 bits = *t.s.at(r, kSegment * j + i);
+        float f = widen<F16>(bits);
+        out[i] = same ? bits : (Out == 1 ? floatToF16(f) : floatToBF16(f));
       }
     });
   }
@@ -550,64 +650,59 @@ template <int Out> struct IdentityStage {
 // The tile kernel
 //===----------------------------------------------------------------------===//
 
-/// Phase 1: the tile into shared memory, zero outside the tensor.
+/// Phase 1: the tile into shared memory, zero outside the tensor. Whole,
+/// aligned 16-byte chunks are cp.async copies (all eight of a thread in
+/// flight at once, no staging registers); edge chunks go through registers.
+/// The caller waits (cpAsyncWaitAll) before the barrier.
 __device__ __forceinline__ void loadTile(TileSmem &s, const u16 *x, i64 m,
                                          i64 k, i64 r0, i64 c0, int tid) {
   constexpr int kChunksPerRow = kTileCols / 8;
   constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
   bool vector = k % 8 == 0 && aligned(x, 16);
-  U32x4 v[kPerThread];
   TE_UNROLL
   for (int i = 0; i < kPerThread; ++i) {
     int id = i * kTileThreads + tid;
-    i64 r = r0 + id / kChunksPerRow, c = c0 + 8 * (id % kChunksPerRow);
+    int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
+    i64 r = r0 + tr, c = c0 + tc;
+    u16 *dst = s.at(tr, tc);
     if (vector && r < m && c + 8 <= k) {
-      v[i] = loadGlobal16(x + r * k + c);
+      cpAsync16(dst, x + r * k + c);
     } else {
       u32 h[8];
       for (int e = 0; e < 8; ++e)
         h[e] = r < m && c + e < k ? loadGlobalU16(x + r * k + c + e) : 0u;
-      v[i] = U32x4{h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16,
-                   h[6] | h[7] << 16};
+      *reinterpret_cast<U32x4 *>(dst) =
+          U32x4{h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16,
+                h[6] | h[7] << 16};
     }
-  }
-  TE_UNROLL
-  for (int i = 0; i < kPerThread; ++i) {
-    int id = i * kTileThreads + tid;
-    *reinterpret_cast<U32x4 *>(
-        &s.x[id / kChunksPerRow][8 * (id % kChunksPerRow)]) = v[i];
   }
 }
 
 /// Phase 2: segment amaxes, the tile amax and bias-gradient partial sums
 /// (column sums over the tile's 128 rows, in row order: the reference's
-/// chunked sum with chunkRows = 128).
+/// chunked sum with chunkRows = 128). Amaxes are taken on the packed 16-bit
+/// words (absMax2): exact, since widening to FP32 preserves order.
 template <bool F16, bool RowSegments, bool ColSegments, bool TileAmax,
           bool BiasGrad>
 __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
   float mine = 0.0f;
   if (RowSegments) {
     forRowTasks<true>(t, [&](int r, int j) {
-      float v[16];
-      loadRowSegment<F16>(t.s, r, j, v);
-      float a = 0.0f;
-      TE_UNROLL
-      for (int i = 0; i < 16; ++i)
-        a = amaxAccumulate(a, v[i]);
-      t.s.rowAmax[r][j] = a;
-      mine = fmaxf(mine, a);
+      U32x4 a, b;
+      loadRowWords(t.s, r, j, a, b);
+      u32 w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      u32 both = absMaxWords<F16, 8>(w);
+      float m = fmaxf(widenLo<F16>(both), widenHi<F16>(both));
+      t.s.rowAmax[r][j] = m;
+      mine = fmaxf(mine, m);
     });
   }
   if (ColSegments || (TileAmax && !RowSegments)) {
     forColumnTasks<true>(t, [&](int s, int c) {
-      float lo[16], hi[16];
-      loadColumnSegment<F16>(t, s, c, lo, hi);
-      float a0 = 0.0f, a1 = 0.0f;
-      TE_UNROLL
-      for (int i = 0; i < 16; ++i) {
-        a0 = amaxAccumulate(a0, lo[i]);
-        a1 = amaxAccumulate(a1, hi[i]);
-      }
+      u32 w[kSegment];
+      loadColumnWords(t.s, s, c, w);
+      u32 both = absMaxWords<F16, kSegment>(w);
+      float a0 = widenLo<F16>(both), a1 = widenHi<F16>(both);
       if (ColSegments) {
         t.s.colAmax[s][c] = a0;
         t.s.colAmax[s][c + 1] = a1;
@@ -625,7 +720,7 @@ __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
   if (BiasGrad && t.tid < kTileCols && t.tid < t.cols) {
     float sum = 0.0f;
     for (int r = 0; r < kTileRows; ++r)
-      sum = sum + widen<F16>(t.s.x[r][t.tid]);
+      sum = sum + widen<F16>(*t.s.at(r, t.tid));
     biasPartial[(t.r0 / kTileRows) * t.k + t.c0 + t.tid] = sum;
   }
 }
@@ -672,6 +767,7 @@ __device__ __forceinline__ void quantizeTile(const u16 *x, i64 m, i64 k,
   loadTile(smem, x, m, k, r0, c0, tid);
   if (tid == 0)
     smem.tileAmax = 0u;
+  cpAsyncWaitAll();
   __syncthreads();
   reduceTile<F16, List::kNeedsRowSegments, List::kNeedsColSegments,
              List::kNeedsTileAmax, BiasGrad>(t, biasPartial);
@@ -689,7 +785,7 @@ template <bool F16>
 __device__ __forceinline__ void tensorAmax(const u16 *x, i64 n, float *out) {
   i64 stride = i64(gridDim.x) * blockDim.x;
   i64 tid = i64(blockIdx.x) * blockDim.x + threadIdx.x;
-  float a = 0.0f;
+  u32 acc = 0u; // packed running max of both halves (absMax2)
   i64 chunks = aligned(x, 16) ? n / 8 : 0;
   i64 c = tid;
   for (; c + 3 * stride < chunks; c += 4 * stride) {
@@ -699,22 +795,18 @@ __device__ __forceinline__ void tensorAmax(const u16 *x, i64 n, float *out) {
       v[u] = loadGlobal16(x + 8 * (c + u * stride));
     TE_UNROLL
     for (int u = 0; u < 4; ++u) {
-      float f[8];
-      unpack8<F16>(v[u], f);
-      TE_UNROLL
-      for (int i = 0; i < 8; ++i)
-        a = amaxAccumulate(a, f[i]);
+      u32 w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+      acc = absMax2<F16>(acc, absMaxWords<F16, 4>(w));
     }
   }
   for (; c < chunks; c += stride) {
-    float f[8];
-    unpack8<F16>(loadGlobal16(x + 8 * c), f);
-    TE_UNROLL
-    for (int i = 0; i < 8; ++i)
-      a = amaxAccumulate(a, f[i]);
+    U32x4 v = loadGlobal16(x + 8 * c);
+    u32 w[4] = {v.x, v.y, v.z, v.w};
+    acc = absMax2<F16>(acc, absMaxWords<F16, 4>(w));
   }
   for (i64 e = 8 * chunks + tid; e < n; e += stride)
-    a = amaxAccumulate(a, widen<F16>(loadGlobalU16(x + e)));
+    acc = absMax2<F16>(acc, u32(loadGlobalU16(x + e)));
+  float a = fmaxf(widenLo<F16>(acc), widenHi<F16>(acc));
   TE_UNROLL
   for (int d = 16; d > 0; d /= 2)
     a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));

@@ -109,7 +109,7 @@ TE_HD u8 nvfp4BlockScale(float blockAmax, float sEnc) {
 /// elements are quantized as e2m1(fl(x * factor)).
 TE_HD float nvfp4BlockEncodeFactor(u8 sB, float sDec) {
   float blockDecode = mulRn(decodeE4M3(sB), sDec);
-  return minWithMaxFinite(divRn(1.0f, blockDecode));
+  return minWithMaxFinite(rcpRn(blockDecode)); // == div_rn(1, x)
 }
 
 /// Dequantization factor fl(fl(e4m3(sB) * A) * fl(1/2688)); x = e2m1 * it.

@@ -28,6 +28,11 @@ namespace te::cg {
 constexpr unsigned kQuantizeTileRows = 128;
 constexpr unsigned kQuantizeTileCols = 128;
 constexpr unsigned kQuantizeThreads = 256;
+/// CTAs per SM the tile kernel is register-limited to: its 41 KB of shared
+/// memory allow five on sm_90, which caps it at 48 registers (no spills in
+/// any stage combination we generate); occupancy is what hides the latency
+/// of the load -> reduce -> store phases of each CTA.
+constexpr unsigned kQuantizeMinBlocksPerSm = 5;
 /// Fields per stage in the kernel's parameter list (StageArgs).
 constexpr unsigned kStageParams = 7;
 
