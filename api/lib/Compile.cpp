@@ -1,0 +1,80 @@
+//===- Compile.cpp - te IR -> CompiledModule ------------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/api/FromMlir.h"
+
+#include "codegen/lower/LowerToProgram.h"
+#include "dialect/te/TeDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace te::api {
+
+CompiledModule::CompiledModule(cg::Program program)
+    : program_(std::make_shared<const cg::Program>(std::move(program))) {}
+
+std::vector<std::string> CompiledModule::functionNames() const {
+  std::vector<std::string> names;
+  for (const cg::Entry &e : program_->entries)
+    names.push_back(e.name);
+  return names;
+}
+
+rt::Expected<CompiledModule>
+CompiledModule::fromSource(const std::string &text, const CompileOptions &opts,
+                           const std::string &bufferName) {
+  mlir::MLIRContext context;
+  context.getOrLoadDialect<mlir::te::TeDialect>();
+  context.getOrLoadDialect<mlir::func::FuncDialect>();
+  llvm::SourceMgr sources;
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  // Prints "name:line:col: error: ..." with the offending source line.
+  mlir::SourceMgrDiagnosticHandler handler(sources, &context, os);
+  sources.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
+  if (!module)
+    return rt::Status(rt::StatusCode::InvalidArgument, os.str());
+  mlir::FailureOr<cg::Program> program =
+      mlir::te::compileToProgram(*module, opts.arch);
+  if (mlir::failed(program))
+    return rt::Status(rt::StatusCode::InvalidArgument, os.str());
+  return CompiledModule(std::move(*program));
+}
+
+rt::Expected<CompiledModule> compileModule(mlir::ModuleOp module,
+                                           const CompileOptions &opts) {
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  mlir::ScopedDiagnosticHandler capture(
+      module.getContext(), [&](mlir::Diagnostic &d) {
+        if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+          return mlir::failure();
+        mlir::Location loc = d.getLocation();
+        if (auto flc = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
+          os << flc.getFilename().getValue() << ":" << flc.getLine() << ":"
+             << flc.getColumn();
+        else
+          os << loc;
+        os << ": error: " << d.str() << "\n";
+        return mlir::failure(); // keep the caller's handlers informed too
+      });
+  mlir::FailureOr<cg::Program> program =
+      mlir::te::compileToProgram(module, opts.arch);
+  if (mlir::failed(program))
+    return rt::Status(rt::StatusCode::InvalidArgument, os.str());
+  return CompiledModule(std::move(*program));
+}
+
+} // namespace te::api
