@@ -43,3 +43,17 @@ func.func @block_and_current(%x: tensor<200x160xf16>)
   return %a, %b : !te.qtensor<200x160xf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>,
                   !te.qtensor<200x160xf16, #te.fp8_current<e5m2, pow2>, rowwise>
 }
+
+// Tests a dequantize: a kernel of its own, with the decoder of the direction
+// it reads (NVFP4 columnwise data is stored transposed) and the output type.
+// CHECK-LABEL: // ===== entry @roundtrip kernel te_quantize_0 (sm_90a)
+// CHECK-LABEL: // ===== entry @roundtrip kernel te_dequantize_1 (sm_90a)
+// CHECK: // launch te_dequantize_1 grid {{[0-9]+}} block 256
+// CHECK: #include "te/device/DequantizeKernel.cuh"
+// CHECK: te_dequantize_1(const unsigned char *data, const void *scale, const float *amax,
+// CHECK: te::dev::dequantizeTensor<te::dev::Nvfp4Decode<false>, 2>(
+func.func @roundtrip(%x: tensor<64x128xbf16>) -> tensor<64x128xf32> {
+  %q = te.quantize %x : tensor<64x128xbf16> -> !te.qtensor<64x128xbf16, #te.nvfp4<>, columnwise>
+  %y = te.dequantize %q columnwise : !te.qtensor<64x128xbf16, #te.nvfp4<>, columnwise> -> tensor<64x128xf32>
+  return %y : tensor<64x128xf32>
+}

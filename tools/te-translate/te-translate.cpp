@@ -14,7 +14,6 @@
 #include "codegen/lower/LowerToProgram.h"
 #include "dialect/te/TeDialect.h"
 #include "te/codegen/PlanBuilder.h"
-#include "te/codegen/QuantizeEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -62,16 +61,15 @@ int main(int argc, char **argv) {
       llvm::errs() << "te-translate: " << plan.status().message() << "\n";
       return 1;
     }
-    for (const te::cg::Kernel &k : e.kernels) {
-      const te::cg::QuantizeKernel &q = k.quantize;
-      llvm::outs() << "// ===== entry @" << e.name << " kernel " << q.name
+    // One KernelPlan per kernel of the entry; its launches share a source.
+    for (const te::cg::KernelPlan &kp : plan->kernels) {
+      llvm::outs() << "// ===== entry @" << e.name << " kernel " << kp.name
                    << " (" << program->arch << ")\n";
-      for (const te::cg::KernelPlan &kp : plan->kernels)
-        if (kp.name == q.name)
-          for (const te::rt::KernelSpec &spec : kp.plan.kernels)
-            llvm::outs() << "// launch " << spec.entry << " grid "
-                         << spec.grid.x << " block " << spec.block.x << "\n";
-      llvm::outs() << te::cg::emitQuantize(q, e).source << "\n";
+      for (const te::rt::KernelSpec &spec : kp.plan.kernels)
+        llvm::outs() << "// launch " << spec.entry << " grid " << spec.grid.x
+                     << " block " << spec.block.x << "\n";
+      if (!kp.plan.kernels.empty())
+        llvm::outs() << kp.plan.kernels.front().source << "\n";
     }
   }
   return 0;

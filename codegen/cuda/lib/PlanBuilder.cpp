@@ -6,6 +6,7 @@
 
 #include "te/codegen/PlanBuilder.h"
 
+#include "te/codegen/DequantizeEmitter.h"
 #include "te/codegen/QuantizeEmitter.h"
 
 #include <cstring>
@@ -198,6 +199,61 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
   return kp;
 }
 
+static rt::Expected<KernelPlan> planDequantize(const Program &p,
+                                               const Entry &e,
+                                               const DequantizeKernel &d,
+                                               const BufferTable &table,
+                                               const EntryPlan &out) {
+  std::string why = cudaSupport(d, e);
+  if (!why.empty())
+    return rt::Status(rt::StatusCode::Unsupported, d.name + ": " + why);
+  const Value &in = e.values[d.input];
+  const ValueBuffers &vb = out.values[d.input];
+  int self = d.dir == Direction::Rowwise ? 0 : 1;
+  // A direction that shares the rowwise data or scale reads those buffers.
+  auto pick = [&](int ValueBuffers::Direction::*field) {
+    int b = vb.dir[self].*field;
+    return b >= 0 ? b : vb.dir[0].*field;
+  };
+  int data = pick(&ValueBuffers::Direction::data);
+  int scale = pick(&ValueBuffers::Direction::scale);
+  int amax = pick(&ValueBuffers::Direction::amax);
+  rt::DirectionStorage st = directionStorage(in, d.dir, p.target);
+  rt::DirectionStorage scaleSt =
+      vb.dir[self].scale >= 0 ? st
+                              : directionStorage(in, Direction::Rowwise,
+                                                 p.target);
+  int64_t m = in.rows(), k = in.cols(), n = m * k;
+
+  KernelPlan kp;
+  kp.name = d.name;
+  rt::KernelSpec spec;
+  spec.name = d.name;
+  spec.entry = d.name;
+  spec.source = emitDequantize(d, e, p.target);
+  spec.options.arch = p.arch;
+  spec.grid = rt::Dim3{
+      unsigned(std::max<int64_t>(
+          1, std::min<int64_t>(rt::ceilDiv(n, int64_t(kDequantizeThreads)),
+                               132 * 8))),
+      1, 1};
+  spec.block = rt::Dim3{kDequantizeThreads, 1, 1};
+  int output = out.values[d.output].tensor;
+  spec.args = {ArgDesc::ptr(data),  ArgDesc::ptr(scale),
+               ArgDesc::ptr(amax),  ArgDesc::ptr(output),
+               ArgDesc::i64(m),     ArgDesc::i64(k),
+               ArgDesc::i64(scaleSt.scaleInv.cols)};
+  rt::Step step;
+  step.kind = rt::Step::Kind::Launch;
+  step.index = 0;
+  kp.plan.kernels.push_back(std::move(spec));
+  kp.plan.steps.push_back(step);
+  kp.launches = 1;
+  kp.bytesMoved = table.bytes(data) + table.bytes(scale) + table.bytes(amax) +
+                  table.bytes(output);
+  return kp;
+}
+
 rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e) {
   std::string why = validate(e, p.target);
   if (!why.empty())
@@ -207,12 +263,10 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e) {
   for (const Value &v : e.values)
     table.addValue(v, p.target);
   for (const Kernel &k : e.kernels) {
-    if (k.kind == Kernel::Kind::Dequantize)
-      return rt::Status(rt::StatusCode::Unsupported,
-                        k.dequantize.name +
-                            ": te.dequantize has no CUDA kernel yet (the CPU "
-                            "backend runs it)");
-    rt::Expected<KernelPlan> kp = planQuantize(p, e, k.quantize, table, out);
+    rt::Expected<KernelPlan> kp =
+        k.kind == Kernel::Kind::Dequantize
+            ? planDequantize(p, e, k.dequantize, table, out)
+            : planQuantize(p, e, k.quantize, table, out);
     if (!kp)
       return kp.status();
     out.kernels.push_back(std::move(*kp));
