@@ -8,6 +8,7 @@
 #define TE_PASSES_PASSES_H
 
 #include "dialect/te/TeDialect.h"
+#include "dialect/tek/TekDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

@@ -112,4 +112,19 @@ def TeLegalizeTargetPass : Pass<"te-legalize-target", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
+def TeLowerToKernelsPass : Pass<"te-lower-to-kernels", "::mlir::ModuleOp"> {
+  let summary = "One tek op per generated kernel: iteration space, tile, stages";
+  let description = [{
+    Lowers the graph-level ops that have kernels to the kernel level
+    (`tek` dialect): `te.quantize`, `te.fused_quantize` and `te.bias_grad`
+    become `tek.quantize_kernel` (one 128x128-tile pass over the input; one
+    stage per held direction of each quantized result; `amax_prepass` when
+    a stage scales by the tensor amax), `te.dequantize` becomes
+    `tek.dequantize_kernel`. Kernels are named `te_<op>_<n>` in program
+    order. Any other op of a function is a located error (GEMM and
+    optimizer lowering come with their issues), never a silent skip.
+  }];
+  let dependentDialects = ["::mlir::tek::TekDialect"];
+}
+
 #endif // TE_PASSES_PASSES_TD

@@ -29,13 +29,15 @@ void buildTeToCudaPipeline(OpPassManager &pm,
   pm.addPass(createTeLegalizeTargetPass(legalize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createTeLowerToKernelsPass());
 }
 
 void registerTePipelines() {
   PassPipelineRegistration<TeToCudaPipelineOptions>(
       "te-to-cuda",
-      "Resolve recipes, infer usage, fuse quantizations and legalize for the "
-      "target: the IR the CUDA code generator lowers",
+      "Resolve recipes, infer usage, fuse quantizations, legalize for the "
+      "target and lower to the kernel level (tek): the IR the CUDA code "
+      "generator reads",
       buildTeToCudaPipeline);
 }
 

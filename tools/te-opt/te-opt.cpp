@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialect/te/TeDialect.h"
+#include "dialect/tek/TekDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 
@@ -20,7 +21,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mlir::te::TeDialect, mlir::func::FuncDialect>();
+  registry.insert<mlir::te::TeDialect, mlir::tek::TekDialect,
+                  mlir::func::FuncDialect>();
 
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

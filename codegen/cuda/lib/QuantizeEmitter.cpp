@@ -15,9 +15,7 @@ using rt::DType;
 using rt::Scheme;
 using rt::SchemeKind;
 
-bool needsGlobalAmax(const Scheme &s) {
-  return s.kind == SchemeKind::Fp8Current || s.kind == SchemeKind::Nvfp4;
-}
+bool needsGlobalAmax(const Scheme &s) { return s.scalesByTensorAmax(); }
 
 std::string cudaSupport(const QuantizeKernel &k, const Entry &e) {
   const Value &in = e.values[k.input];

@@ -83,6 +83,11 @@ struct Scheme {
   bool isPerTensor() const {
     return kind == SchemeKind::Fp8Current || kind == SchemeKind::Fp8Delayed;
   }
+  /// Scales by the amax of the whole tensor (FP8 current scaling, NVFP4's
+  /// global scale): a quantize kernel needs that amax before its first cast.
+  bool scalesByTensorAmax() const {
+    return kind == SchemeKind::Fp8Current || kind == SchemeKind::Nvfp4;
+  }
 
   /// The type of the scale-inverse buffer, or false if the scheme has none.
   bool hasScale() const { return kind != SchemeKind::Identity; }

@@ -1,0 +1,179 @@
+//===- TekOps.cpp - tek operations: verifiers -----------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// The verifiers are what makes the kernel level trustworthy for code
+// generation: every launch shape is the one the device library implements,
+// every quantized result is written exactly once per held direction, and an
+// amax pre-pass is present exactly when a stage needs the tensor amax.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/tek/TekOps.h"
+
+#include "dialect/te/TeAttrs.h"
+
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace mlir::tek;
+using mlir::te::Direction;
+using mlir::te::QTensorType;
+
+#define GET_OP_CLASSES
+#include "dialect/tek/TekOps.cpp.inc"
+
+namespace {
+
+/// Rows of the M x K view of a shape (product of all but the last dim).
+int64_t rowsOf(ArrayRef<int64_t> shape) {
+  int64_t m = 1;
+  for (int64_t d : shape.drop_back())
+    m *= d;
+  return m;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+LogicalResult verifyLaunch(Operation *op, int64_t threads) {
+  if (threads != kThreads)
+    return op->emitOpError() << "threads must be " << kThreads
+                             << " (the device library's block size), got "
+                             << threads;
+  return success();
+}
+
+} // namespace
+
+SmallVector<int64_t, 2> mlir::tek::quantizeGrid(ArrayRef<int64_t> shape) {
+  return {ceilDiv(rowsOf(shape), kQuantizeTile),
+          ceilDiv(shape.back(), kQuantizeTile)};
+}
+
+int64_t mlir::tek::dequantizeGrid(ArrayRef<int64_t> shape) {
+  int64_t n = rowsOf(shape) * shape.back();
+  return std::max<int64_t>(1, std::min(ceilDiv(n, kThreads),
+                                       kMaxDequantizeCtas));
+}
+
+//===----------------------------------------------------------------------===//
+// quantize_kernel
+//===----------------------------------------------------------------------===//
+
+ResultRange QuantizeKernelOp::getQuantized() {
+  return getBiasGrad() ? getResults().drop_back() : getResults();
+}
+
+Value QuantizeKernelOp::getBiasGradResult() {
+  return getBiasGrad() && !getResults().empty() ? getResults().back()
+                                                : Value();
+}
+
+LogicalResult QuantizeKernelOp::verify() {
+  auto inType = cast<RankedTensorType>(getInput().getType());
+  if (!inType.hasStaticShape() || inType.getRank() < 1)
+    return emitOpError() << "needs a statically shaped input of rank >= 1, got "
+                         << inType;
+  Type elem = inType.getElementType();
+  if (!elem.isBF16() && !elem.isF16() && !elem.isF32())
+    return emitOpError() << "quantizes bf16, f16 or f32 tensors, not " << elem;
+  ArrayRef<int64_t> shape = inType.getShape();
+
+  if (getTile() != ArrayRef<int64_t>{kQuantizeTile, kQuantizeTile})
+    return emitOpError() << "tile must be [" << kQuantizeTile << ", "
+                         << kQuantizeTile
+                         << "] (the device library's tile kernel)";
+  SmallVector<int64_t, 2> grid = quantizeGrid(shape);
+  if (getGrid() != ArrayRef<int64_t>(grid))
+    return emitOpError() << "grid must be [" << grid[0] << ", " << grid[1]
+                         << "] tiles for a " << rowsOf(shape) << "x"
+                         << shape.back() << " input";
+  if (failed(verifyLaunch(*this, getThreads())))
+    return failure();
+
+  if (getBiasGrad()) {
+    if (getResults().empty())
+      return emitOpError("with bias_grad needs the bias gradient as its last "
+                         "result");
+    auto db = dyn_cast<RankedTensorType>(getResults().back().getType());
+    if (!db || db.getRank() != 1 || db.getDimSize(0) != shape.back() ||
+        !db.getElementType().isF32())
+      return emitOpError() << "bias gradient must be tensor<" << shape.back()
+                           << "xf32>, got " << getResults().back().getType();
+  }
+  ResultRange quantized = getQuantized();
+  for (auto [i, r] : llvm::enumerate(quantized)) {
+    auto q = dyn_cast<QTensorType>(r.getType());
+    if (!q)
+      return emitOpError() << "result " << i
+                           << " must be a !te.qtensor, got " << r.getType();
+    if (q.getShape() != shape || q.getElementType() != elem)
+      return emitOpError() << "result " << i
+                           << " quantizes another shape or element type than "
+                              "the input";
+  }
+  if (getStages().empty() && !getBiasGrad())
+    return emitOpError("has neither stages nor a bias gradient");
+
+  // Every held direction of every result: one stage, no other stage.
+  llvm::SmallSet<std::pair<unsigned, unsigned>, 8> seen;
+  bool needsAmax = false;
+  for (Attribute a : getStages()) {
+    auto stage = cast<StageAttr>(a);
+    unsigned r = stage.getResult();
+    if (r >= quantized.size())
+      return emitOpError() << "stage " << stage << " names result " << r
+                           << ", but there are " << quantized.size()
+                           << " quantized results";
+    auto q = cast<QTensorType>(quantized[r].getType());
+    if (!q.hasDirection(stage.getDirection()))
+      return emitOpError() << "stage " << stage << " writes the "
+                           << stringifyDirection(stage.getDirection())
+                           << " direction, which result " << r
+                           << " does not hold";
+    if (!seen.insert({r, unsigned(stage.getDirection())}).second)
+      return emitOpError() << "stage " << stage << " appears twice";
+    needsAmax |=
+        q.getScheme().getRuntimeScheme(stage.getDirection()).scalesByTensorAmax();
+  }
+  for (auto [i, r] : llvm::enumerate(quantized))
+    for (Direction d : {Direction::rowwise, Direction::columnwise})
+      if (cast<QTensorType>(r.getType()).hasDirection(d) &&
+          !seen.contains({unsigned(i), unsigned(d)}))
+        return emitOpError() << "no stage writes the " << stringifyDirection(d)
+                             << " direction of result " << i;
+  if (needsAmax != getAmaxPrepass())
+    return emitOpError() << (needsAmax
+                                 ? "needs amax_prepass: a stage scales by the "
+                                   "tensor amax"
+                                 : "has amax_prepass, but no stage scales by "
+                                   "the tensor amax");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// dequantize_kernel
+//===----------------------------------------------------------------------===//
+
+LogicalResult DequantizeKernelOp::verify() {
+  auto q = dyn_cast<QTensorType>(getInput().getType());
+  if (!q)
+    return emitOpError() << "reads a !te.qtensor, got " << getInput().getType();
+  if (!q.hasDirection(getDirection()))
+    return emitOpError() << "reads the " << stringifyDirection(getDirection())
+                         << " direction, which the input does not hold";
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (out.getShape() != q.getShape())
+    return emitOpError("result shape differs from the quantized shape");
+  Type elem = out.getElementType();
+  if (!elem.isBF16() && !elem.isF16() && !elem.isF32())
+    return emitOpError() << "writes bf16, f16 or f32, not " << elem;
+  int64_t grid = dequantizeGrid(q.getShape());
+  if (getGrid() != ArrayRef<int64_t>{grid})
+    return emitOpError() << "grid must be [" << grid << "] CTAs for "
+                         << rowsOf(q.getShape()) * q.getShape().back()
+                         << " elements";
+  return verifyLaunch(*this, getThreads());
+}

@@ -1,0 +1,106 @@
+//===- TekOps.td - the tek (kernel-level) dialect ----------*- tablegen -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DIALECT_TEK_TEKOPS_TD
+#define TE_DIALECT_TEK_TEKOPS_TD
+
+include "dialect/te/TeEnums.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Tek_Dialect : Dialect {
+  let name = "tek";
+  let cppNamespace = "::mlir::tek";
+  let summary = "The kernel level: one op per generated kernel";
+  let description = [{
+    Produced by `te-lower-to-kernels` from the graph-level `te` dialect: each
+    op is exactly one generated CUDA kernel (plus the companion launches its
+    plan needs), with its iteration space (grid of tiles), tile shape, block
+    size and fused stages spelled out. Values keep tensor / `!te.qtensor`
+    semantics; code generation (codegen/lower) reads nothing else.
+  }];
+  let dependentDialects = ["::mlir::te::TeDialect"];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+def Tek_StageAttr : AttrDef<Tek_Dialect, "Stage"> {
+  let mnemonic = "stage";
+  let summary = "one output of a quantize kernel: a direction of a result";
+  let description = [{
+    `#tek.stage<1, columnwise>`: the kernel writes the columnwise direction
+    of its quantized result 1, with the scheme that result's type holds for
+    that direction.
+  }];
+  let parameters = (ins "unsigned":$result, "::mlir::te::Direction":$direction);
+  let assemblyFormat = "`<` $result `,` $direction `>`";
+}
+
+def Tek_StageArray : TypedArrayAttrBase<Tek_StageAttr, "quantize stages">;
+
+class Tek_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tek_Dialect, mnemonic, traits>;
+
+def Tek_QuantizeKernelOp : Tek_Op<"quantize_kernel", [Pure]> {
+  let summary = "one fused quantize kernel: a tile pass over one tensor";
+  let description = [{
+    Reads `input` (the logical M x K view: M = product of the leading
+    dimensions) once, tile by tile, and writes every stage (a direction of a
+    quantized result) and, with `bias_grad`, the FP32 column sums as the
+    last result. `grid` is the iteration space in tiles (ceil(M / tile[0]),
+    ceil(K / tile[1])), one CTA of `threads` threads per tile.
+    `amax_prepass`: a stage scales by the tensor amax (FP8 current scaling,
+    NVFP4), so a grid-stride amax launch runs first.
+
+    ```mlir
+    %q, %db = tek.quantize_kernel "te_fused_quantize_0" %dy {
+        amax_prepass, bias_grad, grid = array<i64: 2, 1>,
+        stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>],
+        threads = 256 : i64, tile = array<i64: 128, 128>}
+        : tensor<256x128xbf16>
+        -> !te.qtensor<256x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>,
+               columnwise = #te.nvfp4<>>, rowwise|columnwise>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$kernel_name,
+                       DenseI64ArrayAttr:$tile, DenseI64ArrayAttr:$grid,
+                       I64Attr:$threads, Tek_StageArray:$stages,
+                       UnitAttr:$bias_grad, UnitAttr:$amax_prepass);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat =
+      "$kernel_name $input attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The quantized results (all but a trailing bias gradient).
+    ::mlir::ResultRange getQuantized();
+    /// The bias gradient result, or a null value.
+    ::mlir::Value getBiasGradResult();
+  }];
+}
+
+def Tek_DequantizeKernelOp : Tek_Op<"dequantize_kernel", [Pure]> {
+  let summary = "one dequantize kernel: a grid-stride pass over the elements";
+  let description = [{
+    Writes the logical values of one direction of `input`, rounded once to
+    the result's element type; `grid` CTAs of `threads` threads stride over
+    the M x K elements.
+
+    ```mlir
+    %y = tek.dequantize_kernel "te_dequantize_1" %q columnwise {
+        grid = array<i64: 32>, threads = 256 : i64}
+        : !te.qtensor<64x128xbf16, #te.nvfp4<>, columnwise> -> tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyType:$input, StrAttr:$kernel_name,
+                       Te_Direction:$direction, DenseI64ArrayAttr:$grid,
+                       I64Attr:$threads);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$kernel_name $input $direction attr-dict `:` "
+                       "qualified(type($input)) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // TE_DIALECT_TEK_TEKOPS_TD

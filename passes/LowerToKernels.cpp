@@ -1,0 +1,132 @@
+//===- LowerToKernels.cpp - te-lower-to-kernels ---------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// The last step of te-to-cuda: every graph-level op that has a kernel
+// becomes exactly one tek op that states the kernel's launch (iteration
+// space in tiles, tile shape, block size) and what it fuses (stages, bias
+// gradient, amax pre-pass). Code generation then reads only tek ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/te/TeOps.h"
+#include "dialect/tek/TekOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#define DEBUG_TYPE "te-lower-to-kernels"
+
+namespace mlir::te {
+#define GEN_PASS_DEF_TELOWERTOKERNELSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::te
+
+using namespace mlir;
+using namespace mlir::te;
+
+namespace {
+
+class Lowering {
+public:
+  explicit Lowering(func::FuncOp fn) : fn(fn), b(fn.getContext()) {}
+
+  LogicalResult run() {
+    // Collect first: lowering replaces ops while we go.
+    SmallVector<Operation *> ops;
+    for (Operation &op : fn.getBody().getOps())
+      ops.push_back(&op);
+    for (Operation *op : ops)
+      if (failed(lower(op)))
+        return failure();
+    return success();
+  }
+
+private:
+  std::string nextName(Operation *op) {
+    return "te_" + op->getName().stripDialect().str() + "_" +
+           std::to_string(counter++);
+  }
+
+  /// A quantize kernel over `input` producing `results` (quantized values,
+  /// then the bias gradient when `biasGrad`).
+  void quantizeKernel(Operation *op, Value input, TypeRange results,
+                      bool biasGrad) {
+    auto inType = cast<RankedTensorType>(input.getType());
+    SmallVector<Attribute> stages;
+    bool amax = false;
+    unsigned quantized = results.size() - (biasGrad ? 1 : 0);
+    for (unsigned r = 0; r < quantized; ++r) {
+      auto q = cast<QTensorType>(results[r]);
+      for (Direction d : {Direction::rowwise, Direction::columnwise}) {
+        if (!q.hasDirection(d))
+          continue;
+        stages.push_back(tek::StageAttr::get(b.getContext(), r, d));
+        amax |= q.getScheme().getRuntimeScheme(d).scalesByTensorAmax();
+      }
+    }
+    b.setInsertionPoint(op);
+    auto kernel = tek::QuantizeKernelOp::create(
+        b, op->getLoc(), results, input, b.getStringAttr(nextName(op)),
+        b.getDenseI64ArrayAttr({tek::kQuantizeTile, tek::kQuantizeTile}),
+        b.getDenseI64ArrayAttr(tek::quantizeGrid(inType.getShape())),
+        b.getI64IntegerAttr(tek::kThreads), b.getArrayAttr(stages),
+        biasGrad ? b.getUnitAttr() : UnitAttr(),
+        amax ? b.getUnitAttr() : UnitAttr());
+    op->replaceAllUsesWith(kernel->getResults());
+    op->erase();
+  }
+
+  LogicalResult lower(Operation *op) {
+    if (auto q = dyn_cast<QuantizeOp>(op)) {
+      quantizeKernel(op, q.getInput(), op->getResultTypes(), false);
+      return success();
+    }
+    if (auto f = dyn_cast<FusedQuantizeOp>(op)) {
+      quantizeKernel(op, f.getInput(), op->getResultTypes(), f.getBiasGrad());
+      return success();
+    }
+    if (auto g = dyn_cast<BiasGradOp>(op)) {
+      quantizeKernel(op, g.getInput(), op->getResultTypes(), true);
+      return success();
+    }
+    if (auto d = dyn_cast<DequantizeOp>(op)) {
+      auto q = cast<QTensorType>(d.getInput().getType());
+      b.setInsertionPoint(op);
+      auto kernel = tek::DequantizeKernelOp::create(
+          b, op->getLoc(), d.getResult().getType(), d.getInput(),
+          b.getStringAttr(nextName(op)), d.getDirectionAttr(),
+          b.getDenseI64ArrayAttr({tek::dequantizeGrid(q.getShape())}),
+          b.getI64IntegerAttr(tek::kThreads));
+      op->replaceAllUsesWith(kernel->getResults());
+      op->erase();
+      return success();
+    }
+    if (isa<func::ReturnOp>(op) || op->getDialect() ==
+                                       b.getContext()->getLoadedDialect("tek"))
+      return success();
+    return op->emitError() << "'" << op->getName()
+                           << "' has no kernel lowering yet: kernels exist "
+                              "for te.quantize, te.fused_quantize, "
+                              "te.bias_grad and te.dequantize";
+  }
+
+  func::FuncOp fn;
+  OpBuilder b;
+  unsigned counter = 0;
+};
+
+struct TeLowerToKernelsPass
+    : public mlir::te::impl::TeLowerToKernelsPassBase<TeLowerToKernelsPass> {
+  void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (!fn.isExternal() && failed(Lowering(fn).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,23 @@
+// RUN: te-opt %s | FileCheck %s
+// RUN: te-opt %s | te-opt | FileCheck %s
+
+// Tests the kernel-level ops round-trip.
+
+// CHECK-LABEL: func.func @quantize
+// CHECK: %[[K:.*]]:2 = tek.quantize_kernel "k0" %arg0 {amax_prepass, bias_grad, grid = array<i64: 2, 1>, stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>], threads = 256 : i64, tile = array<i64: 128, 128>} : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>, tensor<128xf32>
+func.func @quantize(%x: tensor<256x128xbf16>) -> tensor<128xf32> {
+  %q, %db = tek.quantize_kernel "k0" %x {amax_prepass, bias_grad, grid = array<i64: 2, 1>, stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>], threads = 256 : i64, tile = array<i64: 128, 128>}
+      : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>, tensor<128xf32>
+  return %db : tensor<128xf32>
+}
+
+// CHECK-LABEL: func.func @two_results_and_dequantize
+// CHECK: tek.quantize_kernel "k1" %arg0 {grid = array<i64: 3, 1>, stages = [#tek.stage<1, rowwise>, #tek.stage<0, columnwise>], threads = 256 : i64, tile = array<i64: 128, 128>} : tensor<3x100x64xf16>
+// CHECK: tek.dequantize_kernel "k2" %{{.*}}#1 rowwise {grid = array<i64: 75>, threads = 256 : i64} : !te.qtensor<3x100x64xf16, #te.mxfp8<e5m2>, rowwise> -> tensor<3x100x64xf32>
+func.func @two_results_and_dequantize(%x: tensor<3x100x64xf16>) -> tensor<3x100x64xf32> {
+  %a, %b = tek.quantize_kernel "k1" %x {grid = array<i64: 3, 1>, stages = [#tek.stage<1, rowwise>, #tek.stage<0, columnwise>], threads = 256 : i64, tile = array<i64: 128, 128>}
+      : tensor<3x100x64xf16> -> !te.qtensor<3x100x64xf16, #te.fp8_block<e4m3, 128x128>, columnwise>, !te.qtensor<3x100x64xf16, #te.mxfp8<e5m2>, rowwise>
+  %y = tek.dequantize_kernel "k2" %b rowwise {grid = array<i64: 75>, threads = 256 : i64}
+      : !te.qtensor<3x100x64xf16, #te.mxfp8<e5m2>, rowwise> -> tensor<3x100x64xf32>
+  return %y : tensor<3x100x64xf32>
+}

@@ -1,0 +1,48 @@
+// RUN: te-opt %s --te-lower-to-kernels --split-input-file | FileCheck %s
+// RUN: te-opt %s --te-lower-to-kernels --split-input-file | te-opt --split-input-file | FileCheck %s
+
+// Tests that a fused quantization becomes one kernel with one stage per held
+// direction, the bias gradient and, for NVFP4's tensor scale, the amax
+// pre-pass; the grid is ceil(256/128) x ceil(128/128) tiles.
+// CHECK-LABEL: func.func @hybrid
+// CHECK: %[[K:.*]]:2 = tek.quantize_kernel "te_fused_quantize_0" %arg0 {amax_prepass, bias_grad, grid = array<i64: 2, 1>, stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>], threads = 256 : i64, tile = array<i64: 128, 128>}
+// CHECK: return %[[K]]#0, %[[K]]#1
+func.func @hybrid(%dy: tensor<256x128xbf16>)
+    -> (!te.qtensor<256x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>, tensor<128xf32>) {
+  %q, %db = te.fused_quantize %dy {bias_grad} : tensor<256x128xbf16>
+      -> !te.qtensor<256x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>, tensor<128xf32>
+  return %q, %db : !te.qtensor<256x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>, tensor<128xf32>
+}
+
+// -----
+
+// Tests kernels named in program order, a partial tile grid (200 x 130 ->
+// 2 x 2 tiles), no pre-pass for block scaling, a bias gradient alone, and a
+// dequantize with its grid-stride launch (200 * 130 / 256 -> 102 CTAs).
+// CHECK-LABEL: func.func @sequence
+// CHECK: %[[Q:.*]] = tek.quantize_kernel "te_quantize_0" %arg0 {grid = array<i64: 2, 2>, stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>], threads = 256 : i64, tile = array<i64: 128, 128>}
+// CHECK: %[[DB:.*]] = tek.quantize_kernel "te_bias_grad_1" %arg0 {bias_grad, grid = array<i64: 2, 2>, stages = [], threads = 256 : i64, tile = array<i64: 128, 128>} : tensor<200x130xbf16> -> tensor<130xf32>
+// CHECK: %[[Y:.*]] = tek.dequantize_kernel "te_dequantize_2" %[[Q]] columnwise {grid = array<i64: 102>, threads = 256 : i64}
+// CHECK: return %[[DB]], %[[Y]]
+func.func @sequence(%x: tensor<200x130xbf16>) -> (tensor<130xf32>, tensor<200x130xf32>) {
+  %q = te.quantize %x : tensor<200x130xbf16> -> !te.qtensor<200x130xbf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>
+  %db = te.bias_grad %x : tensor<200x130xbf16> -> tensor<130xf32>
+  %y = te.dequantize %q columnwise : !te.qtensor<200x130xbf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise> -> tensor<200x130xf32>
+  return %db, %y : tensor<130xf32>, tensor<200x130xf32>
+}
+
+// -----
+
+// Tests that per-tensor current scaling asks for the amax pre-pass and
+// delayed scaling does not.
+// CHECK-LABEL: func.func @per_tensor
+// CHECK: tek.quantize_kernel "te_quantize_0" %arg0 {amax_prepass, grid = array<i64: 1, 1>
+// CHECK: tek.quantize_kernel "te_quantize_1" %arg0 {grid = array<i64: 1, 1>
+func.func @per_tensor(%x: tensor<64x64xbf16>)
+    -> (!te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>,
+        !te.qtensor<64x64xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>) {
+  %a = te.quantize %x : tensor<64x64xbf16> -> !te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>
+  %b = te.quantize %x : tensor<64x64xbf16> -> !te.qtensor<64x64xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>
+  return %a, %b : !te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>,
+                  !te.qtensor<64x64xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>
+}
