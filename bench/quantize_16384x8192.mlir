@@ -25,3 +25,10 @@ func.func @fp8_current(%x: tensor<16384x8192xbf16>) -> !te.qtensor<16384x8192xbf
   %q = te.quantize %x : tensor<16384x8192xbf16> -> !te.qtensor<16384x8192xbf16, #te.fp8_current<e4m3>, rowwise|columnwise>
   return %q : !te.qtensor<16384x8192xbf16, #te.fp8_current<e4m3>, rowwise|columnwise>
 }
+
+// NVFP4 as the NVFP4 training recipe stores a wgrad operand: rowwise plain,
+// columnwise with the random Hadamard transform (its own amax pre-pass).
+func.func @nvfp4_rht(%x: tensor<16384x8192xbf16>) -> !te.qtensor<16384x8192xbf16, #te.nvfp4<rht>, rowwise|columnwise> {
+  %q = te.quantize %x : tensor<16384x8192xbf16> -> !te.qtensor<16384x8192xbf16, #te.nvfp4<rht>, rowwise|columnwise>
+  return %q : !te.qtensor<16384x8192xbf16, #te.nvfp4<rht>, rowwise|columnwise>
+}

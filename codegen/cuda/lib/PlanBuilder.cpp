@@ -148,13 +148,27 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
     kp.bytesMoved += inputBytes;
   }
 
+  int rhtAmax = -1;
+  if (!src.rhtAmaxEntry.empty()) {
+    rhtAmax = table.add(q.name + ".rht_amax", 4);
+    fill(rhtAmax);
+    int64_t tasks = std::max<int64_t>(m / 16 * k, 1);
+    int64_t grid = std::min<int64_t>(rt::ceilDiv(tasks, 256), 132 * 16);
+    launch(src.rhtAmaxEntry, rt::Dim3{unsigned(grid), 1, 1},
+           {ArgDesc::ptr(input), ArgDesc::i64(m), ArgDesc::i64(k),
+            ArgDesc::ptr(rhtAmax)});
+    kp.bytesMoved += inputBytes;
+  }
+
   std::vector<ArgDesc> args = {ArgDesc::ptr(input), ArgDesc::i64(m),
                                ArgDesc::i64(k)};
   for (const Stage &s : q.stages) {
     const ValueBuffers::Direction &bd =
         out.values[s.value].dir[s.dir == Direction::Rowwise ? 0 : 1];
     int inBuffer = -1;
-    if (needsGlobalAmax(s.scheme)) {
+    if (usesRht(s)) {
+      inBuffer = rhtAmax;
+    } else if (needsGlobalAmax(s.scheme)) {
       inBuffer = globalAmax;
     } else if (s.scheme.kind == SchemeKind::Fp8Delayed) {
       // A fresh delayed-scaling state: scale 1, an empty amax history whose

@@ -17,15 +17,20 @@ using rt::SchemeKind;
 
 bool needsGlobalAmax(const Scheme &s) { return s.scalesByTensorAmax(); }
 
+bool usesRht(const Stage &s) {
+  return s.scheme.kind == SchemeKind::Nvfp4 && s.scheme.rht &&
+         s.dir == Direction::Columnwise;
+}
+
 std::string cudaSupport(const QuantizeKernel &k, const Entry &e) {
   const Value &in = e.values[k.input];
   if (in.dtype != DType::BF16 && in.dtype != DType::F16)
     return "the CUDA backend quantizes bf16 and f16 tensors; '" + in.name +
            "' is f32";
   for (const Stage &s : k.stages)
-    if (s.scheme.kind == SchemeKind::Nvfp4 && s.scheme.rht)
-      return "nvfp4 with the random Hadamard transform (rht) has no CUDA "
-             "kernel yet";
+    if (usesRht(s) && s.scheme.block2d)
+      return "nvfp4 with the random Hadamard transform (rht) and 16x16 "
+             "blocks has no CUDA kernel yet";
   return "";
 }
 
@@ -57,6 +62,11 @@ std::string stageType(const Scheme &s, Direction d, DType input) {
        << (input == DType::F16 ? "F16" : "BF16") << ">";
     break;
   case SchemeKind::Nvfp4:
+    if (s.rht && !row) {
+      os << "te::dev::Nvfp4RhtColumnStage<" << boolText(s.stochasticRounding)
+         << ">";
+      break;
+    }
     os << "te::dev::Nvfp4Stage<" << boolText(row) << ", "
        << boolText(s.block2d) << ", " << boolText(s.stochasticRounding)
        << ">";
@@ -73,9 +83,11 @@ std::string stageType(const Scheme &s, Direction d, DType input) {
 EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
   const Value &in = e.values[k.input];
   bool f16 = in.dtype == DType::F16;
-  bool amax = false;
-  for (const Stage &s : k.stages)
-    amax |= needsGlobalAmax(s.scheme);
+  bool amax = false, rhtAmax = false;
+  for (const Stage &s : k.stages) {
+    amax |= needsGlobalAmax(s.scheme) && !usesRht(s);
+    rhtAmax |= usesRht(s);
+  }
 
   EmittedQuantize out;
   out.mainEntry = k.name;
@@ -118,6 +130,13 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
        << out.amaxEntry
        << "(const unsigned short *x, long long n, float *out) {\n"
        << "  te::dev::tensorAmax<" << boolText(f16) << ">(x, n, out);\n}\n";
+  }
+  if (rhtAmax) {
+    out.rhtAmaxEntry = k.name + "_rht_amax";
+    os << "\nextern \"C\" __global__ void __launch_bounds__(256)\n"
+       << out.rhtAmaxEntry
+       << "(const unsigned short *x, long long m, long long k, float *out) {\n"
+       << "  te::dev::rhtColumnAmax<" << boolText(f16) << ">(x, m, k, out);\n}\n";
   }
   if (k.biasGrad >= 0) {
     out.biasEntry = k.name + "_dbias";

@@ -40,6 +40,17 @@ TE_HD float mulRn(float a, float b) {
 #endif
 }
 
+/// fl(a + b), never contracted into an fma.
+TE_HD float addRn(float a, float b) {
+#if TE_DEVICE_CODE
+  float result;
+  asm("add.rn.f32 %0, %1, %2;" : "=f"(result) : "f"(a), "f"(b));
+  return result;
+#else
+  return a + b;
+#endif
+}
+
 /// div_rn(a, b): correctly rounded a / b.
 TE_HD float divRn(float a, float b) {
 #if TE_DEVICE_CODE

@@ -41,6 +41,7 @@
 #define TE_DEVICE_QUANTIZEKERNEL_CUH
 
 #include "te/device/Fp4.cuh"
+#include "te/device/Hadamard.cuh"
 #include "te/device/Philox.cuh"
 #include "te/device/QuantizeCommon.cuh"
 
@@ -616,6 +617,53 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
   }
 };
 
+/// NVFP4 columnwise with the random Hadamard transform (NUMERICS.md 6.4):
+/// each 16-row run of a column is transformed, rounded to bf16 (Hadamard.cuh)
+/// and quantized as one 16-element block of the transposed K x M data - the
+/// run is exactly the block, so the stage needs no segment amaxes. The
+/// tensor scale comes from the amax of the transformed tensor (`in`, from
+/// the rhtColumnAmax pre-pass), which is also the direction's amax.
+template <bool Stochastic> struct Nvfp4RhtColumnStage {
+  static constexpr bool kNeedsRowSegments = false;
+  static constexpr bool kNeedsColSegments = false;
+  static constexpr bool kNeedsTileAmax = false;
+
+  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+    u8 *data = static_cast<u8 *>(a.data);
+    u8 *scale = static_cast<u8 *>(a.scale);
+    float globalAmax = *a.in;
+    float sEnc = nvfp4GlobalEncodeScale(globalAmax);
+    float sDec = nvfp4GlobalDecodeScale(sEnc);
+    if (t.leader())
+      *a.amax = globalAmax;
+    i64 scaleCols = (t.m / 16 + 3) / 4 * 4;
+    forColumnRuns(t, [&](int s, int c) {
+      u32 words[kSegment];
+      loadColumnWords(t.s, s, c, words);
+      TE_UNROLL
+      for (int q = 0; q < 2; ++q) {
+        if (c + q >= t.cols)
+          break;
+        float v[kSegment], y[kSegment];
+        unpackColumn<F16>(words, q, v);
+        rht16Bf16(v, y);
+        float amax = 0.0f;
+        TE_UNROLL
+        for (int i = 0; i < kSegment; ++i)
+          amax = amaxAccumulate(amax, y[i]);
+        u8 sB = nvfp4BlockScale(amax, sEnc);
+        i64 col = t.c0 + c + q;
+        i64 first = col * t.m + t.r0 + kSegment * s;
+        u32 w[2];
+        Nvfp4Stage<false, false, Stochastic>::encode16(
+            y, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
+        storeUpTo<8>(data + first / 2, w, 8);
+        scale[col * scaleCols + (t.r0 + kSegment * s) / 16] = sB;
+      }
+    });
+  }
+};
+
 /// Identity: the M x K elements in `Out` (0 bf16, 1 f16, 2 f32), bits kept
 /// when the type does not change. The same for either direction (an
 /// identity columnwise direction is an untransposed copy).
@@ -807,6 +855,35 @@ __device__ __forceinline__ void tensorAmax(const u16 *x, i64 n, float *out) {
   for (i64 e = 8 * chunks + tid; e < n; e += stride)
     acc = absMax2<F16>(acc, u32(loadGlobalU16(x + e)));
   float a = fmaxf(widenLo<F16>(acc), widenHi<F16>(acc));
+  TE_UNROLL
+  for (int d = 16; d > 0; d /= 2)
+    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+  if (threadIdx.x % 32 == 0)
+    atomicMax(reinterpret_cast<unsigned *>(out), floatToBits(a));
+}
+
+/// Amax pre-pass of an RHT columnwise direction: max |x| over the
+/// bf16-rounded transform of every 16-row run of every column (M % 16 ==
+/// 0), max-accumulated into *out (zeroed by the plan). Consecutive threads
+/// take consecutive columns, so each of the 16 row reads is coalesced.
+template <bool F16>
+__device__ __forceinline__ void rhtColumnAmax(const u16 *x, i64 m, i64 k,
+                                              float *out) {
+  i64 tasks = (m / 16) * k;
+  i64 stride = i64(gridDim.x) * blockDim.x;
+  float a = 0.0f;
+  for (i64 task = i64(blockIdx.x) * blockDim.x + threadIdx.x; task < tasks;
+       task += stride) {
+    i64 c = task % k, r0 = task / k * 16;
+    float v[16], y[16];
+    TE_UNROLL
+    for (int i = 0; i < 16; ++i)
+      v[i] = widen<F16>(loadGlobalU16(x + (r0 + i) * k + c));
+    rht16Bf16(v, y);
+    TE_UNROLL
+    for (int i = 0; i < 16; ++i)
+      a = amaxAccumulate(a, y[i]);
+  }
   TE_UNROLL
   for (int d = 16; d > 0; d /= 2)
     a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));

@@ -40,6 +40,7 @@ struct EmittedQuantize {
   std::string source;
   std::string mainEntry;
   std::string amaxEntry; ///< empty: no pre-pass
+  std::string rhtAmaxEntry; ///< empty: no RHT columnwise stage
   std::string biasEntry; ///< empty: no bias gradient
 };
 
@@ -48,6 +49,10 @@ std::string cudaSupport(const QuantizeKernel &k, const Entry &e);
 
 /// Whether a stage scales by the tensor amax, which needs a pre-pass.
 bool needsGlobalAmax(const rt::Scheme &s);
+
+/// NVFP4 columnwise with the random Hadamard transform: its tensor amax is
+/// that of the transformed tensor (its own pre-pass), not the input's.
+bool usesRht(const Stage &s);
 
 /// The device-library stage type of `s` in direction `d`, e.g.
 /// "te::dev::Mxfp8Stage<te::dev::Fp8Format::E4M3, true>".
