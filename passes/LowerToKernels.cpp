@@ -106,8 +106,8 @@ private:
       op->erase();
       return success();
     }
-    if (isa<func::ReturnOp>(op) || op->getDialect() ==
-                                       b.getContext()->getLoadedDialect("tek"))
+    if (isa<func::ReturnOp>(op) ||
+        op->getDialect() == b.getContext()->getLoadedDialect("tek"))
       return success();
     return op->emitError() << "'" << op->getName()
                            << "' has no kernel lowering yet: kernels exist "

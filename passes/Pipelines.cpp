@@ -1,4 +1,5 @@
-//===- Pipelines.cpp - The te-to-cuda pipeline -----------------------------===//
+//===- Pipelines.cpp - The te-to-cuda pipeline
+//-----------------------------===//
 //
 // Part of tejit.
 //

@@ -30,9 +30,7 @@ const std::string &Executable::name() const { return state_->name; }
 const std::vector<Slot> &Executable::arguments() const {
   return state_->arguments;
 }
-const std::vector<Slot> &Executable::results() const {
-  return state_->results;
-}
+const std::vector<Slot> &Executable::results() const { return state_->results; }
 size_t Executable::numKernels() const { return state_->executors.size(); }
 
 rt::Expected<Executable> CompiledModule::load(const std::string &function,
@@ -44,8 +42,8 @@ rt::Expected<Executable> CompiledModule::load(const std::string &function,
     for (const std::string &n : functionNames())
       known += (known.empty() ? "" : ", ") + n;
     return rt::Status(rt::StatusCode::InvalidArgument,
-                      "no function '" + function + "' in the module (it has: " +
-                          known + ")");
+                      "no function '" + function +
+                          "' in the module (it has: " + known + ")");
   }
   rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(*program_, *entry);
   if (!plan)
@@ -60,7 +58,10 @@ rt::Expected<Executable> CompiledModule::load(const std::string &function,
   for (size_t i = 0; i < entry->args.size(); ++i) {
     const cg::Value &v = entry->values[entry->args[i]];
     int b = st.plan.values[entry->args[i]].tensor;
-    st.arguments.push_back({"arg" + std::to_string(i), i, "data", v.name,
+    st.arguments.push_back({"arg" + std::to_string(i),
+                            i,
+                            "data",
+                            v.name,
                             {v.dtype, v.rows(), v.cols()},
                             st.plan.buffers[b].bytes});
     st.argumentBuffer.push_back(b);
@@ -69,8 +70,8 @@ rt::Expected<Executable> CompiledModule::load(const std::string &function,
   auto addResult = [&](int buffer, size_t index, const std::string &part,
                        const std::string &value,
                        const rt::BufferDesc &desc) -> rt::Status {
-    std::string name = "result" + std::to_string(index) +
-                       (part == "data" ? "" : "." + part);
+    std::string name =
+        "result" + std::to_string(index) + (part == "data" ? "" : "." + part);
     if (bound[buffer])
       return rt::Status(rt::StatusCode::Unsupported,
                         st.name + ": " + name +
@@ -87,11 +88,12 @@ rt::Expected<Executable> CompiledModule::load(const std::string &function,
     const cg::Value &v = entry->values[r];
     const cg::ValueBuffers &vb = st.plan.values[r];
     if (!v.isQuantized()) {
-      TE_RETURN_IF_ERROR(
-          addResult(vb.tensor, i, "data", v.name, {v.dtype, v.rows(), v.cols()}));
+      TE_RETURN_IF_ERROR(addResult(vb.tensor, i, "data", v.name,
+                                   {v.dtype, v.rows(), v.cols()}));
       continue;
     }
-    for (rt::Direction d : {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
+    for (rt::Direction d :
+         {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
       if (!v.scheme(d))
         continue;
       rt::DirectionStorage ds = cg::directionStorage(v, d, program_->target);
@@ -148,7 +150,8 @@ rt::Status Executable::run(const std::vector<DeviceSpan> &args,
     for (size_t i = 0; i < slots.size(); ++i)
       if (given[i].ptr == 0 || given[i].bytes < slots[i].bytes)
         return rt::Status(rt::StatusCode::InvalidArgument,
-                          st.name + ": " + slots[i].name + " needs a buffer of " +
+                          st.name + ": " + slots[i].name +
+                              " needs a buffer of " +
                               std::to_string(slots[i].bytes) + " bytes, got " +
                               std::to_string(given[i].bytes) +
                               (given[i].ptr ? "" : " at address 0"));
@@ -167,11 +170,11 @@ rt::Status Executable::run(const std::vector<DeviceSpan> &args,
   }
   for (rt::PlanExecutor &ex : st.executors) {
     for (size_t i = 0; i < args.size(); ++i)
-      TE_RETURN_IF_ERROR(ex.bind(uint32_t(st.argumentBuffer[i]), args[i].ptr,
-                                 args[i].bytes));
+      TE_RETURN_IF_ERROR(
+          ex.bind(uint32_t(st.argumentBuffer[i]), args[i].ptr, args[i].bytes));
     for (size_t i = 0; i < results.size(); ++i)
-      TE_RETURN_IF_ERROR(ex.bind(uint32_t(st.resultBuffer[i]),
-                                 results[i].ptr, results[i].bytes));
+      TE_RETURN_IF_ERROR(ex.bind(uint32_t(st.resultBuffer[i]), results[i].ptr,
+                                 results[i].bytes));
     TE_RETURN_IF_ERROR(ex.run(stream));
   }
   return rt::Status::ok();

@@ -27,11 +27,14 @@ namespace {
 /// Lowers one function; values are numbered as they appear.
 class EntryLowering {
 public:
-  explicit EntryLowering(func::FuncOp fn) : fn(fn) { entry.name = fn.getName().str(); }
+  explicit EntryLowering(func::FuncOp fn) : fn(fn) {
+    entry.name = fn.getName().str();
+  }
 
   FailureOr<cg::Entry> run() {
     for (BlockArgument arg : fn.getArguments()) {
-      FailureOr<int> v = addValue(arg, "arg" + std::to_string(arg.getArgNumber()));
+      FailureOr<int> v =
+          addValue(arg, "arg" + std::to_string(arg.getArgNumber()));
       if (failed(v))
         return failure();
       entry.args.push_back(*v);
@@ -96,8 +99,7 @@ private:
     ResultRange quantized = op.getQuantized();
     SmallVector<int> values;
     for (Value r : quantized) {
-      FailureOr<int> v =
-          addValue(r, "q" + std::to_string(entry.values.size()));
+      FailureOr<int> v = addValue(r, "q" + std::to_string(entry.values.size()));
       if (failed(v))
         return failure();
       values.push_back(*v);
@@ -106,10 +108,10 @@ private:
       auto stage = cast<tek::StageAttr>(a);
       const cg::Value &q = entry.values[values[stage.getResult()]];
       bool row = stage.getDirection() == Direction::rowwise;
-      k.stages.push_back({row ? *q.rowwise : *q.columnwise,
-                          row ? rt::Direction::Rowwise
-                              : rt::Direction::Columnwise,
-                          values[stage.getResult()]});
+      k.stages.push_back(
+          {row ? *q.rowwise : *q.columnwise,
+           row ? rt::Direction::Rowwise : rt::Direction::Columnwise,
+           values[stage.getResult()]});
     }
     return success();
   }
@@ -146,8 +148,9 @@ private:
       cg::DequantizeKernel k;
       k.name = d.getKernelName().str();
       k.input = ids.lookup(d.getInput());
-      k.dir = d.getDirection() == Direction::rowwise ? rt::Direction::Rowwise
-                                                     : rt::Direction::Columnwise;
+      k.dir = d.getDirection() == Direction::rowwise
+                  ? rt::Direction::Rowwise
+                  : rt::Direction::Columnwise;
       FailureOr<int> v =
           addValue(d.getResult(), "y" + std::to_string(entry.values.size()));
       if (failed(v))
@@ -186,8 +189,8 @@ FailureOr<cg::Program> lowerToProgram(ModuleOp module) {
   // sm_100 and later run FP8 GEMMs in any layout; sm_89/sm_90/sm_12x are
   // TN-only (te::rt::Target).
   int number = std::atoi(program.arch.c_str() + 3);
-  program.target = number >= 100 && number < 120 ? rt::Target::sm100()
-                                                 : rt::Target::sm90();
+  program.target =
+      number >= 100 && number < 120 ? rt::Target::sm100() : rt::Target::sm90();
   bool ok = true;
   module.walk([&](func::FuncOp fn) {
     if (fn.isExternal())

@@ -39,9 +39,9 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 LogicalResult verifyLaunch(Operation *op, int64_t threads) {
   if (threads != kThreads)
-    return op->emitOpError() << "threads must be " << kThreads
-                             << " (the device library's block size), got "
-                             << threads;
+    return op->emitOpError()
+           << "threads must be " << kThreads
+           << " (the device library's block size), got " << threads;
   return success();
 }
 
@@ -54,8 +54,8 @@ SmallVector<int64_t, 2> mlir::tek::quantizeGrid(ArrayRef<int64_t> shape) {
 
 int64_t mlir::tek::dequantizeGrid(ArrayRef<int64_t> shape) {
   int64_t n = rowsOf(shape) * shape.back();
-  return std::max<int64_t>(1, std::min(ceilDiv(n, kThreads),
-                                       kMaxDequantizeCtas));
+  return std::max<int64_t>(1,
+                           std::min(ceilDiv(n, kThreads), kMaxDequantizeCtas));
 }
 
 //===----------------------------------------------------------------------===//
@@ -67,8 +67,7 @@ ResultRange QuantizeKernelOp::getQuantized() {
 }
 
 Value QuantizeKernelOp::getBiasGradResult() {
-  return getBiasGrad() && !getResults().empty() ? getResults().back()
-                                                : Value();
+  return getBiasGrad() && !getResults().empty() ? getResults().back() : Value();
 }
 
 LogicalResult QuantizeKernelOp::verify() {
@@ -107,8 +106,8 @@ LogicalResult QuantizeKernelOp::verify() {
   for (auto [i, r] : llvm::enumerate(quantized)) {
     auto q = dyn_cast<QTensorType>(r.getType());
     if (!q)
-      return emitOpError() << "result " << i
-                           << " must be a !te.qtensor, got " << r.getType();
+      return emitOpError() << "result " << i << " must be a !te.qtensor, got "
+                           << r.getType();
     if (q.getShape() != shape || q.getElementType() != elem)
       return emitOpError() << "result " << i
                            << " quantizes another shape or element type than "
@@ -135,8 +134,9 @@ LogicalResult QuantizeKernelOp::verify() {
                            << " does not hold";
     if (!seen.insert({r, unsigned(stage.getDirection())}).second)
       return emitOpError() << "stage " << stage << " appears twice";
-    needsAmax |=
-        q.getScheme().getRuntimeScheme(stage.getDirection()).scalesByTensorAmax();
+    needsAmax |= q.getScheme()
+                     .getRuntimeScheme(stage.getDirection())
+                     .scalesByTensorAmax();
   }
   for (auto [i, r] : llvm::enumerate(quantized))
     for (Direction d : {Direction::rowwise, Direction::columnwise})

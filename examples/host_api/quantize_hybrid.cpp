@@ -28,8 +28,8 @@ namespace {
 /// One gradient quantized for both GEMMs that read it - MXFP8 rowwise
 /// (dgrad), NVFP4 columnwise (wgrad) - plus its bias gradient.
 std::string moduleText(long rows, long cols) {
-  std::string t = "tensor<" + std::to_string(rows) + "x" +
-                  std::to_string(cols) + "xbf16>";
+  std::string t =
+      "tensor<" + std::to_string(rows) + "x" + std::to_string(cols) + "xbf16>";
   std::string q = "!te.qtensor<" + std::to_string(rows) + "x" +
                   std::to_string(cols) +
                   "xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = "

@@ -6,10 +6,15 @@
 
 #include "te/codegen/DequantizeEmitter.h"
 
+#include "EmitterSupport.h"
+
 #include <sstream>
 
 namespace te::cg {
 
+using detail::boolText;
+using detail::fp8Format;
+using detail::typeCode;
 using rt::Direction;
 using rt::DType;
 using rt::SchemeKind;
@@ -22,19 +27,7 @@ std::string cudaSupport(const DequantizeKernel &k, const Entry &e) {
   return "";
 }
 
-static const char *fp8Format(DType t) {
-  return t == DType::E5M2 ? "te::dev::Fp8Format::E5M2"
-                          : "te::dev::Fp8Format::E4M3";
-}
-
-static const char *boolText(bool b) { return b ? "true" : "false"; }
-
-static int typeCode(DType t) {
-  return t == DType::BF16 ? 0 : t == DType::F16 ? 1 : 2;
-}
-
-std::string decoderType(const rt::Scheme &s, Direction d,
-                        bool dataTransposed) {
+std::string decoderType(const rt::Scheme &s, Direction d, bool dataTransposed) {
   bool row = d == Direction::Rowwise;
   std::ostringstream os;
   switch (s.kind) {

@@ -143,8 +143,9 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
     fill(globalAmax);
     int64_t chunks = rt::ceilDiv(m * k, 8);
     int64_t grid = std::min<int64_t>(rt::ceilDiv(chunks, 4 * 256), 132 * 16);
-    launch(src.amaxEntry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
-           {ArgDesc::ptr(input), ArgDesc::i64(m * k), ArgDesc::ptr(globalAmax)});
+    launch(
+        src.amaxEntry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
+        {ArgDesc::ptr(input), ArgDesc::i64(m * k), ArgDesc::ptr(globalAmax)});
     kp.bytesMoved += inputBytes;
   }
 
@@ -179,8 +180,8 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
       fill(bd.amax);
       kp.bytesMoved += 4;
     }
-    rt::DirectionStorage st = directionStorage(e.values[s.value], s.dir,
-                                               p.target);
+    rt::DirectionStorage st =
+        directionStorage(e.values[s.value], s.dir, p.target);
     if (bd.scale >= 0 &&
         logicalScales(s.scheme, s.dir, m, k) < st.scaleInv.numElements())
       fill(bd.scale);
@@ -191,15 +192,15 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
     args.push_back(ArgDesc::f32(static_cast<float>(s.scheme.eps)));
     args.push_back(ArgDesc::i64(int64_t(p.random.seed)));
     args.push_back(ArgDesc::i64(int64_t(p.random.offset)));
-    kp.bytesMoved += table.bytes(bd.data) + table.bytes(bd.scale) +
-                     table.bytes(bd.amax);
+    kp.bytesMoved +=
+        table.bytes(bd.data) + table.bytes(bd.scale) + table.bytes(bd.amax);
   }
   int partial = -1;
   int64_t chunks = rt::ceilDiv(m, int64_t(kQuantizeTileRows));
   if (q.biasGrad >= 0) {
     partial = table.add(q.name + ".bias_partial", uint64_t(chunks * k * 4));
-    kp.bytesMoved += 2 * table.bytes(partial) +
-                     table.bytes(out.values[q.biasGrad].tensor);
+    kp.bytesMoved +=
+        2 * table.bytes(partial) + table.bytes(out.values[q.biasGrad].tensor);
   }
   args.push_back(ArgDesc::ptr(partial));
   int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
@@ -213,8 +214,7 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
   return kp;
 }
 
-static rt::Expected<KernelPlan> planDequantize(const Program &p,
-                                               const Entry &e,
+static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
                                                const DequantizeKernel &d,
                                                const BufferTable &table,
                                                const EntryPlan &out) {
@@ -234,9 +234,9 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p,
   int amax = pick(&ValueBuffers::Direction::amax);
   rt::DirectionStorage st = directionStorage(in, d.dir, p.target);
   rt::DirectionStorage scaleSt =
-      vb.dir[self].scale >= 0 ? st
-                              : directionStorage(in, Direction::Rowwise,
-                                                 p.target);
+      vb.dir[self].scale >= 0
+          ? st
+          : directionStorage(in, Direction::Rowwise, p.target);
   int64_t m = in.rows(), k = in.cols(), n = m * k;
 
   KernelPlan kp;
@@ -253,9 +253,12 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p,
       1, 1};
   spec.block = rt::Dim3{kDequantizeThreads, 1, 1};
   int output = out.values[d.output].tensor;
-  spec.args = {ArgDesc::ptr(data),  ArgDesc::ptr(scale),
-               ArgDesc::ptr(amax),  ArgDesc::ptr(output),
-               ArgDesc::i64(m),     ArgDesc::i64(k),
+  spec.args = {ArgDesc::ptr(data),
+               ArgDesc::ptr(scale),
+               ArgDesc::ptr(amax),
+               ArgDesc::ptr(output),
+               ArgDesc::i64(m),
+               ArgDesc::i64(k),
                ArgDesc::i64(scaleSt.scaleInv.cols)};
   rt::Step step;
   step.kind = rt::Step::Kind::Launch;

@@ -6,10 +6,15 @@
 
 #include "te/codegen/QuantizeEmitter.h"
 
+#include "EmitterSupport.h"
+
 #include <sstream>
 
 namespace te::cg {
 
+using detail::boolText;
+using detail::fp8Format;
+using detail::typeCode;
 using rt::Direction;
 using rt::DType;
 using rt::Scheme;
@@ -34,13 +39,6 @@ std::string cudaSupport(const QuantizeKernel &k, const Entry &e) {
   return "";
 }
 
-static const char *fp8Format(DType t) {
-  return t == DType::E5M2 ? "te::dev::Fp8Format::E5M2"
-                          : "te::dev::Fp8Format::E4M3";
-}
-
-static const char *boolText(bool b) { return b ? "true" : "false"; }
-
 std::string stageType(const Scheme &s, Direction d, DType input) {
   bool row = d == Direction::Rowwise;
   std::ostringstream os;
@@ -58,8 +56,9 @@ std::string stageType(const Scheme &s, Direction d, DType input) {
   case SchemeKind::Fp8Block:
     os << "te::dev::Fp8BlockStage<" << fp8Format(s.element) << ", "
        << boolText(row) << ", " << boolText(s.tileRows == 128) << ", "
-       << boolText(s.pow2) << ", te::dev::SourceType::"
-       << (input == DType::F16 ? "F16" : "BF16") << ">";
+       << boolText(s.pow2)
+       << ", te::dev::SourceType::" << (input == DType::F16 ? "F16" : "BF16")
+       << ">";
     break;
   case SchemeKind::Nvfp4:
     if (s.rht && !row) {
@@ -67,14 +66,11 @@ std::string stageType(const Scheme &s, Direction d, DType input) {
          << ">";
       break;
     }
-    os << "te::dev::Nvfp4Stage<" << boolText(row) << ", "
-       << boolText(s.block2d) << ", " << boolText(s.stochasticRounding)
-       << ">";
+    os << "te::dev::Nvfp4Stage<" << boolText(row) << ", " << boolText(s.block2d)
+       << ", " << boolText(s.stochasticRounding) << ">";
     break;
   case SchemeKind::Identity:
-    os << "te::dev::IdentityStage<"
-       << (s.element == DType::BF16 ? 0 : s.element == DType::F16 ? 1 : 2)
-       << ">";
+    os << "te::dev::IdentityStage<" << typeCode(s.element) << ">";
     break;
   }
   return os.str();
@@ -102,7 +98,8 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
   os << ".\n#include \"te/device/QuantizeKernel.cuh\"\n\n";
 
   os << "extern \"C\" __global__ void __launch_bounds__(" << kQuantizeThreads
-     << ", " << kQuantizeMinBlocksPerSm << ")\n" << k.name << "(const unsigned short *x, long long m, long long k";
+     << ", " << kQuantizeMinBlocksPerSm << ")\n"
+     << k.name << "(const unsigned short *x, long long m, long long k";
   for (size_t i = 0; i < k.stages.size(); ++i)
     os << ",\n    void *s" << i << "_data, void *s" << i << "_scale, float *s"
        << i << "_amax, const float *s" << i << "_in, float s" << i
@@ -113,8 +110,8 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
      << "] = {";
   for (size_t i = 0; i < k.stages.size(); ++i)
     os << (i ? ",\n      " : "\n      ") << "{s" << i << "_data, s" << i
-       << "_scale, s" << i << "_amax, s" << i << "_in, s" << i << "_eps, s"
-       << i << "_seed, s" << i << "_offset}";
+       << "_scale, s" << i << "_amax, s" << i << "_in, s" << i << "_eps, s" << i
+       << "_seed, s" << i << "_offset}";
   if (k.stages.empty())
     os << "{}";
   os << "};\n";
@@ -136,7 +133,8 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
     os << "\nextern \"C\" __global__ void __launch_bounds__(256)\n"
        << out.rhtAmaxEntry
        << "(const unsigned short *x, long long m, long long k, float *out) {\n"
-       << "  te::dev::rhtColumnAmax<" << boolText(f16) << ">(x, m, k, out);\n}\n";
+       << "  te::dev::rhtColumnAmax<" << boolText(f16)
+       << ">(x, m, k, out);\n}\n";
   }
   if (k.biasGrad >= 0) {
     out.biasEntry = k.name + "_dbias";

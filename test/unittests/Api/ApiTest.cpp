@@ -1,4 +1,5 @@
-//===- ApiTest.cpp - The host C++ API --------------------------------------===//
+//===- ApiTest.cpp - The host C++ API
+//--------------------------------------===//
 //
 // Part of tejit.
 //
@@ -102,11 +103,10 @@ TEST(HostApi, CompilesAModuleOpBuiltInCxx) {
   auto x = mlir::RankedTensorType::get({128, 96}, b.getBF16Type());
   auto db = mlir::RankedTensorType::get({96}, b.getF32Type());
   b.setInsertionPointToEnd(module->getBody());
-  auto fn = mlir::func::FuncOp::create(b, loc, "dbias",
-                                       b.getFunctionType({x}, {db}));
+  auto fn =
+      mlir::func::FuncOp::create(b, loc, "dbias", b.getFunctionType({x}, {db}));
   b.setInsertionPointToStart(fn.addEntryBlock());
-  auto grad =
-      mlir::te::BiasGradOp::create(b, loc, db, fn.getArgument(0));
+  auto grad = mlir::te::BiasGradOp::create(b, loc, db, fn.getArgument(0));
   mlir::func::ReturnOp::create(b, loc, grad.getResult());
 
   auto m = api::compileModule(*module, {"sm_90a"});
@@ -120,8 +120,8 @@ TEST(HostApi, CompilesAModuleOpBuiltInCxx) {
   // A located error from a module built in C++: a shape the op rejects.
   auto bad = mlir::RankedTensorType::get({95}, b.getF32Type());
   b.setInsertionPointToEnd(module->getBody());
-  auto fn2 = mlir::func::FuncOp::create(b, loc, "bad",
-                                        b.getFunctionType({x}, {bad}));
+  auto fn2 =
+      mlir::func::FuncOp::create(b, loc, "bad", b.getFunctionType({x}, {bad}));
   b.setInsertionPointToStart(fn2.addEntryBlock());
   auto g2 = mlir::te::BiasGradOp::create(
       b, mlir::FileLineColLoc::get(&context, "built.cpp", 42, 7), bad,
@@ -131,8 +131,7 @@ TEST(HostApi, CompilesAModuleOpBuiltInCxx) {
       [](mlir::Diagnostic &) { return mlir::success(); }); // keep stderr quiet
   auto failed = api::compileModule(*module, {"sm_90a"});
   ASSERT_FALSE(failed) << "compiled a module that does not verify";
-  EXPECT_NE(failed.status().message().find("built.cpp:42:7"),
-            std::string::npos)
+  EXPECT_NE(failed.status().message().find("built.cpp:42:7"), std::string::npos)
       << failed.status().message();
 }
 
@@ -191,8 +190,8 @@ TEST(HostApi, RunsOnCallerBuffersBitExactOnGpu) {
     nb.name = fn->results()[i].part;
     nb.desc = fn->results()[i].desc;
     nb.bytes.resize(fn->results()[i].bytes);
-    ASSERT_TRUE(owned[1 + i].copyToHost(nb.bytes.data(), nb.bytes.size(),
-                                        *stream));
+    ASSERT_TRUE(
+        owned[1 + i].copyToHost(nb.bytes.data(), nb.bytes.size(), *stream));
     gpu[0].push_back(std::move(nb));
   }
   ASSERT_TRUE(stream->synchronize());

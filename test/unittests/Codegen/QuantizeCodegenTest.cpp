@@ -1,4 +1,5 @@
-//===- QuantizeCodegenTest.cpp - Generated quantize kernels ----------------===//
+//===- QuantizeCodegenTest.cpp - Generated quantize kernels
+//----------------===//
 //
 // Part of tejit.
 //
@@ -83,7 +84,8 @@ std::vector<Case> allCases() {
   // Hybrid pairs: the recipes IR.md names, plus a per-tensor/block mix.
   cases.push_back({"hybrid_mxfp8_nvfp4_dbias", Scheme::mxfp8(DType::E4M3),
                    Scheme::nvfp4(), true});
-  cases.push_back({"hybrid_block_1x128_mxfp8", Scheme::fp8Block(DType::E4M3, 1, 128),
+  cases.push_back({"hybrid_block_1x128_mxfp8",
+                   Scheme::fp8Block(DType::E4M3, 1, 128),
                    Scheme::mxfp8(DType::E5M2)});
   cases.push_back({"hybrid_current_block128", Scheme::fp8Current(DType::E4M3),
                    Scheme::fp8Block(DType::E4M3, 128, 128)});
@@ -162,20 +164,61 @@ std::vector<uint8_t> makeInput(int64_t count, Data kind, uint64_t seed) {
     h = uint16_t((r & 0x8000u) | ((107u + (r >> 16) % 41u) << 7) | (r & 0x7Fu));
     if (kind == Data::Edge) {
       switch ((r >> 24) % 16) {
-      case 0: h = 0x0000; break;                     // +0
-      case 1: h = 0x8000; break;                     // -0
-      case 2: h = uint16_t(0x0001 + (r & 0x7F)); break; // subnormal
-      case 3: h = 0x7F7F; break;                     // bf16 max
-      case 4: h = uint16_t(0x7000 | (r & 0x7FF)); break; // huge
-      case 5: if (i % 97 == 0) h = 0x7F80; break;    // +Inf, rarely
-      case 6: if (i % 89 == 0) h = 0xFFC1; break;    // NaN, rarely
-      default: break;
+      case 0:
+        h = 0x0000;
+        break; // +0
+      case 1:
+        h = 0x8000;
+        break; // -0
+      case 2:
+        h = uint16_t(0x0001 + (r & 0x7F));
+        break; // subnormal
+      case 3:
+        h = 0x7F7F;
+        break; // bf16 max
+      case 4:
+        h = uint16_t(0x7000 | (r & 0x7FF));
+        break; // huge
+      case 5:
+        if (i % 97 == 0)
+          h = 0x7F80;
+        break; // +Inf, rarely
+      case 6:
+        if (i % 89 == 0)
+          h = 0xFFC1;
+        break; // NaN, rarely
+      default:
+        break;
       }
     }
     bytes[2 * size_t(i)] = uint8_t(h);
     bytes[2 * size_t(i) + 1] = uint8_t(h >> 8);
   }
   return bytes;
+}
+
+/// Runs entry 0 of `p` on argument `x` with both backends; returns the
+/// first difference ("" when bit-exact) or why a backend failed.
+std::string gpuVersusCpu(const cg::Program &p, const std::vector<uint8_t> &x,
+                         const rt::Device &dev, const rt::Stream &stream,
+                         rt::KernelCache &cache) {
+  auto cpu = cg::runCpu(p, p.entries[0], {x});
+  if (!cpu)
+    return "cpu: " + cpu.status().toString();
+  auto runner = cg::CudaRunner::create(p, p.entries[0], dev, cache);
+  if (!runner)
+    return "cuda: " + runner.status().toString();
+  rt::Status st = runner->setArgument(0, x, stream);
+  if (st.isOk())
+    st = runner->poison(0xA5, stream);
+  if (st.isOk())
+    st = runner->run(stream);
+  if (!st.isOk())
+    return "cuda: " + st.toString();
+  auto gpu = runner->results(stream);
+  if (!gpu)
+    return "cuda: " + gpu.status().toString();
+  return cg::firstDifference(*cpu, *gpu, "cpu", "cuda");
 }
 
 class QuantizeCodegen : public ::testing::TestWithParam<Case> {};
@@ -220,17 +263,7 @@ TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
         if (input == DType::F16)
           for (size_t i = 1; i < x.size(); i += 2)
             x[i] &= 0x7B; // keep f16 values finite
-        auto cpu = cg::runCpu(p, p.entries[0], {x});
-        ASSERT_TRUE(cpu) << cpu.status().toString();
-        auto runner = cg::CudaRunner::create(p, p.entries[0], *dev, cache);
-        ASSERT_TRUE(runner) << runner.status().toString();
-        ASSERT_TRUE(runner->setArgument(0, x, *stream).isOk());
-        ASSERT_TRUE(runner->poison(0xA5, *stream).isOk());
-        rt::Status st = runner->run(*stream);
-        ASSERT_TRUE(st.isOk()) << st.toString();
-        auto gpu = runner->results(*stream);
-        ASSERT_TRUE(gpu) << gpu.status().toString();
-        EXPECT_EQ(cg::firstDifference(*cpu, *gpu, "cpu", "cuda"), "")
+        EXPECT_EQ(gpuVersusCpu(p, x, *dev, *stream, cache), "")
             << s.m << "x" << s.k << " " << rt::dtypeName(input)
             << (d == Data::Edge ? " edge data" : " random data");
         ++tested;
@@ -271,7 +304,8 @@ std::vector<DequantCase> dequantCases() {
       for (DType out : {DType::BF16, DType::F32}) {
         if (s.rht && d == Direction::Columnwise)
           continue; // transformed values: no dequantize kernel (yet)
-        cases.push_back({label(s) + (d == Direction::Rowwise ? "_row" : "_col") +
+        cases.push_back({label(s) +
+                             (d == Direction::Rowwise ? "_row" : "_col") +
                              "_to_" + rt::dtypeName(out),
                          s, d, out});
       }
@@ -322,8 +356,8 @@ TEST_P(DequantizeCodegen, BitExactAgainstReferenceOnGpu) {
   static rt::KernelCache cache("");
   const DequantCase &c = GetParam();
   int tested = 0;
-  for (auto [m, k] : {std::pair<int64_t, int64_t>{256, 512}, {96, 64},
-                      {48, 80}, {130, 33}}) {
+  for (auto [m, k] :
+       {std::pair<int64_t, int64_t>{256, 512}, {96, 64}, {48, 80}, {130, 33}}) {
     Case q{"", std::nullopt, std::nullopt};
     (c.dir == Direction::Rowwise ? q.row : q.col) = c.scheme;
     if (!shapeFits(q, m, k))
@@ -331,17 +365,7 @@ TEST_P(DequantizeCodegen, BitExactAgainstReferenceOnGpu) {
     for (Data d : {Data::Random, Data::Edge}) {
       cg::Program p = dequantProgram(c, m, k, DType::BF16);
       std::vector<uint8_t> x = makeInput(m * k, d, uint64_t(m * 7 + k));
-      auto cpu = cg::runCpu(p, p.entries[0], {x});
-      ASSERT_TRUE(cpu) << cpu.status().toString();
-      auto runner = cg::CudaRunner::create(p, p.entries[0], *dev, cache);
-      ASSERT_TRUE(runner) << runner.status().toString();
-      ASSERT_TRUE(runner->setArgument(0, x, *stream).isOk());
-      ASSERT_TRUE(runner->poison(0xA5, *stream).isOk());
-      rt::Status st = runner->run(*stream);
-      ASSERT_TRUE(st.isOk()) << st.toString();
-      auto gpu = runner->results(*stream);
-      ASSERT_TRUE(gpu) << gpu.status().toString();
-      EXPECT_EQ(cg::firstDifference(*cpu, *gpu, "cpu", "cuda"), "")
+      EXPECT_EQ(gpuVersusCpu(p, x, *dev, *stream, cache), "")
           << m << "x" << k << (d == Data::Edge ? " edge data" : " random");
       ++tested;
     }
@@ -363,8 +387,8 @@ TEST(QuantizeEmitter, RejectsWhatItCannotGenerate) {
   ASSERT_FALSE(plan);
   EXPECT_NE(plan.status().message().find("random Hadamard"), std::string::npos);
 
-  cg::Program f32 = programFor({"f32", Scheme::mxfp8(DType::E4M3), std::nullopt},
-                               64, 64, DType::F32);
+  cg::Program f32 = programFor(
+      {"f32", Scheme::mxfp8(DType::E4M3), std::nullopt}, 64, 64, DType::F32);
   plan = cg::buildEntryPlan(f32, f32.entries[0]);
   ASSERT_FALSE(plan);
   EXPECT_NE(plan.status().message().find("bf16 and f16"), std::string::npos);

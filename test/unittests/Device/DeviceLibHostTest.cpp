@@ -748,8 +748,8 @@ TEST(DeviceLibHost, HadamardMatchesTheReference) {
                    dev::rhtEntry(k, j), ref::rhtMatrixEntry(k, j));
   Tally outputs("rht16 / rht16Bf16 on 20000 runs");
   SplitMix64 rng(16);
-  const float edges[] = {0.0f, -0.0f, 1e-40f, -3e-39f, 3.0e38f, -3.3e38f,
-                         INFINITY, -INFINITY, NAN, 1.0f};
+  const float edges[] = {0.0f,     -0.0f,    1e-40f,    -3e-39f, 3.0e38f,
+                         -3.3e38f, INFINITY, -INFINITY, NAN,     1.0f};
   for (int run = 0; run < 20000; ++run) {
     float v[16], got[16], want[16];
     for (float &x : v) {
@@ -766,7 +766,7 @@ TEST(DeviceLibHost, HadamardMatchesTheReference) {
                     want[j]);
     dev::rht16Bf16(v, got);
     for (int j = 0; j < 16; ++j)
-      outputs.value(std::to_string(run) + "/bf16 " + std::to_string(j),
-                    got[j], ref::bf16ToFloat(ref::floatToBF16(want[j])));
+      outputs.value(std::to_string(run) + "/bf16 " + std::to_string(j), got[j],
+                    ref::bf16ToFloat(ref::floatToBF16(want[j])));
   }
 }

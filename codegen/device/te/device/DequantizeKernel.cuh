@@ -1,4 +1,5 @@
-//===- te/device/DequantizeKernel.cuh - Dequantize kernel --------*- C++ -*-===//
+//===- te/device/DequantizeKernel.cuh - Dequantize kernel --------*- C++
+//-*-===//
 //
 // Part of tejit.
 //
@@ -46,7 +47,8 @@ template <Fp8Format F, bool Transposed> struct Fp8PerTensorDecode {
 template <Fp8Format F, bool Rowwise> struct Mxfp8Decode {
   __device__ static float value(const DequantArgs &a, i64 r, i64 c) {
     const u8 *s = static_cast<const u8 *>(a.scale);
-    u8 e = Rowwise ? s[r * a.scaleCols + c / 32] : s[(r / 32) * a.scaleCols + c];
+    u8 e =
+        Rowwise ? s[r * a.scaleCols + c / 32] : s[(r / 32) * a.scaleCols + c];
     return mulRn(decodeFp8<F>(a.data[r * a.k + c]), decodeE8M0(e));
   }
 };
@@ -96,8 +98,7 @@ __device__ __forceinline__ void dequantizeTensor(const DequantArgs &a,
                                                  void *out) {
   i64 n = a.m * a.k;
   i64 stride = i64(gridDim.x) * blockDim.x;
-  for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     float v = Decode::value(a, i / a.k, i % a.k);
     if (Out == 2)
       static_cast<float *>(out)[i] = v;

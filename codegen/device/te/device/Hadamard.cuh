@@ -1,4 +1,5 @@
-//===- te/device/Hadamard.cuh - NVFP4's random Hadamard transform -*- C++ -*-===//
+//===- te/device/Hadamard.cuh - NVFP4's random Hadamard transform -*- C++
+//-*-===//
 //
 // Part of tejit.
 //

@@ -53,8 +53,8 @@ __device__ __forceinline__ void storeGlobal8(void *p, u32 lo, u32 hi) {
 }
 
 __device__ __forceinline__ void storeGlobal16(void *p, U32x4 v) {
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p),
-               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");
 }
 
@@ -77,8 +77,7 @@ __device__ __forceinline__ void cpAsyncWaitAll() {
 /// must be non-negative in `acc`; max.{bf16,f16}x2 returns the non-NaN
 /// operand, so a NaN never enters `acc` (acc starts at +0) - the same rule
 /// as amaxAccumulate, at one instruction per two elements.
-template <bool F16>
-__device__ __forceinline__ u32 absMax2(u32 acc, u32 w) {
+template <bool F16> __device__ __forceinline__ u32 absMax2(u32 acc, u32 w) {
   u32 r, a = w & 0x7FFF7FFFu;
   if (F16)
     asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(acc), "r"(a));

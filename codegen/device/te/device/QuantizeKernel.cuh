@@ -1,4 +1,5 @@
-//===- te/device/QuantizeKernel.cuh - Fused quantize tile kernel -*- C++ -*-===//
+//===- te/device/QuantizeKernel.cuh - Fused quantize tile kernel -*- C++
+//-*-===//
 //
 // Part of tejit.
 //
@@ -128,8 +129,8 @@ __device__ __forceinline__ void loadRowWords(const TileSmem &s, int r, int j,
                                              U32x4 &a, U32x4 &b) {
   int first = (j >> 2) & 1;
   U32x4 p = *reinterpret_cast<const U32x4 *>(s.at(r, kSegment * j + 8 * first));
-  U32x4 q = *reinterpret_cast<const U32x4 *>(
-      s.at(r, kSegment * j + 8 * (first ^ 1)));
+  U32x4 q =
+      *reinterpret_cast<const U32x4 *>(s.at(r, kSegment * j + 8 * (first ^ 1)));
   a = first ? q : p;
   b = first ? p : q;
 }
@@ -227,6 +228,24 @@ __device__ __forceinline__ void forColumnRuns(const Tile &t, Fn fn) {
   }
 }
 
+/// forColumnRuns, handing fn(s, c, v) the 16 values v of each valid column
+/// c of the run (c and c + 1).
+template <bool F16, class Fn>
+__device__ __forceinline__ void forColumnRunValues(const Tile &t, Fn fn) {
+  forColumnRuns(t, [&](int s, int c) {
+    u32 w[kSegment];
+    loadColumnWords(t.s, s, c, w);
+    TE_UNROLL
+    for (int q = 0; q < 2; ++q) {
+      if (c + q >= t.cols)
+        break;
+      float v[kSegment];
+      unpackColumn<F16>(w, q, v);
+      fn(s, c + q, v);
+    }
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // Block amax from segment amaxes
 //===----------------------------------------------------------------------===//
@@ -300,9 +319,9 @@ __device__ __forceinline__ void storeUpTo(u8 *dst, const u32 *w, int n) {
   TE_UNROLL
   for (int q = 0; q < Bytes / 4; ++q)
     TE_UNROLL
-    for (int b = 0; b < 4; ++b)
-      if (4 * q + b < n)
-        dst[4 * q + b] = u8(w[q] >> (8 * b));
+  for (int b = 0; b < 4; ++b)
+    if (4 * q + b < n)
+      dst[4 * q + b] = u8(w[q] >> (8 * b));
 }
 
 /// 16 FP8 codes fl(v[i] * mult[i]) as four little-endian words.
@@ -341,7 +360,7 @@ __device__ __forceinline__ void storeTransposedFp8(const Tile &t, u8 *data,
   u32 w[4];
   encodeFp8x16<F>(v, mult, w);
   storeUpTo<16>(data + (t.c0 + c) * t.m + t.r0 + kSegment * s, w,
-              segmentRows(t, s));
+                segmentRows(t, s));
 }
 
 //===----------------------------------------------------------------------===//
@@ -365,7 +384,8 @@ struct Fp8PerTensorStage {
                                 maxFiniteF32());
   }
 
-  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+  template <bool F16>
+  __device__ static void emit(const Tile &t, const StageArgs &a) {
     float sc = scale(a);
     u8 *data = static_cast<u8 *>(a.data);
     if (t.leader()) {
@@ -374,7 +394,8 @@ struct Fp8PerTensorStage {
         *a.amax = *a.in;
     }
     if (Delayed && t.tid == 0)
-      atomicMax(reinterpret_cast<unsigned *>(a.amax), floatToBits(t.tileAmax()));
+      atomicMax(reinterpret_cast<unsigned *>(a.amax),
+                floatToBits(t.tileAmax()));
     if (Rowwise) {
       forRowTasks(t, [&](int r, int j) {
         float v[16];
@@ -383,20 +404,11 @@ struct Fp8PerTensorStage {
         encodeFp8x16<F>(v, sc, w);
         int n = t.cols - kSegment * j;
         storeUpTo<16>(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
-                    n < 16 ? n : 16);
+                      n < 16 ? n : 16);
       });
     } else {
-      forColumnRuns(t, [&](int s, int c) {
-        u32 w[kSegment];
-        loadColumnWords(t.s, s, c, w);
-        TE_UNROLL
-        for (int q = 0; q < 2; ++q) {
-          if (c + q >= t.cols)
-            break;
-          float v[kSegment];
-          unpackColumn<F16>(w, q, v);
-          storeTransposedFp8<F>(t, data, s, c + q, v, sc);
-        }
+      forColumnRunValues<F16>(t, [&](int s, int c, const float *v) {
+        storeTransposedFp8<F>(t, data, s, c, v, sc);
       });
     }
   }
@@ -418,7 +430,8 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
     return kSegment * j + 4 * (q ^ ((j >> 1) & 3)) + c % 4;
   }
 
-  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+  template <bool F16>
+  __device__ static void emit(const Tile &t, const StageArgs &a) {
     u8 *data = static_cast<u8 *>(a.data);
     u8 *scale = static_cast<u8 *>(a.scale);
     if (Rowwise) {
@@ -460,10 +473,10 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
         for (int q = 0; q < 4; ++q) {
           U32x4 m = *reinterpret_cast<const U32x4 *>(
               &colMult[r / 32][multColumn(kSegment * j + 4 * q)]);
-          w[q] = encodeFp8x4<F>(v[4 * q], v[4 * q + 1], v[4 * q + 2],
-                                v[4 * q + 3], bitsToFloat(m.x),
-                                bitsToFloat(m.y), bitsToFloat(m.z),
-                                bitsToFloat(m.w));
+          w[q] =
+              encodeFp8x4<F>(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3],
+                             bitsToFloat(m.x), bitsToFloat(m.y),
+                             bitsToFloat(m.z), bitsToFloat(m.w));
         }
         int n = t.cols - kSegment * j;
         storeUpTo<16>(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
@@ -487,7 +500,8 @@ struct Fp8BlockStage {
     return fp8BlockScale(amax, F, Pow2, a.eps, Src);
   }
 
-  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+  template <bool F16>
+  __device__ static void emit(const Tile &t, const StageArgs &a) {
     u8 *data = static_cast<u8 *>(a.data);
     float *scaleInv = static_cast<float *>(a.scale);
     i64 rb = t.r0 / 128, cb = t.c0 / 128;
@@ -507,27 +521,17 @@ struct Fp8BlockStage {
         encodeFp8x16<F>(v, sc, w);
         int n = t.cols - kSegment * j;
         storeUpTo<16>(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
-                    n < 16 ? n : 16);
+                      n < 16 ? n : 16);
         if (!Tile2d && j == 0)
           scaleInv[cb * stride + t.r0 + r] = fp8BlockScaleInv(sc);
       });
     } else {
       i64 stride = (t.k + 3) / 4 * 4;
-      forColumnRuns(t, [&](int s, int c) {
-        u32 w[kSegment];
-        loadColumnWords(t.s, s, c, w);
-        TE_UNROLL
-        for (int q = 0; q < 2; ++q) {
-          if (c + q >= t.cols)
-            break;
-          float sc = Tile2d ? tileScale
-                            : scaleOf(colBlockAmax<128>(t, s, c + q), a);
-          float v[kSegment];
-          unpackColumn<F16>(w, q, v);
-          storeTransposedFp8<F>(t, data, s, c + q, v, sc);
-          if (!Tile2d && s == 0)
-            scaleInv[rb * stride + t.c0 + c + q] = fp8BlockScaleInv(sc);
-        }
+      forColumnRunValues<F16>(t, [&](int s, int c, const float *v) {
+        float sc = Tile2d ? tileScale : scaleOf(colBlockAmax<128>(t, s, c), a);
+        storeTransposedFp8<F>(t, data, s, c, v, sc);
+        if (!Tile2d && s == 0)
+          scaleInv[rb * stride + t.c0 + c] = fp8BlockScaleInv(sc);
       });
     }
   }
@@ -559,8 +563,9 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
         u32 codes;
         if (Stochastic) {
           u32 bits = philoxWord(rnd, u32(e / 4)) >> (8 * (e % 4));
-          codes = packE2M1(encodeE2M1Stochastic(mulRn(v[e], enc), bits),
-                           encodeE2M1Stochastic(mulRn(v[e + 1], enc), bits >> 8));
+          codes =
+              packE2M1(encodeE2M1Stochastic(mulRn(v[e], enc), bits),
+                       encodeE2M1Stochastic(mulRn(v[e + 1], enc), bits >> 8));
         } else {
           codes = encodeE2M1x2(mulRn(v[e], enc), mulRn(v[e + 1], enc));
         }
@@ -570,14 +575,39 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
     }
   }
 
-  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
-    u8 *data = static_cast<u8 *>(a.data);
-    u8 *scale = static_cast<u8 *>(a.scale);
+  /// The tensor's encode / decode scales from its amax (`in`), which is
+  /// also the direction's amax.
+  __device__ static void globalScales(const Tile &t, const StageArgs &a,
+                                      float &sEnc, float &sDec) {
     float globalAmax = *a.in;
-    float sEnc = nvfp4GlobalEncodeScale(globalAmax);
-    float sDec = nvfp4GlobalDecodeScale(sEnc);
+    sEnc = nvfp4GlobalEncodeScale(globalAmax);
+    sDec = nvfp4GlobalDecodeScale(sEnc);
     if (t.leader())
       *a.amax = globalAmax;
+  }
+
+  /// Quantizes `v`, the 16-row run of segment `s` of tile column `c`, as
+  /// one block (amax `amax`) of the transposed K x M/2 data, and its scale.
+  __device__ static void storeColumnRun(const Tile &t, const StageArgs &a,
+                                        int s, int c, const float *v,
+                                        float amax, float sEnc, float sDec) {
+    u8 sB = nvfp4BlockScale(amax, sEnc);
+    i64 col = t.c0 + c;
+    i64 first = col * t.m + t.r0 + kSegment * s;
+    u32 w[2];
+    encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
+    storeUpTo<8>(static_cast<u8 *>(a.data) + first / 2, w, 8);
+    i64 scaleCols = (t.m / 16 + 3) / 4 * 4;
+    static_cast<u8 *>(a.scale)[col * scaleCols + (t.r0 + kSegment * s) / 16] =
+        sB;
+  }
+
+  template <bool F16>
+  __device__ static void emit(const Tile &t, const StageArgs &a) {
+    u8 *data = static_cast<u8 *>(a.data);
+    u8 *scale = static_cast<u8 *>(a.scale);
+    float sEnc, sDec;
+    globalScales(t, a, sEnc, sDec);
     if (Rowwise) {
       i64 scaleCols = (t.k / 16 + 3) / 4 * 4;
       forRowTasks(t, [&](int r, int j) {
@@ -592,26 +622,11 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
         scale[(t.r0 + r) * scaleCols + (t.c0 + kSegment * j) / 16] = sB;
       });
     } else {
-      i64 scaleCols = (t.m / 16 + 3) / 4 * 4;
-      forColumnRuns(t, [&](int s, int c) {
-        u32 words[kSegment];
-        loadColumnWords(t.s, s, c, words);
-        TE_UNROLL
-        for (int q = 0; q < 2; ++q) {
-          if (c + q >= t.cols)
-            break;
-          float amax = Block2d ? block16x16AmaxOfColumn(t, s, c + q)
-                               : t.s.colAmax[s][c + q];
-          u8 sB = nvfp4BlockScale(amax, sEnc);
-          i64 col = t.c0 + c + q;
-          i64 first = col * t.m + t.r0 + kSegment * s;
-          u32 w[2];
-          float v[kSegment];
-          unpackColumn<F16>(words, q, v);
-          encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
-          storeUpTo<8>(data + first / 2, w, 8);
-          scale[col * scaleCols + (t.r0 + kSegment * s) / 16] = sB;
-        }
+      forColumnRunValues<F16>(t, [&](int s, int c, const float *v) {
+        storeColumnRun(t, a, s, c, v,
+                       Block2d ? block16x16AmaxOfColumn(t, s, c)
+                               : t.s.colAmax[s][c],
+                       sEnc, sDec);
       });
     }
   }
@@ -627,39 +642,20 @@ template <bool Stochastic> struct Nvfp4RhtColumnStage {
   static constexpr bool kNeedsRowSegments = false;
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = false;
+  using Plain = Nvfp4Stage<false, false, Stochastic>;
 
-  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
-    u8 *data = static_cast<u8 *>(a.data);
-    u8 *scale = static_cast<u8 *>(a.scale);
-    float globalAmax = *a.in;
-    float sEnc = nvfp4GlobalEncodeScale(globalAmax);
-    float sDec = nvfp4GlobalDecodeScale(sEnc);
-    if (t.leader())
-      *a.amax = globalAmax;
-    i64 scaleCols = (t.m / 16 + 3) / 4 * 4;
-    forColumnRuns(t, [&](int s, int c) {
-      u32 words[kSegment];
-      loadColumnWords(t.s, s, c, words);
+  template <bool F16>
+  __device__ static void emit(const Tile &t, const StageArgs &a) {
+    float sEnc, sDec;
+    Plain::globalScales(t, a, sEnc, sDec);
+    forColumnRunValues<F16>(t, [&](int s, int c, const float *v) {
+      float y[kSegment];
+      rht16Bf16(v, y);
+      float amax = 0.0f;
       TE_UNROLL
-      for (int q = 0; q < 2; ++q) {
-        if (c + q >= t.cols)
-          break;
-        float v[kSegment], y[kSegment];
-        unpackColumn<F16>(words, q, v);
-        rht16Bf16(v, y);
-        float amax = 0.0f;
-        TE_UNROLL
-        for (int i = 0; i < kSegment; ++i)
-          amax = amaxAccumulate(amax, y[i]);
-        u8 sB = nvfp4BlockScale(amax, sEnc);
-        i64 col = t.c0 + c + q;
-        i64 first = col * t.m + t.r0 + kSegment * s;
-        u32 w[2];
-        Nvfp4Stage<false, false, Stochastic>::encode16(
-            y, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
-        storeUpTo<8>(data + first / 2, w, 8);
-        scale[col * scaleCols + (t.r0 + kSegment * s) / 16] = sB;
-      }
+      for (int i = 0; i < kSegment; ++i)
+        amax = amaxAccumulate(amax, y[i]);
+      Plain::storeColumnRun(t, a, s, c, y, amax, sEnc, sDec);
     });
   }
 };
@@ -672,7 +668,8 @@ template <int Out> struct IdentityStage {
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = false;
 
-  template <bool F16> __device__ static void emit(const Tile &t, const StageArgs &a) {
+  template <bool F16>
+  __device__ static void emit(const Tile &t, const StageArgs &a) {
     forRowTasks(t, [&](int r, int j) {
       int n = t.cols - kSegment * j;
       n = n < 16 ? n : 16;
@@ -779,7 +776,8 @@ template <class... Stages> struct StageList {
   static constexpr bool kNeedsRowSegments = false;
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = false;
-  template <bool F16> __device__ static void emit(const Tile &, const StageArgs *) {}
+  template <bool F16>
+  __device__ static void emit(const Tile &, const StageArgs *) {}
 };
 template <class Head, class... Tail> struct StageList<Head, Tail...> {
   using Rest = StageList<Tail...>;
@@ -809,8 +807,14 @@ __device__ __forceinline__ void quantizeTile(const u16 *x, i64 m, i64 k,
   i64 c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
   int tid = int(threadIdx.x);
   i64 rowsLeft = m - r0, colsLeft = k - c0;
-  Tile t{smem, m, k, r0, c0, int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
-         int(colsLeft < kTileCols ? colsLeft : kTileCols), tid};
+  Tile t{smem,
+         m,
+         k,
+         r0,
+         c0,
+         int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
+         int(colsLeft < kTileCols ? colsLeft : kTileCols),
+         tid};
 
   loadTile(smem, x, m, k, r0, c0, tid);
   if (tid == 0)
@@ -893,9 +897,8 @@ __device__ __forceinline__ void rhtColumnAmax(const u16 *x, i64 m, i64 k,
 
 /// Bias gradient: out[c] = sum over chunks of partial[chunk][c], in chunk
 /// order from +0 (the reference's total).
-__device__ __forceinline__ void biasGradFinalize(const float *partial,
-                                                 i64 chunks, i64 k,
-                                                 float *out) {
+__device__ __forceinline__ void
+biasGradFinalize(const float *partial, i64 chunks, i64 k, float *out) {
   i64 c = i64(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= k)
     return;

@@ -39,9 +39,9 @@ constexpr unsigned kStageParams = 7;
 struct EmittedQuantize {
   std::string source;
   std::string mainEntry;
-  std::string amaxEntry; ///< empty: no pre-pass
+  std::string amaxEntry;    ///< empty: no pre-pass
   std::string rhtAmaxEntry; ///< empty: no RHT columnwise stage
-  std::string biasEntry; ///< empty: no bias gradient
+  std::string biasEntry;    ///< empty: no bias gradient
 };
 
 /// Why the CUDA backend cannot generate this kernel ("" when it can).
