@@ -37,6 +37,23 @@ def TeResolveRecipePass : Pass<"te-resolve-recipe", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
+def TeExpandLinearPass : Pass<"te-expand-linear", "::mlir::ModuleOp"> {
+  let summary = "Linear layers -> quantizations and GEMMs, operands read in the right direction";
+  let description = [{
+    Needs the schemes `te-resolve-recipe` records. `te.linear`:
+    fprop `y = x W^T (+ b)` reads x and W rowwise. `te.linear_grad`: dgrad
+    `dx = dy W` reads dy rowwise and W columnwise; wgrad `dW = dy^T x` reads
+    dy and x columnwise; with `bias`, `db = te.bias_grad(dy)`. Each operand
+    is a `te.quantize` holding the directions its GEMMs read (the tensor
+    itself when its role's scheme is `#te.identity` of its own type);
+    `te-infer-usage` / `te-fuse-quantize` merge quantizations of one tensor
+    across layers and across forward and backward. A GEMM whose operands
+    do not pair (see `te.gemm`) is an error on the layer naming the GEMM.
+    Inputs must be 2-D.
+  }];
+  let dependentDialects = ["::mlir::te::TeDialect"];
+}
+
 def TeInferUsagePass : Pass<"te-infer-usage", "::mlir::ModuleOp"> {
   let summary = "Keep only the directions each quantized value's users read";
   let description = [{

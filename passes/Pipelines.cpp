@@ -23,6 +23,7 @@ namespace mlir::te {
 void buildTeToCudaPipeline(OpPassManager &pm,
                            const TeToCudaPipelineOptions &options) {
   pm.addPass(createTeResolveRecipePass());
+  pm.addPass(createTeExpandLinearPass());
   pm.addPass(createTeInferUsagePass());
   pm.addPass(createTeFuseQuantizePass());
   TeLegalizeTargetPassOptions legalize;

@@ -1,0 +1,207 @@
+//===- ExpandLinear.cpp - te-expand-linear --------------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// A linear layer under a resolved recipe becomes the quantizations and GEMMs
+// that compute it, each operand read in the direction its GEMM contracts:
+//
+//   fprop  y  = x W^T (+ b)   x rowwise,  W rowwise      (te.linear)
+//   dgrad  dx = dy W          dy rowwise, W columnwise   (te.linear_grad)
+//   wgrad  dW = dy^T x        dy columnwise, x columnwise
+//   db = te.bias_grad(dy)     (te.linear_grad with `bias`)
+//
+// Every te.quantize holds just the directions this layer's GEMMs read;
+// te-infer-usage and te-fuse-quantize then merge what several layers (or
+// the forward and backward of one) read of the same tensor into one kernel.
+// A role whose scheme is #te.identity of the tensor's own type is read in
+// high precision without a copy. A GEMM whose operands do not pair (the
+// te.gemm verifier's rules) is a located error on the layer, naming the GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/te/TeOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+
+#define DEBUG_TYPE "te-expand-linear"
+
+namespace mlir::te {
+#define GEN_PASS_DEF_TEEXPANDLINEARPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::te
+
+using namespace mlir;
+using namespace mlir::te;
+namespace rt = ::te::rt;
+
+namespace {
+
+class LinearExpansion {
+public:
+  LinearExpansion(Operation *op, DictionaryAttr schemes)
+      : op(op), schemes(schemes), b(op) {}
+
+  /// What a GEMM reads for `tensor` (role `role`) in `dirs`: the tensor when
+  /// its scheme is identity of the tensor's own type, else a te.quantize.
+  FailureOr<Value> operand(Value tensor, StringRef role, Directions dirs) {
+    auto scheme = dyn_cast_or_null<SchemeAttrInterface>(schemes.get(role));
+    if (!scheme)
+      return op->emitOpError() << "has no resolved scheme for the role \""
+                               << role << "\"; run te-resolve-recipe first";
+    auto type = cast<RankedTensorType>(tensor.getType());
+    if (isOwnIdentity(scheme, type.getElementType(), dirs))
+      return tensor;
+    auto qtype = QTensorType::getChecked(
+        [&] {
+          return op->emitOpError()
+                 << "cannot quantize its " << role << " by " << scheme << ": ";
+        },
+        op->getContext(), type.getShape(), type.getElementType(), scheme,
+        dirs);
+    if (!qtype)
+      return failure();
+    return QuantizeOp::create(b, op->getLoc(), qtype, tensor).getResult();
+  }
+
+  /// A te.gemm named `which` (fprop / dgrad / wgrad); the te.gemm rules are
+  /// checked here so that a bad pairing is reported on the layer.
+  FailureOr<Value> gemm(StringRef which, StringRef formula, Type result,
+                        Value a, Value bOperand, Value bias, bool transposeA,
+                        bool transposeB) {
+    Location loc = NameLoc::get(b.getStringAttr(which), op->getLoc());
+    auto g = GemmOp::create(b, loc, result, a, bOperand, bias,
+                            transposeA ? b.getUnitAttr() : UnitAttr(),
+                            transposeB ? b.getUnitAttr() : UnitAttr(),
+                            GemmPathAttr());
+    std::string why;
+    {
+      ScopedDiagnosticHandler capture(op->getContext(), [&](Diagnostic &d) {
+        if (why.empty())
+          why = d.str();
+        return success();
+      });
+      if (succeeded(g.verifyInvariants()))
+        return g.getResult();
+    }
+    g.erase();
+    return op->emitOpError() << "cannot form its " << which << " GEMM ("
+                             << formula << "): " << why;
+  }
+
+private:
+  static bool isOwnIdentity(SchemeAttrInterface scheme, Type element,
+                            Directions dirs) {
+    for (Direction d : {Direction::rowwise, Direction::columnwise}) {
+      if (!bitEnumContainsAll(dirs, d == Direction::rowwise
+                                        ? Directions::rowwise
+                                        : Directions::columnwise))
+        continue;
+      rt::Scheme s = scheme.getRuntimeScheme(d);
+      rt::DType own = element.isBF16()  ? rt::DType::BF16
+                      : element.isF16() ? rt::DType::F16
+                                        : rt::DType::F32;
+      if (s.kind != rt::SchemeKind::Identity || s.element != own)
+        return false;
+    }
+    return true;
+  }
+
+  Operation *op;
+  DictionaryAttr schemes;
+
+public:
+  OpBuilder b;
+};
+
+/// 2-D operands only: te.gemm multiplies matrices.
+LogicalResult checkMatrix(Operation *op, Value v, StringRef what) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() == 2)
+    return success();
+  return op->emitOpError() << "has a " << t.getRank() << "-D " << what
+                           << "; te-expand-linear handles 2-D [tokens, "
+                              "features] tensors (flatten the leading "
+                              "dimensions first)";
+}
+
+LogicalResult expand(LinearOp lin) {
+  if (failed(checkMatrix(lin, lin.getInput(), "input")))
+    return failure();
+  LinearExpansion e(lin, lin.getSchemesAttr());
+  FailureOr<Value> x = e.operand(lin.getInput(), "input", Directions::rowwise);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> w =
+      e.operand(lin.getWeight(), "weight", Directions::rowwise);
+  if (failed(w))
+    return failure();
+  FailureOr<Value> y =
+      e.gemm("fprop", "y = x W^T: x rowwise, W rowwise",
+             lin.getResult().getType(), *x, *w, lin.getBias(), false, true);
+  if (failed(y))
+    return failure();
+  lin.getResult().replaceAllUsesWith(*y);
+  lin.erase();
+  return success();
+}
+
+LogicalResult expand(LinearGradOp grad) {
+  if (failed(checkMatrix(grad, grad.getInput(), "input")))
+    return failure();
+  LinearExpansion e(grad, grad.getSchemesAttr());
+  FailureOr<Value> dy =
+      e.operand(grad.getGradOutput(), "grad_output",
+                Directions::rowwise | Directions::columnwise);
+  if (failed(dy))
+    return failure();
+  FailureOr<Value> w =
+      e.operand(grad.getWeight(), "weight", Directions::columnwise);
+  if (failed(w))
+    return failure();
+  FailureOr<Value> x =
+      e.operand(grad.getInput(), "input", Directions::columnwise);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> dx =
+      e.gemm("dgrad", "dx = dy W: dy rowwise, W columnwise",
+             grad.getGradInput().getType(), *dy, *w, Value(), false, false);
+  if (failed(dx))
+    return failure();
+  FailureOr<Value> dw =
+      e.gemm("wgrad", "dW = dy^T x: dy columnwise, x columnwise",
+             grad.getGradWeight().getType(), *dy, *x, Value(), true, false);
+  if (failed(dw))
+    return failure();
+  grad.getGradInput().replaceAllUsesWith(*dx);
+  grad.getGradWeight().replaceAllUsesWith(*dw);
+  if (Value db = grad.getGradBias())
+    db.replaceAllUsesWith(BiasGradOp::create(e.b, grad.getLoc(), db.getType(),
+                                             grad.getGradOutput())
+                              .getResult());
+  grad.erase();
+  return success();
+}
+
+struct TeExpandLinearPass
+    : mlir::te::impl::TeExpandLinearPassBase<TeExpandLinearPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> layers;
+    getOperation().walk([&](Operation *op) {
+      if (isa<LinearOp, LinearGradOp>(op))
+        layers.push_back(op);
+    });
+    for (Operation *op : layers) {
+      LogicalResult r = isa<LinearOp>(op) ? expand(cast<LinearOp>(op))
+                                          : expand(cast<LinearGradOp>(op));
+      if (failed(r))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
