@@ -66,7 +66,12 @@ def TeInferUsagePass : Pass<"te-infer-usage", "::mlir::ModuleOp"> {
     - `func.return` and any other op: every direction the type lists (a
       function result keeps what its signature says).
     A result without users is left alone (dead-code elimination removes
-    it). With `report`, each narrowing is reported as a remark.
+    it). A quantization of a *persistent parameter* - a function argument
+    marked `te.persistent = "name"` - holds the union of what every
+    function of the module reads of that parameter under that scheme (its
+    stored quantization is shared), which can add directions: a weight
+    quantized for training keeps its columnwise data in an inference-only
+    function. With `report`, each change is reported as a remark.
 
     Before:
     ```mlir

@@ -29,7 +29,13 @@ def Te_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
+  // `te.persistent = "name"` on a function argument: a parameter whose
+  // quantized storage persists across the module's functions.
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
+    /// The argument attribute naming a persistent parameter.
+    static constexpr ::llvm::StringLiteral kPersistentAttrName =
+        "te.persistent";
     void registerAttributes();
     void registerTypes();
   }];

@@ -359,3 +359,25 @@ func.func @fused_quantize_empty(%x: tensor<64x64xbf16>) {
   "te.fused_quantize"(%x) {bias_grad} : (tensor<64x64xbf16>) -> ()
   return
 }
+
+// -----
+
+// The te.persistent argument attribute names a parameter with a string.
+// expected-error @+1 {{'te.persistent' must name the parameter with a non-empty string, got 1 : i64}}
+func.func @persistent_not_a_name(%w: tensor<32x64xbf16> {te.persistent = 1}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'te.persistent' marks a statically shaped tensor argument, not 'tensor<?x64xbf16>'}}
+func.func @persistent_dynamic(%w: tensor<?x64xbf16> {te.persistent = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown te argument attribute 'te.persistant'}}
+func.func @persistent_misspelt(%w: tensor<32x64xbf16> {te.persistant = "w"}) {
+  return
+}
