@@ -106,13 +106,46 @@ private:
       op->erase();
       return success();
     }
+    if (auto g = dyn_cast<GemmOp>(op))
+      return lowerGemm(g);
     if (isa<func::ReturnOp>(op) ||
         op->getDialect() == b.getContext()->getLoadedDialect("tek"))
       return success();
     return op->emitError() << "'" << op->getName()
                            << "' has no kernel lowering yet: kernels exist "
                               "for te.quantize, te.fused_quantize, "
-                              "te.bias_grad and te.dequantize";
+                              "te.bias_grad, te.dequantize and te.gemm";
+  }
+
+  /// A GEMM the target runs natively becomes one tek.gemm_call; an
+  /// emulated one (te-legalize-target's `path`) first dequantizes each
+  /// quantized operand, in the direction the GEMM reads, to bf16.
+  LogicalResult lowerGemm(GemmOp g) {
+    bool emulated = g.getPath() && *g.getPath() == GemmPath::emulated;
+    Value operands[2] = {g.getA(), g.getB()};
+    b.setInsertionPoint(g);
+    if (emulated) {
+      for (unsigned i = 0; i < 2; ++i) {
+        auto q = dyn_cast<QTensorType>(operands[i].getType());
+        if (!q)
+          continue;
+        auto bf16 = RankedTensorType::get(q.getShape(), b.getBF16Type());
+        operands[i] = tek::DequantizeKernelOp::create(
+            b, g.getLoc(), bf16, operands[i],
+            b.getStringAttr("te_dequantize_" + std::to_string(counter++)),
+            DirectionAttr::get(b.getContext(), g.getOperandDirection(i)),
+            b.getDenseI64ArrayAttr({tek::dequantizeGrid(q.getShape())}),
+            b.getI64IntegerAttr(tek::kThreads));
+      }
+    }
+    auto call = tek::GemmCallOp::create(
+        b, g.getLoc(), g.getResult().getType(), operands[0], operands[1],
+        g.getBias(), b.getStringAttr(nextName(g)),
+        g.getTransposeA() ? b.getUnitAttr() : UnitAttr(),
+        g.getTransposeB() ? b.getUnitAttr() : UnitAttr());
+    g.getResult().replaceAllUsesWith(call.getResult());
+    g.erase();
+    return success();
   }
 
   func::FuncOp fn;

@@ -161,6 +161,25 @@ private:
       kernel.dequantize = k;
       return push(op, std::move(kernel));
     }
+    if (auto g = dyn_cast<tek::GemmCallOp>(op)) {
+      cg::GemmKernel k;
+      k.name = g.getKernelName().str();
+      k.a = ids.lookup(g.getA());
+      k.b = ids.lookup(g.getB());
+      if (Value bias = g.getBias())
+        k.bias = ids.lookup(bias);
+      k.transposeA = g.getTransposeA();
+      k.transposeB = g.getTransposeB();
+      FailureOr<int> v =
+          addValue(g.getResult(), "d" + std::to_string(entry.values.size()));
+      if (failed(v))
+        return failure();
+      k.output = *v;
+      cg::Kernel kernel;
+      kernel.kind = cg::Kernel::Kind::Gemm;
+      kernel.gemm = k;
+      return push(op, std::move(kernel));
+    }
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (Value v : ret.getOperands()) {
         auto it = ids.find(v);

@@ -177,3 +177,52 @@ LogicalResult DequantizeKernelOp::verify() {
                          << " elements";
   return verifyLaunch(*this, getThreads());
 }
+
+//===----------------------------------------------------------------------===//
+// gemm_call
+//===----------------------------------------------------------------------===//
+
+Direction GemmCallOp::getOperandDirection(unsigned index) {
+  if (index == 0)
+    return getTransposeA() ? Direction::columnwise : Direction::rowwise;
+  return getTransposeB() ? Direction::rowwise : Direction::columnwise;
+}
+
+LogicalResult GemmCallOp::verify() {
+  Value operands[2] = {getA(), getB()};
+  SmallVector<int64_t, 2> shapes[2];
+  for (int i = 0; i < 2; ++i) {
+    Type t = operands[i].getType();
+    if (auto q = dyn_cast<QTensorType>(t)) {
+      shapes[i].assign(q.getShape().begin(), q.getShape().end());
+      Direction d = getOperandDirection(i);
+      if (!q.hasDirection(d))
+        return emitOpError()
+               << "operand " << i << " is read " << stringifyDirection(d)
+               << ", which its type does not hold";
+    } else if (auto r = dyn_cast<RankedTensorType>(t)) {
+      shapes[i].assign(r.getShape().begin(), r.getShape().end());
+    } else {
+      return emitOpError() << "operand " << i
+                           << " must be a tensor or a !te.qtensor";
+    }
+    if (shapes[i].size() != 2)
+      return emitOpError() << "operand " << i << " must be 2-D";
+  }
+  int64_t m = getTransposeA() ? shapes[0][1] : shapes[0][0];
+  int64_t k = getTransposeA() ? shapes[0][0] : shapes[0][1];
+  int64_t k2 = getTransposeB() ? shapes[1][1] : shapes[1][0];
+  int64_t n = getTransposeB() ? shapes[1][0] : shapes[1][1];
+  if (k != k2)
+    return emitOpError() << "contraction dimensions differ: " << k << " and "
+                         << k2;
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (out.getRank() != 2 || out.getDimSize(0) != m || out.getDimSize(1) != n)
+    return emitOpError() << "result must be " << m << "x" << n;
+  if (Value bias = getBias()) {
+    auto bt = cast<RankedTensorType>(bias.getType());
+    if (bt.getRank() != 1 || bt.getDimSize(0) != n)
+      return emitOpError() << "bias must have " << n << " elements";
+  }
+  return success();
+}

@@ -103,4 +103,36 @@ def Tek_DequantizeKernelOp : Tek_Op<"dequantize_kernel", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tek_GemmCallOp : Tek_Op<"gemm_call", [Pure]> {
+  let summary = "one library GEMM: D = op(A) op(B) (+ bias)";
+  let description = [{
+    A GEMM the target runs with a library kernel (cuBLASLt; on sm_90: high
+    precision, per-tensor FP8, block FP8), with te.gemm's conventions: op(A)
+    is M x K (A read rowwise unless `transpose_a`), op(B) is K x N (B read
+    columnwise unless `transpose_b`). GEMMs the target cannot run natively
+    (MXFP8, NVFP4 on sm_90) reach this op as high-precision operands
+    produced by `tek.dequantize_kernel`: the emulation is explicit in the IR.
+
+    ```mlir
+    %y = tek.gemm_call "te_gemm_2" %x, %w bias %b {transpose_b}
+        : !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
+          !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>,
+          tensor<64xbf16> -> tensor<256x64xbf16>
+    ```
+  }];
+  let arguments = (ins AnyType:$a, AnyType:$b,
+                       Optional<AnyRankedTensor>:$bias, StrAttr:$kernel_name,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $kernel_name $a `,` $b (`bias` $bias^)? attr-dict `:` qualified(type($a))
+    `,` qualified(type($b)) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The direction operand A (0) or B (1) is read in.
+    ::mlir::te::Direction getOperandDirection(unsigned index);
+  }];
+}
+
 #endif // TE_DIALECT_TEK_TEKOPS_TD

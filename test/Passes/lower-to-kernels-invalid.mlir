@@ -1,9 +1,12 @@
 // RUN: te-opt %s --te-lower-to-kernels --split-input-file -verify-diagnostics
 
 // Tests that an op without a kernel lowering is a located error, not a skip.
-func.func @gemm(%a: !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, rowwise>,
-                %b: !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, rowwise>) -> tensor<128x128xbf16> {
-  // expected-error @+1 {{'te.gemm' has no kernel lowering yet: kernels exist for te.quantize, te.fused_quantize, te.bias_grad and te.dequantize}}
-  %y = te.gemm %a, %b {transpose_b} : !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, rowwise> -> tensor<128x128xbf16>
-  return %y : tensor<128x128xbf16>
+func.func @adam(%p: tensor<64x64xf32>, %g: tensor<64x64xbf16>, %m: tensor<64x64xf32>,
+                %v: tensor<64x64xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<64x64xf32> {
+  // expected-error @+1 {{'te.adam_step' has no kernel lowering yet: kernels exist for te.quantize, te.fused_quantize, te.bias_grad, te.dequantize and te.gemm}}
+  %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
+      : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<f32>, tensor<i64>
+      -> tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+  return %p1 : tensor<64x64xf32>
 }

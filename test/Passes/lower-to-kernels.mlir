@@ -46,3 +46,24 @@ func.func @per_tensor(%x: tensor<64x64xbf16>)
   return %a, %b : !te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>,
                   !te.qtensor<64x64xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>
 }
+
+// -----
+
+// Tests GEMMs: a native block-FP8 GEMM is one gemm_call on the quantized
+// operands; an emulated MXFP8 one (te-legalize-target's path on sm_90)
+// dequantizes each operand, in the direction the GEMM reads, to bf16 first.
+// CHECK-LABEL: func.func @gemms
+// CHECK: %[[N:.*]] = tek.gemm_call "te_gemm_0" %arg0, %arg1 {transpose_b} : !te.qtensor<128x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>, !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise> -> tensor<128x64xbf16>
+// CHECK: %[[A:.*]] = tek.dequantize_kernel "te_dequantize_1" %arg2 rowwise {grid = array<i64: 64>, threads = 256 : i64} : !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, rowwise> -> tensor<128x128xbf16>
+// CHECK: %[[B:.*]] = tek.dequantize_kernel "te_dequantize_2" %arg3 columnwise {grid = array<i64: 64>, threads = 256 : i64} : !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, columnwise> -> tensor<128x128xbf16>
+// CHECK: %[[E:.*]] = tek.gemm_call "te_gemm_3" %[[A]], %[[B]] : tensor<128x128xbf16>, tensor<128x128xbf16> -> tensor<128x128xf32>
+// CHECK: return %[[N]], %[[E]]
+func.func @gemms(%x: !te.qtensor<128x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
+                 %w: !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>,
+                 %a: !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+                 %b: !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, columnwise>)
+    -> (tensor<128x64xbf16>, tensor<128x128xf32>) {
+  %y = te.gemm %x, %w {transpose_b, path = #te.gemm_path<cublaslt>} : !te.qtensor<128x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>, !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise> -> tensor<128x64xbf16>
+  %z = te.gemm %a, %b {path = #te.gemm_path<emulated>} : !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, columnwise> -> tensor<128x128xf32>
+  return %y, %z : tensor<128x64xbf16>, tensor<128x128xf32>
+}

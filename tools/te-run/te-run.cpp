@@ -58,15 +58,14 @@ static cl::opt<int64_t> randomSeed("random-inputs",
                                    cl::init(-1));
 static cl::opt<std::string> dumpDir("dump", cl::desc("Write results as .npy"),
                                     cl::init(""));
-static cl::opt<bool> check("check",
-                           cl::desc("Run CUDA and CPU and compare bit for bit"));
+static cl::opt<bool>
+    check("check", cl::desc("Run CUDA and CPU and compare bit for bit"));
 static cl::opt<int> benchRuns("bench", cl::desc("Time each kernel N times"),
                               cl::init(0));
 static cl::opt<std::string> arch("arch", cl::desc("Target architecture"),
                                  cl::init("sm_90a"));
-static cl::opt<std::string> cacheDir("cache-dir",
-                                     cl::desc("Kernel cache directory"),
-                                     cl::init(""));
+static cl::opt<std::string>
+    cacheDir("cache-dir", cl::desc("Kernel cache directory"), cl::init(""));
 
 [[noreturn]] static void die(const std::string &msg) {
   llvm::errs() << "te-run: " << msg << "\n";
@@ -171,11 +170,11 @@ static void dump(const cg::Entry &e,
       else
         a.shape = {b.desc.rows, b.desc.cols};
       a.bytes = b.bytes;
-      std::string file = dumpDir + "/result" + std::to_string(i) +
-                         (b.name == "data" && results[i].size() == 1
-                              ? std::string()
-                              : "." + b.name) +
-                         ".npy";
+      std::string file =
+          dumpDir + "/result" + std::to_string(i) +
+          (b.name == "data" && results[i].size() == 1 ? std::string()
+                                                      : "." + b.name) +
+          ".npy";
       std::string error;
       if (!te::npy::write(file, a, error))
         die(error);
@@ -206,7 +205,8 @@ static double median(std::vector<double> v) {
 /// 1 GiB buffer: the ceiling quantize kernels are measured against.
 static double copyCeiling(const rt::Stream &s) {
   const size_t bytes = size_t(1) << 30;
-  auto a = rt::DeviceBuffer::allocate(bytes), b = rt::DeviceBuffer::allocate(bytes);
+  auto a = rt::DeviceBuffer::allocate(bytes),
+       b = rt::DeviceBuffer::allocate(bytes);
   auto timer = rt::EventTimer::create();
   if (!a || !b || !timer)
     return 0;
@@ -224,8 +224,8 @@ static double copyCeiling(const rt::Stream &s) {
 
 static void bench(cg::CudaRunner &runner, const rt::Stream &s) {
   double ceiling = copyCeiling(s);
-  llvm::outs() << llvm::format("copy ceiling (1 GiB device-to-device): %.0f GB/s\n",
-                               ceiling * 1e-9);
+  llvm::outs() << llvm::format(
+      "copy ceiling (1 GiB device-to-device): %.0f GB/s\n", ceiling * 1e-9);
   auto timer = rt::EventTimer::create();
   if (!timer)
     die(timer.status().toString());
@@ -257,8 +257,9 @@ static void bench(cg::CudaRunner &runner, const rt::Stream &s) {
 }
 
 int main(int argc, char **argv) {
-  cl::ParseCommandLineOptions(argc, argv, "tejit: compile, run, check and time "
-                                          "a te program\n");
+  cl::ParseCommandLineOptions(argc, argv,
+                              "tejit: compile, run, check and time "
+                              "a te program\n");
   if (!backend.empty() && backend != "cuda" && backend != "cpu" &&
       backend != "both")
     die("--backend must be cuda, cpu or both");
@@ -341,11 +342,15 @@ int main(int argc, char **argv) {
   }
   if (!device) {
     rt::Expected<size_t> n = cg::compileEntry(*program, *entry, cache);
-    if (!n)
+    if (!n && n.status().code() != rt::StatusCode::Unsupported)
       die(n.status().toString());
-    llvm::outs() << "no GPU (" << noGpu << "): compiled " << *n
-                 << " kernel source(s) with NVRTC for " << program->arch
-                 << "; running the CPU backend"
+    llvm::outs() << "no GPU (" << noGpu << "): ";
+    if (n)
+      llvm::outs() << "compiled " << *n << " kernel source(s) with NVRTC for "
+                   << program->arch;
+    else // a kernel with no CUDA lowering yet: nothing to compile
+      llvm::outs() << n.status().message();
+    llvm::outs() << "; running the CPU backend"
                  << (check ? " only (--check needs a GPU to compare)" : "")
                  << "\n";
   }

@@ -67,11 +67,74 @@ static std::vector<uint8_t> narrow(const std::vector<float> &f, DType t) {
   }
   out.resize(f.size() * 2);
   for (size_t i = 0; i < f.size(); ++i) {
-    uint16_t h = t == DType::BF16 ? ref::floatToBF16(f[i]) : ref::floatToF16(f[i]);
+    uint16_t h =
+        t == DType::BF16 ? ref::floatToBF16(f[i]) : ref::floatToF16(f[i]);
     out[2 * i] = uint8_t(h);
     out[2 * i + 1] = uint8_t(h >> 8);
   }
   return out;
+}
+
+/// The fp32 values of a tensor value's bytes.
+static std::vector<float> widen(const std::vector<uint8_t> &bytes, DType t) {
+  size_t n = bytes.size() / size_t(rt::dtypeSize(t));
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (t == DType::F32) {
+      std::memcpy(&out[i], &bytes[4 * i], 4);
+      continue;
+    }
+    uint16_t h = uint16_t(bytes[2 * i] | bytes[2 * i + 1] << 8);
+    out[i] = t == DType::BF16 ? ref::bf16ToFloat(h) : ref::f16ToFloat(h);
+  }
+  return out;
+}
+
+/// A GEMM with the reference: block FP8 on both sides multiplies like the
+/// Hopper block-scaled GEMM (ref::blockScaledGemm, bit-exact semantics);
+/// anything else multiplies the operands' logical values (dequantized in
+/// the direction read, or widened) with fp32 accumulation in k order.
+static rt::Expected<std::vector<float>>
+runGemm(const Entry &e, const GemmKernel &g,
+        const std::vector<HostValue> &values) {
+  const Value &a = e.values[g.a], &b = e.values[g.b];
+  int64_t m = g.transposeA ? a.shape[1] : a.shape[0];
+  int64_t k = g.transposeA ? a.shape[0] : a.shape[1];
+  int64_t n = g.transposeB ? b.shape[0] : b.shape[1];
+  std::vector<float> bias;
+  if (g.bias >= 0)
+    bias = widen(values[g.bias].tensor, e.values[g.bias].dtype);
+  const float *biasPtr = bias.empty() ? nullptr : bias.data();
+
+  auto blockScaled = [](const Value &v, Direction d) {
+    return v.isQuantized() && v.scheme(d)->kind == rt::SchemeKind::Fp8Block;
+  };
+  if (blockScaled(a, g.directionA()) && blockScaled(b, g.directionB())) {
+    // TN form: op(A) is the stored data of the direction read (M x K),
+    // op(B)^T likewise (N x K) - block FP8 stores columnwise transposed.
+    ref::BlockScaledOperand x = ref::blockScaledOperand(
+        *values[g.a].quantized.get(g.directionA()), *a.scheme(g.directionA()));
+    ref::BlockScaledOperand w = ref::blockScaledOperand(
+        *values[g.b].quantized.get(g.directionB()), *b.scheme(g.directionB()));
+    std::string error;
+    std::vector<float> d = ref::blockScaledGemm(x, w, biasPtr, &error);
+    if (d.empty())
+      return fail(g.name + ": " + error);
+    return d;
+  }
+  auto logical = [&](int index, Direction d) -> std::vector<float> {
+    const Value &v = e.values[index];
+    if (!v.isQuantized())
+      return widen(values[index].tensor, v.dtype);
+    return ref::dequantize(values[index].quantized, d, *v.scheme(d), v.rows(),
+                           v.cols());
+  };
+  std::vector<float> av = logical(g.a, g.directionA());
+  std::vector<float> bv = logical(g.b, g.directionB());
+  if (av.empty() || bv.empty())
+    return fail(g.name + ": the reference could not dequantize an operand");
+  return ref::referenceGemm(av.data(), g.transposeA, bv.data(), g.transposeB, m,
+                            n, k, biasPtr);
 }
 
 rt::Expected<std::vector<ValueData>>
@@ -89,19 +152,25 @@ runCpu(const Program &p, const Entry &e,
     uint64_t bytes = uint64_t(v.rows() * v.cols() * rt::dtypeSize(v.dtype));
     if (v.isQuantized() || args[i].size() != bytes)
       return fail("argument " + std::to_string(i) + " ('" + v.name +
-                  "') must be a tensor of " + std::to_string(bytes) +
-                  " bytes");
+                  "') must be a tensor of " + std::to_string(bytes) + " bytes");
     values[e.args[i]].tensor = args[i];
   }
 
   for (const Kernel &k : e.kernels) {
+    if (k.kind == Kernel::Kind::Gemm) {
+      rt::Expected<std::vector<float>> d = runGemm(e, k.gemm, values);
+      if (!d)
+        return d.status();
+      values[k.gemm.output].tensor = narrow(*d, e.values[k.gemm.output].dtype);
+      continue;
+    }
     if (k.kind == Kernel::Kind::Dequantize) {
       const DequantizeKernel &d = k.dequantize;
       const Value &in = e.values[d.input];
       const Value &outV = e.values[d.output];
-      std::vector<float> f = ref::dequantize(values[d.input].quantized, d.dir,
-                                             *in.scheme(d.dir), in.rows(),
-                                             in.cols());
+      std::vector<float> f =
+          ref::dequantize(values[d.input].quantized, d.dir, *in.scheme(d.dir),
+                          in.rows(), in.cols());
       if (f.empty())
         return fail(d.name + ": the reference could not dequantize '" +
                     in.name + "'");
@@ -172,8 +241,8 @@ static bool bothNaN(rt::DType t, const uint8_t *a, const uint8_t *b) {
 }
 
 std::string firstDifference(const std::vector<ValueData> &a,
-                            const std::vector<ValueData> &b,
-                            const char *nameA, const char *nameB) {
+                            const std::vector<ValueData> &b, const char *nameA,
+                            const char *nameB) {
   if (a.size() != b.size())
     return "different result counts";
   for (size_t r = 0; r < a.size(); ++r) {
@@ -202,9 +271,8 @@ std::string firstDifference(const std::vector<ValueData> &a,
                std::to_string(j) + " (element [" +
                std::to_string(elem / x.desc.cols) + ", " +
                std::to_string(elem % x.desc.cols) + "] of " +
-               std::to_string(x.desc.rows) + "x" +
-               std::to_string(x.desc.cols) + " " + rt::dtypeName(x.desc.dtype) +
-               ") " + hex;
+               std::to_string(x.desc.rows) + "x" + std::to_string(x.desc.cols) +
+               " " + rt::dtypeName(x.desc.dtype) + ") " + hex;
       }
     }
   }

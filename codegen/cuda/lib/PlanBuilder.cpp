@@ -280,6 +280,11 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e) {
   for (const Value &v : e.values)
     table.addValue(v, p.target);
   for (const Kernel &k : e.kernels) {
+    if (k.kind == Kernel::Kind::Gemm)
+      return rt::Status(rt::StatusCode::Unsupported,
+                        k.gemm.name +
+                            ": GEMMs have no CUDA lowering yet (the CPU "
+                            "backend runs them: te-run --backend cpu)");
     rt::Expected<KernelPlan> kp =
         k.kind == Kernel::Kind::Dequantize
             ? planDequantize(p, e, k.dequantize, table, out)

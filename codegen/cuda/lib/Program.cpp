@@ -38,6 +38,33 @@ static bool isHighPrecision(rt::DType t) {
   return t == rt::DType::BF16 || t == rt::DType::F16 || t == rt::DType::F32;
 }
 
+/// Why GEMM `g` of `e` is malformed, or "".
+static std::string validateGemm(const Entry &e, const GemmKernel &g) {
+  auto inRange = [&](int i) { return i >= 0 && size_t(i) < e.values.size(); };
+  if (!inRange(g.a) || !inRange(g.b) || !inRange(g.output) ||
+      (g.bias >= 0 && !inRange(g.bias)))
+    return "value index out of range";
+  const Value &a = e.values[g.a], &b = e.values[g.b];
+  const Value &out = e.values[g.output];
+  if (a.shape.size() != 2 || b.shape.size() != 2 || out.shape.size() != 2 ||
+      out.isQuantized())
+    return "operands and result must be 2-D, the result a tensor";
+  if (a.isQuantized() && !a.scheme(g.directionA()))
+    return "operand A does not hold the direction it is read in";
+  if (b.isQuantized() && !b.scheme(g.directionB()))
+    return "operand B does not hold the direction it is read in";
+  int64_t m = g.transposeA ? a.shape[1] : a.shape[0];
+  int64_t k = g.transposeA ? a.shape[0] : a.shape[1];
+  int64_t k2 = g.transposeB ? b.shape[1] : b.shape[0];
+  int64_t n = g.transposeB ? b.shape[0] : b.shape[1];
+  if (k != k2 || out.shape[0] != m || out.shape[1] != n)
+    return "shapes do not chain";
+  if (g.bias >= 0 && (e.values[g.bias].isQuantized() ||
+                      e.values[g.bias].shape != std::vector<int64_t>{n}))
+    return "bias must be a tensor of N elements";
+  return "";
+}
+
 std::string validate(const Entry &e, const rt::Target &target) {
   (void)target;
   auto inRange = [&](int v) {
@@ -48,7 +75,8 @@ std::string validate(const Entry &e, const rt::Target &target) {
       return "value '" + v.name + "' has no shape";
     if (!isHighPrecision(v.dtype))
       return "value '" + v.name + "' must have a bf16, f16 or f32 type";
-    for (rt::Direction d : {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
+    for (rt::Direction d :
+         {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
       const std::optional<rt::Scheme> &s = v.scheme(d);
       if (!s)
         continue;
@@ -68,13 +96,19 @@ std::string validate(const Entry &e, const rt::Target &target) {
     if (!inRange(r))
       return "result index out of range";
   for (const Kernel &k : e.kernels) {
+    if (k.kind == Kernel::Kind::Gemm) {
+      std::string why = validateGemm(e, k.gemm);
+      if (!why.empty())
+        return "gemm '" + k.gemm.name + "': " + why;
+      continue;
+    }
     if (k.kind == Kernel::Kind::Dequantize) {
       const DequantizeKernel &d = k.dequantize;
       if (!inRange(d.input) || !inRange(d.output) ||
           !e.values[d.input].isQuantized() ||
-          e.values[d.output].isQuantized() ||
-          !e.values[d.input].scheme(d.dir))
-        return "dequantize '" + d.name + "' needs a quantized input holding "
+          e.values[d.output].isQuantized() || !e.values[d.input].scheme(d.dir))
+        return "dequantize '" + d.name +
+               "' needs a quantized input holding "
                "the direction it reads and a tensor output";
       continue;
     }
@@ -84,7 +118,8 @@ std::string validate(const Entry &e, const rt::Target &target) {
     const Value &in = e.values[q.input];
     for (const Stage &s : q.stages) {
       if (!inRange(s.value) || !e.values[s.value].isQuantized())
-        return "quantize '" + q.name + "' writes a stage into a non-quantized "
+        return "quantize '" + q.name +
+               "' writes a stage into a non-quantized "
                "value";
       const Value &out = e.values[s.value];
       if (out.shape != in.shape)
@@ -99,7 +134,8 @@ std::string validate(const Entry &e, const rt::Target &target) {
       if (!inRange(q.biasGrad) || e.values[q.biasGrad].isQuantized() ||
           e.values[q.biasGrad].dtype != rt::DType::F32 ||
           e.values[q.biasGrad].shape != std::vector<int64_t>{in.cols()})
-        return "quantize '" + q.name + "': the bias gradient must be an f32 "
+        return "quantize '" + q.name +
+               "': the bias gradient must be an f32 "
                "tensor of the input's last dimension";
     }
   }

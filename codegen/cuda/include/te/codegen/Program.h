@@ -31,8 +31,8 @@ namespace te::cg {
 struct Value {
   enum class Kind : uint8_t { Tensor, Quantized };
   Kind kind = Kind::Tensor;
-  std::string name;            ///< for diagnostics and dump files
-  std::vector<int64_t> shape;  ///< logical shape
+  std::string name;                  ///< for diagnostics and dump files
+  std::vector<int64_t> shape;        ///< logical shape
   rt::DType dtype = rt::DType::BF16; ///< tensor element / high-precision type
   /// Quantized: the scheme of each direction held (absent: not held).
   std::optional<rt::Scheme> rowwise, columnwise;
@@ -72,11 +72,35 @@ struct DequantizeKernel {
   int output = -1;
 };
 
+/// D = op(A) op(B) (+ bias), with te.gemm's conventions: op(A) is M x K
+/// (A read rowwise, or columnwise when `transposeA`), op(B) is K x N (B
+/// read columnwise, or rowwise when `transposeB`). Operands are tensors or
+/// quantized values holding the direction read. CPU backend only for now.
+struct GemmKernel {
+  std::string name;
+  int a = -1, b = -1, bias = -1, output = -1;
+  bool transposeA = false, transposeB = false;
+
+  rt::Direction directionA() const {
+    return transposeA ? rt::Direction::Columnwise : rt::Direction::Rowwise;
+  }
+  rt::Direction directionB() const {
+    return transposeB ? rt::Direction::Rowwise : rt::Direction::Columnwise;
+  }
+};
+
 struct Kernel {
-  enum class Kind : uint8_t { Quantize, Dequantize };
+  enum class Kind : uint8_t { Quantize, Dequantize, Gemm };
   Kind kind = Kind::Quantize;
   QuantizeKernel quantize;
   DequantizeKernel dequantize;
+  GemmKernel gemm;
+
+  const std::string &name() const {
+    return kind == Kind::Quantize     ? quantize.name
+           : kind == Kind::Dequantize ? dequantize.name
+                                      : gemm.name;
+  }
 };
 
 struct Entry {
