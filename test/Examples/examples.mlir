@@ -2,11 +2,40 @@
 // (scripts/run-example.sh).
 // RUN: te-opt %te_src_root/examples/hybrid_linear.mlir --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize --cse | FileCheck %s --check-prefix=HYBRID
 // RUN: te-opt %te_src_root/examples/deepseek_linear.mlir --te-resolve-recipe | FileCheck %s --check-prefix=BLOCK
+// RUN: te-opt %te_src_root/examples/hybrid_linear.mlir --te-to-cuda | FileCheck %s --check-prefix=HYBRIDK
+// RUN: te-opt %te_src_root/examples/delayed_fp8_linear.mlir --te-to-cuda | FileCheck %s --check-prefix=DELAYED
 // RUN: te-opt %te_src_root/examples/quantize_hybrid.mlir --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize | FileCheck %s --check-prefix=QUANT
 
 // HYBRID-LABEL: func.func @train_step
 // HYBRID: te.linear {{.*}}schemes = {input = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>, weight = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>}
 // HYBRID: te.linear_grad {{.*}}schemes = {grad_output = #te.nvfp4<rht, sr>,
+
+// The whole step at the kernel level on sm_90: x, W, dy quantized once each
+// (dy with the bias gradient); MXFP8/NVFP4 GEMMs are emulated, so each
+// operand is dequantized to bf16 before a bf16 library GEMM.
+// HYBRIDK-LABEL: func.func @train_step
+// HYBRIDK-COUNT-2: tek.quantize_kernel "te_fused_quantize_{{[0-9]+}}" %arg{{[01]}} {amax_prepass, grid
+// HYBRIDK-COUNT-2: tek.dequantize_kernel
+// HYBRIDK: tek.gemm_call "te_gemm_{{[0-9]+}}" {{.*}} bias %arg2 {transpose_b}
+// HYBRIDK: tek.quantize_kernel "te_fused_quantize_{{[0-9]+}}" %arg3 {amax_prepass, bias_grad
+// HYBRIDK-COUNT-2: tek.dequantize_kernel
+// HYBRIDK-NEXT: tek.gemm_call
+// HYBRIDK-COUNT-2: tek.dequantize_kernel
+// HYBRIDK-NEXT: tek.gemm_call {{.*}} {transpose_a}
+// HYBRIDK-NOT: tek.
+// HYBRIDK: return
+
+// FP8 delayed scaling: native TN GEMMs, no dequantize; the persistent W is
+// quantized once, holding both directions.
+// DELAYED-LABEL: func.func @train_step
+// DELAYED-NOT: tek.dequantize_kernel
+// DELAYED: %[[X:.*]]:2 = tek.quantize_kernel {{.*}} %arg0
+// DELAYED: %[[W:.*]] = tek.quantize_kernel {{.*}} %arg1 {{.*}} -> !te.qtensor<1024x1024xbf16, #te.fp8_delayed<e4m3, history = 16{{.*}}>, rowwise|columnwise>
+// DELAYED: tek.gemm_call {{.*}} %[[X]]#0, %[[W]] bias %arg2 {transpose_b}
+// DELAYED: %[[DY:.*]]:2 = tek.quantize_kernel {{.*}} %arg3 {bias_grad
+// DELAYED: tek.gemm_call {{.*}} %[[DY]]#0, %[[W]] :
+// DELAYED: tek.gemm_call {{.*}} %[[DY]]#0, %[[X]]#1 {transpose_a}
+// DELAYED-NOT: tek.dequantize_kernel
 
 // BLOCK-LABEL: func.func @forward
 // BLOCK: schemes = {input = #te.fp8_block<e4m3, 1x128, pow2>, weight = #te.fp8_block<e4m3, 128x128, pow2>}
