@@ -57,3 +57,12 @@ func.func @roundtrip(%x: tensor<64x128xbf16>) -> tensor<64x128xf32> {
   %y = te.dequantize %q columnwise : !te.qtensor<64x128xbf16, #te.nvfp4<>, columnwise> -> tensor<64x128xf32>
   return %y : tensor<64x128xf32>
 }
+
+// Tests that a GEMM, which has no CUDA lowering yet, is listed as such
+// rather than failing the whole translation.
+// CHECK-LABEL: // ===== entry @bf16_gemm kernel te_gemm_0 (sm_90a)
+// CHECK-NEXT: // not generated: GEMMs have no CUDA lowering yet
+func.func @bf16_gemm(%a: tensor<64x32xbf16>, %b: tensor<16x32xbf16>) -> tensor<64x16xbf16> {
+  %y = te.gemm %a, %b {transpose_b} : tensor<64x32xbf16>, tensor<16x32xbf16> -> tensor<64x16xbf16>
+  return %y : tensor<64x16xbf16>
+}

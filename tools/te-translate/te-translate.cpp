@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
   if (mlir::failed(program))
     return 1;
   for (const te::cg::Entry &e : program->entries) {
-    auto plan = te::cg::buildEntryPlan(*program, e);
+    auto plan = te::cg::buildEntryPlan(*program, e, /*keepUnsupported=*/true);
     if (!plan) {
       llvm::errs() << "te-translate: " << plan.status().message() << "\n";
       return 1;
@@ -65,6 +65,8 @@ int main(int argc, char **argv) {
     for (const te::cg::KernelPlan &kp : plan->kernels) {
       llvm::outs() << "// ===== entry @" << e.name << " kernel " << kp.name
                    << " (" << program->arch << ")\n";
+      if (!kp.unsupported.empty())
+        llvm::outs() << "// not generated: " << kp.unsupported << "\n\n";
       for (const te::rt::KernelSpec &spec : kp.plan.kernels)
         llvm::outs() << "// launch " << spec.entry << " grid " << spec.grid.x
                      << " block " << spec.block.x << "\n";

@@ -271,7 +271,8 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
   return kp;
 }
 
-rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e) {
+rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
+                                       bool keepUnsupported) {
   std::string why = validate(e, p.target);
   if (!why.empty())
     return rt::Status(rt::StatusCode::InvalidArgument, e.name + ": " + why);
@@ -280,11 +281,18 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e) {
   for (const Value &v : e.values)
     table.addValue(v, p.target);
   for (const Kernel &k : e.kernels) {
-    if (k.kind == Kernel::Kind::Gemm)
-      return rt::Status(rt::StatusCode::Unsupported,
-                        k.gemm.name +
-                            ": GEMMs have no CUDA lowering yet (the CPU "
-                            "backend runs them: te-run --backend cpu)");
+    if (k.kind == Kernel::Kind::Gemm) {
+      std::string why = "GEMMs have no CUDA lowering yet (the CPU backend "
+                        "runs them: te-run --backend cpu)";
+      if (!keepUnsupported)
+        return rt::Status(rt::StatusCode::Unsupported,
+                          k.gemm.name + ": " + why);
+      KernelPlan kp;
+      kp.name = k.gemm.name;
+      kp.unsupported = why;
+      out.kernels.push_back(std::move(kp));
+      continue;
+    }
     rt::Expected<KernelPlan> kp =
         k.kind == Kernel::Kind::Dequantize
             ? planDequantize(p, e, k.dequantize, table, out)

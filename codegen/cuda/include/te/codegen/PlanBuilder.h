@@ -38,6 +38,8 @@ struct KernelPlan {
   /// exactly: input reads (twice with an amax pre-pass), every output
   /// buffer, workspaces written and read back.
   uint64_t bytesMoved = 0;
+  /// Non-empty: the kernel has no CUDA lowering yet (why); `plan` is empty.
+  std::string unsupported;
 };
 
 struct EntryPlan {
@@ -49,8 +51,10 @@ struct EntryPlan {
 };
 
 /// The plans of `e` (validate(e) must hold). Fails with the reason when a
-/// kernel has no CUDA lowering.
-rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e);
+/// kernel has no CUDA lowering, unless `keepUnsupported`: then that kernel
+/// gets an empty plan whose `unsupported` says why (for tools that print).
+rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
+                                       bool keepUnsupported = false);
 
 } // namespace te::cg
 
