@@ -113,6 +113,20 @@ def TeFuseQuantizePass : Pass<"te-fuse-quantize", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
+def TeFuseOptimizerPass : Pass<"te-fuse-optimizer", "::mlir::ModuleOp"> {
+  let summary = "An Adam step and the requantization of the new weight in one pass";
+  let description = [{
+    A `te.adam_step` whose new parameter feeds `te.quantize` /
+    `te.fused_quantize` ops (no bias gradient) becomes one `te.fused_adam`
+    producing the step's three results and every quantized result, so one
+    kernel reads p, g, m, v once and writes p, m, v and each quantized
+    output (any scheme, hybrid included, the directions the program reads).
+    Other users of the new parameter read the fused op's first result.
+    Runs after `te-fuse-quantize`.
+  }];
+  let dependentDialects = ["::mlir::te::TeDialect"];
+}
+
 def TeLegalizeTargetPass : Pass<"te-legalize-target", "::mlir::ModuleOp"> {
   let summary = "Fix what the target GPU decides: storage, legality, GEMM paths";
   let description = [{

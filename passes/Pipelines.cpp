@@ -26,6 +26,7 @@ void buildTeToCudaPipeline(OpPassManager &pm,
   pm.addPass(createTeExpandLinearPass());
   pm.addPass(createTeInferUsagePass());
   pm.addPass(createTeFuseQuantizePass());
+  pm.addPass(createTeFuseOptimizerPass());
   TeLegalizeTargetPassOptions legalize;
   legalize.arch = options.arch;
   pm.addPass(createTeLegalizeTargetPass(legalize));

@@ -522,7 +522,7 @@ static ParseResult parseAdamHyperParams(OpAsmParser &p, FloatAttr &beta1,
   return success();
 }
 
-static void printAdamHyperParams(OpAsmPrinter &p, AdamStepOp, FloatAttr beta1,
+static void printAdamHyperParams(OpAsmPrinter &p, Operation *, FloatAttr beta1,
                                  FloatAttr beta2, FloatAttr eps,
                                  FloatAttr weightDecay, AdamModeAttr mode) {
   raw_ostream &os = p.getStream();
@@ -537,32 +537,55 @@ static void printAdamHyperParams(OpAsmPrinter &p, AdamStepOp, FloatAttr beta1,
   p << ", mode = " << stringifyAdamMode(mode.getValue()) << "}";
 }
 
-LogicalResult AdamStepOp::verify() {
-  ArrayRef<int64_t> shape = getParam().getType().getShape();
-  Value shaped[] = {getGrad(), getExpAvg(), getExpAvgSq()};
+/// The checks te.adam_step and te.fused_adam share: shapes of the state,
+/// result types of the first three results, hyper-parameter ranges.
+template <typename AdamOp> static LogicalResult verifyAdam(AdamOp op) {
+  ArrayRef<int64_t> shape = op.getParam().getType().getShape();
+  Value shaped[] = {op.getGrad(), op.getExpAvg(), op.getExpAvgSq()};
   const char *names[] = {"grad", "exp_avg", "exp_avg_sq"};
   for (auto [v, name] : llvm::zip(shaped, names))
     if (llvm::cast<RankedTensorType>(v.getType()).getShape() != shape)
-      return emitOpError() << name << " must have the parameter's shape "
-                           << shapeStr(shape);
-  Value ins[] = {getParam(), getExpAvg(), getExpAvgSq()};
-  for (auto [i, r] : llvm::enumerate(getResults()))
-    if (r.getType() != ins[i].getType())
-      return emitOpError() << "result #" << i << " must have type "
-                           << ins[i].getType();
+      return op.emitOpError()
+             << name << " must have the parameter's shape " << shapeStr(shape);
+  Value ins[] = {op.getParam(), op.getExpAvg(), op.getExpAvgSq()};
+  Value outs[] = {op.getNewParam(), op.getNewExpAvg(), op.getNewExpAvgSq()};
+  for (int i = 0; i < 3; ++i)
+    if (outs[i].getType() != ins[i].getType())
+      return op.emitOpError()
+             << "result #" << i << " must have type " << ins[i].getType();
   auto check = [&](StringRef name, float v,
                    bool unitInterval) -> LogicalResult {
     if (std::isfinite(v) && v >= 0.0f && (!unitInterval || v < 1.0f))
       return success();
-    return emitOpError() << name << " must be "
-                         << (unitInterval ? "in [0, 1)" : "finite and >= 0")
-                         << ", got " << v;
+    return op.emitOpError()
+           << name << " must be "
+           << (unitInterval ? "in [0, 1)" : "finite and >= 0") << ", got " << v;
   };
-  if (failed(check("beta1", getBeta1().convertToFloat(), true)) ||
-      failed(check("beta2", getBeta2().convertToFloat(), true)) ||
-      failed(check("eps", getEps().convertToFloat(), false)) ||
-      failed(check("weight_decay", getWeightDecay().convertToFloat(), false)))
+  if (failed(check("beta1", op.getBeta1().convertToFloat(), true)) ||
+      failed(check("beta2", op.getBeta2().convertToFloat(), true)) ||
+      failed(check("eps", op.getEps().convertToFloat(), false)) ||
+      failed(
+          check("weight_decay", op.getWeightDecay().convertToFloat(), false)))
     return failure();
+  return success();
+}
+
+LogicalResult AdamStepOp::verify() { return verifyAdam(*this); }
+
+LogicalResult FusedAdamOp::verify() {
+  if (failed(verifyAdam(*this)))
+    return failure();
+  if (getQuantized().empty())
+    return emitOpError("quantizes the new parameter into no result; use "
+                       "te.adam_step");
+  RankedTensorType p = getParam().getType();
+  for (auto [i, r] : llvm::enumerate(getQuantized())) {
+    auto q = llvm::cast<QTensorType>(r.getType());
+    if (q.getShape() != p.getShape() || !q.getElementType().isF32())
+      return emitOpError() << "quantized result #" << i + 3
+                           << " must quantize the f32 parameter "
+                           << shapeStr(p.getShape()) << ", got " << q;
+  }
   return success();
 }
 

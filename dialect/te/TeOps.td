@@ -321,6 +321,43 @@ def Te_AdamStepOp : Te_Op<"adam_step", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Te_FusedAdamOp : Te_Op<"fused_adam", [Pure]> {
+  let summary = "an Adam/AdamW step and the requantization of the new parameter";
+  let description = [{
+    Produced by `te-fuse-optimizer`: a `te.adam_step` (same operands,
+    hyper-parameters and first three results) whose new FP32 parameter is
+    also quantized, in the same pass over memory, into every trailing
+    result (any schemes, any directions): one kernel reads p, g, m, v once
+    and writes p, m, v and every quantized output.
+
+    ```mlir
+    %p1, %m1, %v1, %q = te.fused_adam %p, %g, %m, %v, %lr, %step
+           {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
+           : tensor<4096x1024xf32>, tensor<4096x1024xbf16>, tensor<4096x1024xf32>,
+             tensor<4096x1024xf32>, tensor<f32>, tensor<i64>
+           -> tensor<4096x1024xf32>, tensor<4096x1024xf32>, tensor<4096x1024xf32>,
+              !te.qtensor<4096x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$param, Te_FloatTensor:$grad,
+                       RankedTensorOf<[F32]>:$exp_avg,
+                       RankedTensorOf<[F32]>:$exp_avg_sq,
+                       0DTensorOf<[F32]>:$lr, 0DTensorOf<[I64]>:$step,
+                       F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps,
+                       F32Attr:$weight_decay, Te_AdamMode:$mode);
+  let results = (outs RankedTensorOf<[F32]>:$new_param,
+                      RankedTensorOf<[F32]>:$new_exp_avg,
+                      RankedTensorOf<[F32]>:$new_exp_avg_sq,
+                      Variadic<Te_QTensor>:$quantized);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
+    custom<AdamHyperParams>($beta1, $beta2, $eps, $weight_decay, $mode)
+    attr-dict `:` type($param) `,` type($grad) `,` type($exp_avg) `,`
+    type($exp_avg_sq) `,` type($lr) `,` type($step) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
 } // opDocGroup Te_ModuleGroup
 
 #endif // TE_DIALECT_TE_TEOPS_TD

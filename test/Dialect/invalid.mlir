@@ -381,3 +381,41 @@ func.func @persistent_dynamic(%w: tensor<?x64xbf16> {te.persistent = "w"}) {
 func.func @persistent_misspelt(%w: tensor<32x64xbf16> {te.persistant = "w"}) {
   return
 }
+
+// -----
+
+// te.fused_adam exists to quantize the new parameter.
+func.func @fused_adam_without_quantized(%p: tensor<64x64xf32>, %g: tensor<64x64xbf16>, %m: tensor<64x64xf32>,
+                                        %v: tensor<64x64xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
+  // expected-error @+1 {{'te.fused_adam' op quantizes the new parameter into no result; use te.adam_step}}
+  %p1, %m1, %v1 = te.fused_adam %p, %g, %m, %v, %lr, %step
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0, mode = adamw}
+      : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<f32>, tensor<i64>
+      -> tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_adam_wrong_quantized(%p: tensor<64x64xf32>, %g: tensor<64x64xbf16>, %m: tensor<64x64xf32>,
+                                      %v: tensor<64x64xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
+  // expected-error @+1 {{'te.fused_adam' op quantized result #3 must quantize the f32 parameter 64x64, got '!te.qtensor<64x64xbf16, #te.mxfp8<e4m3>, rowwise>'}}
+  %p1, %m1, %v1, %q = te.fused_adam %p, %g, %m, %v, %lr, %step
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0, mode = adamw}
+      : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<f32>, tensor<i64>
+      -> tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, !te.qtensor<64x64xbf16, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+// The shared Adam checks apply to the fused op too.
+func.func @fused_adam_beta(%p: tensor<64x64xf32>, %g: tensor<64x64xbf16>, %m: tensor<64x64xf32>,
+                           %v: tensor<64x64xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
+  // expected-error @+1 {{'te.fused_adam' op beta1 must be in [0, 1), got 1}}
+  %p1, %m1, %v1, %q = te.fused_adam %p, %g, %m, %v, %lr, %step
+      {beta1 = 1.0, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0, mode = adamw}
+      : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<f32>, tensor<i64>
+      -> tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, !te.qtensor<64x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
