@@ -11,6 +11,8 @@
 #include "dialect/te/TeTypes.h"
 #include "dialect/tek/TekOps.h"
 #include "passes/Pipelines.h"
+#include "te/codegen/DequantizeEmitter.h"
+#include "te/codegen/QuantizeEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -21,6 +23,15 @@ namespace mlir::te {
 
 namespace cg = ::te::cg;
 namespace rt = ::te::rt;
+
+// The launch shapes the tek verifiers pin are the ones the plan builder
+// launches; both sides spell them, so keep them equal here.
+static_assert(tek::kQuantizeTile == cg::kQuantizeTileRows &&
+                  tek::kQuantizeTile == cg::kQuantizeTileCols &&
+                  tek::kThreads == cg::kQuantizeThreads &&
+                  tek::kThreads == cg::kDequantizeThreads &&
+                  tek::kMaxDequantizeCtas == cg::kDequantizeMaxCtas,
+              "tek launch shapes and the CUDA plan builder disagree");
 
 namespace {
 
@@ -55,6 +66,11 @@ private:
     if (t.isF32())
       return rt::DType::F32;
     return emitError(loc) << "te-run runs bf16, f16 and f32 tensors, not " << t;
+  }
+
+  /// A value a kernel defines, named `prefix` + its index.
+  FailureOr<int> addDefined(Value v, StringRef prefix) {
+    return addValue(v, prefix.str() + std::to_string(entry.values.size()));
   }
 
   FailureOr<int> addValue(Value v, std::string name) {
@@ -99,7 +115,7 @@ private:
     ResultRange quantized = op.getQuantized();
     SmallVector<int> values;
     for (Value r : quantized) {
-      FailureOr<int> v = addValue(r, "q" + std::to_string(entry.values.size()));
+      FailureOr<int> v = addDefined(r, "q");
       if (failed(v))
         return failure();
       values.push_back(*v);
@@ -134,8 +150,7 @@ private:
       if (failed(addStages(k, q)))
         return failure();
       if (Value db = q.getBiasGradResult()) {
-        FailureOr<int> v =
-            addValue(db, "db" + std::to_string(entry.values.size()));
+        FailureOr<int> v = addDefined(db, "db");
         if (failed(v))
           return failure();
         k.biasGrad = *v;
@@ -151,8 +166,7 @@ private:
       k.dir = d.getDirection() == Direction::rowwise
                   ? rt::Direction::Rowwise
                   : rt::Direction::Columnwise;
-      FailureOr<int> v =
-          addValue(d.getResult(), "y" + std::to_string(entry.values.size()));
+      FailureOr<int> v = addDefined(d.getResult(), "y");
       if (failed(v))
         return failure();
       k.output = *v;
@@ -170,8 +184,7 @@ private:
         k.bias = ids.lookup(bias);
       k.transposeA = g.getTransposeA();
       k.transposeB = g.getTransposeB();
-      FailureOr<int> v =
-          addValue(g.getResult(), "d" + std::to_string(entry.values.size()));
+      FailureOr<int> v = addDefined(g.getResult(), "d");
       if (failed(v))
         return failure();
       k.output = *v;

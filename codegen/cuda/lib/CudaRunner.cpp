@@ -123,8 +123,7 @@ const KernelPlan &CudaRunner::kernelPlan(size_t i) const {
   return state_->plan.kernels[i];
 }
 
-rt::Expected<std::vector<ValueData>>
-CudaRunner::results(const rt::Stream &s) {
+rt::Expected<std::vector<ValueData>> CudaRunner::results(const rt::Stream &s) {
   State &st = *state_;
   std::vector<ValueData> out;
   auto fetch = [&](int buffer, std::string name,
@@ -143,14 +142,16 @@ CudaRunner::results(const rt::Stream &s) {
     const ValueBuffers &vb = st.plan.values[r];
     out.emplace_back();
     if (!v.isQuantized()) {
-      TE_RETURN_IF_ERROR(fetch(vb.tensor, "data", {v.dtype, v.rows(), v.cols()}));
+      TE_RETURN_IF_ERROR(
+          fetch(vb.tensor, "data", {v.dtype, v.rows(), v.cols()}));
       continue;
     }
     for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
       if (!v.scheme(d))
         continue;
       rt::DirectionStorage ds = directionStorage(v, d, st.target);
-      const ValueBuffers::Direction &bd = vb.dir[d == Direction::Rowwise ? 0 : 1];
+      const ValueBuffers::Direction &bd =
+          vb.dir[d == Direction::Rowwise ? 0 : 1];
       std::string prefix = std::string(rt::directionName(d)) + ".";
       if (bd.data >= 0)
         TE_RETURN_IF_ERROR(fetch(bd.data, prefix + "data", ds.data));

@@ -169,7 +169,7 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
     int inBuffer = -1;
     if (usesRht(s)) {
       inBuffer = rhtAmax;
-    } else if (needsGlobalAmax(s.scheme)) {
+    } else if (s.scheme.scalesByTensorAmax()) {
       inBuffer = globalAmax;
     } else if (s.scheme.kind == SchemeKind::Fp8Delayed) {
       // A fresh delayed-scaling state: scale 1, an empty amax history whose
@@ -249,7 +249,7 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
   spec.grid = rt::Dim3{
       unsigned(std::max<int64_t>(
           1, std::min<int64_t>(rt::ceilDiv(n, int64_t(kDequantizeThreads)),
-                               132 * 8))),
+                               kDequantizeMaxCtas))),
       1, 1};
   spec.block = rt::Dim3{kDequantizeThreads, 1, 1};
   int output = out.values[d.output].tensor;

@@ -20,8 +20,6 @@ using rt::DType;
 using rt::Scheme;
 using rt::SchemeKind;
 
-bool needsGlobalAmax(const Scheme &s) { return s.scalesByTensorAmax(); }
-
 bool usesRht(const Stage &s) {
   return s.scheme.kind == SchemeKind::Nvfp4 && s.scheme.rht &&
          s.dir == Direction::Columnwise;
@@ -81,7 +79,7 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
   bool f16 = in.dtype == DType::F16;
   bool amax = false, rhtAmax = false;
   for (const Stage &s : k.stages) {
-    amax |= needsGlobalAmax(s.scheme) && !usesRht(s);
+    amax |= s.scheme.scalesByTensorAmax() && !usesRht(s);
     rhtAmax |= usesRht(s);
   }
 

@@ -18,6 +18,8 @@
 namespace te::cg {
 
 constexpr unsigned kDequantizeThreads = 256;
+/// Grid-stride dequantize kernels launch at most this many CTAs.
+constexpr int64_t kDequantizeMaxCtas = 132 * 8;
 
 /// Why the CUDA backend cannot generate this kernel ("" when it can).
 std::string cudaSupport(const DequantizeKernel &k, const Entry &e);

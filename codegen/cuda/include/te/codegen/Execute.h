@@ -1,4 +1,5 @@
-//===- te/codegen/Execute.h - Run an entry on the CPU or the GPU -*- C++ -*-===//
+//===- te/codegen/Execute.h - Run an entry on the CPU or the GPU -*- C++
+//-*-===//
 //
 // Part of tejit. Plain C++17, no MLIR.
 //
@@ -82,8 +83,8 @@ private:
 /// (the hardware FP8 / 16-bit conversions drop the NaN sign and payload;
 /// docs/Numerics.md).
 std::string firstDifference(const std::vector<ValueData> &a,
-                            const std::vector<ValueData> &b,
-                            const char *nameA, const char *nameB);
+                            const std::vector<ValueData> &b, const char *nameA,
+                            const char *nameB);
 
 } // namespace te::cg
 

@@ -47,11 +47,9 @@ struct EmittedQuantize {
 /// Why the CUDA backend cannot generate this kernel ("" when it can).
 std::string cudaSupport(const QuantizeKernel &k, const Entry &e);
 
-/// Whether a stage scales by the tensor amax, which needs a pre-pass.
-bool needsGlobalAmax(const rt::Scheme &s);
-
 /// NVFP4 columnwise with the random Hadamard transform: its tensor amax is
-/// that of the transformed tensor (its own pre-pass), not the input's.
+/// that of the transformed tensor (its own pre-pass), not the input's
+/// (the input's amax pre-pass serves rt::Scheme::scalesByTensorAmax()).
 bool usesRht(const Stage &s);
 
 /// The device-library stage type of `s` in direction `d`, e.g.
