@@ -339,6 +339,22 @@ LogicalResult GemmOp::verify() {
       sb.element == rt::DType::E5M2)
     return emitOpError() << "no FP8 GEMM multiplies e5m2 by e5m2; use e4m3 "
                             "for at least one operand";
+  // NVFP4's RHT is applied down columns, i.e. along the contraction
+  // dimension of a columnwise read; it cancels in the product only when
+  // both operands carry it.
+  auto rhtRead = [&](int i) {
+    return schemes[i]->kind == rt::SchemeKind::Nvfp4 && schemes[i]->rht &&
+           getOperandDirection(i) == Direction::columnwise;
+  };
+  if (rhtRead(0) != rhtRead(1)) {
+    int with = rhtRead(0) ? 0 : 1;
+    return emitOpError() << "operand '" << names[with]
+                         << "' is read in the random-Hadamard-transformed "
+                            "domain ("
+                         << attrs[with] << ") but operand '" << names[1 - with]
+                         << "' is not; the transform cancels only when both "
+                            "operands apply it";
+  }
   return success();
 }
 

@@ -7,7 +7,8 @@
 // Row-major D[M,N] = A[M,K] B[N,K]^T is column-major D^T[N,M] = B A^T, so
 // cuBLASLt sees (m', n', k) = (N, M, K), its operand A is our B (transposed,
 // "T") and its operand B is our A ("N"): the TN layout Hopper's FP8 kernels
-// require. Scale pointers and scale modes swap along with the operands.
+// require. Scale pointers and scale modes swap along with the operands. A
+// transposed (high-precision) operand flips its cuBLAS op and layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,13 +107,16 @@ bool isBlock(GemmScaling s) {
 }
 
 /// What makes two GEMMs share descriptors and algorithm.
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, DType, GemmScaling, DType,
-                           GemmScaling, DType, bool, DType, bool, bool>;
+using PlanKey =
+    std::tuple<int64_t, int64_t, int64_t, DType, GemmScaling, bool, DType,
+               GemmScaling, bool, DType, bool, DType, bool, bool>;
 
 PlanKey keyOf(const GemmProblem &p) {
-  return {p.m,         p.n,        p.k,          p.a.dtype,
-          p.a.scaling, p.b.dtype,  p.b.scaling,  p.outType,
-          p.bias != 0, p.biasType, p.accumulate, p.fastAccum};
+  return {p.m,          p.n,         p.k,
+          p.a.dtype,    p.a.scaling, p.a.transposed,
+          p.b.dtype,    p.b.scaling, p.b.transposed,
+          p.outType,    p.bias != 0, p.biasType,
+          p.accumulate, p.fastAccum};
 }
 
 struct MatmulPlan {
@@ -214,6 +218,8 @@ std::string BlasLt::validate(const GemmProblem &p) {
   }
   if (fa != fb)
     return "an FP8 operand pairs only with an FP8 operand";
+  if (p.a.transposed || p.b.transposed)
+    return "FP8 operands must be K-contiguous ([rows, K] row-major)";
   if (p.a.dtype == DType::E5M2 && p.b.dtype == DType::E5M2)
     return "no FP8 GEMM multiplies e5m2 by e5m2";
   if (p.a.scaling == GemmScaling::None || p.b.scaling == GemmScaling::None)
@@ -235,6 +241,22 @@ std::string BlasLt::validate(const GemmProblem &p) {
              std::to_string(p.m) + " N=" + std::to_string(p.n);
   }
   return "";
+}
+
+std::string BlasLt::describe(const GemmProblem &p) {
+  auto operand = [](const char *name, const GemmOperand &o, const char *rows) {
+    static const char *scalings[] = {"", " per-tensor", " 1x128", " 128x128"};
+    return std::string(name) + " " + dtypeName(o.dtype) +
+           scalings[size_t(o.scaling)] + " [" +
+           (o.transposed ? std::string("K,") + rows
+                         : std::string(rows) + ",K") +
+           "]";
+  };
+  return "M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) +
+         " K=" + std::to_string(p.k) + ": " + operand("A", p.a, "M") + " x " +
+         operand("B", p.b, "N") + " -> " + dtypeName(p.outType) +
+         (p.bias ? std::string(" + bias ") + dtypeName(p.biasType) : "") +
+         (p.accumulate ? " (accumulate)" : "");
 }
 
 Status BlasLt::gemm(const GemmProblem &p, const Stream &s) {
@@ -260,9 +282,12 @@ Status BlasLt::gemm(const GemmProblem &p, const Stream &s) {
                      api.cublasLtMatmulDescSetAttribute(plan->desc, attr, v, n),
                      "cublasLtMatmulDescSetAttribute");
     };
-    cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
-    TE_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof(opT)));
-    TE_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof(opN)));
+    // cuBLASLt's A is our B: "T" when stored [N, K], "N" when [K, N]; its
+    // B is our A: "N" when stored [M, K], "T" when [K, M].
+    cublasOperation_t opA = p.b.transposed ? CUBLAS_OP_N : CUBLAS_OP_T;
+    cublasOperation_t opB = p.a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    TE_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA)));
+    TE_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB)));
     if (fp8) {
       // Only set when asked: cuBLASLt rejects block scaling once the
       // attribute is present, even with the default value.
@@ -294,8 +319,11 @@ Status BlasLt::gemm(const GemmProblem &p, const Stream &s) {
                      api.cublasLtMatrixLayoutCreate(l, t, rows, cols, rows),
                      "cublasLtMatrixLayoutCreate");
     };
-    TE_RETURN_IF_ERROR(layout(&plan->la, tb, p.k, p.n)); // our B, "T"
-    TE_RETURN_IF_ERROR(layout(&plan->lb, ta, p.k, p.m)); // our A, "N"
+    // Column-major views of the row-major storage.
+    TE_RETURN_IF_ERROR(p.b.transposed ? layout(&plan->la, tb, p.n, p.k)
+                                      : layout(&plan->la, tb, p.k, p.n));
+    TE_RETURN_IF_ERROR(p.a.transposed ? layout(&plan->lb, ta, p.m, p.k)
+                                      : layout(&plan->lb, ta, p.k, p.m));
     TE_RETURN_IF_ERROR(layout(&plan->lc, td, p.n, p.m)); // D^T, col-major
 
     // Block-scaled heuristics need the scale pointers in place.

@@ -20,7 +20,7 @@ namespace te::rt {
 
 static constexpr char kPlanMagic[9] = {'T', 'E', 'J', 'I', 'T',
                                        'P', 'L', 'A', 'N'};
-static constexpr uint32_t kPlanVersion = 1;
+static constexpr uint32_t kPlanVersion = 2;
 
 namespace {
 
@@ -141,6 +141,7 @@ std::string Plan::validate() const {
 static void putOperand(Writer &w, const GemmOperand &o) {
   w.put<uint8_t>(uint8_t(o.dtype));
   w.put<uint8_t>(uint8_t(o.scaling));
+  w.put<uint8_t>(o.transposed);
 }
 
 std::string Plan::serialize() const {
@@ -253,17 +254,19 @@ Expected<Plan> Plan::deserialize(const std::string &bytes) {
   p.gemms.resize(n);
   for (GemmCall &g : p.gemms) {
     GemmProblem &q = g.problem;
-    uint8_t acc = 0, fast = 0;
+    uint8_t acc = 0, fast = 0, ta = 0, tb = 0;
     if (!r.get(q.m) || !r.get(q.n) || !r.get(q.k) ||
         !r.enumOf(q.a.dtype, lastDType) ||
-        !r.enumOf(q.a.scaling, lastScaling) ||
+        !r.enumOf(q.a.scaling, lastScaling) || !r.get(ta) ||
         !r.enumOf(q.b.dtype, lastDType) ||
-        !r.enumOf(q.b.scaling, lastScaling) ||
+        !r.enumOf(q.b.scaling, lastScaling) || !r.get(tb) ||
         !r.enumOf(q.outType, lastDType) || !r.enumOf(q.biasType, lastDType) ||
         !r.get(acc) || !r.get(fast))
       return bad("bad gemm");
     q.accumulate = acc != 0;
     q.fastAccum = fast != 0;
+    q.a.transposed = ta != 0;
+    q.b.transposed = tb != 0;
     for (BufferRef *ref : {&g.a, &g.aScale, &g.b, &g.bScale, &g.out, &g.bias})
       if (!r.ref(*ref))
         return bad("truncated gemm buffers");

@@ -58,11 +58,36 @@ func.func @roundtrip(%x: tensor<64x128xbf16>) -> tensor<64x128xf32> {
   return %y : tensor<64x128xf32>
 }
 
-// Tests that a GEMM, which has no CUDA lowering yet, is listed as such
-// rather than failing the whole translation.
-// CHECK-LABEL: // ===== entry @bf16_gemm kernel te_gemm_0 (sm_90a)
-// CHECK-NEXT: // not generated: GEMMs have no CUDA lowering yet
-func.func @bf16_gemm(%a: tensor<64x32xbf16>, %b: tensor<16x32xbf16>) -> tensor<64x16xbf16> {
+// Tests that each GEMM becomes one cuBLASLt call on its operands as they
+// are stored: a bf16 tensor read in either orientation without a copy.
+// CHECK-LABEL: // ===== entry @bf16_gemms kernel te_gemm_0 (sm_90a)
+// CHECK-NEXT: // cuBLASLt GEMM M=64 N=16 K=32: A bf16 [M,K] x B bf16 [N,K] -> bf16
+// CHECK-LABEL: // ===== entry @bf16_gemms kernel te_gemm_1 (sm_90a)
+// CHECK-NEXT: // cuBLASLt GEMM M=32 N=16 K=64: A bf16 [K,M] x B bf16 [K,N] -> f32
+func.func @bf16_gemms(%a: tensor<64x32xbf16>, %b: tensor<16x32xbf16>, %c: tensor<64x16xbf16>)
+    -> (tensor<64x16xbf16>, tensor<32x16xf32>) {
   %y = te.gemm %a, %b {transpose_b} : tensor<64x32xbf16>, tensor<16x32xbf16> -> tensor<64x16xbf16>
-  return %y : tensor<64x16xbf16>
+  %z = te.gemm %a, %c {transpose_a} : tensor<64x32xbf16>, tensor<64x16xbf16> -> tensor<32x16xf32>
+  return %y, %z : tensor<64x16xbf16>, tensor<32x16xf32>
+}
+
+// Tests that block-FP8 GEMMs read the K-contiguous storage of the direction
+// they contract: rowwise data as stored, columnwise data through its
+// transposed copy (sm_90), with the scale mode of each operand.
+// CHECK-LABEL: // ===== entry @block_fp8 kernel te_gemm_3 (sm_90a)
+// CHECK-NEXT: // cuBLASLt GEMM M=256 N=128 K=512: A e4m3 1x128 [M,K] x B e4m3 128x128 [N,K] -> bf16 + bias bf16
+// CHECK-LABEL: // ===== entry @block_fp8 kernel te_gemm_4 (sm_90a)
+// CHECK-NEXT: // cuBLASLt GEMM M=128 N=512 K=256: A e4m3 1x128 [M,K] x B e4m3 1x128 [N,K] -> f32
+func.func @block_fp8(%x: tensor<256x512xbf16>, %w: tensor<128x512xbf16>, %b: tensor<128xbf16>,
+                     %dy: tensor<256x128xbf16>) -> (tensor<256x128xbf16>, tensor<128x512xf32>) {
+  %qx = te.quantize %x : tensor<256x512xbf16> -> !te.qtensor<256x512xbf16, #te.fp8_block<e4m3, 1x128>, rowwise | columnwise>
+  %qw = te.quantize %w : tensor<128x512xbf16> -> !te.qtensor<128x512xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>
+  %qdy = te.quantize %dy : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, columnwise>
+  %y = te.gemm %qx, %qw bias %b {transpose_b}
+      : !te.qtensor<256x512xbf16, #te.fp8_block<e4m3, 1x128>, rowwise | columnwise>,
+        !te.qtensor<128x512xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<128xbf16> -> tensor<256x128xbf16>
+  %dw = te.gemm %qdy, %qx {transpose_a}
+      : !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, columnwise>,
+        !te.qtensor<256x512xbf16, #te.fp8_block<e4m3, 1x128>, rowwise | columnwise> -> tensor<128x512xf32>
+  return %y, %dw : tensor<256x128xbf16>, tensor<128x512xf32>
 }

@@ -131,6 +131,17 @@ func.func @gemm_e5m2_e5m2(%a: !te.qtensor<64x64xbf16, #te.fp8_current<e5m2>, row
 
 // -----
 
+// The RHT transforms along the contraction dimension: one side alone would
+// leave it in the product.
+func.func @gemm_rht_one_side(%a: !te.qtensor<64x32xbf16, #te.nvfp4<rht>, columnwise>,
+                             %b: !te.qtensor<64x48xbf16, #te.nvfp4<>, columnwise>) {
+  // expected-error @+1 {{'te.gemm' op operand 'a' is read in the random-Hadamard-transformed domain (#te.nvfp4<rht>) but operand 'b' is not; the transform cancels only when both operands apply it}}
+  %y = te.gemm %a, %b {transpose_a} : !te.qtensor<64x32xbf16, #te.nvfp4<rht>, columnwise>, !te.qtensor<64x48xbf16, #te.nvfp4<>, columnwise> -> tensor<32x48xf32>
+  return
+}
+
+// -----
+
 func.func @bias_grad_shape(%dy: tensor<64x32xbf16>) {
   // expected-error @+1 {{'te.bias_grad' op result must be a 1-D tensor of 32 column sums, got 64}}
   %db = te.bias_grad %dy : tensor<64x32xbf16> -> tensor<64xf32>

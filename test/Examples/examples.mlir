@@ -1,7 +1,7 @@
 // The shipped examples parse, verify and go through the main pipeline
 // (scripts/run-example.sh).
 // RUN: te-opt %te_src_root/examples/hybrid_linear.mlir --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize --cse | FileCheck %s --check-prefix=HYBRID
-// RUN: te-opt %te_src_root/examples/deepseek_linear.mlir --te-resolve-recipe | FileCheck %s --check-prefix=BLOCK
+// RUN: te-opt %te_src_root/examples/deepseek_linear.mlir --te-to-cuda | FileCheck %s --check-prefix=BLOCK
 // RUN: te-opt %te_src_root/examples/hybrid_linear.mlir --te-to-cuda | FileCheck %s --check-prefix=HYBRIDK
 // RUN: te-opt %te_src_root/examples/delayed_fp8_linear.mlir --te-to-cuda | FileCheck %s --check-prefix=DELAYED
 // RUN: te-opt %te_src_root/examples/quantize_hybrid.mlir --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize | FileCheck %s --check-prefix=QUANT
@@ -37,8 +37,17 @@
 // DELAYED: tek.gemm_call {{.*}} %[[DY]]#0, %[[X]]#1 {transpose_a}
 // DELAYED-NOT: tek.dequantize_kernel
 
-// BLOCK-LABEL: func.func @forward
-// BLOCK: schemes = {input = #te.fp8_block<e4m3, 1x128, pow2>, weight = #te.fp8_block<e4m3, 128x128, pow2>}
+// FP8 block scaling: three native block-scaled GEMMs (1x128 x 128x128 for
+// fprop and dgrad, 1x128 x 1x128 for wgrad), x, W and dy quantized once each.
+// BLOCK-LABEL: func.func @train_step
+// BLOCK-NOT: tek.dequantize_kernel
+// BLOCK: %[[X:.*]]:2 = tek.quantize_kernel {{.*}} %arg0 {{.*}} -> !te.qtensor<1024x512xbf16, #te.fp8_block<e4m3, 1x128, pow2>, rowwise>, !te.qtensor<1024x512xbf16, #te.fp8_block<e4m3, 1x128, pow2>, columnwise>
+// BLOCK: %[[W:.*]] = tek.quantize_kernel {{.*}} %arg1 {{.*}} -> !te.qtensor<768x512xbf16, #te.fp8_block<e4m3, 128x128, pow2>, rowwise|columnwise>
+// BLOCK: tek.gemm_call {{.*}} %[[X]]#0, %[[W]] bias %arg2 {transpose_b}
+// BLOCK: %[[DY:.*]]:2 = tek.quantize_kernel {{.*}} %arg3 {bias_grad
+// BLOCK: tek.gemm_call {{.*}} %[[DY]]#0, %[[W]] :
+// BLOCK: tek.gemm_call {{.*}} %[[DY]]#0, %[[X]]#1 {transpose_a}
+// BLOCK-NOT: tek.dequantize_kernel
 
 // One kernel reads dy once for both directions and the bias gradient.
 // QUANT-LABEL: func.func @quantize_grad

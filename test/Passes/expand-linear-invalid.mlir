@@ -15,6 +15,21 @@ func.func @dgrad_pairing(%dy: tensor<256x64xbf16>, %x: tensor<256x128xbf16>, %w:
 
 // -----
 
+// Tests that a wgrad GEMM whose gradient carries the random Hadamard
+// transform but whose input does not is an error on the layer.
+te.recipe @rht_one_side {
+  te.rule "linear", "grad_output" -> #te.nvfp4<rht>
+  te.rule "*", "*" -> #te.nvfp4<>
+}
+func.func @wgrad_rht(%dy: tensor<256x64xbf16>, %x: tensor<256x128xbf16>, %w: tensor<64x128xbf16>)
+    -> (tensor<256x128xbf16>, tensor<64x128xf32>) {
+  // expected-error @+1 {{'te.linear_grad' op cannot form its wgrad GEMM}}
+  %dx, %dw = te.linear_grad %dy, %x, %w {recipe = @rht_one_side} : tensor<256x64xbf16>, tensor<256x128xbf16>, tensor<64x128xbf16> -> tensor<256x128xbf16>, tensor<64x128xf32>
+  return %dx, %dw : tensor<256x128xbf16>, tensor<64x128xf32>
+}
+
+// -----
+
 // Tests that a high-precision input cannot meet a quantized weight.
 te.recipe @half {
   te.rule "linear", "input" -> #te.identity<bf16>

@@ -14,6 +14,7 @@
 #include "codegen/lower/LowerToProgram.h"
 #include "dialect/te/TeDialect.h"
 #include "te/codegen/PlanBuilder.h"
+#include "te/runtime/BlasLt.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -67,6 +68,12 @@ int main(int argc, char **argv) {
                    << " (" << program->arch << ")\n";
       if (!kp.unsupported.empty())
         llvm::outs() << "// not generated: " << kp.unsupported << "\n\n";
+      for (const te::rt::GemmCall &g : kp.plan.gemms) {
+        te::rt::GemmProblem shown = g.problem;
+        shown.bias = g.bias.buffer >= 0; // describe() marks a bias
+        llvm::outs() << "// cuBLASLt GEMM " << te::rt::BlasLt::describe(shown)
+                     << "\n\n";
+      }
       for (const te::rt::KernelSpec &spec : kp.plan.kernels)
         llvm::outs() << "// launch " << spec.entry << " grid " << spec.grid.x
                      << " block " << spec.block.x << "\n";

@@ -10,6 +10,9 @@
 #include "te/runtime/reference/Gemm.h"
 #include "te/runtime/reference/Quantize.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace te::cg {
@@ -29,6 +32,11 @@ namespace {
 struct HostValue {
   std::vector<uint8_t> tensor;
   ref::QuantizedTensor quantized;
+  /// A GEMM output: the bound another summation order stays within.
+  std::vector<float> tolerance;
+  /// Computed from a GEMM output: no bound is stated.
+  bool unbounded = false;
+  bool inexact() const { return unbounded || !tolerance.empty(); }
 };
 } // namespace
 
@@ -39,7 +47,11 @@ static rt::Status fail(const std::string &what) {
 static ValueData toValueData(const Value &v, const HostValue &h) {
   ValueData out;
   if (!v.isQuantized()) {
-    out.push_back({"data", {v.dtype, v.rows(), v.cols()}, h.tensor});
+    out.push_back({"data",
+                   {v.dtype, v.rows(), v.cols()},
+                   h.tensor,
+                   h.tolerance,
+                   h.unbounded});
     return out;
   }
   for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
@@ -52,7 +64,7 @@ static ValueData toValueData(const Value &v, const HostValue &h) {
           {"scale_inv", &q->scaleInv},
           {"amax", &q->amax}})
       if (buf->present())
-        out.push_back({prefix + name, buf->desc, buf->bytes});
+        out.push_back({prefix + name, buf->desc, buf->bytes, {}, h.unbounded});
   }
   return out;
 }
@@ -90,13 +102,34 @@ static std::vector<float> widen(const std::vector<uint8_t> &bytes, DType t) {
   return out;
 }
 
-/// A GEMM with the reference: block FP8 on both sides multiplies like the
-/// Hopper block-scaled GEMM (ref::blockScaledGemm, bit-exact semantics);
-/// anything else multiplies the operands' logical values (dequantized in
-/// the direction read, or widened) with fp32 accumulation in k order.
+/// The spacing of `t`'s values at magnitude |x| (one ulp; the smallest
+/// normal spacing at and below the normal range).
+static float ulpOf(float x, DType t) {
+  int mantissaBits = t == DType::BF16 ? 7 : t == DType::F16 ? 10 : 23;
+  int minExponent = t == DType::F16 ? -14 : -126;
+  int e = minExponent;
+  if (x != 0 && std::isfinite(x)) {
+    std::frexp(x, &e); // |x| = f * 2^e, f in [0.5, 1)
+    e = std::max(e - 1, minExponent);
+  }
+  return std::ldexp(1.0f, e - mantissaBits);
+}
+
+/// A GEMM with the reference. Block FP8 on both sides multiplies like the
+/// Hopper block-scaled GEMM (ref::blockScaledGemm); anything else
+/// multiplies the operands' logical values (dequantized in the direction
+/// read, or widened) with fp32 accumulation in k order. Either way the
+/// library adds in an order of its own, so `tolerance` gets the bound of
+/// docs/Numerics.md ("GEMM results"): per element
+///   c * S + ulp_out(|D| + c * S) (+ ulp_out(|D - bias| + |bias|) with a
+///   bias: cuBLASLt's epilogue rounds once more),
+/// S = sum_k |a_ik b_kj| + |bias_j|, c = (K + 1) 2^-22 for fp32 sums of
+/// exact products in two orders, plus 2^-10 when the operands are FP8
+/// (tensor cores sum FP8 products in a narrower accumulator before the
+/// fp32 promotion).
 static rt::Expected<std::vector<float>>
 runGemm(const Entry &e, const GemmKernel &g,
-        const std::vector<HostValue> &values) {
+        const std::vector<HostValue> &values, std::vector<float> &tolerance) {
   const Value &a = e.values[g.a], &b = e.values[g.b];
   int64_t m = g.transposeA ? a.shape[1] : a.shape[0];
   int64_t k = g.transposeA ? a.shape[0] : a.shape[1];
@@ -106,22 +139,6 @@ runGemm(const Entry &e, const GemmKernel &g,
     bias = widen(values[g.bias].tensor, e.values[g.bias].dtype);
   const float *biasPtr = bias.empty() ? nullptr : bias.data();
 
-  auto blockScaled = [](const Value &v, Direction d) {
-    return v.isQuantized() && v.scheme(d)->kind == rt::SchemeKind::Fp8Block;
-  };
-  if (blockScaled(a, g.directionA()) && blockScaled(b, g.directionB())) {
-    // TN form: op(A) is the stored data of the direction read (M x K),
-    // op(B)^T likewise (N x K) - block FP8 stores columnwise transposed.
-    ref::BlockScaledOperand x = ref::blockScaledOperand(
-        *values[g.a].quantized.get(g.directionA()), *a.scheme(g.directionA()));
-    ref::BlockScaledOperand w = ref::blockScaledOperand(
-        *values[g.b].quantized.get(g.directionB()), *b.scheme(g.directionB()));
-    std::string error;
-    std::vector<float> d = ref::blockScaledGemm(x, w, biasPtr, &error);
-    if (d.empty())
-      return fail(g.name + ": " + error);
-    return d;
-  }
   auto logical = [&](int index, Direction d) -> std::vector<float> {
     const Value &v = e.values[index];
     if (!v.isQuantized())
@@ -133,8 +150,44 @@ runGemm(const Entry &e, const GemmKernel &g,
   std::vector<float> bv = logical(g.b, g.directionB());
   if (av.empty() || bv.empty())
     return fail(g.name + ": the reference could not dequantize an operand");
-  return ref::referenceGemm(av.data(), g.transposeA, bv.data(), g.transposeB, m,
-                            n, k, biasPtr);
+  std::vector<float> absSum;
+  std::vector<float> d =
+      ref::referenceGemm(av.data(), g.transposeA, bv.data(), g.transposeB, m, n,
+                         k, biasPtr, false, &absSum);
+
+  auto isFp8 = [](const Value &v, Direction dir) {
+    return v.isQuantized() && v.scheme(dir)->kind != rt::SchemeKind::Identity;
+  };
+  auto blockScaled = [](const Value &v, Direction dir) {
+    return v.isQuantized() && v.scheme(dir)->kind == rt::SchemeKind::Fp8Block;
+  };
+  if (blockScaled(a, g.directionA()) && blockScaled(b, g.directionB())) {
+    // TN form: op(A) is the stored data of the direction read (M x K),
+    // op(B)^T likewise (N x K) - block FP8 stores columnwise transposed.
+    ref::BlockScaledOperand x = ref::blockScaledOperand(
+        *values[g.a].quantized.get(g.directionA()), *a.scheme(g.directionA()));
+    ref::BlockScaledOperand w = ref::blockScaledOperand(
+        *values[g.b].quantized.get(g.directionB()), *b.scheme(g.directionB()));
+    std::string error;
+    d = ref::blockScaledGemm(x, w, biasPtr, &error);
+    if (d.empty())
+      return fail(g.name + ": " + error);
+  }
+
+  DType outType = e.values[g.output].dtype;
+  float c = float(k + 1) * 0x1p-22f;
+  if (isFp8(a, g.directionA()) || isFp8(b, g.directionB()))
+    c += 0x1p-10f;
+  tolerance.resize(d.size());
+  for (size_t i = 0; i < d.size(); ++i) {
+    float spread = c * absSum[i];
+    tolerance[i] = spread + ulpOf(std::fabs(d[i]) + spread, outType);
+    if (biasPtr) {
+      float bj = bias[i % size_t(n)];
+      tolerance[i] += ulpOf(std::fabs(d[i] - bj) + std::fabs(bj), outType);
+    }
+  }
+  return d;
 }
 
 rt::Expected<std::vector<ValueData>>
@@ -158,10 +211,17 @@ runCpu(const Program &p, const Entry &e,
 
   for (const Kernel &k : e.kernels) {
     if (k.kind == Kernel::Kind::Gemm) {
-      rt::Expected<std::vector<float>> d = runGemm(e, k.gemm, values);
+      const GemmKernel &g = k.gemm;
+      std::vector<float> tolerance;
+      rt::Expected<std::vector<float>> d = runGemm(e, g, values, tolerance);
       if (!d)
         return d.status();
-      values[k.gemm.output].tensor = narrow(*d, e.values[k.gemm.output].dtype);
+      HostValue &out = values[g.output];
+      out.tensor = narrow(*d, e.values[g.output].dtype);
+      out.unbounded = values[g.a].inexact() || values[g.b].inexact() ||
+                      (g.bias >= 0 && values[g.bias].inexact());
+      if (!out.unbounded)
+        out.tolerance = std::move(tolerance);
       continue;
     }
     if (k.kind == Kernel::Kind::Dequantize) {
@@ -175,6 +235,7 @@ runCpu(const Program &p, const Entry &e,
         return fail(d.name + ": the reference could not dequantize '" +
                     in.name + "'");
       values[d.output].tensor = narrow(f, outV.dtype);
+      values[d.output].unbounded = values[d.input].inexact();
       continue;
     }
     const QuantizeKernel &q = k.quantize;
@@ -195,6 +256,7 @@ runCpu(const Program &p, const Entry &e,
                                              kk, s.scheme, mask, options);
       if (!t.ok())
         return fail(q.name + ": " + t.error);
+      values[s.value].unbounded = values[q.input].inexact();
       ref::QuantizedTensor &dst = values[s.value].quantized;
       if (s.dir == Direction::Rowwise)
         dst.rowwise = std::move(t.rowwise);
@@ -205,6 +267,7 @@ runCpu(const Program &p, const Entry &e,
       std::vector<float> db =
           ref::biasGrad(x.data(), sourceType(in.dtype), m, kk, 128);
       values[q.biasGrad].tensor = narrow(db, DType::F32);
+      values[q.biasGrad].unbounded = values[q.input].inexact();
     }
   }
 
@@ -240,20 +303,94 @@ static bool bothNaN(rt::DType t, const uint8_t *a, const uint8_t *b) {
   return nan(a) && nan(b);
 }
 
-std::string firstDifference(const std::vector<ValueData> &a,
-                            const std::vector<ValueData> &b, const char *nameA,
-                            const char *nameB) {
+/// Element i of a 16/32-bit float buffer as float.
+static float elementValue(const NamedBuffer &b, size_t i) {
+  const uint8_t *p = &b.bytes[i * size_t(rt::dtypeSize(b.desc.dtype))];
+  switch (b.desc.dtype) {
+  case DType::F32: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  case DType::BF16:
+    return ref::bf16ToFloat(uint16_t(p[0] | p[1] << 8));
+  default:
+    return ref::f16ToFloat(uint16_t(p[0] | p[1] << 8));
+  }
+}
+
+static std::string where(size_t r, const NamedBuffer &x, int64_t elem) {
+  return "result " + std::to_string(r) + " " + x.name + ": element [" +
+         std::to_string(elem / x.desc.cols) + ", " +
+         std::to_string(elem % x.desc.cols) + "] of " +
+         std::to_string(x.desc.rows) + "x" + std::to_string(x.desc.cols) + " " +
+         rt::dtypeName(x.desc.dtype);
+}
+
+/// Bounded comparison of one buffer; "" when every element is in bound.
+static std::string compareBounded(size_t r, const NamedBuffer &x,
+                                  const NamedBuffer &y,
+                                  const std::vector<float> &tolerance,
+                                  const char *nameA, const char *nameB,
+                                  double &worst) {
+  size_t n = x.bytes.size() / size_t(rt::dtypeSize(x.desc.dtype));
+  if (tolerance.size() != n)
+    return "result " + std::to_string(r) + " " + x.name +
+           ": tolerance does not cover the buffer";
+  for (size_t i = 0; i < n; ++i) {
+    float u = elementValue(x, i), v = elementValue(y, i);
+    bool finite = std::isfinite(u) && std::isfinite(v);
+    double err = finite ? std::fabs(double(u) - double(v)) : 0.0;
+    bool ok = finite ? err <= tolerance[i]
+                     : (std::isnan(u) && std::isnan(v)) || u == v;
+    if (finite && tolerance[i] > 0)
+      worst = std::max(worst, err / tolerance[i]);
+    if (!ok) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    ": %s %.9g %s %.9g, |difference| %.3g > bound %.3g", nameA,
+                    double(u), nameB, double(v), err, double(tolerance[i]));
+      return where(r, x, int64_t(i)) + text;
+    }
+  }
+  return "";
+}
+
+Comparison compareResults(const std::vector<ValueData> &a,
+                          const std::vector<ValueData> &b, const char *nameA,
+                          const char *nameB) {
+  Comparison c;
+  auto differ = [&c](std::string why) {
+    c.difference = std::move(why);
+    return c;
+  };
   if (a.size() != b.size())
-    return "different result counts";
+    return differ("different result counts");
   for (size_t r = 0; r < a.size(); ++r) {
     if (a[r].size() != b[r].size())
-      return "result " + std::to_string(r) + ": different buffer sets";
+      return differ("result " + std::to_string(r) + ": different buffer sets");
     for (size_t i = 0; i < a[r].size(); ++i) {
       const NamedBuffer &x = a[r][i], &y = b[r][i];
       if (x.name != y.name || !(x.desc == y.desc) ||
           x.bytes.size() != y.bytes.size())
-        return "result " + std::to_string(r) + " " + x.name +
-               ": different buffer shapes";
+        return differ("result " + std::to_string(r) + " " + x.name +
+                      ": different buffer shapes");
+      c.bytes += x.bytes.size();
+      if (x.unbounded || y.unbounded) {
+        ++c.uncheckedBuffers;
+        continue;
+      }
+      const std::vector<float> &tolerance =
+          x.tolerance.empty() ? y.tolerance : x.tolerance;
+      if (!tolerance.empty()) {
+        ++c.boundedBuffers;
+        std::string d =
+            compareBounded(r, x, y, tolerance, nameA, nameB, c.worstBoundRatio);
+        if (!d.empty())
+          return differ(d);
+        continue;
+      }
+      ++c.exactBuffers;
       size_t elemBytes = size_t(rt::dtypeSize(x.desc.dtype));
       for (size_t j = 0; j < x.bytes.size(); ++j) {
         if (x.bytes[j] == y.bytes[j])
@@ -263,20 +400,23 @@ std::string firstDifference(const std::vector<ValueData> &a,
           j = first + elemBytes - 1;
           continue;
         }
-        int64_t elem = int64_t(j / elemBytes);
         char hex[64];
-        std::snprintf(hex, sizeof hex, "%s 0x%02x %s 0x%02x", nameA,
+        std::snprintf(hex, sizeof hex, ") %s 0x%02x %s 0x%02x", nameA,
                       unsigned(x.bytes[j]), nameB, unsigned(y.bytes[j]));
-        return "result " + std::to_string(r) + " " + x.name + ": byte " +
-               std::to_string(j) + " (element [" +
-               std::to_string(elem / x.desc.cols) + ", " +
-               std::to_string(elem % x.desc.cols) + "] of " +
-               std::to_string(x.desc.rows) + "x" + std::to_string(x.desc.cols) +
-               " " + rt::dtypeName(x.desc.dtype) + ") " + hex;
+        std::string at = where(r, x, int64_t(j / elemBytes));
+        size_t colon = at.find(": element");
+        return differ(at.substr(0, colon) + ": byte " + std::to_string(j) +
+                      " (" + at.substr(colon + 2) + hex);
       }
     }
   }
-  return "";
+  return c;
+}
+
+std::string firstDifference(const std::vector<ValueData> &a,
+                            const std::vector<ValueData> &b, const char *nameA,
+                            const char *nameB) {
+  return compareResults(a, b, nameA, nameB).difference;
 }
 
 } // namespace te::cg

@@ -19,14 +19,6 @@ using rt::Direction;
 using rt::DType;
 using rt::SchemeKind;
 
-std::string cudaSupport(const DequantizeKernel &k, const Entry &e) {
-  const rt::Scheme &s = *e.values[k.input].scheme(k.dir);
-  if (s.kind == SchemeKind::Nvfp4 && s.rht && k.dir == Direction::Columnwise)
-    return "dequantizing nvfp4 with the random Hadamard transform (rht) has "
-           "no CUDA kernel yet";
-  return "";
-}
-
 std::string decoderType(const rt::Scheme &s, Direction d, bool dataTransposed) {
   bool row = d == Direction::Rowwise;
   std::ostringstream os;

@@ -8,6 +8,7 @@
 
 #include "te/codegen/DequantizeEmitter.h"
 #include "te/codegen/QuantizeEmitter.h"
+#include "te/runtime/BlasLt.h"
 
 #include <cstring>
 
@@ -218,9 +219,6 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
                                                const DequantizeKernel &d,
                                                const BufferTable &table,
                                                const EntryPlan &out) {
-  std::string why = cudaSupport(d, e);
-  if (!why.empty())
-    return rt::Status(rt::StatusCode::Unsupported, d.name + ": " + why);
   const Value &in = e.values[d.input];
   const ValueBuffers &vb = out.values[d.input];
   int self = d.dir == Direction::Rowwise ? 0 : 1;
@@ -271,6 +269,105 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
   return kp;
 }
 
+/// The GEMM view of operand `index` read in direction `d`: its buffers, its
+/// element type and scaling, and whether the stored matrix has the
+/// contraction dimension contiguous. `logicalKContiguous`: the logical
+/// matrix (as the value is shaped) is [rows, K].
+static rt::Expected<std::pair<rt::GemmOperand, std::pair<int, int>>>
+gemmOperand(const Program &p, const Entry &e, const GemmKernel &g, int index,
+            Direction d, bool logicalKContiguous, const EntryPlan &out) {
+  const Value &v = e.values[index];
+  const ValueBuffers &vb = out.values[index];
+  rt::GemmOperand op;
+  if (!v.isQuantized()) {
+    op.dtype = v.dtype;
+    op.transposed = !logicalKContiguous;
+    return std::make_pair(op, std::make_pair(vb.tensor, -1));
+  }
+  const Scheme &s = *v.scheme(d);
+  rt::DirectionStorage st = directionStorage(v, d, p.target);
+  int self = d == Direction::Rowwise ? 0 : 1;
+  int data = vb.dir[self].data >= 0 ? vb.dir[self].data : vb.dir[0].data;
+  int scale = vb.dir[self].scale >= 0 ? vb.dir[self].scale : vb.dir[0].scale;
+  bool storedTransposed = d == Direction::Columnwise && st.dataTransposed;
+  op.dtype = st.data.dtype;
+  op.transposed = logicalKContiguous == storedTransposed;
+  switch (s.kind) {
+  case SchemeKind::Identity:
+    return std::make_pair(op, std::make_pair(data, -1));
+  case SchemeKind::Fp8Delayed:
+  case SchemeKind::Fp8Current:
+    op.scaling = rt::GemmScaling::PerTensor;
+    break;
+  case SchemeKind::Fp8Block:
+    op.scaling = s.tileRows == 128 ? rt::GemmScaling::Block128x128
+                                   : rt::GemmScaling::Block1x128;
+    break;
+  default:
+    return rt::Status(rt::StatusCode::Unsupported,
+                      g.name + ": '" + v.name + "' " + rt::directionName(d) +
+                          " is " + rt::schemeKindName(s.kind) + ", which no " +
+                          p.arch +
+                          " GEMM reads natively (te-legalize-target "
+                          "lowers such GEMMs through dequantize kernels)");
+  }
+  if (op.transposed)
+    return rt::Status(rt::StatusCode::Unsupported,
+                      g.name + ": '" + v.name + "' " + rt::directionName(d) +
+                          " is stored with the contraction dimension "
+                          "strided; FP8 GEMMs read K-contiguous data only");
+  return std::make_pair(op, std::make_pair(data, scale));
+}
+
+static rt::Expected<KernelPlan> planGemm(const Program &p, const Entry &e,
+                                         const GemmKernel &g,
+                                         const BufferTable &table,
+                                         const EntryPlan &out) {
+  const Value &a = e.values[g.a], &b = e.values[g.b];
+  // op(A) is M x K: A is [M, K] unless transposed; op(B) is K x N: B is
+  // [K, N] unless transposed, when it is [N, K].
+  auto ga = gemmOperand(p, e, g, g.a, g.directionA(), !g.transposeA, out);
+  if (!ga)
+    return ga.status();
+  auto gb = gemmOperand(p, e, g, g.b, g.directionB(), g.transposeB, out);
+  if (!gb)
+    return gb.status();
+  rt::GemmCall call;
+  rt::GemmProblem &pr = call.problem;
+  pr.m = g.transposeA ? a.cols() : a.rows();
+  pr.k = g.transposeA ? a.rows() : a.cols();
+  pr.n = g.transposeB ? b.rows() : b.cols();
+  pr.a = ga->first;
+  pr.b = gb->first;
+  pr.outType = e.values[g.output].dtype;
+  call.a = {ga->second.first, 0};
+  call.aScale = {ga->second.second, 0};
+  call.b = {gb->second.first, 0};
+  call.bScale = {gb->second.second, 0};
+  call.out = {out.values[g.output].tensor, 0};
+  if (g.bias >= 0) {
+    call.bias = {out.values[g.bias].tensor, 0};
+    pr.biasType = e.values[g.bias].dtype;
+  }
+  std::string invalid = rt::BlasLt::validate(pr);
+  if (!invalid.empty())
+    return rt::Status(rt::StatusCode::Unsupported, g.name + ": " + invalid);
+
+  KernelPlan kp;
+  kp.name = g.name;
+  kp.plan.gemms.push_back(call);
+  rt::Step step;
+  step.kind = rt::Step::Kind::Gemm;
+  step.index = 0;
+  kp.plan.steps.push_back(step);
+  kp.launches = 1;
+  for (rt::BufferRef r :
+       {call.a, call.aScale, call.b, call.bScale, call.out, call.bias})
+    kp.bytesMoved += table.bytes(r.buffer);
+  kp.flops = uint64_t(2 * pr.m * pr.n * pr.k);
+  return kp;
+}
+
 rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
                                        bool keepUnsupported) {
   std::string why = validate(e, p.target);
@@ -281,22 +378,19 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
   for (const Value &v : e.values)
     table.addValue(v, p.target);
   for (const Kernel &k : e.kernels) {
-    if (k.kind == Kernel::Kind::Gemm) {
-      std::string why = "GEMMs have no CUDA lowering yet (the CPU backend "
-                        "runs them: te-run --backend cpu)";
-      if (!keepUnsupported)
-        return rt::Status(rt::StatusCode::Unsupported,
-                          k.gemm.name + ": " + why);
-      KernelPlan kp;
-      kp.name = k.gemm.name;
-      kp.unsupported = why;
-      out.kernels.push_back(std::move(kp));
-      continue;
-    }
     rt::Expected<KernelPlan> kp =
-        k.kind == Kernel::Kind::Dequantize
+        k.kind == Kernel::Kind::Gemm ? planGemm(p, e, k.gemm, table, out)
+        : k.kind == Kernel::Kind::Dequantize
             ? planDequantize(p, e, k.dequantize, table, out)
             : planQuantize(p, e, k.quantize, table, out);
+    if (!kp && keepUnsupported &&
+        kp.status().code() == rt::StatusCode::Unsupported) {
+      KernelPlan unsupported;
+      unsupported.name = k.name();
+      unsupported.unsupported = kp.status().message();
+      out.kernels.push_back(std::move(unsupported));
+      continue;
+    }
     if (!kp)
       return kp.status();
     out.kernels.push_back(std::move(*kp));

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <thread>
 
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
 #error "the reference GEMM needs float arithmetic evaluated in float"
@@ -33,22 +34,64 @@ namespace te {
 namespace rt {
 namespace ref {
 
+/// Runs body(i) for every row i in [0, m) on all cores. Each output row is
+/// computed by one thread in the documented order, so the result does not
+/// depend on the number of threads.
+template <typename Body> static void forEachRow(int64_t m, Body body) {
+  int64_t threads = std::max<int64_t>(
+      1, std::min<int64_t>(m, std::thread::hardware_concurrency()));
+  if (threads == 1) {
+    for (int64_t i = 0; i < m; ++i)
+      body(i);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int64_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int64_t i = t; i < m; i += threads)
+        body(i);
+    });
+  for (std::thread &th : pool)
+    th.join();
+}
+
+/// op(X) as a row-major [rows, k] copy (K contiguous): the loops below then
+/// read both operands with unit stride. Copying changes no value.
+static std::vector<float> kContiguous(const float *x, bool kMajorStored,
+                                      int64_t rows, int64_t k) {
+  std::vector<float> out(static_cast<size_t>(rows * k));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t kk = 0; kk < k; ++kk)
+      out[r * k + kk] = kMajorStored ? x[r * k + kk] : x[kk * rows + r];
+  return out;
+}
+
 std::vector<float> referenceGemm(const float *a, bool transA, const float *b,
                                  bool transB, int64_t m, int64_t n, int64_t k,
-                                 const float *bias, bool accumulateInF64) {
+                                 const float *bias, bool accumulateInF64,
+                                 std::vector<float> *absSum) {
+  std::vector<float> at = kContiguous(a, !transA, m, k);
+  std::vector<float> bt = kContiguous(b, transB, n, k);
   std::vector<float> d(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i) {
+  if (absSum)
+    absSum->assign(static_cast<size_t>(m * n), 0.0f);
+  forEachRow(m, [&](int64_t i) {
+    const float *ai = &at[i * k];
     for (int64_t j = 0; j < n; ++j) {
-      float accF = 0.0f;
+      const float *bj = &bt[j * k];
+      float accF = 0.0f, mag = 0.0f;
       double accD = 0.0;
       for (int64_t kk = 0; kk < k; ++kk) {
-        float av = transA ? a[kk * m + i] : a[i * k + kk];
-        float bv = transB ? b[j * k + kk] : b[kk * n + j];
         if (accumulateInF64)
-          accD = accD + static_cast<double>(av) * static_cast<double>(bv);
+          accD =
+              accD + static_cast<double>(ai[kk]) * static_cast<double>(bj[kk]);
         else
-          accF = accF + av * bv;
+          accF = accF + ai[kk] * bj[kk];
+        if (absSum)
+          mag = mag + std::fabs(ai[kk] * bj[kk]);
       }
+      if (absSum)
+        (*absSum)[i * n + j] = bias ? mag + std::fabs(bias[j]) : mag;
       if (accumulateInF64) {
         if (bias)
           accD = accD + static_cast<double>(bias[j]);
@@ -59,7 +102,7 @@ std::vector<float> referenceGemm(const float *a, bool transA, const float *b,
         d[i * n + j] = accF;
       }
     }
-  }
+  });
   return d;
 }
 
@@ -119,15 +162,21 @@ std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
     return {};
   }
   int64_t m = x.rows, n = w.rows, k = x.k;
+  auto decodeAll = [](const BlockScaledOperand &op) {
+    std::vector<float> v(op.codes.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = decodeFp8(op.format, op.codes[i]);
+    return v;
+  };
+  std::vector<float> xv = decodeAll(x), wv = decodeAll(w);
   std::vector<float> y(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i) {
+  forEachRow(m, [&](int64_t i) {
     for (int64_t j = 0; j < n; ++j) {
       float acc = 0.0f;
       for (int64_t kb = 0; kb * 128 < k; ++kb) {
         float partial = 0.0f;
         for (int64_t kk = kb * 128; kk < std::min(k, kb * 128 + 128); ++kk)
-          partial = partial + decodeFp8(x.format, x.codes[i * k + kk]) *
-                                  decodeFp8(w.format, w.codes[j * k + kk]);
+          partial = partial + xv[i * k + kk] * wv[j * k + kk];
         float sx = blockScaleOf(x, i, kb), sw = blockScaleOf(w, j, kb);
         if (x.tile2d || w.tile2d)
           acc = std::fma(partial, sx * sw, acc);
@@ -138,7 +187,7 @@ std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
         acc = acc + bias[j];
       y[i * n + j] = acc;
     }
-  }
+  });
   return y;
 }
 

@@ -302,8 +302,6 @@ std::vector<DequantCase> dequantCases() {
   for (const Scheme &s : allSchemes())
     for (Direction d : {Direction::Rowwise, Direction::Columnwise})
       for (DType out : {DType::BF16, DType::F32}) {
-        if (s.rht && d == Direction::Columnwise)
-          continue; // transformed values: no dequantize kernel (yet)
         cases.push_back({label(s) +
                              (d == Direction::Rowwise ? "_row" : "_col") +
                              "_to_" + rt::dtypeName(out),

@@ -74,7 +74,9 @@ std::vector<uint8_t> smallFp8(size_t n, std::mt19937 &rng) {
 /// rounds an intermediate to bf16 (measured on H100: errors up to about one
 /// ulp of the largest term, e.g. 0 for an exact -0.0011 from terms near 1),
 /// so that case is bounded by one bf16 ulp of |A B| + |bias| + |C|.
-void checkBf16(GemmGpu &t, std::mt19937 &rng, bool epilogue) {
+/// `transA` / `transB` store A as [K, M] / B as [K, N] instead.
+void checkBf16(GemmGpu &t, std::mt19937 &rng, bool epilogue,
+               bool transA = false, bool transB = false) {
   const int64_t m = 256, n = 192, k = 320;
   std::normal_distribution<float> nd;
   std::vector<uint16_t> a(m * k), b(n * k), bias(n), d0(m * n);
@@ -85,8 +87,8 @@ void checkBf16(GemmGpu &t, std::mt19937 &rng, bool epilogue) {
                dd = t.upload(d0);
   GemmProblem p;
   p.m = m, p.n = n, p.k = k;
-  p.a = {DType::BF16, GemmScaling::None, da.devicePtr(), 0};
-  p.b = {DType::BF16, GemmScaling::None, db.devicePtr(), 0};
+  p.a = {DType::BF16, GemmScaling::None, da.devicePtr(), 0, transA};
+  p.b = {DType::BF16, GemmScaling::None, db.devicePtr(), 0, transB};
   p.outType = DType::BF16;
   p.out = dd.devicePtr();
   p.bias = epilogue ? dbias.devicePtr() : 0;
@@ -98,8 +100,9 @@ void checkBf16(GemmGpu &t, std::mt19937 &rng, bool epilogue) {
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0, mag = 0;
       for (int64_t kk = 0; kk < k; ++kk) {
-        double prod = double(ref::bf16ToFloat(a[i * k + kk])) *
-                      ref::bf16ToFloat(b[j * k + kk]);
+        double prod =
+            double(ref::bf16ToFloat(a[transA ? kk * m + i : i * k + kk])) *
+            ref::bf16ToFloat(b[transB ? kk * n + j : j * k + kk]);
         acc += prod;
         mag += std::fabs(prod);
       }
@@ -126,6 +129,20 @@ TEST_F(GemmGpu, Bf16MatchesFp64) { checkBf16(*this, rng_, false); }
 
 TEST_F(GemmGpu, Bf16BiasAndAccumulateMatchFp64) {
   checkBf16(*this, rng_, true);
+}
+
+TEST_F(GemmGpu, Bf16TransposedOperandsMatchFp64) {
+  checkBf16(*this, rng_, false, /*transA=*/true, /*transB=*/false);
+  checkBf16(*this, rng_, false, /*transA=*/false, /*transB=*/true);
+  checkBf16(*this, rng_, true, /*transA=*/true, /*transB=*/true);
+}
+
+TEST(GemmValidate, Fp8OperandsMustBeKContiguous) {
+  GemmProblem p;
+  p.m = p.n = p.k = 128;
+  p.a = {DType::E4M3, GemmScaling::PerTensor, 0, 0, /*transposed=*/true};
+  p.b = {DType::E4M3, GemmScaling::PerTensor, 0, 0};
+  EXPECT_NE(BlasLt::validate(p).find("K-contiguous"), std::string::npos);
 }
 
 TEST_F(GemmGpu, Fp8PerTensorIsExactOnExactData) {

@@ -33,6 +33,7 @@ Plan samplePlan() {
   p.kernels.push_back(k);
   GemmCall g;
   g.problem.m = 32, g.problem.n = 64, g.problem.k = 64;
+  g.problem.b.transposed = true;
   g.a = {0, 0};
   g.b = {3, 0};
   g.out = {4, 0};
@@ -54,6 +55,8 @@ TEST(Plan, SerialisationRoundTrips) {
   EXPECT_EQ(q->kernels[0].options.flags, p.kernels[0].options.flags);
   EXPECT_EQ(q->kernels[0].sharedBytes, 1024u);
   EXPECT_EQ(q->gemms[0].out, (BufferRef{4, 0}));
+  EXPECT_FALSE(q->gemms[0].problem.a.transposed);
+  EXPECT_TRUE(q->gemms[0].problem.b.transposed);
   EXPECT_EQ(q->buffers[2].name, "y");
   EXPECT_FALSE(q->buffers[2].external);
 }

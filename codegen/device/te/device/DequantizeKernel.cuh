@@ -54,7 +54,9 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Decode {
 };
 
 /// NVFP4: e2m1 * fl(fl(e4m3(sB) * amax) * fl(1/2688)); the columnwise data
-/// and scales are those of the K x M transpose.
+/// and scales are those of the K x M transpose. With RHT the columnwise
+/// data, scales and amax are those of the transformed matrix, so this
+/// yields the transformed values, as the reference's dequantize does.
 template <bool Rowwise> struct Nvfp4Decode {
   __device__ static float value(const DequantArgs &a, i64 r, i64 c) {
     i64 i = Rowwise ? r : c, j = Rowwise ? c : r, cols = Rowwise ? a.k : a.m;

@@ -7,8 +7,10 @@
 // One GEMM shape that every tejit GEMM lowers to, because Hopper's FP8
 // GEMMs accept only it: D[M,N] = A[M,K] * B[N,K]^T (+ bias[N]) (+ D), all
 // row-major with both operands K-contiguous ("TN" in cuBLAS terms). The
-// compiler makes every operand K-contiguous (columnwise data is stored
-// transposed where the format needs it), so the runtime has one path.
+// compiler makes every FP8 operand K-contiguous (columnwise data is stored
+// transposed where the format needs it). A high-precision operand may
+// instead be stored [K, rows] (`transposed`): a bf16 tensor read in its
+// other direction needs no copy.
 //
 // Scaling of each operand: none (BF16/F16), a per-tensor FP32 scale-inverse
 // (FP8), or FP8 block scales - 1x128 (VEC128_32F, scale[k/128][row], rows
@@ -46,6 +48,8 @@ struct GemmOperand {
   GemmScaling scaling = GemmScaling::None;
   uint64_t data = 0;     ///< device pointer, [rows, K] row-major
   uint64_t scaleInv = 0; ///< device pointer to the FP32 scale(s)
+  /// The data is [K, rows] row-major instead (BF16/F16/F32 only).
+  bool transposed = false;
 };
 
 struct GemmProblem {
@@ -68,6 +72,9 @@ public:
   /// Checks the problem against cuBLASLt's rules for these types and
   /// scalings (alignment, pairing); "" when it can run.
   static std::string validate(const GemmProblem &p);
+  /// One line for tools and errors, e.g. "M=64 N=16 K=32: A e4m3 1x128
+  /// [M,K] x B e4m3 128x128 [N,K] -> bf16 + bias".
+  static std::string describe(const GemmProblem &p);
 
   Status gemm(const GemmProblem &p, const Stream &s);
 

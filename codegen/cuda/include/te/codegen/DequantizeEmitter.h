@@ -21,9 +21,6 @@ constexpr unsigned kDequantizeThreads = 256;
 /// Grid-stride dequantize kernels launch at most this many CTAs.
 constexpr int64_t kDequantizeMaxCtas = 132 * 8;
 
-/// Why the CUDA backend cannot generate this kernel ("" when it can).
-std::string cudaSupport(const DequantizeKernel &k, const Entry &e);
-
 /// The device-library decoder type, e.g.
 /// "te::dev::Mxfp8Decode<te::dev::Fp8Format::E4M3, false>".
 std::string decoderType(const rt::Scheme &s, rt::Direction d,

@@ -31,6 +31,14 @@ struct NamedBuffer {
   std::string name;
   rt::BufferDesc desc;
   std::vector<uint8_t> bytes;
+  /// How another backend's result must agree with this one (the CPU backend
+  /// sets it): empty means bit for bit; else element i within the absolute
+  /// bound tolerance[i] - outputs of GEMMs whose summation order is the
+  /// library's (docs/Numerics.md states the bound).
+  std::vector<float> tolerance;
+  /// Computed from such a GEMM output, so no bound is known: comparisons
+  /// check its shape only and say so.
+  bool unbounded = false;
 };
 
 /// The buffers of one value.
@@ -77,11 +85,25 @@ private:
   std::unique_ptr<State> state_;
 };
 
-/// The first difference between two results of the same entry, as "result
-/// 0 rowwise.data: byte 1234 (element [9, 82]) cpu 0x3c cuda 0x3d", or ""
-/// when they are identical. Elements that are NaN in both count as equal
-/// (the hardware FP8 / 16-bit conversions drop the NaN sign and payload;
-/// docs/Numerics.md).
+/// The outcome of comparing two results of the same entry.
+struct Comparison {
+  /// The first disagreement, e.g. "result 0 rowwise.data: byte 1234
+  /// (element [9, 82] of ...) cpu 0x3c cuda 0x3d"; "" when they agree.
+  std::string difference;
+  size_t exactBuffers = 0, boundedBuffers = 0, uncheckedBuffers = 0;
+  uint64_t bytes = 0;
+  /// Largest |a - b| / bound over the bounded elements (<= 1 when agreed).
+  double worstBoundRatio = 0;
+};
+
+/// Compares every buffer: bit for bit, or within the tolerance either side
+/// states. Elements that are NaN in both count as equal (the hardware FP8 /
+/// 16-bit conversions drop the NaN sign and payload; docs/Numerics.md).
+Comparison compareResults(const std::vector<ValueData> &a,
+                          const std::vector<ValueData> &b, const char *nameA,
+                          const char *nameB);
+
+/// compareResults(...).difference.
 std::string firstDifference(const std::vector<ValueData> &a,
                             const std::vector<ValueData> &b, const char *nameA,
                             const char *nameB);

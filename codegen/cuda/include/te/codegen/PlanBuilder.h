@@ -38,6 +38,8 @@ struct KernelPlan {
   /// exactly: input reads (twice with an amax pre-pass), every output
   /// buffer, workspaces written and read back.
   uint64_t bytesMoved = 0;
+  /// Floating-point operations of a GEMM (2 M N K), 0 for other kernels.
+  uint64_t flops = 0;
   /// Non-empty: the kernel has no CUDA lowering yet (why); `plan` is empty.
   std::string unsupported;
 };
@@ -53,6 +55,9 @@ struct EntryPlan {
 /// The plans of `e` (validate(e) must hold). Fails with the reason when a
 /// kernel has no CUDA lowering, unless `keepUnsupported`: then that kernel
 /// gets an empty plan whose `unsupported` says why (for tools that print).
+/// A GEMM becomes one cuBLASLt call (rt::GemmCall) on the storage of the
+/// directions it reads: FP8 operands K-contiguous as the target stores
+/// them, bf16/f16/f32 tensors in either orientation.
 rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
                                        bool keepUnsupported = false);
 

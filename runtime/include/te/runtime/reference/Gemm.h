@@ -34,11 +34,15 @@ namespace ref {
 /// stored K x N, or N x K when `transB`.
 /// fp32 accumulation: acc = +0.0f, acc = acc + fl(a * b) for k = 0..K-1 in
 /// order, then fl(acc + bias). fp64 accumulation: the same sum and bias add
-/// in double, rounded to fp32 once at the end.
+/// in double, rounded to fp32 once at the end. With `absSum`, also
+/// sum_k |a_ik b_kj| (+ |bias_j|) per output in fp32: the scale that error
+/// bounds of other summation orders are stated in. Rows run in parallel;
+/// the result does not depend on the number of threads.
 std::vector<float> referenceGemm(const float *a, bool transA, const float *b,
                                  bool transB, int64_t m, int64_t n, int64_t k,
                                  const float *bias = nullptr,
-                                 bool accumulateInF64 = false);
+                                 bool accumulateInF64 = false,
+                                 std::vector<float> *absSum = nullptr);
 
 /// One operand of a block-scaled FP8 GEMM in TN form: `rows` x `k` fp8 codes
 /// with K contiguous, and the fp32 scale_inv values in TE's GEMM_READY
