@@ -269,6 +269,12 @@ LogicalResult GemmOp::verify() {
       return emitOpError() << "bias must be a 1-D tensor of " << n
                            << " elements (one per output column), got "
                            << shapeStr(bt.getShape());
+    // cuBLASLt's bias epilogue adds the bias in the output type.
+    Type outElement = getResult().getType().getElementType();
+    if (bt.getElementType() != outElement)
+      return emitOpError() << "bias element type " << bt.getElementType()
+                           << " must be the result's (" << outElement
+                           << "): the GEMM epilogue adds it in that type";
   }
 
   // Which direction each quantized operand is read in, and by which scheme.

@@ -230,6 +230,11 @@ std::string BlasLt::validate(const GemmProblem &p) {
   if (p.k % 16 != 0)
     return "FP8 GEMMs need K % 16 == 0 (16-byte aligned rows), got K=" +
            std::to_string(p.k);
+  // Measured on H100 with cuBLASLt 13.1: no FP8 kernel has a bias
+  // epilogue with an f32 output (per-tensor and block-scaled alike).
+  if (p.bias && p.outType == DType::F32)
+    return "FP8 GEMMs with a bias need a bf16 or f16 output (cuBLASLt has no "
+           "FP8 kernel with a bias epilogue and an f32 output)";
   if (ba) {
     if (p.a.scaling == GemmScaling::Block128x128 &&
         p.b.scaling == GemmScaling::Block128x128)

@@ -114,7 +114,7 @@ std::string Plan::validate() const {
   for (size_t g = 0; g < gemms.size(); ++g) {
     const GemmCall &c = gemms[g];
     std::string where = "gemm " + std::to_string(g);
-    std::string e = BlasLt::validate(c.problem);
+    std::string e = BlasLt::validate(c.shape());
     if (!e.empty())
       return where + ": " + e;
     for (const BufferRef *r :

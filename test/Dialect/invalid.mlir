@@ -131,6 +131,14 @@ func.func @gemm_e5m2_e5m2(%a: !te.qtensor<64x64xbf16, #te.fp8_current<e5m2>, row
 
 // -----
 
+func.func @gemm_bias_type(%a: tensor<64x32xbf16>, %b: tensor<16x32xbf16>, %bias: tensor<16xbf16>) {
+  // expected-error @+1 {{'te.gemm' op bias element type 'bf16' must be the result's ('f32'): the GEMM epilogue adds it in that type}}
+  %y = te.gemm %a, %b bias %bias {transpose_b} : tensor<64x32xbf16>, tensor<16x32xbf16>, tensor<16xbf16> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
 // The RHT transforms along the contraction dimension: one side alone would
 // leave it in the product.
 func.func @gemm_rht_one_side(%a: !te.qtensor<64x32xbf16, #te.nvfp4<rht>, columnwise>,

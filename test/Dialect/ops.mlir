@@ -27,7 +27,7 @@ func.func @quantize_dequantize(%x: tensor<256x128xbf16>) -> tensor<256x128xf32> 
 }
 
 // CHECK-LABEL: func.func @gemms
-func.func @gemms(%x: tensor<256x128xbf16>, %w: tensor<64x128xbf16>, %b: tensor<64xbf16>)
+func.func @gemms(%x: tensor<256x128xbf16>, %w: tensor<64x128xbf16>, %b: tensor<64xf32>)
     -> (tensor<256x64xbf16>, tensor<256x64xf32>, tensor<256x128xbf16>, tensor<64x128xf32>) {
   %qx = te.quantize %x : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>
   %qw = te.quantize %w : tensor<64x128xbf16> -> !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise|columnwise>
@@ -35,8 +35,8 @@ func.func @gemms(%x: tensor<256x128xbf16>, %w: tensor<64x128xbf16>, %b: tensor<6
   // CHECK: te.gemm %{{.*}}, %{{.*}} {transpose_b} : !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>, !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise|columnwise> -> tensor<256x64xbf16>
   %y = te.gemm %qx, %qw {transpose_b} : !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>, !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise|columnwise> -> tensor<256x64xbf16>
   // High precision with a bias epilogue.
-  // CHECK: te.gemm %{{.*}}, %{{.*}} bias %{{.*}} {transpose_b} : tensor<256x128xbf16>, tensor<64x128xbf16>, tensor<64xbf16> -> tensor<256x64xf32>
-  %yb = te.gemm %x, %w bias %b {transpose_b} : tensor<256x128xbf16>, tensor<64x128xbf16>, tensor<64xbf16> -> tensor<256x64xf32>
+  // CHECK: te.gemm %{{.*}}, %{{.*}} bias %{{.*}} {transpose_b} : tensor<256x128xbf16>, tensor<64x128xbf16>, tensor<64xf32> -> tensor<256x64xf32>
+  %yb = te.gemm %x, %w bias %b {transpose_b} : tensor<256x128xbf16>, tensor<64x128xbf16>, tensor<64xf32> -> tensor<256x64xf32>
   // dgrad: dy rowwise, W columnwise.
   %dy = te.quantize %yb : tensor<256x64xf32> -> !te.qtensor<256x64xf32, #te.fp8_current<e5m2>, rowwise|columnwise>
   %qw2 = te.quantize %w : tensor<64x128xbf16> -> !te.qtensor<64x128xbf16, #te.fp8_delayed<e4m3, history = 16>, columnwise>

@@ -69,10 +69,8 @@ int main(int argc, char **argv) {
       if (!kp.unsupported.empty())
         llvm::outs() << "// not generated: " << kp.unsupported << "\n\n";
       for (const te::rt::GemmCall &g : kp.plan.gemms) {
-        te::rt::GemmProblem shown = g.problem;
-        shown.bias = g.bias.buffer >= 0; // describe() marks a bias
-        llvm::outs() << "// cuBLASLt GEMM " << te::rt::BlasLt::describe(shown)
-                     << "\n\n";
+        llvm::outs() << "// cuBLASLt GEMM "
+                     << te::rt::BlasLt::describe(g.shape()) << "\n\n";
       }
       for (const te::rt::KernelSpec &spec : kp.plan.kernels)
         llvm::outs() << "// launch " << spec.entry << " grid " << spec.grid.x

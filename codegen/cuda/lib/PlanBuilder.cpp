@@ -349,7 +349,7 @@ static rt::Expected<KernelPlan> planGemm(const Program &p, const Entry &e,
     call.bias = {out.values[g.bias].tensor, 0};
     pr.biasType = e.values[g.bias].dtype;
   }
-  std::string invalid = rt::BlasLt::validate(pr);
+  std::string invalid = rt::BlasLt::validate(call.shape());
   if (!invalid.empty())
     return rt::Status(rt::StatusCode::Unsupported, g.name + ": " + invalid);
 

@@ -17,6 +17,7 @@
 #include "te/codegen/Execute.h"
 #include "te/codegen/QuantizeEmitter.h"
 
+#include "BackendComparison.h"
 #include "Support/TestSupport.h"
 
 #include <gtest/gtest.h>
@@ -197,30 +198,6 @@ std::vector<uint8_t> makeInput(int64_t count, Data kind, uint64_t seed) {
   return bytes;
 }
 
-/// Runs entry 0 of `p` on argument `x` with both backends; returns the
-/// first difference ("" when bit-exact) or why a backend failed.
-std::string gpuVersusCpu(const cg::Program &p, const std::vector<uint8_t> &x,
-                         const rt::Device &dev, const rt::Stream &stream,
-                         rt::KernelCache &cache) {
-  auto cpu = cg::runCpu(p, p.entries[0], {x});
-  if (!cpu)
-    return "cpu: " + cpu.status().toString();
-  auto runner = cg::CudaRunner::create(p, p.entries[0], dev, cache);
-  if (!runner)
-    return "cuda: " + runner.status().toString();
-  rt::Status st = runner->setArgument(0, x, stream);
-  if (st.isOk())
-    st = runner->poison(0xA5, stream);
-  if (st.isOk())
-    st = runner->run(stream);
-  if (!st.isOk())
-    return "cuda: " + st.toString();
-  auto gpu = runner->results(stream);
-  if (!gpu)
-    return "cuda: " + gpu.status().toString();
-  return cg::firstDifference(*cpu, *gpu, "cpu", "cuda");
-}
-
 class QuantizeCodegen : public ::testing::TestWithParam<Case> {};
 
 } // namespace
@@ -263,7 +240,8 @@ TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
         if (input == DType::F16)
           for (size_t i = 1; i < x.size(); i += 2)
             x[i] &= 0x7B; // keep f16 values finite
-        EXPECT_EQ(gpuVersusCpu(p, x, *dev, *stream, cache), "")
+        EXPECT_EQ(test::gpuVersusCpu(p, {x}, *dev, *stream, cache).difference,
+                  "")
             << s.m << "x" << s.k << " " << rt::dtypeName(input)
             << (d == Data::Edge ? " edge data" : " random data");
         ++tested;
@@ -363,7 +341,7 @@ TEST_P(DequantizeCodegen, BitExactAgainstReferenceOnGpu) {
     for (Data d : {Data::Random, Data::Edge}) {
       cg::Program p = dequantProgram(c, m, k, DType::BF16);
       std::vector<uint8_t> x = makeInput(m * k, d, uint64_t(m * 7 + k));
-      EXPECT_EQ(gpuVersusCpu(p, x, *dev, *stream, cache), "")
+      EXPECT_EQ(test::gpuVersusCpu(p, {x}, *dev, *stream, cache).difference, "")
           << m << "x" << k << (d == Data::Edge ? " edge data" : " random");
       ++tested;
     }

@@ -70,7 +70,8 @@ public:
   static Expected<BlasLt> create(const Device &device,
                                  size_t workspaceBytes = 32u << 20);
   /// Checks the problem against cuBLASLt's rules for these types and
-  /// scalings (alignment, pairing); "" when it can run.
+  /// scalings (alignment, pairing, epilogue); "" when it can run. `bias`
+  /// only needs to be non-zero when there is one (GemmCall::shape()).
   static std::string validate(const GemmProblem &p);
   /// One line for tools and errors, e.g. "M=64 N=16 K=32: A e4m3 1x128
   /// [M,K] x B e4m3 128x128 [N,K] -> bf16 + bias".

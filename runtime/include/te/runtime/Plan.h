@@ -70,6 +70,15 @@ struct KernelSpec {
 struct GemmCall {
   GemmProblem problem; ///< pointer fields ignored; see the refs below
   BufferRef a, aScale, b, bScale, out, bias;
+
+  /// The problem as BlasLt::validate and describe see it: no pointers, but
+  /// a non-zero `bias` when the call has one.
+  GemmProblem shape() const {
+    GemmProblem p = problem;
+    p.a.data = p.a.scaleInv = p.b.data = p.b.scaleInv = p.out = 0;
+    p.bias = bias.buffer >= 0 ? 1 : 0;
+    return p;
+  }
 };
 
 struct BufferDecl {
