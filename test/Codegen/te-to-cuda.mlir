@@ -10,11 +10,11 @@
 // CHECK: // launch te_fused_quantize_0_dbias grid 1 block 256
 // CHECK: #include "te/device/QuantizeKernel.cuh"
 // CHECK: extern "C" __global__ void __launch_bounds__(256, 5)
-// CHECK-NEXT: te_fused_quantize_0(const unsigned short *x, long long m, long long k,
-// CHECK: te::dev::quantizeTile<false, true,
+// CHECK-NEXT: te_fused_quantize_0(const void *x, long long m, long long k,
+// CHECK: te::dev::quantizeTile<te::dev::SourceType::BF16, true,
 // CHECK-NEXT: te::dev::Mxfp8Stage<te::dev::Fp8Format::E4M3, true>,
 // CHECK-NEXT: te::dev::Nvfp4Stage<false, false, true>>(x, m, k, args, bias_partial);
-// CHECK: te_fused_quantize_0_amax(const unsigned short *x, long long n, float *out)
+// CHECK: te_fused_quantize_0_amax(const void *x, long long n, float *out)
 // CHECK: te_fused_quantize_0_dbias(const float *partial
 // CHECK-NOT: ===== entry @hybrid_grad kernel
 func.func @hybrid_grad(%dy: tensor<256x128xbf16>)
@@ -27,11 +27,24 @@ func.func @hybrid_grad(%dy: tensor<256x128xbf16>)
                        !te.qtensor<256x128xbf16, #te.nvfp4<sr>, columnwise>, tensor<128xf32>
 }
 
+// Tests that an f32 tensor (an FP32 master weight, say) quantizes with the
+// same tile kernel: three CTAs per SM and the low-half plane of the tile in
+// dynamic shared memory.
+// CHECK-LABEL: // ===== entry @f32_master kernel te_quantize_0 (sm_90a)
+// CHECK: extern "C" __global__ void __launch_bounds__(256, 3)
+// CHECK: te::dev::quantizeTile<te::dev::SourceType::F32, false,
+// CHECK-NEXT: te::dev::Mxfp8Stage<te::dev::Fp8Format::E4M3, true>,
+// CHECK-NEXT: te::dev::Mxfp8Stage<te::dev::Fp8Format::E4M3, false>>
+func.func @f32_master(%w: tensor<256x384xf32>) -> !te.qtensor<256x384xf32, #te.mxfp8<e4m3>, rowwise|columnwise> {
+  %q = te.quantize %w : tensor<256x384xf32> -> !te.qtensor<256x384xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+  return %q : !te.qtensor<256x384xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+}
+
 // Tests a per-tensor scheme in both directions of one value (f16 input):
 // the block-scaled stage types carry the source type, the current-scaling
 // stages share one amax pre-pass.
 // CHECK-LABEL: // ===== entry @block_and_current kernel te_fused_quantize_0 (sm_90a)
-// CHECK: te::dev::quantizeTile<true, false,
+// CHECK: te::dev::quantizeTile<te::dev::SourceType::F16, false,
 // CHECK-NEXT: te::dev::Fp8BlockStage<te::dev::Fp8Format::E4M3, true, false, false, te::dev::SourceType::F16>,
 // CHECK-NEXT: te::dev::Fp8BlockStage<te::dev::Fp8Format::E4M3, false, false, false, te::dev::SourceType::F16>,
 // CHECK-NEXT: te::dev::Fp8PerTensorStage<te::dev::Fp8Format::E5M2, true, false, true>>

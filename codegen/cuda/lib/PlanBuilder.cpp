@@ -207,6 +207,7 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
   int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
                   rt::ceilDiv(k, int64_t(kQuantizeTileCols));
   launch(src.mainEntry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args));
+  plan.kernels.back().sharedBytes = quantizeDynamicSmem(in.dtype);
   if (q.biasGrad >= 0)
     launch(src.biasEntry,
            rt::Dim3{unsigned(rt::ceilDiv(k, int64_t(kQuantizeThreads))), 1, 1},

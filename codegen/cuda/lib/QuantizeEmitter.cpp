@@ -26,15 +26,21 @@ bool usesRht(const Stage &s) {
 }
 
 std::string cudaSupport(const QuantizeKernel &k, const Entry &e) {
-  const Value &in = e.values[k.input];
-  if (in.dtype != DType::BF16 && in.dtype != DType::F16)
-    return "the CUDA backend quantizes bf16 and f16 tensors; '" + in.name +
-           "' is f32";
   for (const Stage &s : k.stages)
     if (usesRht(s) && s.scheme.block2d)
       return "nvfp4 with the random Hadamard transform (rht) and 16x16 "
              "blocks has no CUDA kernel yet";
   return "";
+}
+
+std::string sourceType(DType input) {
+  return input == DType::F32   ? "te::dev::SourceType::F32"
+         : input == DType::F16 ? "te::dev::SourceType::F16"
+                               : "te::dev::SourceType::BF16";
+}
+
+unsigned quantizeDynamicSmem(DType input) {
+  return input == DType::F32 ? kQuantizeTileRows * kQuantizeTileCols * 2 : 0;
 }
 
 std::string stageType(const Scheme &s, Direction d, DType input) {
@@ -54,9 +60,7 @@ std::string stageType(const Scheme &s, Direction d, DType input) {
   case SchemeKind::Fp8Block:
     os << "te::dev::Fp8BlockStage<" << fp8Format(s.element) << ", "
        << boolText(row) << ", " << boolText(s.tileRows == 128) << ", "
-       << boolText(s.pow2)
-       << ", te::dev::SourceType::" << (input == DType::F16 ? "F16" : "BF16")
-       << ">";
+       << boolText(s.pow2) << ", " << sourceType(input) << ">";
     break;
   case SchemeKind::Nvfp4:
     if (s.rht && !row) {
@@ -76,7 +80,7 @@ std::string stageType(const Scheme &s, Direction d, DType input) {
 
 EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
   const Value &in = e.values[k.input];
-  bool f16 = in.dtype == DType::F16;
+  std::string src = sourceType(in.dtype);
   bool amax = false, rhtAmax = false;
   for (const Stage &s : k.stages) {
     amax |= s.scheme.scalesByTensorAmax() && !usesRht(s);
@@ -96,8 +100,11 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
   os << ".\n#include \"te/device/QuantizeKernel.cuh\"\n\n";
 
   os << "extern \"C\" __global__ void __launch_bounds__(" << kQuantizeThreads
-     << ", " << kQuantizeMinBlocksPerSm << ")\n"
-     << k.name << "(const unsigned short *x, long long m, long long k";
+     << ", "
+     << (in.dtype == DType::F32 ? kQuantizeMinBlocksPerSmF32
+                                : kQuantizeMinBlocksPerSm)
+     << ")\n"
+     << k.name << "(const void *x, long long m, long long k";
   for (size_t i = 0; i < k.stages.size(); ++i)
     os << ",\n    void *s" << i << "_data, void *s" << i << "_scale, float *s"
        << i << "_amax, const float *s" << i << "_in, float s" << i
@@ -113,8 +120,7 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
   if (k.stages.empty())
     os << "{}";
   os << "};\n";
-  os << "  te::dev::quantizeTile<" << boolText(f16) << ", "
-     << boolText(k.biasGrad >= 0);
+  os << "  te::dev::quantizeTile<" << src << ", " << boolText(k.biasGrad >= 0);
   for (const Stage &s : k.stages)
     os << ",\n      " << stageType(s.scheme, s.dir, in.dtype);
   os << ">(x, m, k, args, bias_partial);\n}\n";
@@ -122,17 +128,15 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
   if (amax) {
     out.amaxEntry = k.name + "_amax";
     os << "\nextern \"C\" __global__ void __launch_bounds__(256)\n"
-       << out.amaxEntry
-       << "(const unsigned short *x, long long n, float *out) {\n"
-       << "  te::dev::tensorAmax<" << boolText(f16) << ">(x, n, out);\n}\n";
+       << out.amaxEntry << "(const void *x, long long n, float *out) {\n"
+       << "  te::dev::tensorAmax<" << src << ">(x, n, out);\n}\n";
   }
   if (rhtAmax) {
     out.rhtAmaxEntry = k.name + "_rht_amax";
     os << "\nextern \"C\" __global__ void __launch_bounds__(256)\n"
        << out.rhtAmaxEntry
-       << "(const unsigned short *x, long long m, long long k, float *out) {\n"
-       << "  te::dev::rhtColumnAmax<" << boolText(f16)
-       << ">(x, m, k, out);\n}\n";
+       << "(const void *x, long long m, long long k, float *out) {\n"
+       << "  te::dev::rhtColumnAmax<" << src << ">(x, m, k, out);\n}\n";
   }
   if (k.biasGrad >= 0) {
     out.biasEntry = k.name + "_dbias";

@@ -198,18 +198,65 @@ std::vector<uint8_t> makeInput(int64_t count, Data kind, uint64_t seed) {
   return bytes;
 }
 
+/// f32 bit patterns: normal values over 2^-60 .. 2^60 (beyond bf16's
+/// precision: every mantissa bit set at random), or edge values among them
+/// (zeros, f32 subnormals, FLT_MAX, huge, Inf, NaN).
+std::vector<uint8_t> makeInputF32(int64_t count, Data kind, uint64_t seed) {
+  test::SplitMix64 rng(seed);
+  std::vector<uint8_t> bytes(size_t(count) * 4);
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t r = rng.next();
+    uint32_t f = uint32_t(r & 0x80000000u) |
+                 (uint32_t(67 + (r >> 32) % 121) << 23) |
+                 uint32_t((r >> 8) & 0x7FFFFFu);
+    if (kind == Data::Edge) {
+      switch ((r >> 40) % 16) {
+      case 0:
+        f = 0u;
+        break;
+      case 1:
+        f = 0x80000000u;
+        break;
+      case 2:
+        f = uint32_t(1 + (r & 0x7FFFFF)); // subnormal
+        break;
+      case 3:
+        f = 0x7F7FFFFFu; // FLT_MAX
+        break;
+      case 4:
+        f = 0x7E000000u | uint32_t(r & 0xFFFFFF); // huge
+        break;
+      case 5:
+        if (i % 97 == 0)
+          f = 0xFF800000u; // -Inf, rarely
+        break;
+      case 6:
+        if (i % 89 == 0)
+          f = 0x7FC00001u; // NaN, rarely
+        break;
+      default:
+        break;
+      }
+    }
+    std::memcpy(&bytes[4 * size_t(i)], &f, 4);
+  }
+  return bytes;
+}
+
 class QuantizeCodegen : public ::testing::TestWithParam<Case> {};
 
 } // namespace
 
 TEST_P(QuantizeCodegen, CompilesWithNvrtc) {
-  cg::Program p = programFor(GetParam(), 256, 256, DType::BF16);
-  rt::KernelCache cache(""); // memory only
-  rt::Expected<size_t> n = cg::compileEntry(p, p.entries[0], cache);
-  if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
-    GTEST_SKIP() << n.status().toString();
-  ASSERT_TRUE(n) << n.status().toString();
-  EXPECT_EQ(*n, 1u);
+  for (DType input : {DType::BF16, DType::F32}) {
+    cg::Program p = programFor(GetParam(), 256, 256, input);
+    rt::KernelCache cache(""); // memory only
+    rt::Expected<size_t> n = cg::compileEntry(p, p.entries[0], cache);
+    if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
+      GTEST_SKIP() << n.status().toString();
+    ASSERT_TRUE(n) << rt::dtypeName(input) << ": " << n.status().toString();
+    EXPECT_EQ(*n, 1u);
+  }
 }
 
 TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
@@ -230,13 +277,15 @@ TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
                   Shape{200, 160}, Shape{130, 33}}) {
     if (!shapeFits(c, s.m, s.k))
       continue;
-    for (DType input : {DType::BF16, DType::F16}) {
+    for (DType input : {DType::BF16, DType::F16, DType::F32}) {
       for (Data d : {Data::Random, Data::Edge}) {
         if (input == DType::F16 && d == Data::Edge)
           continue; // the edge patterns are bf16 bit patterns
         cg::Program p = programFor(c, s.m, s.k, input);
-        std::vector<uint8_t> x =
-            makeInput(s.m * s.k, d, uint64_t(s.m * 131 + s.k + int(d)));
+        uint64_t seed = uint64_t(s.m * 131 + s.k + int(d));
+        std::vector<uint8_t> x = input == DType::F32
+                                     ? makeInputF32(s.m * s.k, d, seed)
+                                     : makeInput(s.m * s.k, d, seed);
         if (input == DType::F16)
           for (size_t i = 1; i < x.size(); i += 2)
             x[i] &= 0x7B; // keep f16 values finite
@@ -362,12 +411,21 @@ TEST(QuantizeEmitter, RejectsWhatItCannotGenerate) {
   rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
   ASSERT_FALSE(plan);
   EXPECT_NE(plan.status().message().find("random Hadamard"), std::string::npos);
+}
 
+TEST(QuantizeEmitter, F32TilesTakeTheirLowHalvesPlaneAsDynamicSharedMemory) {
   cg::Program f32 = programFor(
       {"f32", Scheme::mxfp8(DType::E4M3), std::nullopt}, 64, 64, DType::F32);
-  plan = cg::buildEntryPlan(f32, f32.entries[0]);
-  ASSERT_FALSE(plan);
-  EXPECT_NE(plan.status().message().find("bf16 and f16"), std::string::npos);
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(f32, f32.entries[0]);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  const rt::KernelSpec &spec = plan->kernels[0].plan.kernels.back();
+  EXPECT_EQ(spec.sharedBytes, 128u * 128u * 2u);
+  EXPECT_NE(spec.source.find("te::dev::SourceType::F32"), std::string::npos);
+  cg::Program bf16 = programFor(
+      {"bf16", Scheme::mxfp8(DType::E4M3), std::nullopt}, 64, 64, DType::BF16);
+  plan = cg::buildEntryPlan(bf16, bf16.entries[0]);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->kernels[0].plan.kernels.back().sharedBytes, 0u);
 }
 
 TEST(QuantizeEmitter, StageTypesNameTheScheme) {

@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The body of every generated quantize kernel: one CTA of 256 threads owns a
-// 128 x 128 tile of a row-major M x K bf16 / f16 tensor and produces, from a
-// single read of it, every requested output (any number of stages, each one
+// 128 x 128 tile of a row-major M x K bf16 / f16 / f32 tensor and produces,
+// from a single read of it, every requested output (any number of stages, each one
 // direction of one scheme, plus bias-gradient partial sums). The code
 // generator instantiates quantizeTile<> with the stage types below; nothing
 // about a scheme is decided at run time.
@@ -31,6 +31,12 @@
 // NVFP4 columnwise) are written as 16-row runs of a column, 16 bytes of FP8
 // or 8 bytes of FP4 per lane, eight lanes per column: each warp store
 // covers whole 128-byte (FP8) or 64-byte (FP4) pieces of output rows.
+//
+// An f32 tile is held as two 16-bit planes with the same swizzled layout:
+// the high halves in TileSmem::x (each is the value truncated to bf16, so
+// the 16-bit access patterns carry over unchanged) and the low halves in a
+// second, dynamically allocated 32 KB plane; values are joined bit-exactly
+// when read.
 //
 // Scale-buffer padding is not written here: the plan fills those buffers
 // with zeros first when they have padding (NUMERICS.md 2; the reference
@@ -77,8 +83,19 @@ __device__ __forceinline__ int swizzledColumn(int r, int c) {
   return (((c >> 3) ^ ((r >> 4) & 7)) << 3) | (c & 7);
 }
 
+/// One 16-bit plane of a tile, swizzled (swizzledColumn).
+using TilePlane = u16[kTileRows][kTileCols];
+
+/// Bytes of dynamic shared memory a kernel over `Src` needs: the low-half
+/// plane of an f32 tile.
+TE_HD constexpr unsigned quantizeDynamicSmem(SourceType src) {
+  return src == SourceType::F32 ? unsigned(sizeof(TilePlane)) : 0u;
+}
+
+TE_HD constexpr bool isF16(SourceType s) { return s == SourceType::F16; }
+
 struct TileSmem {
-  u16 x[kTileRows][kTileCols]; ///< swizzled: use at()
+  TilePlane x; ///< swizzled: use at(); the high halves of an f32 tile
   float rowAmax[kTileRows][kRowSegments];
   float colAmax[kColSegments][kTileCols];
   u32 tileAmax; ///< bits of a non-negative float: integer max == float max
@@ -95,6 +112,7 @@ struct Tile {
   i64 m, k, r0, c0;
   int rows, cols; ///< valid rows / columns (<= 128 at the edges)
   int tid;
+  TilePlane *lo; ///< the low halves of an f32 tile, else null
   __device__ bool leader() const { return tid == 0 && r0 == 0 && c0 == 0; }
   __device__ float tileAmax() const { return bitsToFloat(s.tileAmax); }
 };
@@ -125,42 +143,80 @@ __device__ __forceinline__ void unpack8(const U32x4 &w, float *v) {
 /// The two 16-byte halves are read in an order that alternates every four
 /// segments, so the eight threads of a quarter warp (one tile row) cover
 /// all 32 banks once.
-__device__ __forceinline__ void loadRowWords(const TileSmem &s, int r, int j,
+__device__ __forceinline__ void loadRowWords(const TilePlane &x, int r, int j,
                                              U32x4 &a, U32x4 &b) {
   int first = (j >> 2) & 1;
-  U32x4 p = *reinterpret_cast<const U32x4 *>(s.at(r, kSegment * j + 8 * first));
-  U32x4 q =
-      *reinterpret_cast<const U32x4 *>(s.at(r, kSegment * j + 8 * (first ^ 1)));
+  U32x4 p = *reinterpret_cast<const U32x4 *>(
+      &x[r][swizzledColumn(r, kSegment * j + 8 * first)]);
+  U32x4 q = *reinterpret_cast<const U32x4 *>(
+      &x[r][swizzledColumn(r, kSegment * j + 8 * (first ^ 1))]);
   a = first ? q : p;
   b = first ? p : q;
 }
+__device__ __forceinline__ void loadRowWords(const TileSmem &s, int r, int j,
+                                             U32x4 &a, U32x4 &b) {
+  loadRowWords(s.x, r, j, a, b);
+}
+
+/// The f32 values of a packed pair of high halves and the matching pair of
+/// low halves: element 0 sits in the low 16 bits of both words.
+__device__ __forceinline__ float joinLo(u32 hi, u32 lo) {
+  return bitsToFloat((hi << 16) | (lo & 0xFFFFu));
+}
+__device__ __forceinline__ float joinHi(u32 hi, u32 lo) {
+  return bitsToFloat((hi & 0xFFFF0000u) | (lo >> 16));
+}
+
+__device__ __forceinline__ void join8(const U32x4 &hi, const U32x4 &lo,
+                                      float *v) {
+  u32 h[4] = {hi.x, hi.y, hi.z, hi.w}, l[4] = {lo.x, lo.y, lo.z, lo.w};
+  TE_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = joinLo(h[i], l[i]);
+    v[2 * i + 1] = joinHi(h[i], l[i]);
+  }
+}
 
 /// The 16 values of row segment (r, j).
-template <bool F16>
-__device__ __forceinline__ void loadRowSegment(const TileSmem &s, int r, int j,
+template <SourceType Src>
+__device__ __forceinline__ void loadRowSegment(const Tile &t, int r, int j,
                                                float *v) {
   U32x4 a, b;
-  loadRowWords(s, r, j, a, b);
-  unpack8<F16>(a, v);
-  unpack8<F16>(b, v + 8);
+  loadRowWords(t.s, r, j, a, b);
+  if (Src == SourceType::F32) {
+    U32x4 la, lb;
+    loadRowWords(*t.lo, r, j, la, lb);
+    join8(a, la, v);
+    join8(b, lb, v + 8);
+    return;
+  }
+  unpack8<isF16(Src)>(a, v);
+  unpack8<isF16(Src)>(b, v + 8);
 }
 
-/// Columns c, c+1 (c even) of tile row r.
-template <bool F16>
-__device__ __forceinline__ void loadColumnPair(const TileSmem &s, int r, int c,
-                                               float &lo, float &hi) {
-  u32 w = *reinterpret_cast<const u32 *>(s.at(r, c));
-  lo = widenLo<F16>(w);
-  hi = widenHi<F16>(w);
+/// Element (r, c) of the tile as f32.
+template <SourceType Src>
+__device__ __forceinline__ float valueAt(const Tile &t, int r, int c) {
+  u32 hi = *t.s.at(r, c);
+  if (Src == SourceType::F32)
+    return bitsToFloat(hi << 16 | (*t.lo)[r][swizzledColumn(r, c)]);
+  return widen<isF16(Src)>(hi);
 }
 
-/// Rows [16s, 16s+16) of columns c, c+1 (c even), one packed word per row
-/// (column c in the low half): half the registers of widened values.
-__device__ __forceinline__ void loadColumnWords(const TileSmem &s, int seg,
+/// Rows [16s, 16s+16) of columns c, c+1 (c even) of a plane, one packed
+/// word per row (column c in the low half): half the registers of widened
+/// values.
+__device__ __forceinline__ void loadColumnWords(const TilePlane &x, int seg,
                                                 int c, u32 *w) {
   TE_UNROLL
-  for (int i = 0; i < kSegment; ++i)
-    w[i] = *reinterpret_cast<const u32 *>(s.at(kSegment * seg + i, c));
+  for (int i = 0; i < kSegment; ++i) {
+    int r = kSegment * seg + i;
+    w[i] = *reinterpret_cast<const u32 *>(&x[r][swizzledColumn(r, c)]);
+  }
+}
+__device__ __forceinline__ void loadColumnWords(const TileSmem &s, int seg,
+                                                int c, u32 *w) {
+  loadColumnWords(s.x, seg, c, w);
 }
 
 /// Column `q` (0: c, 1: c+1) of loadColumnWords' words, widened.
@@ -230,17 +286,25 @@ __device__ __forceinline__ void forColumnRuns(const Tile &t, Fn fn) {
 
 /// forColumnRuns, handing fn(s, c, v) the 16 values v of each valid column
 /// c of the run (c and c + 1).
-template <bool F16, class Fn>
+template <SourceType Src, class Fn>
 __device__ __forceinline__ void forColumnRunValues(const Tile &t, Fn fn) {
   forColumnRuns(t, [&](int s, int c) {
-    u32 w[kSegment];
+    u32 w[kSegment], l[kSegment];
     loadColumnWords(t.s, s, c, w);
+    if (Src == SourceType::F32)
+      loadColumnWords(*t.lo, s, c, l);
     TE_UNROLL
     for (int q = 0; q < 2; ++q) {
       if (c + q >= t.cols)
         break;
       float v[kSegment];
-      unpackColumn<F16>(w, q, v);
+      if (Src == SourceType::F32) {
+        TE_UNROLL
+        for (int i = 0; i < kSegment; ++i)
+          v[i] = q ? joinHi(w[i], l[i]) : joinLo(w[i], l[i]);
+      } else {
+        unpackColumn<isF16(Src)>(w, q, v);
+      }
       fn(s, c + q, v);
     }
   });
@@ -384,7 +448,7 @@ struct Fp8PerTensorStage {
                                 maxFiniteF32());
   }
 
-  template <bool F16>
+  template <SourceType Src>
   __device__ static void emit(const Tile &t, const StageArgs &a) {
     float sc = scale(a);
     u8 *data = static_cast<u8 *>(a.data);
@@ -399,7 +463,7 @@ struct Fp8PerTensorStage {
     if (Rowwise) {
       forRowTasks(t, [&](int r, int j) {
         float v[16];
-        loadRowSegment<F16>(t.s, r, j, v);
+        loadRowSegment<Src>(t, r, j, v);
         u32 w[4];
         encodeFp8x16<F>(v, sc, w);
         int n = t.cols - kSegment * j;
@@ -407,7 +471,7 @@ struct Fp8PerTensorStage {
                       n < 16 ? n : 16);
       });
     } else {
-      forColumnRunValues<F16>(t, [&](int s, int c, const float *v) {
+      forColumnRunValues<Src>(t, [&](int s, int c, const float *v) {
         storeTransposedFp8<F>(t, data, s, c, v, sc);
       });
     }
@@ -430,7 +494,7 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
     return kSegment * j + 4 * (q ^ ((j >> 1) & 3)) + c % 4;
   }
 
-  template <bool F16>
+  template <SourceType Src>
   __device__ static void emit(const Tile &t, const StageArgs &a) {
     u8 *data = static_cast<u8 *>(a.data);
     u8 *scale = static_cast<u8 *>(a.scale);
@@ -439,7 +503,7 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
       forRowTasks(t, [&](int r, int j) {
         u8 e = mxfp8BlockExponent(rowBlockAmax<32>(t, r, j), F);
         float v[16];
-        loadRowSegment<F16>(t.s, r, j, v);
+        loadRowSegment<Src>(t, r, j, v);
         u32 w[4];
         encodeFp8x16<F>(v, e8m0ReciprocalScale(e), w);
         i64 c = t.c0 + kSegment * j;
@@ -467,7 +531,7 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
       __syncthreads();
       forRowTasks(t, [&](int r, int j) {
         float v[kSegment];
-        loadRowSegment<F16>(t.s, r, j, v);
+        loadRowSegment<Src>(t, r, j, v);
         u32 w[4];
         TE_UNROLL
         for (int q = 0; q < 4; ++q) {
@@ -490,17 +554,17 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
 /// the GEMM_READY layouts of NUMERICS.md 7.2; columnwise data transposed.
 /// Edge blocks use only their valid elements (the tile is zero-padded and
 /// zeros never raise an amax).
-template <Fp8Format F, bool Rowwise, bool Tile2d, bool Pow2, SourceType Src>
+template <Fp8Format F, bool Rowwise, bool Tile2d, bool Pow2, SourceType Input>
 struct Fp8BlockStage {
   static constexpr bool kNeedsRowSegments = Rowwise && !Tile2d;
   static constexpr bool kNeedsColSegments = !Rowwise && !Tile2d;
   static constexpr bool kNeedsTileAmax = Tile2d;
 
   __device__ static float scaleOf(float amax, const StageArgs &a) {
-    return fp8BlockScale(amax, F, Pow2, a.eps, Src);
+    return fp8BlockScale(amax, F, Pow2, a.eps, Input);
   }
 
-  template <bool F16>
+  template <SourceType Src>
   __device__ static void emit(const Tile &t, const StageArgs &a) {
     u8 *data = static_cast<u8 *>(a.data);
     float *scaleInv = static_cast<float *>(a.scale);
@@ -516,7 +580,7 @@ struct Fp8BlockStage {
       forRowTasks(t, [&](int r, int j) {
         float sc = Tile2d ? tileScale : scaleOf(rowBlockAmax<128>(t, r, j), a);
         float v[16];
-        loadRowSegment<F16>(t.s, r, j, v);
+        loadRowSegment<Src>(t, r, j, v);
         u32 w[4];
         encodeFp8x16<F>(v, sc, w);
         int n = t.cols - kSegment * j;
@@ -527,7 +591,7 @@ struct Fp8BlockStage {
       });
     } else {
       i64 stride = (t.k + 3) / 4 * 4;
-      forColumnRunValues<F16>(t, [&](int s, int c, const float *v) {
+      forColumnRunValues<Src>(t, [&](int s, int c, const float *v) {
         float sc = Tile2d ? tileScale : scaleOf(colBlockAmax<128>(t, s, c), a);
         storeTransposedFp8<F>(t, data, s, c, v, sc);
         if (!Tile2d && s == 0)
@@ -602,7 +666,7 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
         sB;
   }
 
-  template <bool F16>
+  template <SourceType Src>
   __device__ static void emit(const Tile &t, const StageArgs &a) {
     u8 *data = static_cast<u8 *>(a.data);
     u8 *scale = static_cast<u8 *>(a.scale);
@@ -614,7 +678,7 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
         float amax = Block2d ? block16x16AmaxOfRow(t, r, j) : t.s.rowAmax[r][j];
         u8 sB = nvfp4BlockScale(amax, sEnc);
         float v[16];
-        loadRowSegment<F16>(t.s, r, j, v);
+        loadRowSegment<Src>(t, r, j, v);
         i64 first = (t.r0 + r) * t.k + t.c0 + kSegment * j;
         u32 w[2];
         encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
@@ -622,7 +686,7 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
         scale[(t.r0 + r) * scaleCols + (t.c0 + kSegment * j) / 16] = sB;
       });
     } else {
-      forColumnRunValues<F16>(t, [&](int s, int c, const float *v) {
+      forColumnRunValues<Src>(t, [&](int s, int c, const float *v) {
         storeColumnRun(t, a, s, c, v,
                        Block2d ? block16x16AmaxOfColumn(t, s, c)
                                : t.s.colAmax[s][c],
@@ -644,11 +708,11 @@ template <bool Stochastic> struct Nvfp4RhtColumnStage {
   static constexpr bool kNeedsTileAmax = false;
   using Plain = Nvfp4Stage<false, false, Stochastic>;
 
-  template <bool F16>
+  template <SourceType Src>
   __device__ static void emit(const Tile &t, const StageArgs &a) {
     float sEnc, sDec;
     Plain::globalScales(t, a, sEnc, sDec);
-    forColumnRunValues<F16>(t, [&](int s, int c, const float *v) {
+    forColumnRunValues<Src>(t, [&](int s, int c, const float *v) {
       float y[kSegment];
       rht16Bf16(v, y);
       float amax = 0.0f;
@@ -668,7 +732,7 @@ template <int Out> struct IdentityStage {
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = false;
 
-  template <bool F16>
+  template <SourceType Src>
   __device__ static void emit(const Tile &t, const StageArgs &a) {
     forRowTasks(t, [&](int r, int j) {
       int n = t.cols - kSegment * j;
@@ -677,14 +741,14 @@ template <int Out> struct IdentityStage {
       if (Out == 2) {
         float *out = static_cast<float *>(a.data) + first;
         for (int i = 0; i < n; ++i)
-          out[i] = widen<F16>(*t.s.at(r, kSegment * j + i));
+          out[i] = valueAt<Src>(t, r, kSegment * j + i);
         return;
       }
       u16 *out = static_cast<u16 *>(a.data) + first;
-      bool same = (Out == 1) == F16;
+      bool same = Src != SourceType::F32 && (Out == 1) == isF16(Src);
       for (int i = 0; i < n; ++i) {
         u16 bits = *t.s.at(r, kSegment * j + i);
-        float f = widen<F16>(bits);
+        float f = valueAt<Src>(t, r, kSegment * j + i);
         out[i] = same ? bits : (Out == 1 ? floatToF16(f) : floatToBF16(f));
       }
     });
@@ -699,8 +763,8 @@ template <int Out> struct IdentityStage {
 /// aligned 16-byte chunks are cp.async copies (all eight of a thread in
 /// flight at once, no staging registers); edge chunks go through registers.
 /// The caller waits (cpAsyncWaitAll) before the barrier.
-__device__ __forceinline__ void loadTile(TileSmem &s, const u16 *x, i64 m,
-                                         i64 k, i64 r0, i64 c0, int tid) {
+__device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
+                                           i64 k, i64 r0, i64 c0, int tid) {
   constexpr int kChunksPerRow = kTileCols / 8;
   constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
   bool vector = k % 8 == 0 && aligned(x, 16);
@@ -723,21 +787,67 @@ __device__ __forceinline__ void loadTile(TileSmem &s, const u16 *x, i64 m,
   }
 }
 
+/// Phase 1 for an f32 tensor: each 8-element chunk is read as two 16-byte
+/// loads and split into its high halves (TileSmem::x) and low halves (`lo`).
+__device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
+                                            const float *x, i64 m, i64 k,
+                                            i64 r0, i64 c0, int tid) {
+  constexpr int kChunksPerRow = kTileCols / 8;
+  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
+  bool vector = k % 4 == 0 && aligned(x, 16);
+  TE_UNROLL
+  for (int i = 0; i < kPerThread; ++i) {
+    int id = i * kTileThreads + tid;
+    int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
+    i64 r = r0 + tr, c = c0 + tc;
+    u32 b[8];
+    if (vector && r < m && c + 8 <= k) {
+      U32x4 p = loadGlobal16(x + r * k + c), q = loadGlobal16(x + r * k + c + 4);
+      u32 w[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+      TE_UNROLL
+      for (int e = 0; e < 8; ++e)
+        b[e] = w[e];
+    } else {
+      for (int e = 0; e < 8; ++e)
+        b[e] = r < m && c + e < k ? floatToBits(x[r * k + c + e]) : 0u;
+    }
+    u32 hi[4], lw[4];
+    TE_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      hi[e] = (b[2 * e] >> 16) | (b[2 * e + 1] & 0xFFFF0000u);
+      lw[e] = (b[2 * e] & 0xFFFFu) | (b[2 * e + 1] << 16);
+    }
+    int pc = swizzledColumn(tr, tc);
+    *reinterpret_cast<U32x4 *>(&s.x[tr][pc]) = U32x4{hi[0], hi[1], hi[2], hi[3]};
+    *reinterpret_cast<U32x4 *>(&lo[tr][pc]) = U32x4{lw[0], lw[1], lw[2], lw[3]};
+  }
+}
+
 /// Phase 2: segment amaxes, the tile amax and bias-gradient partial sums
 /// (column sums over the tile's 128 rows, in row order: the reference's
 /// chunked sum with chunkRows = 128). Amaxes are taken on the packed 16-bit
 /// words (absMax2): exact, since widening to FP32 preserves order.
-template <bool F16, bool RowSegments, bool ColSegments, bool TileAmax,
+template <SourceType Src, bool RowSegments, bool ColSegments, bool TileAmax,
           bool BiasGrad>
 __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
+  constexpr bool F16 = isF16(Src), F32 = Src == SourceType::F32;
   float mine = 0.0f;
   if (RowSegments) {
     forRowTasks<true>(t, [&](int r, int j) {
-      U32x4 a, b;
-      loadRowWords(t.s, r, j, a, b);
-      u32 w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      u32 both = absMaxWords<F16, 8>(w);
-      float m = fmaxf(widenLo<F16>(both), widenHi<F16>(both));
+      float m = 0.0f;
+      if (F32) {
+        float v[kSegment];
+        loadRowSegment<Src>(t, r, j, v);
+        TE_UNROLL
+        for (int i = 0; i < kSegment; ++i)
+          m = amaxAccumulate(m, v[i]);
+      } else {
+        U32x4 a, b;
+        loadRowWords(t.s, r, j, a, b);
+        u32 w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        u32 both = absMaxWords<F16, 8>(w);
+        m = fmaxf(widenLo<F16>(both), widenHi<F16>(both));
+      }
       t.s.rowAmax[r][j] = m;
       mine = fmaxf(mine, m);
     });
@@ -746,8 +856,20 @@ __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
     forColumnTasks<true>(t, [&](int s, int c) {
       u32 w[kSegment];
       loadColumnWords(t.s, s, c, w);
-      u32 both = absMaxWords<F16, kSegment>(w);
-      float a0 = widenLo<F16>(both), a1 = widenHi<F16>(both);
+      float a0 = 0.0f, a1 = 0.0f;
+      if (F32) {
+        u32 l[kSegment];
+        loadColumnWords(*t.lo, s, c, l);
+        TE_UNROLL
+        for (int i = 0; i < kSegment; ++i) {
+          a0 = amaxAccumulate(a0, joinLo(w[i], l[i]));
+          a1 = amaxAccumulate(a1, joinHi(w[i], l[i]));
+        }
+      } else {
+        u32 both = absMaxWords<F16, kSegment>(w);
+        a0 = widenLo<F16>(both);
+        a1 = widenHi<F16>(both);
+      }
       if (ColSegments) {
         t.s.colAmax[s][c] = a0;
         t.s.colAmax[s][c + 1] = a1;
@@ -765,7 +887,7 @@ __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
   if (BiasGrad && t.tid < kTileCols && t.tid < t.cols) {
     float sum = 0.0f;
     for (int r = 0; r < kTileRows; ++r)
-      sum = sum + widen<F16>(*t.s.at(r, t.tid));
+      sum = sum + valueAt<Src>(t, r, t.tid);
     biasPartial[(t.r0 / kTileRows) * t.k + t.c0 + t.tid] = sum;
   }
 }
@@ -776,7 +898,7 @@ template <class... Stages> struct StageList {
   static constexpr bool kNeedsRowSegments = false;
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = false;
-  template <bool F16>
+  template <SourceType Src>
   __device__ static void emit(const Tile &, const StageArgs *) {}
 };
 template <class Head, class... Tail> struct StageList<Head, Tail...> {
@@ -787,21 +909,26 @@ template <class Head, class... Tail> struct StageList<Head, Tail...> {
       Head::kNeedsColSegments || Rest::kNeedsColSegments;
   static constexpr bool kNeedsTileAmax =
       Head::kNeedsTileAmax || Rest::kNeedsTileAmax;
-  template <bool F16>
+  template <SourceType Src>
   __device__ static void emit(const Tile &t, const StageArgs *args) {
-    Head::template emit<F16>(t, args[0]);
-    Rest::template emit<F16>(t, args + 1);
+    Head::template emit<Src>(t, args[0]);
+    Rest::template emit<Src>(t, args + 1);
   }
 };
 
 /// The whole kernel: launch kTileThreads threads and one CTA per 128 x 128
-/// tile, column tiles fastest. `args[i]` belongs to the i-th stage.
-template <bool F16, bool BiasGrad, class... Stages>
-__device__ __forceinline__ void quantizeTile(const u16 *x, i64 m, i64 k,
+/// tile, column tiles fastest, with quantizeDynamicSmem(Src) bytes of
+/// dynamic shared memory. `args[i]` belongs to the i-th stage.
+template <SourceType Src, bool BiasGrad, class... Stages>
+__device__ __forceinline__ void quantizeTile(const void *x, i64 m, i64 k,
                                              const StageArgs *args,
                                              float *biasPartial) {
   using List = StageList<Stages...>;
   __shared__ TileSmem smem;
+  extern __shared__ __align__(16) u8 dynamicSmem[];
+  TilePlane *lo = Src == SourceType::F32
+                      ? reinterpret_cast<TilePlane *>(dynamicSmem)
+                      : nullptr;
   i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
   i64 r0 = i64(blockIdx.x) / tilesAcross * kTileRows;
   i64 c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
@@ -814,17 +941,21 @@ __device__ __forceinline__ void quantizeTile(const u16 *x, i64 m, i64 k,
          c0,
          int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
          int(colsLeft < kTileCols ? colsLeft : kTileCols),
-         tid};
+         tid,
+         lo};
 
-  loadTile(smem, x, m, k, r0, c0, tid);
+  if (Src == SourceType::F32)
+    loadTileF32(smem, *lo, static_cast<const float *>(x), m, k, r0, c0, tid);
+  else
+    loadTile16(smem, static_cast<const u16 *>(x), m, k, r0, c0, tid);
   if (tid == 0)
     smem.tileAmax = 0u;
   cpAsyncWaitAll();
   __syncthreads();
-  reduceTile<F16, List::kNeedsRowSegments, List::kNeedsColSegments,
+  reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
              List::kNeedsTileAmax, BiasGrad>(t, biasPartial);
   __syncthreads();
-  List::template emit<F16>(t, args);
+  List::template emit<Src>(t, args);
 }
 
 //===----------------------------------------------------------------------===//
@@ -833,8 +964,42 @@ __device__ __forceinline__ void quantizeTile(const u16 *x, i64 m, i64 k,
 
 /// Amax pre-pass: max |x| over n elements, max-accumulated into *out (which
 /// the plan zeroes first). Grid-stride over 16-byte chunks, four in flight.
-template <bool F16>
-__device__ __forceinline__ void tensorAmax(const u16 *x, i64 n, float *out) {
+__device__ __forceinline__ void warpAmaxToGlobal(float a, float *out) {
+  TE_UNROLL
+  for (int d = 16; d > 0; d /= 2)
+    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+  if (threadIdx.x % 32 == 0)
+    atomicMax(reinterpret_cast<unsigned *>(out), floatToBits(a));
+}
+
+/// The f32 amax pre-pass: 16-byte chunks of four, grid-stride.
+__device__ __forceinline__ void tensorAmaxF32(const float *x, i64 n,
+                                              float *out) {
+  i64 stride = i64(gridDim.x) * blockDim.x;
+  i64 tid = i64(blockIdx.x) * blockDim.x + threadIdx.x;
+  float a = 0.0f;
+  i64 chunks = aligned(x, 16) ? n / 4 : 0;
+  for (i64 c = tid; c < chunks; c += stride) {
+    U32x4 v = loadGlobal16(x + 4 * c);
+    u32 w[4] = {v.x, v.y, v.z, v.w};
+    TE_UNROLL
+    for (int e = 0; e < 4; ++e)
+      a = amaxAccumulate(a, bitsToFloat(w[e]));
+  }
+  for (i64 e = 4 * chunks + tid; e < n; e += stride)
+    a = amaxAccumulate(a, x[e]);
+  warpAmaxToGlobal(a, out);
+}
+
+template <SourceType Src>
+__device__ __forceinline__ void tensorAmax(const void *input, i64 n,
+                                           float *out) {
+  if (Src == SourceType::F32) {
+    tensorAmaxF32(static_cast<const float *>(input), n, out);
+    return;
+  }
+  constexpr bool F16 = isF16(Src);
+  const u16 *x = static_cast<const u16 *>(input);
   i64 stride = i64(gridDim.x) * blockDim.x;
   i64 tid = i64(blockIdx.x) * blockDim.x + threadIdx.x;
   u32 acc = 0u; // packed running max of both halves (absMax2)
@@ -858,20 +1023,15 @@ __device__ __forceinline__ void tensorAmax(const u16 *x, i64 n, float *out) {
   }
   for (i64 e = 8 * chunks + tid; e < n; e += stride)
     acc = absMax2<F16>(acc, u32(loadGlobalU16(x + e)));
-  float a = fmaxf(widenLo<F16>(acc), widenHi<F16>(acc));
-  TE_UNROLL
-  for (int d = 16; d > 0; d /= 2)
-    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
-  if (threadIdx.x % 32 == 0)
-    atomicMax(reinterpret_cast<unsigned *>(out), floatToBits(a));
+  warpAmaxToGlobal(fmaxf(widenLo<F16>(acc), widenHi<F16>(acc)), out);
 }
 
 /// Amax pre-pass of an RHT columnwise direction: max |x| over the
 /// bf16-rounded transform of every 16-row run of every column (M % 16 ==
 /// 0), max-accumulated into *out (zeroed by the plan). Consecutive threads
 /// take consecutive columns, so each of the 16 row reads is coalesced.
-template <bool F16>
-__device__ __forceinline__ void rhtColumnAmax(const u16 *x, i64 m, i64 k,
+template <SourceType Src>
+__device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
                                               float *out) {
   i64 tasks = (m / 16) * k;
   i64 stride = i64(gridDim.x) * blockDim.x;
@@ -881,18 +1041,19 @@ __device__ __forceinline__ void rhtColumnAmax(const u16 *x, i64 m, i64 k,
     i64 c = task % k, r0 = task / k * 16;
     float v[16], y[16];
     TE_UNROLL
-    for (int i = 0; i < 16; ++i)
-      v[i] = widen<F16>(loadGlobalU16(x + (r0 + i) * k + c));
+    for (int i = 0; i < 16; ++i) {
+      i64 at = (r0 + i) * k + c;
+      v[i] = Src == SourceType::F32
+                 ? static_cast<const float *>(x)[at]
+                 : widen<isF16(Src)>(
+                       loadGlobalU16(static_cast<const u16 *>(x) + at));
+    }
     rht16Bf16(v, y);
     TE_UNROLL
     for (int i = 0; i < 16; ++i)
       a = amaxAccumulate(a, y[i]);
   }
-  TE_UNROLL
-  for (int d = 16; d > 0; d /= 2)
-    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
-  if (threadIdx.x % 32 == 0)
-    atomicMax(reinterpret_cast<unsigned *>(out), floatToBits(a));
+  warpAmaxToGlobal(a, out);
 }
 
 /// Bias gradient: out[c] = sum over chunks of partial[chunk][c], in chunk

@@ -129,7 +129,9 @@ public:
 private:
   std::shared_ptr<void> module_;
   void *function_ = nullptr;
-  mutable unsigned sharedLimit_ = 48 * 1024;
+  /// Dynamic shared memory the function is opted in to; any use sets the
+  /// attribute, since static + dynamic may pass 48 KB below 48 KB dynamic.
+  mutable unsigned sharedLimit_ = 0;
 };
 
 /// Times stream work with CUDA events.

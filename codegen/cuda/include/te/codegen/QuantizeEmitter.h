@@ -33,6 +33,9 @@ constexpr unsigned kQuantizeThreads = 256;
 /// any stage combination we generate); occupancy is what hides the latency
 /// of the load -> reduce -> store phases of each CTA.
 constexpr unsigned kQuantizeMinBlocksPerSm = 5;
+/// An f32 tile adds a 32 KB plane of low halves (dynamic shared memory), so
+/// three CTAs fit per SM; their register cap is set to match.
+constexpr unsigned kQuantizeMinBlocksPerSmF32 = 3;
 /// Fields per stage in the kernel's parameter list (StageArgs).
 constexpr unsigned kStageParams = 7;
 
@@ -51,6 +54,13 @@ std::string cudaSupport(const QuantizeKernel &k, const Entry &e);
 /// that of the transformed tensor (its own pre-pass), not the input's
 /// (the input's amax pre-pass serves rt::Scheme::scalesByTensorAmax()).
 bool usesRht(const Stage &s);
+
+/// "te::dev::SourceType::BF16" / F16 / F32 for an input element type.
+std::string sourceType(rt::DType input);
+
+/// Dynamic shared memory of the tile kernel over `input` elements (the
+/// low-half plane of an f32 tile; te::dev::quantizeDynamicSmem).
+unsigned quantizeDynamicSmem(rt::DType input);
 
 /// The device-library stage type of `s` in direction `d`, e.g.
 /// "te::dev::Mxfp8Stage<te::dev::Fp8Format::E4M3, true>".
