@@ -27,6 +27,8 @@ struct PlanExecutor::State {
   std::vector<DeviceBuffer> owned; ///< internal buffers (index-aligned)
   std::vector<uint64_t> ptrs;      ///< every buffer's device address
   std::vector<std::vector<uint64_t>> argSlots; ///< 8 bytes per argument
+  /// The words of Table arguments, [kernel][argument] (empty otherwise).
+  std::vector<std::vector<std::vector<uint64_t>>> tables;
   std::vector<std::vector<void *>> argv;
   std::unique_ptr<BlasLt> blas;
   CUgraphExec graph = nullptr;
@@ -42,29 +44,38 @@ struct PlanExecutor::State {
     return r.buffer < 0 ? 0 : ptrs[r.buffer] + r.offset;
   }
 
-  /// Writes each argument's value into its slot.
+  /// The 8-byte value of a scalar argument.
+  uint64_t valueOf(const ArgDesc &arg) const {
+    uint64_t slot = 0;
+    switch (arg.kind) {
+    case ArgDesc::Kind::Pointer:
+      slot = resolve(arg.pointer);
+      break;
+    case ArgDesc::Kind::I32: {
+      int32_t v = int32_t(arg.i);
+      std::memcpy(&slot, &v, 4);
+      break;
+    }
+    case ArgDesc::Kind::I64:
+      std::memcpy(&slot, &arg.i, 8);
+      break;
+    case ArgDesc::Kind::F32:
+      std::memcpy(&slot, &arg.f, 4);
+      break;
+    case ArgDesc::Kind::Table:
+      break;
+    }
+    return slot;
+  }
+
+  /// Writes each argument's value into its slot (a Table's into its words).
   void fillArgs() {
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
       const std::vector<ArgDesc> &args = plan.kernels[k].args;
       for (size_t a = 0; a < args.size(); ++a) {
-        uint64_t &slot = argSlots[k][a];
-        slot = 0;
-        switch (args[a].kind) {
-        case ArgDesc::Kind::Pointer:
-          slot = resolve(args[a].pointer);
-          break;
-        case ArgDesc::Kind::I32: {
-          int32_t v = int32_t(args[a].i);
-          std::memcpy(&slot, &v, 4);
-          break;
-        }
-        case ArgDesc::Kind::I64:
-          std::memcpy(&slot, &args[a].i, 8);
-          break;
-        case ArgDesc::Kind::F32:
-          std::memcpy(&slot, &args[a].f, 4);
-          break;
-        }
+        argSlots[k][a] = valueOf(args[a]);
+        for (size_t w = 0; w < args[a].items.size(); ++w)
+          tables[k][a][w] = valueOf(args[a].items[w]);
       }
     }
   }
@@ -103,10 +114,17 @@ Expected<PlanExecutor> PlanExecutor::create(const Plan &plan,
   }
   st->argSlots.resize(plan.kernels.size());
   st->argv.resize(plan.kernels.size());
+  st->tables.resize(plan.kernels.size());
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    st->argSlots[k].assign(plan.kernels[k].args.size(), 0);
-    for (uint64_t &slot : st->argSlots[k])
-      st->argv[k].push_back(&slot);
+    const std::vector<ArgDesc> &args = plan.kernels[k].args;
+    st->argSlots[k].assign(args.size(), 0);
+    st->tables[k].resize(args.size());
+    for (size_t a = 0; a < args.size(); ++a) {
+      st->tables[k][a].assign(args[a].items.size(), 0);
+      st->argv[k].push_back(args[a].kind == ArgDesc::Kind::Table
+                                ? static_cast<void *>(st->tables[k][a].data())
+                                : static_cast<void *>(&st->argSlots[k][a]));
+    }
   }
   st->fillArgs();
   if (!plan.gemms.empty()) {

@@ -20,7 +20,7 @@ namespace te::rt {
 
 static constexpr char kPlanMagic[9] = {'T', 'E', 'J', 'I', 'T',
                                        'P', 'L', 'A', 'N'};
-static constexpr uint32_t kPlanVersion = 2;
+static constexpr uint32_t kPlanVersion = 3;
 
 namespace {
 
@@ -102,14 +102,29 @@ std::string Plan::validate() const {
     const KernelSpec &ks = kernels[k];
     if (ks.entry.empty() || ks.source.empty())
       return "kernel " + std::to_string(k) + " has no entry or source";
-    for (size_t a = 0; a < ks.args.size(); ++a)
-      if (ks.args[a].kind == ArgDesc::Kind::Pointer) {
-        std::string e = checkRef(
-            ks.args[a].pointer,
-            "kernel '" + ks.name + "' argument " + std::to_string(a), 0);
-        if (!e.empty())
-          return e;
-      }
+    for (size_t a = 0; a < ks.args.size(); ++a) {
+      const ArgDesc &arg = ks.args[a];
+      std::string where =
+          "kernel '" + ks.name + "' argument " + std::to_string(a);
+      if (arg.kind == ArgDesc::Kind::Table && arg.items.size() > kMaxTableWords)
+        return where + " is a table of " + std::to_string(arg.items.size()) +
+               " words; at most " + std::to_string(kMaxTableWords) +
+               " fit the kernel parameter space";
+      if (arg.kind != ArgDesc::Kind::Table && !arg.items.empty())
+        return where + " has items but is not a table";
+      for (const ArgDesc &item : arg.items)
+        if (item.kind == ArgDesc::Kind::Table)
+          return where + " nests a table";
+      std::vector<const ArgDesc *> scalars = {&arg};
+      for (const ArgDesc &item : arg.items)
+        scalars.push_back(&item);
+      for (const ArgDesc *s : scalars)
+        if (s->kind == ArgDesc::Kind::Pointer) {
+          std::string e = checkRef(s->pointer, where, 0);
+          if (!e.empty())
+            return e;
+        }
+    }
   }
   for (size_t g = 0; g < gemms.size(); ++g) {
     const GemmCall &c = gemms[g];
@@ -167,11 +182,17 @@ std::string Plan::serialize() const {
                        k.block.z, unsigned(k.sharedBytes)})
       w.put<uint32_t>(v);
     w.put<uint32_t>(k.args.size());
-    for (const ArgDesc &a : k.args) {
+    auto putArg = [&w](const ArgDesc &a) {
       w.put<uint8_t>(uint8_t(a.kind));
       w.ref(a.pointer);
       w.put<int64_t>(a.i);
       w.put<float>(a.f);
+      w.put<uint32_t>(a.items.size());
+    };
+    for (const ArgDesc &a : k.args) {
+      putArg(a);
+      for (const ArgDesc &item : a.items)
+        putArg(item);
     }
   }
   w.put<uint32_t>(gemms.size());
@@ -244,10 +265,19 @@ Expected<Plan> Plan::deserialize(const std::string &bytes) {
       return bad("truncated launch shape");
     k.sharedBytes = smem;
     k.args.resize(na);
-    for (ArgDesc &a : k.args)
-      if (!r.enumOf(a.kind, uint8_t(ArgDesc::Kind::F32)) || !r.ref(a.pointer) ||
-          !r.get(a.i) || !r.get(a.f))
+    auto getArg = [&r](ArgDesc &a, uint32_t &items) {
+      return r.enumOf(a.kind, uint8_t(ArgDesc::Kind::Table)) &&
+             r.ref(a.pointer) && r.get(a.i) && r.get(a.f) && r.count(items);
+    };
+    for (ArgDesc &a : k.args) {
+      uint32_t items = 0, none = 0;
+      if (!getArg(a, items))
         return bad("bad kernel argument");
+      a.items.resize(items);
+      for (ArgDesc &item : a.items)
+        if (!getArg(item, none) || none != 0)
+          return bad("bad kernel table item");
+    }
   }
   if (!r.count(n))
     return bad("truncated");

@@ -137,4 +137,73 @@ TEST(PlanGpu, UnboundExternalBufferIsAnError) {
   EXPECT_NE(st.message().find("'x' is not bound"), std::string::npos);
 }
 
+const char *kGather = R"CUDA(
+struct Words { unsigned long long w[9]; };
+// Three (source, destination, count) triples in one by-value table: each
+// CTA copies one source into its destination, scaled by its index + 1.
+extern "C" __global__ void gather(const __grid_constant__ Words t) {
+  const float *src = reinterpret_cast<const float *>(t.w[3 * blockIdx.x]);
+  float *dst = reinterpret_cast<float *>(t.w[3 * blockIdx.x + 1]);
+  long long n = (long long)t.w[3 * blockIdx.x + 2];
+  for (long long i = threadIdx.x; i < n; i += blockDim.x)
+    dst[i] = src[i] * float(blockIdx.x + 1);
+}
+)CUDA";
+
+TEST(PlanGpu, TableArgumentsCarryEveryTensorsBuffers) {
+  Expected<Device> dev = Device::open();
+  if (!dev)
+    GTEST_SKIP() << dev.status().toString();
+  const int64_t sizes[3] = {100, 1000, 7};
+  Plan p;
+  std::vector<ArgDesc> items;
+  for (int t = 0; t < 3; ++t) {
+    uint64_t bytes = uint64_t(sizes[t] * 4);
+    p.buffers.push_back({"src" + std::to_string(t), bytes, true});
+    p.buffers.push_back({"dst" + std::to_string(t), bytes, true});
+    items.push_back(ArgDesc::ptr(2 * t));
+    items.push_back(ArgDesc::ptr(2 * t + 1));
+    items.push_back(ArgDesc::i64(sizes[t]));
+  }
+  KernelSpec ks;
+  ks.name = ks.entry = "gather";
+  ks.source = kGather;
+  ks.options.arch = dev->info().arch();
+  ks.grid = {3};
+  ks.block = {128};
+  ks.args = {ArgDesc::table(items)};
+  p.kernels.push_back(ks);
+  p.steps = {{Step::Kind::Launch, 0, 0}};
+  Expected<Plan> loaded = Plan::deserialize(p.serialize());
+  ASSERT_TRUE(loaded) << loaded.status().toString();
+  KernelCache cache("");
+  Expected<PlanExecutor> ex = PlanExecutor::create(*loaded, *dev, cache);
+  ASSERT_TRUE(ex) << ex.status().toString();
+  Expected<Stream> s = Stream::create(*dev);
+  ASSERT_TRUE(s);
+  std::vector<DeviceBuffer> bufs;
+  for (int t = 0; t < 3; ++t) {
+    std::vector<float> v(size_t(sizes[t]));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = float(i) + 0.5f;
+    for (int which = 0; which < 2; ++which) {
+      Expected<DeviceBuffer> b = DeviceBuffer::allocate(v.size() * 4);
+      ASSERT_TRUE(b);
+      if (which == 0)
+        ASSERT_TRUE(b->copyFromHost(v.data(), v.size() * 4, *s));
+      ASSERT_TRUE(ex->bind(uint32_t(2 * t + which), b->devicePtr(), b->size()));
+      bufs.push_back(std::move(*b));
+    }
+  }
+  ASSERT_TRUE(ex->run(*s));
+  for (int t = 0; t < 3; ++t) {
+    std::vector<float> got(size_t(sizes[t]));
+    ASSERT_TRUE(
+        bufs[size_t(2 * t + 1)].copyToHost(got.data(), got.size() * 4, *s));
+    ASSERT_TRUE(s->synchronize());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], (float(i) + 0.5f) * float(t + 1)) << t << " " << i;
+  }
+}
+
 } // namespace

@@ -28,8 +28,13 @@ Plan samplePlan() {
   k.grid = {4, 1, 1};
   k.block = {256, 1, 1};
   k.sharedBytes = 1024;
-  k.args = {ArgDesc::ptr(2), ArgDesc::ptr(1), ArgDesc::i32(1024),
-            ArgDesc::f32(0.5f), ArgDesc::i64(-7)};
+  k.args = {
+      ArgDesc::ptr(2),
+      ArgDesc::ptr(1),
+      ArgDesc::i32(1024),
+      ArgDesc::f32(0.5f),
+      ArgDesc::i64(-7),
+      ArgDesc::table({ArgDesc::ptr(0), ArgDesc::i64(3), ArgDesc::ptr(-1)})};
   p.kernels.push_back(k);
   GemmCall g;
   g.problem.m = 32, g.problem.n = 64, g.problem.k = 64;
@@ -82,6 +87,18 @@ TEST(Plan, CorruptBytesNeverCrash) {
     if (q)
       EXPECT_EQ(q->validate(), "");
   }
+}
+
+TEST(Plan, TablesAreBoundedAndFlat) {
+  Plan p = samplePlan();
+  p.kernels[0].args.back().items.push_back(ArgDesc::table({ArgDesc::i64(1)}));
+  EXPECT_NE(p.validate().find("nests a table"), std::string::npos);
+  p = samplePlan();
+  p.kernels[0].args.back().items.assign(kMaxTableWords + 1, ArgDesc::i64(0));
+  EXPECT_NE(p.validate().find("kernel parameter space"), std::string::npos);
+  p = samplePlan();
+  p.kernels[0].args.back().items[0] = ArgDesc::ptr(99);
+  EXPECT_NE(p.validate().find("names buffer 99"), std::string::npos);
 }
 
 TEST(Plan, ValidationNamesTheProblem) {

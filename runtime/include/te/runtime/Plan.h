@@ -34,13 +34,18 @@ struct BufferRef {
   }
 };
 
-/// One kernel argument.
+/// One kernel argument. A Table is one by-value parameter of 8-byte words
+/// (`struct { unsigned long long w[N]; }` declared __grid_constant__ in the
+/// kernel), one word per item (pointers resolved, integers and floats in
+/// the low bytes): how a multi-tensor kernel receives every tensor's
+/// buffers in one launch. Items are not Tables.
 struct ArgDesc {
-  enum class Kind : uint8_t { Pointer, I32, I64, F32 };
+  enum class Kind : uint8_t { Pointer, I32, I64, F32, Table };
   Kind kind = Kind::I32;
-  BufferRef pointer; ///< Kind::Pointer
-  int64_t i = 0;     ///< I32 / I64
-  float f = 0;       ///< F32
+  BufferRef pointer;          ///< Kind::Pointer
+  int64_t i = 0;              ///< I32 / I64
+  float f = 0;                ///< F32
+  std::vector<ArgDesc> items; ///< Kind::Table
 
   static ArgDesc ptr(int32_t buffer, uint64_t offset = 0) {
     ArgDesc a;
@@ -48,13 +53,21 @@ struct ArgDesc {
     a.pointer = {buffer, offset};
     return a;
   }
-  static ArgDesc i32(int32_t v) { return {Kind::I32, {}, v, 0}; }
-  static ArgDesc i64(int64_t v) { return {Kind::I64, {}, v, 0}; }
-  static ArgDesc f32(float v) { return {Kind::F32, {}, 0, v}; }
+  static ArgDesc i32(int32_t v) { return {Kind::I32, {}, v, 0, {}}; }
+  static ArgDesc i64(int64_t v) { return {Kind::I64, {}, v, 0, {}}; }
+  static ArgDesc f32(float v) { return {Kind::F32, {}, 0, v, {}}; }
+  static ArgDesc table(std::vector<ArgDesc> items) {
+    return {Kind::Table, {}, 0, 0, std::move(items)};
+  }
   bool operator==(const ArgDesc &o) const {
-    return kind == o.kind && pointer == o.pointer && i == o.i && f == o.f;
+    return kind == o.kind && pointer == o.pointer && i == o.i && f == o.f &&
+           items == o.items;
   }
 };
+
+/// The largest Table a launch may pass: CUDA's 32764 bytes of kernel
+/// parameters (sm_70+, CUDA 12.1+), less room for the other arguments.
+constexpr size_t kMaxTableWords = 4000;
 
 struct KernelSpec {
   std::string name;   ///< for diagnostics and benchmarks
