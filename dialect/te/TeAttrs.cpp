@@ -82,6 +82,8 @@ static Type toMlir(rt::DType t, MLIRContext *ctx) {
     return Float8E8M0FNUType::get(ctx);
   case rt::DType::E2M1x2:
     return Float4E2M1FNType::get(ctx);
+  case rt::DType::I64:
+    return IntegerType::get(ctx, 64);
   }
   return Type();
 }

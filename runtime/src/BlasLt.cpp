@@ -83,6 +83,7 @@ Expected<cudaDataType_t> cudaType(DType t) {
     return CUDA_R_8F_E5M2;
   case DType::E8M0:
   case DType::E2M1x2:
+  case DType::I64:
     break;
   }
   return Status(StatusCode::Unsupported,

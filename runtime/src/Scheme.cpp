@@ -31,6 +31,8 @@ int64_t dtypeSize(DType t) {
   case DType::E8M0:
   case DType::E2M1x2:
     return 1;
+  case DType::I64:
+    return 8;
   }
   return 0;
 }
@@ -51,6 +53,8 @@ const char *dtypeName(DType t) {
     return "e8m0";
   case DType::E2M1x2:
     return "e2m1x2";
+  case DType::I64:
+    return "i64";
   }
   return "?";
 }

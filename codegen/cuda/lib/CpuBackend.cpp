@@ -6,6 +6,7 @@
 
 #include "te/codegen/Execute.h"
 
+#include "te/runtime/reference/Adam.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
 #include "te/runtime/reference/Quantize.h"
@@ -190,6 +191,92 @@ runGemm(const Entry &e, const GemmKernel &g,
   return d;
 }
 
+/// Quantizes tensor bytes `x` (value `in`'s type and shape) in the stage's
+/// direction into `dst`, as a quantize kernel's stage does: a fresh
+/// delayed-scaling state, the program's random state.
+static rt::Status quantizeStage(const Program &p, const Stage &s,
+                                const std::vector<uint8_t> &x, const Value &in,
+                                HostValue &dst) {
+  ref::QuantizeOptions options;
+  options.target = p.target;
+  options.seed = p.random.seed;
+  options.offset = p.random.offset;
+  ref::DelayedScalingState fresh; // scale 1, empty history
+  fresh.history.assign(size_t(s.scheme.history), 0.0f);
+  options.delayed = &fresh;
+  unsigned mask =
+      s.dir == Direction::Rowwise ? ref::kRowwiseMask : ref::kColumnwiseMask;
+  ref::QuantizedTensor t = ref::quantize(x.data(), sourceType(in.dtype),
+                                         in.rows(), in.cols(), s.scheme, mask,
+                                         options);
+  if (!t.ok())
+    return fail(t.error);
+  if (s.dir == Direction::Rowwise)
+    dst.quantized.rowwise = std::move(t.rowwise);
+  else
+    dst.quantized.columnwise = std::move(t.columnwise);
+  return rt::Status::ok();
+}
+
+/// The f32 values of an f32 tensor's bytes, and back.
+static std::vector<float> f32Of(const std::vector<uint8_t> &bytes) {
+  std::vector<float> f(bytes.size() / 4);
+  std::memcpy(f.data(), bytes.data(), f.size() * 4);
+  return f;
+}
+static std::vector<uint8_t> bytesOf(const std::vector<float> &f) {
+  std::vector<uint8_t> b(f.size() * 4);
+  std::memcpy(b.data(), f.data(), b.size());
+  return b;
+}
+
+/// An Adam kernel with the reference (ref::adamStep, IEEE or fast-math as
+/// the kernel says), then each new parameter quantized by every stage.
+static rt::Status runAdam(const Program &p, const Entry &e,
+                          const AdamKernel &a, std::vector<HostValue> &values) {
+  float lr;
+  int64_t step;
+  std::memcpy(&lr, values[a.lr].tensor.data(), 4);
+  std::memcpy(&step, values[a.step].tensor.data(), 8);
+  if (step < 1)
+    return fail(a.name + ": step is " + std::to_string(step) +
+                "; Adam's step counts from 1 (the step after increment)");
+  ref::AdamConfig config;
+  config.lr = lr;
+  config.beta1 = a.hyper.beta1;
+  config.beta2 = a.hyper.beta2;
+  config.eps = a.hyper.eps;
+  config.weightDecay = a.hyper.weightDecay;
+  config.adamW = a.hyper.adamW;
+  config.fastMath = a.hyper.fastMath;
+  bool scalarsInexact = values[a.lr].inexact() || values[a.step].inexact();
+  for (const AdamTensor &t : a.tensors) {
+    std::vector<float> param = f32Of(values[t.param].tensor);
+    std::vector<float> m = f32Of(values[t.expAvg].tensor);
+    std::vector<float> v = f32Of(values[t.expAvgSq].tensor);
+    ref::adamStep(param.data(), m.data(), v.data(),
+                  values[t.grad].tensor.data(),
+                  sourceType(e.values[t.grad].dtype), int64_t(param.size()),
+                  step, config);
+    bool inexact = scalarsInexact;
+    for (int in : {t.param, t.grad, t.expAvg, t.expAvgSq})
+      inexact |= values[in].inexact();
+    values[t.newParam].tensor = bytesOf(param);
+    values[t.newExpAvg].tensor = bytesOf(m);
+    values[t.newExpAvgSq].tensor = bytesOf(v);
+    for (int out : {t.newParam, t.newExpAvg, t.newExpAvgSq})
+      values[out].unbounded = inexact;
+    for (const Stage &s : a.stages) {
+      rt::Status st = quantizeStage(p, s, values[t.newParam].tensor,
+                                    e.values[t.newParam], values[t.quantized]);
+      if (!st.isOk())
+        return fail(a.name + ": " + st.message());
+      values[t.quantized].unbounded = inexact;
+    }
+  }
+  return rt::Status::ok();
+}
+
 rt::Expected<std::vector<ValueData>>
 runCpu(const Program &p, const Entry &e,
        const std::vector<std::vector<uint8_t>> &args) {
@@ -238,30 +325,21 @@ runCpu(const Program &p, const Entry &e,
       values[d.output].unbounded = values[d.input].inexact();
       continue;
     }
+    if (k.kind == Kernel::Kind::Adam) {
+      rt::Status st = runAdam(p, e, k.adam, values);
+      if (!st.isOk())
+        return st;
+      continue;
+    }
     const QuantizeKernel &q = k.quantize;
     const Value &in = e.values[q.input];
     const std::vector<uint8_t> &x = values[q.input].tensor;
     int64_t m = in.rows(), kk = in.cols();
     for (const Stage &s : q.stages) {
-      ref::QuantizeOptions options;
-      options.target = p.target;
-      options.seed = p.random.seed;
-      options.offset = p.random.offset;
-      ref::DelayedScalingState fresh; // scale 1, empty history
-      fresh.history.assign(size_t(s.scheme.history), 0.0f);
-      options.delayed = &fresh;
-      unsigned mask = s.dir == Direction::Rowwise ? ref::kRowwiseMask
-                                                  : ref::kColumnwiseMask;
-      ref::QuantizedTensor t = ref::quantize(x.data(), sourceType(in.dtype), m,
-                                             kk, s.scheme, mask, options);
-      if (!t.ok())
-        return fail(q.name + ": " + t.error);
+      rt::Status st = quantizeStage(p, s, x, in, values[s.value]);
+      if (!st.isOk())
+        return fail(q.name + ": " + st.message());
       values[s.value].unbounded = values[q.input].inexact();
-      ref::QuantizedTensor &dst = values[s.value].quantized;
-      if (s.dir == Direction::Rowwise)
-        dst.rowwise = std::move(t.rowwise);
-      else
-        dst.columnwise = std::move(t.columnwise);
     }
     if (q.biasGrad >= 0) {
       std::vector<float> db =

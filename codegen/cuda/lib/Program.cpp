@@ -39,6 +39,52 @@ static bool isHighPrecision(rt::DType t) {
 }
 
 /// Why GEMM `g` of `e` is malformed, or "".
+/// Why an Adam kernel is malformed ("" when it is not).
+static std::string validateAdam(const Entry &e, const AdamKernel &a) {
+  auto inRange = [&](int v) {
+    return v >= 0 && v < static_cast<int>(e.values.size());
+  };
+  auto scalar = [&](int v, rt::DType t) {
+    return inRange(v) && !e.values[v].isQuantized() && e.values[v].dtype == t &&
+           e.values[v].rows() * e.values[v].cols() == 1;
+  };
+  if (!scalar(a.lr, rt::DType::F32))
+    return "lr must be an f32 scalar value";
+  if (!scalar(a.step, rt::DType::I64))
+    return "step must be an i64 scalar value";
+  if (a.tensors.empty())
+    return "updates no tensor";
+  for (const AdamTensor &t : a.tensors) {
+    for (int v : {t.param, t.grad, t.expAvg, t.expAvgSq, t.newParam,
+                  t.newExpAvg, t.newExpAvgSq})
+      if (!inRange(v) || e.values[v].isQuantized() ||
+          e.values[v].shape != e.values[t.param].shape)
+        return "every operand and result of a tensor must be a tensor of its "
+               "parameter's shape";
+    for (int v : {t.param, t.expAvg, t.expAvgSq, t.newParam, t.newExpAvg,
+                  t.newExpAvgSq})
+      if (e.values[v].dtype != rt::DType::F32)
+        return "parameters and moments must be f32";
+    if (!isHighPrecision(e.values[t.grad].dtype))
+      return "gradients must be bf16, f16 or f32";
+    if (e.values[t.grad].dtype != e.values[a.tensors[0].grad].dtype)
+      return "every gradient of one launch must have the same type";
+    if (a.stages.empty() != (t.quantized < 0))
+      return "a tensor is requantized exactly when the kernel has stages";
+    if (t.quantized < 0)
+      continue;
+    const Value &q = e.values[t.quantized];
+    if (!inRange(t.quantized) || !q.isQuantized() ||
+        q.shape != e.values[t.param].shape)
+      return "the requantized parameter must be quantized with its shape";
+    for (const Stage &s : a.stages)
+      if (!q.scheme(s.dir) || *q.scheme(s.dir) != s.scheme)
+        return "'" + q.name + "' does not hold the " +
+               rt::directionName(s.dir) + " direction with the stage's scheme";
+  }
+  return "";
+}
+
 static std::string validateGemm(const Entry &e, const GemmKernel &g) {
   auto inRange = [&](int i) { return i >= 0 && size_t(i) < e.values.size(); };
   if (!inRange(g.a) || !inRange(g.b) || !inRange(g.output) ||
@@ -71,10 +117,12 @@ std::string validate(const Entry &e, const rt::Target &target) {
     return v >= 0 && v < static_cast<int>(e.values.size());
   };
   for (const Value &v : e.values) {
-    if (v.shape.empty())
-      return "value '" + v.name + "' has no shape";
-    if (!isHighPrecision(v.dtype))
-      return "value '" + v.name + "' must have a bf16, f16 or f32 type";
+    bool scalar = v.shape.empty();
+    if (scalar && v.isQuantized())
+      return "quantized value '" + v.name + "' has no shape";
+    if (!isHighPrecision(v.dtype) && !(v.dtype == rt::DType::I64 && scalar))
+      return "value '" + v.name +
+             "' must have a bf16, f16 or f32 type (i64 only as a scalar)";
     for (rt::Direction d :
          {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
       const std::optional<rt::Scheme> &s = v.scheme(d);
@@ -96,6 +144,12 @@ std::string validate(const Entry &e, const rt::Target &target) {
     if (!inRange(r))
       return "result index out of range";
   for (const Kernel &k : e.kernels) {
+    if (k.kind == Kernel::Kind::Adam) {
+      std::string why = validateAdam(e, k.adam);
+      if (!why.empty())
+        return "adam '" + k.adam.name + "': " + why;
+      continue;
+    }
     if (k.kind == Kernel::Kind::Gemm) {
       std::string why = validateGemm(e, k.gemm);
       if (!why.empty())

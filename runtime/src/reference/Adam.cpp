@@ -26,15 +26,25 @@ namespace te {
 namespace rt {
 namespace ref {
 
+double powBySquaring(double base, int64_t e) {
+  double r = 1.0;
+  while (e > 0) {
+    if (e & 1)
+      r = r * base;
+    base = base * base;
+    e >>= 1;
+  }
+  return r;
+}
+
 AdamBiasCorrection adamBiasCorrection(const AdamConfig &config, int64_t step) {
   AdamBiasCorrection bc;
   if (!config.biasCorrection)
     return bc;
-  // std::pow(float, int) promotes both to double on the host.
-  bc.bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta1),
-                                             static_cast<double>(step)));
-  bc.bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta2),
-                                             static_cast<double>(step)));
+  bc.bc1 = static_cast<float>(
+      1.0 - powBySquaring(static_cast<double>(config.beta1), step));
+  bc.bc2 = static_cast<float>(
+      1.0 - powBySquaring(static_cast<double>(config.beta2), step));
   return bc;
 }
 

@@ -30,6 +30,7 @@ enum class DType : uint8_t {
   E5M2,   ///< FP8 E5M2
   E8M0,   ///< unsigned power-of-two scale byte (MXFP8)
   E2M1x2, ///< two FP4 E2M1 codes per byte, even element in the low nibble
+  I64,    ///< a 64-bit integer scalar (an optimizer's step count)
 };
 
 /// Size in bytes of one stored element of `t` (E2M1x2 holds two codes).

@@ -89,17 +89,63 @@ struct GemmKernel {
   }
 };
 
+/// Adam / AdamW hyper-parameters, fixed at compile time (te.adam_step's
+/// attributes). lr and step are run-time values.
+struct AdamHyper {
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weightDecay = 0.0f;
+  bool adamW = true;
+  /// TE-compatible fast-math arithmetic (flush-to-zero, TE's contractions);
+  /// else IEEE fp32 (NUMERICS.md 9, ref::AdamConfig).
+  bool fastMath = false;
+  bool operator==(const AdamHyper &o) const {
+    return beta1 == o.beta1 && beta2 == o.beta2 && eps == o.eps &&
+           weightDecay == o.weightDecay && adamW == o.adamW &&
+           fastMath == o.fastMath;
+  }
+};
+
+/// One parameter of a multi-tensor Adam kernel: reads param, grad,
+/// expAvg, expAvgSq; writes newParam, newExpAvg, newExpAvgSq and, if
+/// `quantized` is a value, every stage of the kernel on the new parameter.
+struct AdamTensor {
+  int param = -1, grad = -1, expAvg = -1, expAvgSq = -1;
+  int newParam = -1, newExpAvg = -1, newExpAvgSq = -1;
+  int quantized = -1;
+};
+
+/// One launch updates every tensor with the same hyper-parameters, lr
+/// (f32 scalar value) and step (i64 scalar value, the step after
+/// increment), and requantizes each new parameter with the same stages
+/// (scheme + direction; a stage's `value` is unused: each tensor's
+/// `quantized` value receives it).
+struct AdamKernel {
+  std::string name;
+  AdamHyper hyper;
+  int lr = -1, step = -1;
+  std::vector<AdamTensor> tensors;
+  std::vector<Stage> stages;
+};
+
 struct Kernel {
-  enum class Kind : uint8_t { Quantize, Dequantize, Gemm };
+  enum class Kind : uint8_t { Quantize, Dequantize, Gemm, Adam };
   Kind kind = Kind::Quantize;
   QuantizeKernel quantize;
   DequantizeKernel dequantize;
   GemmKernel gemm;
+  AdamKernel adam;
 
   const std::string &name() const {
-    return kind == Kind::Quantize     ? quantize.name
-           : kind == Kind::Dequantize ? dequantize.name
-                                      : gemm.name;
+    switch (kind) {
+    case Kind::Quantize:
+      return quantize.name;
+    case Kind::Dequantize:
+      return dequantize.name;
+    case Kind::Gemm:
+      return gemm.name;
+    case Kind::Adam:
+      break;
+    }
+    return adam.name;
   }
 };
 

@@ -48,9 +48,18 @@ struct AdamBiasCorrection {
   float bc1 = 1.0f, bc2 = 1.0f;
 };
 
-/// bc = (float)(1 - std::pow((double)beta, step)) on the host (step is the
-/// already incremented count, >= 1); both 1 when bias correction is off.
+/// bc = (float)(1 - beta^step) with beta^step = powBySquaring((double)beta,
+/// step) (step is the already incremented count, >= 1); both 1 when bias
+/// correction is off. tejit's kernels compute the same on the device from
+/// the run-time step, so host and device agree bit for bit; it differs from
+/// std::pow by at most a few double ulps, which the rounding to float hides
+/// except in rare ties.
 AdamBiasCorrection adamBiasCorrection(const AdamConfig &config, int64_t step);
+
+/// base^e (e >= 0) by binary exponentiation: r = 1, then for each bit of e
+/// from the lowest, r = r * base when the bit is set, base = base * base;
+/// every product an IEEE double multiply.
+double powBySquaring(double base, int64_t e);
 
 /// One element: g is the fp32 gradient, p / m / v the fp32 parameter (or
 /// master weight) and moments, updated in place.
