@@ -206,9 +206,9 @@ static rt::Status quantizeStage(const Program &p, const Stage &s,
   options.delayed = &fresh;
   unsigned mask =
       s.dir == Direction::Rowwise ? ref::kRowwiseMask : ref::kColumnwiseMask;
-  ref::QuantizedTensor t = ref::quantize(x.data(), sourceType(in.dtype),
-                                         in.rows(), in.cols(), s.scheme, mask,
-                                         options);
+  ref::QuantizedTensor t =
+      ref::quantize(x.data(), sourceType(in.dtype), in.rows(), in.cols(),
+                    s.scheme, mask, options);
   if (!t.ok())
     return fail(t.error);
   if (s.dir == Direction::Rowwise)
@@ -232,8 +232,8 @@ static std::vector<uint8_t> bytesOf(const std::vector<float> &f) {
 
 /// An Adam kernel with the reference (ref::adamStep, IEEE or fast-math as
 /// the kernel says), then each new parameter quantized by every stage.
-static rt::Status runAdam(const Program &p, const Entry &e,
-                          const AdamKernel &a, std::vector<HostValue> &values) {
+static rt::Status runAdam(const Program &p, const Entry &e, const AdamKernel &a,
+                          std::vector<HostValue> &values) {
   float lr;
   int64_t step;
   std::memcpy(&lr, values[a.lr].tensor.data(), 4);

@@ -6,6 +6,7 @@
 
 #include "te/codegen/PlanBuilder.h"
 
+#include "te/codegen/AdamEmitter.h"
 #include "te/codegen/DequantizeEmitter.h"
 #include "te/codegen/QuantizeEmitter.h"
 #include "te/runtime/BlasLt.h"
@@ -96,6 +97,86 @@ std::vector<uint8_t> floatBytes(float f) {
 
 } // namespace
 
+/// Writes one KernelPlan: the fills and launches of one generated source.
+class KernelPlanWriter {
+public:
+  KernelPlanWriter(const Program &p, BufferTable &table, std::string name,
+                   std::string source)
+      : arch_(p.arch), table_(table), source_(std::move(source)) {
+    kp.name = std::move(name);
+  }
+
+  /// Zeroes `buffer` (counted as bytes moved).
+  void fill(int buffer) {
+    rt::Step s;
+    s.kind = rt::Step::Kind::Fill;
+    s.index = uint32_t(buffer);
+    kp.plan.steps.push_back(s);
+    kp.bytesMoved += table_.bytes(buffer);
+  }
+
+  rt::KernelSpec &launch(const std::string &entry, rt::Dim3 grid,
+                         std::vector<ArgDesc> args) {
+    rt::KernelSpec spec;
+    spec.name = entry;
+    spec.entry = entry;
+    spec.source = source_;
+    spec.options.arch = arch_;
+    spec.grid = grid;
+    spec.block = rt::Dim3{kQuantizeThreads, 1, 1};
+    spec.args = std::move(args);
+    rt::Step s;
+    s.kind = rt::Step::Kind::Launch;
+    s.index = uint32_t(kp.plan.kernels.size());
+    kp.plan.kernels.push_back(std::move(spec));
+    kp.plan.steps.push_back(s);
+    ++kp.launches;
+    return kp.plan.kernels.back();
+  }
+
+  KernelPlan kp;
+
+private:
+  std::string arch_;
+  BufferTable &table_;
+  std::string source_;
+};
+
+/// The buffers a stage writes into direction `s.dir` of quantized value
+/// `value` and the one it reads (`in`).
+struct StageBuffers {
+  int data = -1, scale = -1, amax = -1, in = -1;
+};
+
+/// Stage `s` on value `value` (an M x K tensor): `in` is `tensorAmax` for
+/// schemes scaled by the tensor amax, a fresh delayed-scaling state (scale
+/// 1, an empty history whose current slot is the direction's amax buffer,
+/// zeroed) for delayed scaling, else none; scale padding is zeroed.
+static StageBuffers stageBuffers(const Program &p, const Entry &e,
+                                 const Stage &s, int value, int tensorAmax,
+                                 BufferTable &table, const EntryPlan &out,
+                                 KernelPlanWriter &w) {
+  const Value &v = e.values[value];
+  const ValueBuffers::Direction &bd =
+      out.values[value].dir[s.dir == Direction::Rowwise ? 0 : 1];
+  StageBuffers b{bd.data, bd.scale, bd.amax, -1};
+  if (usesRht(s) || s.scheme.scalesByTensorAmax()) {
+    b.in = tensorAmax;
+  } else if (s.scheme.kind == SchemeKind::Fp8Delayed) {
+    b.in = table.add(v.name + "." + rt::directionName(s.dir) + ".delayed_scale",
+                     4, floatBytes(1.0f));
+    w.fill(bd.amax);
+    w.kp.bytesMoved += 4;
+  }
+  rt::DirectionStorage st = directionStorage(v, s.dir, p.target);
+  if (bd.scale >= 0 && logicalScales(s.scheme, s.dir, v.rows(), v.cols()) <
+                           st.scaleInv.numElements())
+    w.fill(bd.scale);
+  w.kp.bytesMoved +=
+      table.bytes(bd.data) + table.bytes(bd.scale) + table.bytes(bd.amax);
+  return b;
+}
+
 static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
                                              const QuantizeKernel &q,
                                              BufferTable &table,
@@ -107,113 +188,134 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
   int64_t m = in.rows(), k = in.cols();
   int input = out.values[q.input].tensor;
   EmittedQuantize src = emitQuantize(q, e);
-
-  KernelPlan kp;
-  kp.name = q.name;
-  rt::Plan &plan = kp.plan;
-  auto fill = [&](int buffer) {
-    rt::Step s;
-    s.kind = rt::Step::Kind::Fill;
-    s.index = uint32_t(buffer);
-    plan.steps.push_back(s);
-    kp.bytesMoved += table.bytes(buffer);
-  };
-  auto launch = [&](const std::string &entry, rt::Dim3 grid,
-                    std::vector<ArgDesc> args) {
-    rt::KernelSpec spec;
-    spec.name = entry;
-    spec.entry = entry;
-    spec.source = src.source;
-    spec.options.arch = p.arch;
-    spec.grid = grid;
-    spec.block = rt::Dim3{kQuantizeThreads, 1, 1};
-    spec.args = std::move(args);
-    rt::Step s;
-    s.kind = rt::Step::Kind::Launch;
-    s.index = uint32_t(plan.kernels.size());
-    plan.kernels.push_back(std::move(spec));
-    plan.steps.push_back(s);
-    ++kp.launches;
-  };
+  KernelPlanWriter w(p, table, q.name, src.source);
   uint64_t inputBytes = uint64_t(m * k * rt::dtypeSize(in.dtype));
-  kp.bytesMoved += inputBytes;
+  w.kp.bytesMoved += inputBytes;
 
   int globalAmax = -1;
   if (!src.amaxEntry.empty()) {
     globalAmax = table.add(q.name + ".tensor_amax", 4);
-    fill(globalAmax);
+    w.fill(globalAmax);
     int64_t chunks = rt::ceilDiv(m * k, 8);
     int64_t grid = std::min<int64_t>(rt::ceilDiv(chunks, 4 * 256), 132 * 16);
-    launch(
+    w.launch(
         src.amaxEntry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
         {ArgDesc::ptr(input), ArgDesc::i64(m * k), ArgDesc::ptr(globalAmax)});
-    kp.bytesMoved += inputBytes;
+    w.kp.bytesMoved += inputBytes;
   }
 
   int rhtAmax = -1;
   if (!src.rhtAmaxEntry.empty()) {
     rhtAmax = table.add(q.name + ".rht_amax", 4);
-    fill(rhtAmax);
+    w.fill(rhtAmax);
     int64_t tasks = std::max<int64_t>(m / 16 * k, 1);
     int64_t grid = std::min<int64_t>(rt::ceilDiv(tasks, 256), 132 * 16);
-    launch(src.rhtAmaxEntry, rt::Dim3{unsigned(grid), 1, 1},
-           {ArgDesc::ptr(input), ArgDesc::i64(m), ArgDesc::i64(k),
-            ArgDesc::ptr(rhtAmax)});
-    kp.bytesMoved += inputBytes;
+    w.launch(src.rhtAmaxEntry, rt::Dim3{unsigned(grid), 1, 1},
+             {ArgDesc::ptr(input), ArgDesc::i64(m), ArgDesc::i64(k),
+              ArgDesc::ptr(rhtAmax)});
+    w.kp.bytesMoved += inputBytes;
   }
 
   std::vector<ArgDesc> args = {ArgDesc::ptr(input), ArgDesc::i64(m),
                                ArgDesc::i64(k)};
   for (const Stage &s : q.stages) {
-    const ValueBuffers::Direction &bd =
-        out.values[s.value].dir[s.dir == Direction::Rowwise ? 0 : 1];
-    int inBuffer = -1;
-    if (usesRht(s)) {
-      inBuffer = rhtAmax;
-    } else if (s.scheme.scalesByTensorAmax()) {
-      inBuffer = globalAmax;
-    } else if (s.scheme.kind == SchemeKind::Fp8Delayed) {
-      // A fresh delayed-scaling state: scale 1, an empty amax history whose
-      // current slot is the direction's amax buffer.
-      inBuffer = table.add(e.values[s.value].name + "." +
-                               rt::directionName(s.dir) + ".delayed_scale",
-                           4, floatBytes(1.0f));
-      fill(bd.amax);
-      kp.bytesMoved += 4;
-    }
-    rt::DirectionStorage st =
-        directionStorage(e.values[s.value], s.dir, p.target);
-    if (bd.scale >= 0 &&
-        logicalScales(s.scheme, s.dir, m, k) < st.scaleInv.numElements())
-      fill(bd.scale);
-    args.push_back(bd.data >= 0 ? ArgDesc::ptr(bd.data) : ArgDesc::ptr(-1));
-    args.push_back(bd.scale >= 0 ? ArgDesc::ptr(bd.scale) : ArgDesc::ptr(-1));
-    args.push_back(bd.amax >= 0 ? ArgDesc::ptr(bd.amax) : ArgDesc::ptr(-1));
-    args.push_back(ArgDesc::ptr(inBuffer));
+    StageBuffers b = stageBuffers(
+        p, e, s, s.value, usesRht(s) ? rhtAmax : globalAmax, table, out, w);
+    for (int buffer : {b.data, b.scale, b.amax, b.in})
+      args.push_back(ArgDesc::ptr(buffer));
     args.push_back(ArgDesc::f32(static_cast<float>(s.scheme.eps)));
     args.push_back(ArgDesc::i64(int64_t(p.random.seed)));
     args.push_back(ArgDesc::i64(int64_t(p.random.offset)));
-    kp.bytesMoved +=
-        table.bytes(bd.data) + table.bytes(bd.scale) + table.bytes(bd.amax);
   }
   int partial = -1;
   int64_t chunks = rt::ceilDiv(m, int64_t(kQuantizeTileRows));
   if (q.biasGrad >= 0) {
     partial = table.add(q.name + ".bias_partial", uint64_t(chunks * k * 4));
-    kp.bytesMoved +=
+    w.kp.bytesMoved +=
         2 * table.bytes(partial) + table.bytes(out.values[q.biasGrad].tensor);
   }
   args.push_back(ArgDesc::ptr(partial));
   int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
                   rt::ceilDiv(k, int64_t(kQuantizeTileCols));
-  launch(src.mainEntry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args));
-  plan.kernels.back().sharedBytes = quantizeDynamicSmem(in.dtype);
+  w.launch(src.mainEntry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args))
+      .sharedBytes = quantizeDynamicSmem(in.dtype);
   if (q.biasGrad >= 0)
-    launch(src.biasEntry,
-           rt::Dim3{unsigned(rt::ceilDiv(k, int64_t(kQuantizeThreads))), 1, 1},
-           {ArgDesc::ptr(partial), ArgDesc::i64(chunks), ArgDesc::i64(k),
-            ArgDesc::ptr(out.values[q.biasGrad].tensor)});
-  return kp;
+    w.launch(
+        src.biasEntry,
+        rt::Dim3{unsigned(rt::ceilDiv(k, int64_t(kQuantizeThreads))), 1, 1},
+        {ArgDesc::ptr(partial), ArgDesc::i64(chunks), ArgDesc::i64(k),
+         ArgDesc::ptr(out.values[q.biasGrad].tensor)});
+  return std::move(w.kp);
+}
+
+/// Tiles of an M x K tensor.
+static int64_t tilesOf(const Value &v) {
+  return rt::ceilDiv(v.rows(), int64_t(kQuantizeTileRows)) *
+         rt::ceilDiv(v.cols(), int64_t(kQuantizeTileCols));
+}
+
+/// A multi-tensor Adam kernel: launches of at most as many tensors as one
+/// table holds, each over the tiles of its tensors (plus an amax pre-pass
+/// of the new parameters when a stage scales by the tensor amax).
+static rt::Expected<KernelPlan> planAdam(const Program &p, const Entry &e,
+                                         const AdamKernel &a,
+                                         BufferTable &table, EntryPlan &out) {
+  std::string why = cudaSupport(a, e);
+  if (!why.empty())
+    return rt::Status(rt::StatusCode::Unsupported, a.name + ": " + why);
+  size_t words = kAdamTensorWords + kAdamStageWords * a.stages.size();
+  size_t perLaunch = std::min(a.tensors.size(), rt::kMaxTableWords / words);
+  EmittedAdam src = emitAdam(a, e, perLaunch);
+  KernelPlanWriter w(p, table, a.name, src.source);
+  int lr = out.values[a.lr].tensor, step = out.values[a.step].tensor;
+  for (size_t first = 0; first < a.tensors.size(); first += perLaunch) {
+    size_t count = std::min(perLaunch, a.tensors.size() - first);
+    std::vector<ArgDesc> items;
+    int64_t tiles = 0;
+    for (size_t i = first; i < first + count; ++i) {
+      const AdamTensor &t = a.tensors[i];
+      const Value &param = e.values[t.param];
+      for (int v : {t.param, t.grad, t.expAvg, t.expAvgSq, t.newParam,
+                    t.newExpAvg, t.newExpAvgSq}) {
+        items.push_back(ArgDesc::ptr(out.values[v].tensor));
+        w.kp.bytesMoved += table.bytes(out.values[v].tensor);
+      }
+      items.push_back(ArgDesc::i64(param.rows()));
+      items.push_back(ArgDesc::i64(param.cols()));
+      items.push_back(ArgDesc::i64(tiles));
+      tiles += tilesOf(param);
+      int tensorAmax = -1;
+      if (src.amaxStage >= 0) {
+        tensorAmax = table.add(param.name + ".new_amax", 4);
+        w.fill(tensorAmax);
+        // The pre-pass reads p, g, m, v once more.
+        for (int v : {t.param, t.grad, t.expAvg, t.expAvgSq})
+          w.kp.bytesMoved += table.bytes(out.values[v].tensor);
+      }
+      for (const Stage &s : a.stages) {
+        StageBuffers b =
+            stageBuffers(p, e, s, t.quantized, tensorAmax, table, out, w);
+        for (int buffer : {b.data, b.scale, b.amax, b.in})
+          items.push_back(ArgDesc::ptr(buffer));
+      }
+    }
+    items.resize(perLaunch * words, ArgDesc::i64(0));
+    std::vector<ArgDesc> head = {ArgDesc::table(items),
+                                 ArgDesc::i32(int32_t(count)), ArgDesc::ptr(lr),
+                                 ArgDesc::ptr(step)};
+    rt::Dim3 grid{unsigned(tiles), 1, 1};
+    if (!src.amaxEntry.empty())
+      w.launch(src.amaxEntry, grid, head);
+    std::vector<ArgDesc> args = head;
+    for (const Stage &s : a.stages) {
+      args.push_back(ArgDesc::f32(static_cast<float>(s.scheme.eps)));
+      args.push_back(ArgDesc::i64(int64_t(p.random.seed)));
+      args.push_back(ArgDesc::i64(int64_t(p.random.offset)));
+    }
+    w.launch(src.mainEntry, grid, std::move(args)).sharedBytes =
+        a.stages.empty() ? 0 : quantizeDynamicSmem(rt::DType::F32);
+  }
+  return std::move(w.kp);
 }
 
 static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
@@ -380,7 +482,8 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
     table.addValue(v, p.target);
   for (const Kernel &k : e.kernels) {
     rt::Expected<KernelPlan> kp =
-        k.kind == Kernel::Kind::Gemm ? planGemm(p, e, k.gemm, table, out)
+        k.kind == Kernel::Kind::Gemm   ? planGemm(p, e, k.gemm, table, out)
+        : k.kind == Kernel::Kind::Adam ? planAdam(p, e, k.adam, table, out)
         : k.kind == Kernel::Kind::Dequantize
             ? planDequantize(p, e, k.dequantize, table, out)
             : planQuantize(p, e, k.quantize, table, out);

@@ -18,6 +18,7 @@
 #include "te/codegen/QuantizeEmitter.h"
 
 #include "BackendComparison.h"
+#include "SchemeCases.h"
 #include "Support/TestSupport.h"
 
 #include <gtest/gtest.h>
@@ -39,48 +40,12 @@ struct Case {
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
 
-std::vector<Scheme> allSchemes() {
-  return {
-      Scheme::fp8Current(DType::E4M3),
-      Scheme::fp8Current(DType::E5M2, /*pow2=*/true, /*eps=*/1e-12),
-      Scheme::fp8Delayed(DType::E4M3, 16),
-      Scheme::mxfp8(DType::E4M3),
-      Scheme::mxfp8(DType::E5M2),
-      Scheme::fp8Block(DType::E4M3, 1, 128),
-      Scheme::fp8Block(DType::E4M3, 128, 128, /*pow2=*/true),
-      Scheme::nvfp4(),
-      Scheme::nvfp4(false, /*sr=*/true),
-      Scheme::nvfp4(false, false, /*block2d=*/true),
-      Scheme::nvfp4(/*rht=*/true),
-      Scheme::nvfp4(/*rht=*/true, /*sr=*/true),
-      Scheme::identity(DType::BF16),
-      Scheme::identity(DType::F32),
-  };
-}
-
-std::string label(const Scheme &s) {
-  std::string n = rt::schemeKindName(s.kind);
-  n += "_";
-  n += rt::dtypeName(s.element);
-  if (s.pow2)
-    n += "_pow2";
-  if (s.rht)
-    n += "_rht";
-  if (s.stochasticRounding)
-    n += "_sr";
-  if (s.block2d)
-    n += "_2d";
-  if (s.kind == rt::SchemeKind::Fp8Block)
-    n += s.tileRows == 128 ? "_128x128" : "_1x128";
-  return n;
-}
-
 std::vector<Case> allCases() {
   std::vector<Case> cases;
-  for (const Scheme &s : allSchemes()) {
-    cases.push_back({label(s) + "_row", s, std::nullopt});
-    cases.push_back({label(s) + "_col", std::nullopt, s});
-    cases.push_back({label(s) + "_both_dbias", s, s, true});
+  for (const Scheme &s : test::allSchemes()) {
+    cases.push_back({test::schemeLabel(s) + "_row", s, std::nullopt});
+    cases.push_back({test::schemeLabel(s) + "_col", std::nullopt, s});
+    cases.push_back({test::schemeLabel(s) + "_both_dbias", s, s, true});
   }
   // Hybrid pairs: the recipes IR.md names, plus a per-tensor/block mix.
   cases.push_back({"hybrid_mxfp8_nvfp4_dbias", Scheme::mxfp8(DType::E4M3),
@@ -326,10 +291,10 @@ void PrintTo(const DequantCase &c, std::ostream *os) { *os << c.name; }
 
 std::vector<DequantCase> dequantCases() {
   std::vector<DequantCase> cases;
-  for (const Scheme &s : allSchemes())
+  for (const Scheme &s : test::allSchemes())
     for (Direction d : {Direction::Rowwise, Direction::Columnwise})
       for (DType out : {DType::BF16, DType::F32}) {
-        cases.push_back({label(s) +
+        cases.push_back({test::schemeLabel(s) +
                              (d == Direction::Rowwise ? "_row" : "_col") +
                              "_to_" + rt::dtypeName(out),
                          s, d, out});

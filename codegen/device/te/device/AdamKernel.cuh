@@ -1,0 +1,405 @@
+//===- te/device/AdamKernel.cuh - Fused multi-tensor Adam kernel -*- C++
+//-*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// The body of every generated optimizer kernel: one launch updates many
+// parameters (Adam or AdamW, the hyper-parameters compile-time constants of
+// a generated `Hyper` struct, lr and step read from device memory so that
+// a captured CUDA graph replays with new values) and, in the same pass,
+// quantizes each new FP32 parameter with the stages of the quantize tile
+// kernel (QuantizeKernel.cuh): one CTA per 128 x 128 tile of one tensor,
+// the tile loader computing the update - it reads p, g, m, v once, writes
+// p, m, v, and leaves the new p in shared memory as an f32 tile for the
+// stages. Without stages the loader alone runs and no tile is kept.
+//
+// Tensors come in one by-value table (rt::ArgDesc::Table) of kAdamWords +
+// 4 x stages 8-byte words per tensor: the buffers, the shape, the index of
+// its first tile, and per stage (data, scale_inv, amax, in).
+//
+// The arithmetic is ref::adamElement's, operation for operation: IEEE fp32
+// with no contraction, or TE's fast-math form (flush-to-zero, its fmas),
+// with correctly rounded division and square root in both; the bias
+// corrections are (float)(1 - beta^step), beta^step by binary
+// exponentiation in double (ref::powBySquaring). Host and device therefore
+// agree bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_ADAMKERNEL_CUH
+#define TE_DEVICE_ADAMKERNEL_CUH
+
+#include "te/device/QuantizeKernel.cuh"
+
+namespace te {
+namespace dev {
+
+/// Words of one tensor's table entry before its stages.
+enum AdamWord {
+  kAdamParam,
+  kAdamGrad,
+  kAdamExpAvg,
+  kAdamExpAvgSq,
+  kAdamNewParam,
+  kAdamNewExpAvg,
+  kAdamNewExpAvgSq,
+  kAdamRows,
+  kAdamCols,
+  kAdamFirstTile,
+  kAdamWords
+};
+
+/// The table of one launch: N tensors of W words.
+template <int N, int W> struct AdamTable {
+  u64 w[N * W];
+};
+
+TE_HD double powBySquaring(double base, i64 e) {
+  double r = 1.0;
+  while (e > 0) {
+    if (e & 1)
+      r = r * base;
+    base = base * base;
+    e >>= 1;
+  }
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// fp32 operations with flush-to-zero (the .ftz of fast-math PTX)
+//===----------------------------------------------------------------------===//
+
+__device__ __forceinline__ float addFtz(float a, float b) {
+  float r;
+  asm("add.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float subFtz(float a, float b) {
+  float r;
+  asm("sub.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float mulFtz(float a, float b) {
+  float r;
+  asm("mul.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float divFtz(float a, float b) {
+  float r;
+  asm("div.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float sqrtFtz(float a) {
+  float r;
+  asm("sqrt.rn.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+  return r;
+}
+__device__ __forceinline__ float fmaFtz(float a, float b, float c) {
+  float r;
+  asm("fma.rn.ftz.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+  return r;
+}
+__device__ __forceinline__ float sqrtRn(float a) {
+  float r;
+  asm("sqrt.rn.f32 %0, %1;" : "=f"(r) : "f"(a));
+  return r;
+}
+
+/// Run-time scalars of one launch.
+struct AdamScalars {
+  float lr, bc1, bc2;
+};
+
+template <class H>
+__device__ __forceinline__ AdamScalars adamScalars(const float *lr,
+                                                   const i64 *step) {
+  i64 s = *step;
+  AdamScalars a;
+  a.lr = *lr;
+  a.bc1 = float(1.0 - powBySquaring(double(H::beta1), s));
+  a.bc2 = float(1.0 - powBySquaring(double(H::beta2), s));
+  return a;
+}
+
+/// One element, as ref::adamElement.
+template <class H>
+__device__ __forceinline__ void adamElement(float g, float &p, float &m,
+                                            float &v, const AdamScalars &s) {
+  if (H::fastMath) {
+    if (!H::adamW)
+      g = fmaFtz(H::weightDecay, p, g);
+    m = fmaFtz(subFtz(1.0f, H::beta1), g, mulFtz(H::beta1, m));
+    v = fmaFtz(g, mulFtz(subFtz(1.0f, H::beta2), g), mulFtz(H::beta2, v));
+    float mHat = divFtz(m, s.bc1), vHat = divFtz(v, s.bc2);
+    float denom = addFtz(sqrtFtz(vHat), H::eps);
+    float update = divFtz(mHat, denom);
+    if (H::adamW)
+      update = fmaFtz(p, H::weightDecay, update);
+    p = subFtz(p, mulFtz(s.lr, update));
+    return;
+  }
+  if (!H::adamW)
+    g = addRn(g, mulRn(H::weightDecay, p));
+  m = addRn(mulRn(H::beta1, m), mulRn(H::oneMinusBeta1, g));
+  v = addRn(mulRn(H::beta2, v), mulRn(mulRn(H::oneMinusBeta2, g), g));
+  float mHat = divRn(m, s.bc1), vHat = divRn(v, s.bc2);
+  float denom = addRn(sqrtRn(vHat), H::eps);
+  float update = divRn(mHat, denom);
+  if (H::adamW)
+    update = addRn(update, mulRn(H::weightDecay, p));
+  p = addRn(p, -mulRn(s.lr, update));
+}
+
+/// The pointers of one tensor.
+struct AdamBuffers {
+  const float *p, *m, *v;
+  const void *g;
+  float *p1, *m1, *v1;
+};
+
+/// Eight consecutive gradient elements (bf16 / f16 / f32) widened.
+template <SourceType G>
+__device__ __forceinline__ void loadGrad8(const void *g, i64 at, bool vector,
+                                          int n, float *out) {
+  if (G == SourceType::F32) {
+    const float *gp = static_cast<const float *>(g) + at;
+    if (vector) {
+      U32x4 a = loadGlobal16(gp), b = loadGlobal16(gp + 4);
+      u32 w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      TE_UNROLL
+      for (int e = 0; e < 8; ++e)
+        out[e] = bitsToFloat(w[e]);
+    } else {
+      for (int e = 0; e < 8; ++e)
+        out[e] = e < n ? gp[e] : 0.0f;
+    }
+    return;
+  }
+  const u16 *gp = static_cast<const u16 *>(g) + at;
+  if (vector) {
+    U32x4 a = loadGlobal16(gp);
+    unpack8<isF16(G)>(a, out);
+  } else {
+    for (int e = 0; e < 8; ++e)
+      out[e] = e < n ? widen<isF16(G)>(loadGlobalU16(gp + e)) : 0.0f;
+  }
+}
+
+__device__ __forceinline__ void load8(const float *x, bool vector, int n,
+                                      float *out) {
+  if (vector) {
+    U32x4 a = loadGlobal16(x), b = loadGlobal16(x + 4);
+    u32 w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    TE_UNROLL
+    for (int e = 0; e < 8; ++e)
+      out[e] = bitsToFloat(w[e]);
+  } else {
+    for (int e = 0; e < 8; ++e)
+      out[e] = e < n ? x[e] : 0.0f;
+  }
+}
+
+__device__ __forceinline__ void store8(float *x, bool vector, int n,
+                                       const float *in) {
+  if (vector) {
+    reinterpret_cast<U32x4 *>(x)[0] =
+        U32x4{floatToBits(in[0]), floatToBits(in[1]), floatToBits(in[2]),
+              floatToBits(in[3])};
+    reinterpret_cast<U32x4 *>(x)[1] =
+        U32x4{floatToBits(in[4]), floatToBits(in[5]), floatToBits(in[6]),
+              floatToBits(in[7])};
+  } else {
+    for (int e = 0; e < n; ++e)
+      x[e] = in[e];
+  }
+}
+
+/// The update of one 128 x 128 tile: every element of the tile read,
+/// updated and written back; with `Keep`, the new parameter also split into
+/// the tile's two planes (zero outside the tensor), as loadTileF32 does.
+template <class H, SourceType G, bool Keep>
+__device__ __forceinline__ void adamTile(TileSmem *s, TilePlane *lo,
+                                         const AdamBuffers &b, i64 m, i64 k,
+                                         i64 r0, i64 c0, int tid,
+                                         const AdamScalars &sc) {
+  constexpr int kChunksPerRow = kTileCols / 8;
+  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
+  bool aligned16 = k % 8 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
+                   aligned(b.v, 16) && aligned(b.g, 16) && aligned(b.p1, 16) &&
+                   aligned(b.m1, 16) && aligned(b.v1, 16);
+#pragma unroll 1
+  for (int i = 0; i < kPerThread; ++i) {
+    int id = i * kTileThreads + tid;
+    int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
+    i64 r = r0 + tr, c = c0 + tc;
+    int n = r < m ? int(k - c < 8 ? (k - c > 0 ? k - c : 0) : 8) : 0;
+    float p[8], g[8], mm[8], v[8];
+    if (n > 0) {
+      i64 at = r * k + c;
+      bool vector = aligned16 && n == 8;
+      load8(b.p + at, vector, n, p);
+      load8(b.m + at, vector, n, mm);
+      load8(b.v + at, vector, n, v);
+      loadGrad8<G>(b.g, at, vector, n, g);
+      TE_UNROLL
+      for (int e = 0; e < 8; ++e)
+        adamElement<H>(g[e], p[e], mm[e], v[e], sc);
+      store8(b.p1 + at, vector, n, p);
+      store8(b.m1 + at, vector, n, mm);
+      store8(b.v1 + at, vector, n, v);
+    }
+    if (!Keep)
+      continue;
+    u32 hi[4], lw[4];
+    TE_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      u32 b0 = 2 * e < n ? floatToBits(p[2 * e]) : 0u;
+      u32 b1 = 2 * e + 1 < n ? floatToBits(p[2 * e + 1]) : 0u;
+      hi[e] = (b0 >> 16) | (b1 & 0xFFFF0000u);
+      lw[e] = (b0 & 0xFFFFu) | (b1 << 16);
+    }
+    int pc = swizzledColumn(tr, tc);
+    *reinterpret_cast<U32x4 *>(&s->x[tr][pc]) =
+        U32x4{hi[0], hi[1], hi[2], hi[3]};
+    *reinterpret_cast<U32x4 *>(&(*lo)[tr][pc]) =
+        U32x4{lw[0], lw[1], lw[2], lw[3]};
+  }
+}
+
+/// The tensor CTA `block` works on: the last whose first tile is <= block.
+template <int W, class Table>
+__device__ __forceinline__ int adamTensorOf(const Table &t, int count,
+                                            i64 block) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (i64(t.w[mid * W + kAdamFirstTile]) <= block)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+template <int W, class Table>
+__device__ __forceinline__ AdamBuffers adamBuffers(const Table &t, int i) {
+  const u64 *w = &t.w[i * W];
+  return AdamBuffers{reinterpret_cast<const float *>(w[kAdamParam]),
+                     reinterpret_cast<const float *>(w[kAdamExpAvg]),
+                     reinterpret_cast<const float *>(w[kAdamExpAvgSq]),
+                     reinterpret_cast<const void *>(w[kAdamGrad]),
+                     reinterpret_cast<float *>(w[kAdamNewParam]),
+                     reinterpret_cast<float *>(w[kAdamNewExpAvg]),
+                     reinterpret_cast<float *>(w[kAdamNewExpAvgSq])};
+}
+
+/// The whole kernel: one CTA of kTileThreads per tile of every tensor (grid
+/// = the tables' total tile count), quantizeDynamicSmem(F32) bytes of
+/// dynamic shared memory when there are stages. `scalars[s]` holds stage
+/// s's eps, seed and offset (the same for every tensor).
+template <class H, SourceType G, int N, class... Stages>
+__device__ __forceinline__ void
+adamQuantizeTiles(const AdamTable<N, kAdamWords + 4 * int(sizeof...(Stages))> &t,
+                  int count, const float *lr, const i64 *step,
+                  const StageArgs *scalars) {
+  constexpr int S = int(sizeof...(Stages));
+  constexpr int W = kAdamWords + 4 * S;
+  using List = StageList<Stages...>;
+  int tensor = adamTensorOf<W>(t, count, i64(blockIdx.x));
+  const u64 *w = &t.w[tensor * W];
+  i64 m = i64(w[kAdamRows]), k = i64(w[kAdamCols]);
+  i64 tile = i64(blockIdx.x) - i64(w[kAdamFirstTile]);
+  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
+  i64 r0 = tile / tilesAcross * kTileRows, c0 = tile % tilesAcross * kTileCols;
+  int tid = int(threadIdx.x);
+  AdamScalars sc = adamScalars<H>(lr, step);
+  AdamBuffers b = adamBuffers<W>(t, tensor);
+  if constexpr (S == 0) {
+    adamTile<H, G, false>(nullptr, nullptr, b, m, k, r0, c0, tid, sc);
+    return;
+  } else {
+  __shared__ TileSmem smem;
+  extern __shared__ __align__(16) u8 dynamicSmem[];
+  TilePlane *lo = reinterpret_cast<TilePlane *>(dynamicSmem);
+  i64 rowsLeft = m - r0, colsLeft = k - c0;
+  Tile tt{smem,
+          m,
+          k,
+          r0,
+          c0,
+          int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
+          int(colsLeft < kTileCols ? colsLeft : kTileCols),
+          tid,
+          lo};
+  if (tid == 0)
+    smem.tileAmax = 0u;
+  adamTile<H, G, true>(&smem, lo, b, m, k, r0, c0, tid, sc);
+  __syncthreads();
+  reduceTile<SourceType::F32, List::kNeedsRowSegments,
+             List::kNeedsColSegments, List::kNeedsTileAmax, false>(tt,
+                                                                   nullptr);
+  __syncthreads();
+  StageArgs args[S > 0 ? S : 1];
+  TE_UNROLL
+  for (int s = 0; s < S; ++s) {
+    const u64 *sw = w + kAdamWords + 4 * s;
+    args[s] = StageArgs{reinterpret_cast<void *>(sw[0]),
+                        reinterpret_cast<void *>(sw[1]),
+                        reinterpret_cast<float *>(sw[2]),
+                        reinterpret_cast<const float *>(sw[3]),
+                        scalars[s].eps,
+                        scalars[s].seed,
+                        scalars[s].offset};
+  }
+  List::template emit<SourceType::F32>(tt, args);
+  }
+}
+
+/// Amax pre-pass of the new parameters, for stages that scale by the
+/// tensor amax (per-tensor current scaling, NVFP4): the update is computed
+/// (nothing written) and max |p'| max-accumulated into word `AmaxWord` of
+/// each tensor (zeroed by the plan). Same grid as adamQuantizeTiles.
+template <class H, SourceType G, int N, int W, int AmaxWord>
+__device__ __forceinline__ void adamAmax(const AdamTable<N, W> &t, int count,
+                                         const float *lr, const i64 *step) {
+  int tensor = adamTensorOf<W>(t, count, i64(blockIdx.x));
+  const u64 *w = &t.w[tensor * W];
+  i64 m = i64(w[kAdamRows]), k = i64(w[kAdamCols]);
+  i64 tile = i64(blockIdx.x) - i64(w[kAdamFirstTile]);
+  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
+  i64 r0 = tile / tilesAcross * kTileRows, c0 = tile % tilesAcross * kTileCols;
+  AdamScalars sc = adamScalars<H>(lr, step);
+  AdamBuffers b = adamBuffers<W>(t, tensor);
+  constexpr int kChunksPerRow = kTileCols / 8;
+  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
+  bool aligned16 = k % 8 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
+                   aligned(b.v, 16) && aligned(b.g, 16);
+  float a = 0.0f;
+#pragma unroll 1
+  for (int i = 0; i < kPerThread; ++i) {
+    int id = i * kTileThreads + int(threadIdx.x);
+    i64 r = r0 + id / kChunksPerRow, c = c0 + 8 * (id % kChunksPerRow);
+    int n = r < m ? int(k - c < 8 ? (k - c > 0 ? k - c : 0) : 8) : 0;
+    if (n == 0)
+      continue;
+    i64 at = r * k + c;
+    bool vector = aligned16 && n == 8;
+    float p[8], g[8], mm[8], v[8];
+    load8(b.p + at, vector, n, p);
+    load8(b.m + at, vector, n, mm);
+    load8(b.v + at, vector, n, v);
+    loadGrad8<G>(b.g, at, vector, n, g);
+    for (int e = 0; e < n; ++e) {
+      adamElement<H>(g[e], p[e], mm[e], v[e], sc);
+      a = amaxAccumulate(a, p[e]);
+    }
+  }
+  warpAmaxToGlobal(a, reinterpret_cast<float *>(w[AmaxWord]));
+}
+
+} // namespace dev
+} // namespace te
+
+#endif // TE_DEVICE_ADAMKERNEL_CUH
