@@ -65,7 +65,7 @@ void fuse(AdamStepOp adam) {
       b, adam.getLoc(), types, adam.getParam(), adam.getGrad(),
       adam.getExpAvg(), adam.getExpAvgSq(), adam.getLr(), adam.getStep(),
       adam.getBeta1Attr(), adam.getBeta2Attr(), adam.getEpsAttr(),
-      adam.getWeightDecayAttr(), adam.getModeAttr());
+      adam.getWeightDecayAttr(), adam.getModeAttr(), adam.getFastMathAttr());
   unsigned next = 3;
   for (Operation *q : quantizations) {
     for (Value r : q->getResults())

@@ -40,9 +40,15 @@ public:
     SmallVector<Operation *> ops;
     for (Operation &op : fn.getBody().getOps())
       ops.push_back(&op);
-    for (Operation *op : ops)
+    SmallVector<SmallVector<Operation *>> groups = adamGroups(ops);
+    for (Operation *op : ops) {
+      if (isa<AdamStepOp, FusedAdamOp>(op))
+        continue; // lowered per group below
       if (failed(lower(op)))
         return failure();
+    }
+    for (SmallVector<Operation *> &g : groups)
+      lowerAdamGroup(g);
     return success();
   }
 
@@ -114,7 +120,8 @@ private:
     return op->emitError() << "'" << op->getName()
                            << "' has no kernel lowering yet: kernels exist "
                               "for te.quantize, te.fused_quantize, "
-                              "te.bias_grad, te.dequantize and te.gemm";
+                              "te.bias_grad, te.dequantize, te.gemm, "
+                              "te.adam_step and te.fused_adam";
   }
 
   /// A GEMM the target runs natively becomes one tek.gemm_call; an
@@ -146,6 +153,121 @@ private:
     g.getResult().replaceAllUsesWith(call.getResult());
     g.erase();
     return success();
+  }
+
+  /// What must agree for optimizer steps to share one launch.
+  struct AdamKey {
+    Attribute beta1, beta2, eps, weightDecay, mode;
+    bool fastMath;
+    Value lr, step;
+    Type gradElement;
+    /// Per quantized slot: scheme and held directions (any shape).
+    SmallVector<std::pair<Attribute, unsigned>> quantized;
+    bool operator==(const AdamKey &o) const {
+      return beta1 == o.beta1 && beta2 == o.beta2 && eps == o.eps &&
+             weightDecay == o.weightDecay && mode == o.mode &&
+             fastMath == o.fastMath && lr == o.lr && step == o.step &&
+             gradElement == o.gradElement && quantized == o.quantized;
+    }
+  };
+
+  template <typename AdamOp> static AdamKey keyOf(AdamOp op) {
+    AdamKey k{op.getBeta1Attr(),
+              op.getBeta2Attr(),
+              op.getEpsAttr(),
+              op.getWeightDecayAttr(),
+              op.getModeAttr(),
+              op.getFastMath(),
+              op.getLr(),
+              op.getStep(),
+              op.getGrad().getType().getElementType(),
+              {}};
+    for (Value r : op->getResults().drop_front(3)) {
+      auto q = cast<QTensorType>(r.getType());
+      k.quantized.push_back(
+          {q.getScheme(), static_cast<unsigned>(q.getDirections())});
+    }
+    return k;
+  }
+
+  static AdamKey keyOf(Operation *op) {
+    if (auto a = dyn_cast<AdamStepOp>(op))
+      return keyOf(a);
+    return keyOf(cast<FusedAdamOp>(op));
+  }
+
+  /// Optimizer steps grouped for multi-tensor launches, in program order: a
+  /// step joins the open group with its key unless a result of that group
+  /// is used before it (the group's kernel is created at its last member).
+  static SmallVector<SmallVector<Operation *>>
+  adamGroups(ArrayRef<Operation *> ops) {
+    SmallVector<SmallVector<Operation *>> groups;
+    SmallVector<std::pair<AdamKey, unsigned>> open;
+    for (Operation *op : ops) {
+      if (!isa<AdamStepOp, FusedAdamOp>(op))
+        continue;
+      AdamKey key = keyOf(op);
+      auto it = llvm::find_if(open, [&](auto &o) { return o.first == key; });
+      if (it != open.end()) {
+        bool usedBefore = llvm::any_of(groups[it->second], [&](Operation *m) {
+          return llvm::any_of(m->getUsers(), [&](Operation *u) {
+            return u->getBlock() == op->getBlock() && u->isBeforeInBlock(op);
+          });
+        });
+        if (!usedBefore) {
+          groups[it->second].push_back(op);
+          continue;
+        }
+        open.erase(it);
+      }
+      open.push_back({key, unsigned(groups.size())});
+      groups.push_back({op});
+    }
+    return groups;
+  }
+
+  /// One tek.adam_kernel for a group, at its last member.
+  void lowerAdamGroup(ArrayRef<Operation *> group) {
+    Operation *last = group.back();
+    AdamKey key = keyOf(group.front());
+    SmallVector<Value> tensors;
+    SmallVector<Type> types;
+    SmallVector<RankedTensorType> params;
+    for (Operation *op : group) {
+      llvm::append_range(tensors, op->getOperands().take_front(4));
+      llvm::append_range(types, op->getResultTypes());
+      params.push_back(cast<RankedTensorType>(op->getOperand(0).getType()));
+    }
+    SmallVector<Attribute> stages;
+    bool amax = false;
+    for (auto [r, result] :
+         llvm::enumerate(group.front()->getResults().drop_front(3))) {
+      auto q = cast<QTensorType>(result.getType());
+      for (Direction d : {Direction::rowwise, Direction::columnwise}) {
+        if (!q.hasDirection(d))
+          continue;
+        stages.push_back(tek::StageAttr::get(b.getContext(), unsigned(r), d));
+        amax |= q.getScheme().getRuntimeScheme(d).scalesByTensorAmax();
+      }
+    }
+    b.setInsertionPoint(last);
+    auto kernel = tek::AdamKernelOp::create(
+        b, last->getLoc(), types, key.lr, key.step, tensors,
+        b.getStringAttr("te_adam_" + std::to_string(counter++)),
+        cast<FloatAttr>(key.beta1), cast<FloatAttr>(key.beta2),
+        cast<FloatAttr>(key.eps), cast<FloatAttr>(key.weightDecay),
+        cast<AdamModeAttr>(key.mode),
+        key.fastMath ? b.getUnitAttr() : UnitAttr(),
+        b.getDenseI64ArrayAttr({tek::kQuantizeTile, tek::kQuantizeTile}),
+        b.getI64IntegerAttr(tek::adamGrid(params)),
+        b.getI64IntegerAttr(tek::kThreads), b.getArrayAttr(stages),
+        amax ? b.getUnitAttr() : UnitAttr());
+    unsigned next = 0;
+    for (Operation *op : group) {
+      for (Value r : op->getResults())
+        r.replaceAllUsesWith(kernel->getResult(next++));
+      op->erase();
+    }
   }
 
   func::FuncOp fn;

@@ -65,7 +65,11 @@ private:
       return rt::DType::F16;
     if (t.isF32())
       return rt::DType::F32;
-    return emitError(loc) << "te-run runs bf16, f16 and f32 tensors, not " << t;
+    if (t.isInteger(64))
+      return rt::DType::I64;
+    return emitError(loc) << "te-run runs bf16, f16 and f32 tensors (and i64 "
+                             "scalars), not "
+                          << t;
   }
 
   /// A value a kernel defines, named `prefix` + its index.
@@ -86,9 +90,14 @@ private:
       if (q.hasDirection(Direction::columnwise))
         out.columnwise = q.getScheme().getRuntimeScheme(Direction::columnwise);
     } else if (auto t = dyn_cast<RankedTensorType>(v.getType())) {
-      if (!t.hasStaticShape() || t.getRank() < 1)
+      // Rank 0: a scalar (an optimizer's lr or step).
+      if (!t.hasStaticShape())
         return emitError(v.getLoc())
-               << "te-run needs statically shaped tensors of rank >= 1, got "
+               << "te-run needs statically shaped tensors, got " << t;
+      if (t.getElementType().isInteger(64) && t.getRank() != 0)
+        return emitError(v.getLoc())
+               << "te-run holds i64 values only as scalars (tensor<i64>), "
+                  "got "
                << t;
       out.shape.assign(t.getShape().begin(), t.getShape().end());
       elem = t.getElementType();
@@ -191,6 +200,53 @@ private:
       cg::Kernel kernel;
       kernel.kind = cg::Kernel::Kind::Gemm;
       kernel.gemm = k;
+      return push(op, std::move(kernel));
+    }
+    if (auto a = dyn_cast<tek::AdamKernelOp>(op)) {
+      cg::AdamKernel k;
+      k.name = a.getKernelName().str();
+      k.hyper.beta1 = a.getBeta1().convertToFloat();
+      k.hyper.beta2 = a.getBeta2().convertToFloat();
+      k.hyper.eps = a.getEps().convertToFloat();
+      k.hyper.weightDecay = a.getWeightDecay().convertToFloat();
+      k.hyper.adamW = a.getMode() == AdamMode::adamw;
+      k.hyper.fastMath = a.getFastMath();
+      k.lr = ids.lookup(a.getLr());
+      k.step = ids.lookup(a.getStep());
+      unsigned perParam = 3 + a.getNumQuantizedPerParam();
+      for (unsigned i = 0; i < a.getNumParams(); ++i) {
+        cg::AdamTensor t;
+        OperandRange in = a.getTensors().slice(4 * i, 4);
+        t.param = ids.lookup(in[0]);
+        t.grad = ids.lookup(in[1]);
+        t.expAvg = ids.lookup(in[2]);
+        t.expAvgSq = ids.lookup(in[3]);
+        int *outs[3] = {&t.newParam, &t.newExpAvg, &t.newExpAvgSq};
+        for (unsigned r = 0; r < perParam; ++r) {
+          FailureOr<int> v =
+              addDefined(a.getResult(perParam * i + r), r < 3 ? "p" : "q");
+          if (failed(v))
+            return failure();
+          if (r < 3)
+            *outs[r] = *v;
+          else
+            t.quantized.push_back(*v);
+        }
+        k.tensors.push_back(std::move(t));
+      }
+      for (Attribute attr : a.getStages()) {
+        auto stage = cast<tek::StageAttr>(attr);
+        bool row = stage.getDirection() == Direction::rowwise;
+        const cg::Value &q =
+            entry.values[k.tensors[0].quantized[stage.getResult()]];
+        k.stages.push_back(
+            {row ? *q.rowwise : *q.columnwise,
+             row ? rt::Direction::Rowwise : rt::Direction::Columnwise,
+             int(stage.getResult())});
+      }
+      cg::Kernel kernel;
+      kernel.kind = cg::Kernel::Kind::Adam;
+      kernel.adam = std::move(k);
       return push(op, std::move(kernel));
     }
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {

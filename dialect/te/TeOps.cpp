@@ -491,7 +491,8 @@ LinearGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 static ParseResult parseAdamHyperParams(OpAsmParser &p, FloatAttr &beta1,
                                         FloatAttr &beta2, FloatAttr &eps,
                                         FloatAttr &weightDecay,
-                                        AdamModeAttr &mode) {
+                                        AdamModeAttr &mode,
+                                        UnitAttr &fastMath) {
   // Defaults are TransformerEngine's FusedAdam defaults (NUMERICS.md §9.1).
   double b1 = 0.9, b2 = 0.999, e = 1e-8, wd = 0.0;
   AdamMode m = AdamMode::adamw;
@@ -500,11 +501,17 @@ static ParseResult parseAdamHyperParams(OpAsmParser &p, FloatAttr &beta1,
     do {
       SMLoc loc = p.getCurrentLocation();
       StringRef key;
-      if (p.parseKeyword(&key) || p.parseEqual())
+      if (p.parseKeyword(&key))
         return failure();
       if (!seen.insert(key).second)
         return p.emitError(loc)
                << "hyper-parameter '" << key << "' is given twice";
+      if (key == "fast_math") { // a flag, no value
+        fastMath = UnitAttr::get(p.getContext());
+        continue;
+      }
+      if (p.parseEqual())
+        return failure();
       ParseResult r = success();
       if (key == "beta1")
         r = p.parseFloat(b1);
@@ -527,7 +534,7 @@ static ParseResult parseAdamHyperParams(OpAsmParser &p, FloatAttr &beta1,
       } else {
         return p.emitError(loc) << "unknown hyper-parameter '" << key
                                 << "'; expected beta1, beta2, eps, "
-                                   "weight_decay or mode";
+                                   "weight_decay, mode or fast_math";
       }
       if (failed(r))
         return failure();
@@ -546,7 +553,8 @@ static ParseResult parseAdamHyperParams(OpAsmParser &p, FloatAttr &beta1,
 
 static void printAdamHyperParams(OpAsmPrinter &p, Operation *, FloatAttr beta1,
                                  FloatAttr beta2, FloatAttr eps,
-                                 FloatAttr weightDecay, AdamModeAttr mode) {
+                                 FloatAttr weightDecay, AdamModeAttr mode,
+                                 UnitAttr fastMath) {
   raw_ostream &os = p.getStream();
   os << "{beta1 = ";
   printShortestFloat(os, beta1.getValue().convertToFloat());
@@ -556,7 +564,8 @@ static void printAdamHyperParams(OpAsmPrinter &p, Operation *, FloatAttr beta1,
   printShortestFloat(os, eps.getValue().convertToFloat());
   os << ", weight_decay = ";
   printShortestFloat(os, weightDecay.getValue().convertToFloat());
-  p << ", mode = " << stringifyAdamMode(mode.getValue()) << "}";
+  p << ", mode = " << stringifyAdamMode(mode.getValue())
+    << (fastMath ? ", fast_math}" : "}");
 }
 
 /// The checks te.adam_step and te.fused_adam share: shapes of the state,

@@ -293,7 +293,11 @@ def Te_AdamStepOp : Te_Op<"adam_step", [Pure]> {
     1-based step after increment) are run-time operands, so a new learning
     rate or step never forces a recompile. Hyper-parameters default to
     `beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0,
-    mode = adamw` and are always printed.
+    mode = adamw` and are always printed. The arithmetic is IEEE fp32 (no
+    contraction); the unit attribute `fast_math` selects TransformerEngine's
+    fast-math form instead (flush-to-zero and its fused multiply-adds,
+    NUMERICS.md 9; division and square root stay correctly rounded), written
+    `{..., mode = adamw, fast_math}`.
 
     ```mlir
     %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step
@@ -308,13 +312,15 @@ def Te_AdamStepOp : Te_Op<"adam_step", [Pure]> {
                        RankedTensorOf<[F32]>:$exp_avg_sq,
                        0DTensorOf<[F32]>:$lr, 0DTensorOf<[I64]>:$step,
                        F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps,
-                       F32Attr:$weight_decay, Te_AdamMode:$mode);
+                       F32Attr:$weight_decay, Te_AdamMode:$mode,
+                       UnitAttr:$fast_math);
   let results = (outs RankedTensorOf<[F32]>:$new_param,
                       RankedTensorOf<[F32]>:$new_exp_avg,
                       RankedTensorOf<[F32]>:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
-    custom<AdamHyperParams>($beta1, $beta2, $eps, $weight_decay, $mode)
+    custom<AdamHyperParams>($beta1, $beta2, $eps, $weight_decay, $mode,
+                           $fast_math)
     attr-dict `:` type($param) `,` type($grad) `,` type($exp_avg) `,`
     type($exp_avg_sq) `,` type($lr) `,` type($step) `->` type(results)
   }];
@@ -344,14 +350,16 @@ def Te_FusedAdamOp : Te_Op<"fused_adam", [Pure]> {
                        RankedTensorOf<[F32]>:$exp_avg_sq,
                        0DTensorOf<[F32]>:$lr, 0DTensorOf<[I64]>:$step,
                        F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps,
-                       F32Attr:$weight_decay, Te_AdamMode:$mode);
+                       F32Attr:$weight_decay, Te_AdamMode:$mode,
+                       UnitAttr:$fast_math);
   let results = (outs RankedTensorOf<[F32]>:$new_param,
                       RankedTensorOf<[F32]>:$new_exp_avg,
                       RankedTensorOf<[F32]>:$new_exp_avg_sq,
                       Variadic<Te_QTensor>:$quantized);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
-    custom<AdamHyperParams>($beta1, $beta2, $eps, $weight_decay, $mode)
+    custom<AdamHyperParams>($beta1, $beta2, $eps, $weight_decay, $mode,
+                           $fast_math)
     attr-dict `:` type($param) `,` type($grad) `,` type($exp_avg) `,`
     type($exp_avg_sq) `,` type($lr) `,` type($step) `->` type(results)
   }];

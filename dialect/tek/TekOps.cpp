@@ -226,3 +226,130 @@ LogicalResult GemmCallOp::verify() {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// adam_kernel
+//===----------------------------------------------------------------------===//
+
+int64_t mlir::tek::adamGrid(ArrayRef<RankedTensorType> params) {
+  int64_t tiles = 0;
+  for (RankedTensorType t : params) {
+    SmallVector<int64_t, 2> g = quantizeGrid(t.getShape());
+    tiles += g[0] * g[1];
+  }
+  return tiles;
+}
+
+LogicalResult AdamKernelOp::verify() {
+  unsigned n = getNumParams();
+  if (getTensors().size() % 4 != 0 || n == 0)
+    return emitOpError() << "needs (param, grad, exp_avg, exp_avg_sq) of at "
+                            "least one parameter, got "
+                         << getTensors().size() << " tensors";
+  if (getResults().size() % n != 0 || getResults().size() / n < 3)
+    return emitOpError() << "needs (new_param, new_exp_avg, new_exp_avg_sq, "
+                            "quantized...) of each of its "
+                         << n << " parameters, got " << getResults().size()
+                         << " results";
+  unsigned perParam = getResults().size() / n;
+  unsigned numQ = perParam - 3;
+  if (getTile() != ArrayRef<int64_t>{kQuantizeTile, kQuantizeTile})
+    return emitOpError() << "tile must be [" << kQuantizeTile << ", "
+                         << kQuantizeTile << "] (the device library's tile)";
+  if (failed(verifyLaunch(*this, getThreads())))
+    return failure();
+  for (auto [name, v] :
+       {std::pair<const char *, float>{"beta1", getBeta1().convertToFloat()},
+        {"beta2", getBeta2().convertToFloat()}})
+    if (!(v >= 0.0f && v < 1.0f))
+      return emitOpError() << name << " must be in [0, 1), got " << v;
+  for (auto [name, v] :
+       {std::pair<const char *, float>{"eps", getEps().convertToFloat()},
+        {"weight_decay", getWeightDecay().convertToFloat()}})
+    if (!std::isfinite(v) || v < 0.0f)
+      return emitOpError() << name << " must be finite and >= 0, got " << v;
+
+  SmallVector<RankedTensorType> params;
+  Type gradElement;
+  for (unsigned i = 0; i < n; ++i) {
+    auto p = cast<RankedTensorType>(getTensors()[4 * i].getType());
+    if (!p.hasStaticShape() || p.getRank() < 1 || !p.getElementType().isF32())
+      return emitOpError() << "parameter " << i
+                           << " must be a statically shaped f32 tensor, got "
+                           << p;
+    params.push_back(p);
+    auto g = cast<RankedTensorType>(getTensors()[4 * i + 1].getType());
+    if (g.getShape() != p.getShape() ||
+        !(g.getElementType().isBF16() || g.getElementType().isF16() ||
+          g.getElementType().isF32()))
+      return emitOpError() << "gradient " << i
+                           << " must be a bf16, f16 or f32 tensor of the "
+                              "parameter's shape, got "
+                           << g;
+    if (i == 0)
+      gradElement = g.getElementType();
+    else if (g.getElementType() != gradElement)
+      return emitOpError() << "gradients must share one element type (one "
+                              "kernel), gradient "
+                           << i << " is " << g.getElementType();
+    for (unsigned j : {2u, 3u})
+      if (getTensors()[4 * i + j].getType() != p)
+        return emitOpError() << "moment " << j - 2 << " of parameter " << i
+                             << " must have type " << p;
+    for (unsigned j = 0; j < 3; ++j)
+      if (getResults()[perParam * i + j].getType() != p)
+        return emitOpError()
+               << "result " << perParam * i + j << " must have type " << p;
+    for (unsigned r = 0; r < numQ; ++r) {
+      auto q =
+          dyn_cast<QTensorType>(getResults()[perParam * i + 3 + r].getType());
+      if (!q || q.getShape() != p.getShape() || !q.getElementType().isF32())
+        return emitOpError() << "result " << perParam * i + 3 + r
+                             << " must quantize the f32 parameter " << i;
+    }
+  }
+  if (getGrid() != adamGrid(params))
+    return emitOpError() << "grid must be " << adamGrid(params)
+                         << " tiles (every tile of every parameter), got "
+                         << getGrid();
+
+  // Every held direction of every quantized slot: one stage, the same
+  // scheme for every parameter.
+  llvm::SmallSet<std::pair<unsigned, unsigned>, 8> seen;
+  bool needsAmax = false;
+  for (Attribute a : getStages()) {
+    auto stage = cast<StageAttr>(a);
+    unsigned r = stage.getResult();
+    if (r >= numQ)
+      return emitOpError() << "stage " << stage << " names quantized result "
+                           << r << ", but each parameter has " << numQ;
+    if (!seen.insert({r, unsigned(stage.getDirection())}).second)
+      return emitOpError() << "stage " << stage << " appears twice";
+    Direction d = stage.getDirection();
+    auto first = cast<QTensorType>(getResults()[3 + r].getType());
+    for (unsigned i = 0; i < n; ++i) {
+      auto q = cast<QTensorType>(getResults()[perParam * i + 3 + r].getType());
+      if (!q.hasDirection(d) || q.getScheme().getRuntimeScheme(d) !=
+                                    first.getScheme().getRuntimeScheme(d))
+        return emitOpError()
+               << "stage " << stage
+               << " needs every parameter's quantized result " << r
+               << " to hold " << stringifyDirection(d) << " with one scheme";
+    }
+    needsAmax |= first.getScheme().getRuntimeScheme(d).scalesByTensorAmax();
+  }
+  for (unsigned r = 0; r < numQ; ++r) {
+    auto q = cast<QTensorType>(getResults()[3 + r].getType());
+    for (Direction d : {Direction::rowwise, Direction::columnwise})
+      if (q.hasDirection(d) && !seen.contains({r, unsigned(d)}))
+        return emitOpError()
+               << "quantized result " << r << " holds " << stringifyDirection(d)
+               << " but no stage writes it";
+  }
+  if (needsAmax != getAmaxPrepass())
+    return emitOpError() << (needsAmax ? "needs amax_prepass: a stage scales "
+                                         "by the tensor amax"
+                                       : "has amax_prepass but no stage "
+                                         "scales by the tensor amax");
+  return success();
+}

@@ -8,6 +8,7 @@
 #define TE_DIALECT_TEK_TEKOPS_H
 
 #include "dialect/tek/TekDialect.h"
+#include "dialect/te/TeAttrs.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -30,6 +31,8 @@ constexpr int64_t kMaxDequantizeCtas = 132 * 8;
 SmallVector<int64_t, 2> quantizeGrid(ArrayRef<int64_t> shape);
 /// min(ceil(M * K / 256), kMaxDequantizeCtas), at least 1.
 int64_t dequantizeGrid(ArrayRef<int64_t> shape);
+/// The tiles of every parameter of a multi-tensor Adam kernel.
+int64_t adamGrid(ArrayRef<RankedTensorType> params);
 
 } // namespace mlir::tek
 

@@ -135,4 +135,53 @@ def Tek_GemmCallOp : Tek_Op<"gemm_call", [Pure]> {
   }];
 }
 
+def Tek_AdamKernelOp : Tek_Op<"adam_kernel", [Pure]> {
+  let summary = "one multi-tensor Adam/AdamW kernel, requantizing each update";
+  let description = [{
+    Updates N parameters in one launch: `tensors` holds (param, grad,
+    exp_avg, exp_avg_sq) of each, in order; the results hold, per
+    parameter, (new_param, new_exp_avg, new_exp_avg_sq) and then its `Q`
+    quantized results (Q = results / N - 3, the same for every parameter).
+    Every parameter shares the hyper-parameters, `lr` and `step` (run-time
+    scalars, so a captured graph replays with new values) and the stages:
+    `#tek.stage<r, dir>` writes direction `dir` of quantized result `r` of
+    each parameter from its new value. One CTA of `threads` threads per
+    `tile` of every parameter: `grid` is the total tile count.
+    `amax_prepass`: a stage scales by the tensor amax, so a launch computing
+    the amax of each new parameter runs first.
+
+    ```mlir
+    %p1, %m1, %v1, %q1, %p2, %m2, %v2, %q2 = tek.adam_kernel "te_adam_0"
+        %lr, %step, (%p, %g, %m, %v, %pb, %gb, %mb, %vb) {
+        beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01,
+        mode = adamw, grid = 24, stages = [#tek.stage<0, rowwise>],
+        threads = 256 : i64, tile = array<i64: 128, 128>}
+        : tensor<f32>, tensor<i64>, (...) -> (...)
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$lr, 0DTensorOf<[I64]>:$step,
+                       Variadic<AnyRankedTensor>:$tensors,
+                       StrAttr:$kernel_name, F32Attr:$beta1, F32Attr:$beta2,
+                       F32Attr:$eps, F32Attr:$weight_decay,
+                       Te_AdamMode:$mode, UnitAttr:$fast_math,
+                       DenseI64ArrayAttr:$tile, I64Attr:$grid,
+                       I64Attr:$threads, Tek_StageArray:$stages,
+                       UnitAttr:$amax_prepass);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $kernel_name $lr `,` $step `,` `(` $tensors `)` attr-dict `:`
+    type($lr) `,` type($step) `,` `(` type($tensors) `)` `->`
+    `(` type($results) `)`
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Parameters updated (operands / 4).
+    unsigned getNumParams() { return getTensors().size() / 4; }
+    /// Quantized results per parameter.
+    unsigned getNumQuantizedPerParam() {
+      return getNumParams() ? getResults().size() / getNumParams() - 3 : 0;
+    }
+  }];
+}
+
 #endif // TE_DIALECT_TEK_TEKOPS_TD

@@ -325,7 +325,7 @@ func.func @adam_eps(%p: tensor<64x32xf32>, %g: tensor<64x32xbf16>, %m: tensor<64
 // -----
 
 func.func @adam_unknown(%p: tensor<64x32xf32>, %g: tensor<64x32xbf16>, %m: tensor<64x32xf32>, %v: tensor<64x32xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
-  // expected-error @+1 {{unknown hyper-parameter 'momentum'; expected beta1, beta2, eps, weight_decay or mode}}
+  // expected-error @+1 {{unknown hyper-parameter 'momentum'; expected beta1, beta2, eps, weight_decay, mode or fast_math}}
   %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step {momentum = 0.9} : tensor<64x32xf32>, tensor<64x32xbf16>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<f32>, tensor<i64> -> tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
   return
 }

@@ -95,5 +95,8 @@ func.func @adam(%p: tensor<64x32xf32>, %g: tensor<64x32xbf16>, %m: tensor<64x32x
   // Omitted hyper-parameters take FusedAdam's defaults and are printed.
   // CHECK: te.adam_step {{.*}} {beta1 = 9.0e-01, beta2 = 9.99e-01, eps = 1.0e-08, weight_decay = 0.0e+00, mode = adam}
   %p2, %m2, %v2 = te.adam_step %p1, %g, %m1, %v1, %lr, %step {mode = adam} : tensor<64x32xf32>, tensor<64x32xbf16>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<f32>, tensor<i64> -> tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
-  return %p2, %m2, %v2 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
+  // TE's fast-math arithmetic is a flag among the hyper-parameters.
+  // CHECK: te.adam_step {{.*}} {beta1 = 9.0e-01, beta2 = 9.5e-01, eps = 1.0e-08, weight_decay = 0.0e+00, mode = adamw, fast_math}
+  %p3, %m3, %v3 = te.adam_step %p2, %g, %m2, %v2, %lr, %step {fast_math, beta2 = 0.95} : tensor<64x32xf32>, tensor<64x32xbf16>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<f32>, tensor<i64> -> tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
+  return %p3, %m3, %v3 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
 }

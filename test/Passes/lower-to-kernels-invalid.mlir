@@ -1,12 +1,12 @@
 // RUN: te-opt %s --te-lower-to-kernels --split-input-file -verify-diagnostics
 
-// Tests that an op without a kernel lowering is a located error, not a skip.
-func.func @adam(%p: tensor<64x64xf32>, %g: tensor<64x64xbf16>, %m: tensor<64x64xf32>,
-                %v: tensor<64x64xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<64x64xf32> {
-  // expected-error @+1 {{'te.adam_step' has no kernel lowering yet: kernels exist for te.quantize, te.fused_quantize, te.bias_grad, te.dequantize and te.gemm}}
-  %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step
-      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
-      : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<f32>, tensor<i64>
-      -> tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
-  return %p1 : tensor<64x64xf32>
+// Tests that an op without a kernel lowering is a located error, not a skip:
+// a linear layer must be expanded first (te-expand-linear).
+te.recipe @r {
+  te.rule "*", "*" -> #te.mxfp8<e4m3>
+}
+func.func @linear(%x: tensor<64x64xbf16>, %w: tensor<32x64xbf16>) -> tensor<64x32xbf16> {
+  // expected-error @+1 {{'te.linear' has no kernel lowering yet: kernels exist for te.quantize, te.fused_quantize, te.bias_grad, te.dequantize, te.gemm, te.adam_step and te.fused_adam}}
+  %y = te.linear %x, %w {recipe = @r} : tensor<64x64xbf16>, tensor<32x64xbf16> -> tensor<64x32xbf16>
+  return %y : tensor<64x32xbf16>
 }

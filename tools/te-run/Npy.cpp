@@ -19,6 +19,8 @@ int itemSize(const std::string &descr) {
     return 2;
   if (descr == "|u1" || descr == "<u1")
     return 1;
+  if (descr == "<i8")
+    return 8;
   return 0;
 }
 
@@ -80,7 +82,8 @@ bool read(const std::string &path, Array &out, std::string &error) {
   }
   std::string header = all.substr(start, headerLen), order, shape;
   if (!field(header, "descr", out.descr) ||
-      !field(header, "fortran_order", order) || !field(header, "shape", shape)) {
+      !field(header, "fortran_order", order) ||
+      !field(header, "shape", shape)) {
     error = "'" + path + "' has a malformed header";
     return false;
   }
@@ -90,7 +93,7 @@ bool read(const std::string &path, Array &out, std::string &error) {
   }
   if (!itemSize(out.descr)) {
     error = "'" + path + "' has dtype '" + out.descr +
-            "'; te-run reads <f4, <f2, <u2 (bf16 bits) and |u1";
+            "'; te-run reads <f4, <f2, <u2 (bf16 bits), |u1 and <i8";
     return false;
   }
   out.shape.clear();
@@ -117,12 +120,12 @@ bool read(const std::string &path, Array &out, std::string &error) {
 bool write(const std::string &path, const Array &a, std::string &error) {
   std::string shape;
   for (size_t i = 0; i < a.shape.size(); ++i)
-    shape += std::to_string(a.shape[i]) + (a.shape.size() == 1 || i + 1 < a.shape.size() ? "," : "");
+    shape += std::to_string(a.shape[i]) +
+             (a.shape.size() == 1 || i + 1 < a.shape.size() ? "," : "");
   if (!shape.empty() && a.shape.size() > 1 && shape.back() == ',')
     shape.pop_back();
   std::string header = "{'descr': '" + a.descr +
-                       "', 'fortran_order': False, 'shape': (" + shape +
-                       "), }";
+                       "', 'fortran_order': False, 'shape': (" + shape + "), }";
   // Pad so the data starts at a multiple of 64 bytes; end with '\n'.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

@@ -80,6 +80,8 @@ static const char *descrOf(rt::DType t) {
     return "<f2";
   case rt::DType::BF16:
     return "<u2";
+  case rt::DType::I64:
+    return "<i8";
   default:
     return "|u1";
   }
@@ -125,8 +127,20 @@ static std::vector<uint8_t> loadArgument(const cg::Value &v,
       (v.dtype == rt::DType::BF16 ? " bf16 bit patterns" : "") + " or <f4)");
 }
 
-/// Seeded values: sign, magnitude 2^-8 .. 2^8 with a random mantissa.
+/// Seeded values: sign, magnitude 2^-8 .. 2^8 with a random mantissa. A
+/// scalar is an optimizer's: an i64 step 1 + seed % 10, an f32 lr 1e-3.
 static std::vector<uint8_t> randomArgument(const cg::Value &v, uint64_t seed) {
+  if (v.shape.empty()) {
+    std::vector<uint8_t> out(size_t(rt::dtypeSize(v.dtype)));
+    if (v.dtype == rt::DType::I64) {
+      int64_t step = 1 + int64_t(seed % 10);
+      std::memcpy(out.data(), &step, 8);
+    } else {
+      float lr = 1e-3f;
+      std::memcpy(out.data(), &lr, 4);
+    }
+    return out;
+  }
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
   auto next = [&state] {
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);

@@ -267,11 +267,12 @@ static rt::Status runAdam(const Program &p, const Entry &e, const AdamKernel &a,
     for (int out : {t.newParam, t.newExpAvg, t.newExpAvgSq})
       values[out].unbounded = inexact;
     for (const Stage &s : a.stages) {
+      HostValue &q = values[t.quantized[size_t(s.value)]];
       rt::Status st = quantizeStage(p, s, values[t.newParam].tensor,
-                                    e.values[t.newParam], values[t.quantized]);
+                                    e.values[t.newParam], q);
       if (!st.isOk())
         return fail(a.name + ": " + st.message());
-      values[t.quantized].unbounded = inexact;
+      q.unbounded = inexact;
     }
   }
   return rt::Status::ok();

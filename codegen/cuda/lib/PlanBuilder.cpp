@@ -293,8 +293,8 @@ static rt::Expected<KernelPlan> planAdam(const Program &p, const Entry &e,
           w.kp.bytesMoved += table.bytes(out.values[v].tensor);
       }
       for (const Stage &s : a.stages) {
-        StageBuffers b =
-            stageBuffers(p, e, s, t.quantized, tensorAmax, table, out, w);
+        StageBuffers b = stageBuffers(p, e, s, t.quantized[size_t(s.value)],
+                                      tensorAmax, table, out, w);
         for (int buffer : {b.data, b.scale, b.amax, b.in})
           items.push_back(ArgDesc::ptr(buffer));
       }

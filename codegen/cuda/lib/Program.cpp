@@ -69,18 +69,21 @@ static std::string validateAdam(const Entry &e, const AdamKernel &a) {
       return "gradients must be bf16, f16 or f32";
     if (e.values[t.grad].dtype != e.values[a.tensors[0].grad].dtype)
       return "every gradient of one launch must have the same type";
-    if (a.stages.empty() != (t.quantized < 0))
-      return "a tensor is requantized exactly when the kernel has stages";
-    if (t.quantized < 0)
-      continue;
-    const Value &q = e.values[t.quantized];
-    if (!inRange(t.quantized) || !q.isQuantized() ||
-        q.shape != e.values[t.param].shape)
-      return "the requantized parameter must be quantized with its shape";
-    for (const Stage &s : a.stages)
+    if (t.quantized.size() != a.tensors[0].quantized.size())
+      return "every tensor must have as many quantized results";
+    for (int v : t.quantized)
+      if (!inRange(v) || !e.values[v].isQuantized() ||
+          e.values[v].shape != e.values[t.param].shape)
+        return "a requantized parameter must be quantized with its shape";
+    for (const Stage &s : a.stages) {
+      if (s.value < 0 || size_t(s.value) >= t.quantized.size())
+        return "a stage names quantized slot " + std::to_string(s.value) +
+               " of " + std::to_string(t.quantized.size());
+      const Value &q = e.values[t.quantized[size_t(s.value)]];
       if (!q.scheme(s.dir) || *q.scheme(s.dir) != s.scheme)
         return "'" + q.name + "' does not hold the " +
                rt::directionName(s.dir) + " direction with the stage's scheme";
+    }
   }
   return "";
 }

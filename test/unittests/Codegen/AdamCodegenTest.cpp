@@ -109,19 +109,20 @@ cg::Program adamProgram(const AdamCase &c) {
     for (int r : {at.newParam, at.newExpAvg, at.newExpAvgSq})
       e.results.push_back(r);
     if (c.row || c.col) {
-      at.quantized = add(n + ".q", shape, DType::F32, false);
-      cg::Value &q = e.values[size_t(at.quantized)];
+      int qi = add(n + ".q", shape, DType::F32, false);
+      cg::Value &q = e.values[size_t(qi)];
       q.kind = cg::Value::Kind::Quantized;
       q.rowwise = c.row;
       q.columnwise = c.col;
-      e.results.push_back(at.quantized);
+      at.quantized.push_back(qi);
+      e.results.push_back(qi);
     }
     k.tensors.push_back(at);
   }
   if (c.row)
-    k.stages.push_back({*c.row, Direction::Rowwise, -1});
+    k.stages.push_back({*c.row, Direction::Rowwise, 0});
   if (c.col)
-    k.stages.push_back({*c.col, Direction::Columnwise, -1});
+    k.stages.push_back({*c.col, Direction::Columnwise, 0});
   cg::Kernel kernel;
   kernel.kind = cg::Kernel::Kind::Adam;
   kernel.adam = k;

@@ -52,9 +52,7 @@ enum AdamWord {
 };
 
 /// The table of one launch: N tensors of W words.
-template <int N, int W> struct AdamTable {
-  u64 w[N * W];
-};
+template <int N, int W> struct AdamTable { u64 w[N * W]; };
 
 TE_HD double powBySquaring(double base, i64 e) {
   double r = 1.0;
@@ -220,10 +218,9 @@ __device__ __forceinline__ void store8(float *x, bool vector, int n,
 /// updated and written back; with `Keep`, the new parameter also split into
 /// the tile's two planes (zero outside the tensor), as loadTileF32 does.
 template <class H, SourceType G, bool Keep>
-__device__ __forceinline__ void adamTile(TileSmem *s, TilePlane *lo,
-                                         const AdamBuffers &b, i64 m, i64 k,
-                                         i64 r0, i64 c0, int tid,
-                                         const AdamScalars &sc) {
+__device__ __forceinline__ void
+adamTile(TileSmem *s, TilePlane *lo, const AdamBuffers &b, i64 m, i64 k, i64 r0,
+         i64 c0, int tid, const AdamScalars &sc) {
   constexpr int kChunksPerRow = kTileCols / 8;
   constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
   bool aligned16 = k % 8 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
@@ -300,10 +297,9 @@ __device__ __forceinline__ AdamBuffers adamBuffers(const Table &t, int i) {
 /// dynamic shared memory when there are stages. `scalars[s]` holds stage
 /// s's eps, seed and offset (the same for every tensor).
 template <class H, SourceType G, int N, class... Stages>
-__device__ __forceinline__ void
-adamQuantizeTiles(const AdamTable<N, kAdamWords + 4 * int(sizeof...(Stages))> &t,
-                  int count, const float *lr, const i64 *step,
-                  const StageArgs *scalars) {
+__device__ __forceinline__ void adamQuantizeTiles(
+    const AdamTable<N, kAdamWords + 4 * int(sizeof...(Stages))> &t, int count,
+    const float *lr, const i64 *step, const StageArgs *scalars) {
   constexpr int S = int(sizeof...(Stages));
   constexpr int W = kAdamWords + 4 * S;
   using List = StageList<Stages...>;
@@ -320,40 +316,40 @@ adamQuantizeTiles(const AdamTable<N, kAdamWords + 4 * int(sizeof...(Stages))> &t
     adamTile<H, G, false>(nullptr, nullptr, b, m, k, r0, c0, tid, sc);
     return;
   } else {
-  __shared__ TileSmem smem;
-  extern __shared__ __align__(16) u8 dynamicSmem[];
-  TilePlane *lo = reinterpret_cast<TilePlane *>(dynamicSmem);
-  i64 rowsLeft = m - r0, colsLeft = k - c0;
-  Tile tt{smem,
-          m,
-          k,
-          r0,
-          c0,
-          int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
-          int(colsLeft < kTileCols ? colsLeft : kTileCols),
-          tid,
-          lo};
-  if (tid == 0)
-    smem.tileAmax = 0u;
-  adamTile<H, G, true>(&smem, lo, b, m, k, r0, c0, tid, sc);
-  __syncthreads();
-  reduceTile<SourceType::F32, List::kNeedsRowSegments,
-             List::kNeedsColSegments, List::kNeedsTileAmax, false>(tt,
-                                                                   nullptr);
-  __syncthreads();
-  StageArgs args[S > 0 ? S : 1];
-  TE_UNROLL
-  for (int s = 0; s < S; ++s) {
-    const u64 *sw = w + kAdamWords + 4 * s;
-    args[s] = StageArgs{reinterpret_cast<void *>(sw[0]),
-                        reinterpret_cast<void *>(sw[1]),
-                        reinterpret_cast<float *>(sw[2]),
-                        reinterpret_cast<const float *>(sw[3]),
-                        scalars[s].eps,
-                        scalars[s].seed,
-                        scalars[s].offset};
-  }
-  List::template emit<SourceType::F32>(tt, args);
+    __shared__ TileSmem smem;
+    extern __shared__ __align__(16) u8 dynamicSmem[];
+    TilePlane *lo = reinterpret_cast<TilePlane *>(dynamicSmem);
+    i64 rowsLeft = m - r0, colsLeft = k - c0;
+    Tile tt{smem,
+            m,
+            k,
+            r0,
+            c0,
+            int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
+            int(colsLeft < kTileCols ? colsLeft : kTileCols),
+            tid,
+            lo};
+    if (tid == 0)
+      smem.tileAmax = 0u;
+    adamTile<H, G, true>(&smem, lo, b, m, k, r0, c0, tid, sc);
+    __syncthreads();
+    reduceTile<SourceType::F32, List::kNeedsRowSegments,
+               List::kNeedsColSegments, List::kNeedsTileAmax, false>(tt,
+                                                                     nullptr);
+    __syncthreads();
+    StageArgs args[S > 0 ? S : 1];
+    TE_UNROLL
+    for (int s = 0; s < S; ++s) {
+      const u64 *sw = w + kAdamWords + 4 * s;
+      args[s] = StageArgs{reinterpret_cast<void *>(sw[0]),
+                          reinterpret_cast<void *>(sw[1]),
+                          reinterpret_cast<float *>(sw[2]),
+                          reinterpret_cast<const float *>(sw[3]),
+                          scalars[s].eps,
+                          scalars[s].seed,
+                          scalars[s].offset};
+    }
+    List::template emit<SourceType::F32>(tt, args);
   }
 }
 

@@ -105,19 +105,19 @@ struct AdamHyper {
 };
 
 /// One parameter of a multi-tensor Adam kernel: reads param, grad,
-/// expAvg, expAvgSq; writes newParam, newExpAvg, newExpAvgSq and, if
-/// `quantized` is a value, every stage of the kernel on the new parameter.
+/// expAvg, expAvgSq; writes newParam, newExpAvg, newExpAvgSq and the
+/// quantized values the kernel's stages write into.
 struct AdamTensor {
   int param = -1, grad = -1, expAvg = -1, expAvgSq = -1;
   int newParam = -1, newExpAvg = -1, newExpAvgSq = -1;
-  int quantized = -1;
+  std::vector<int> quantized;
 };
 
 /// One launch updates every tensor with the same hyper-parameters, lr
 /// (f32 scalar value) and step (i64 scalar value, the step after
 /// increment), and requantizes each new parameter with the same stages
-/// (scheme + direction; a stage's `value` is unused: each tensor's
-/// `quantized` value receives it).
+/// (scheme + direction; a stage's `value` is a slot: it writes
+/// `quantized[value]` of each tensor).
 struct AdamKernel {
   std::string name;
   AdamHyper hyper;
