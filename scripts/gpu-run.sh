@@ -39,6 +39,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == adam ]]; then
   run "adam-bench" "$PACK/bin/te-run" "$LOG/adam_1b.mlir" --random-inputs 1 --bench 10 --backend cuda
   run "adam_torch.py" python3 bench/adam_torch.py 128 8192 1024 10
 fi
+run "adam_vs_torch.py" python3 bench/adam_vs_torch.py "$PACK/bin/te-run" 10
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == linear ]]; then
   run "linear-bench" "$PACK/bin/te-run" bench/linear_block_fp8_8192.mlir --random-inputs 1 --bench 20 --backend cuda
   run "linear_torch.py" python3 bench/linear_torch.py 8192 20
@@ -49,7 +50,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
   run "quantize-bench" sh -c "for e in mxfp8 fp8_block_1x128 fp8_block_128x128 nvfp4 fp8_current; do echo \$e; $PACK/bin/te-run bench/quantize_16384x8192.mlir --entry \$e --random-inputs 3 --bench 30 | grep -E 'bench|copy'; done"
   run "quantize_torch.py" python3 bench/quantize_torch.py 16384 8192 30
 fi
-for b in te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
+for b in te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
   [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
 done
 echo

@@ -343,4 +343,58 @@ Expected<float> EventTimer::elapsedMillis() const {
   return ms;
 }
 
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+Expected<Graph> Graph::capture(const Stream &s,
+                               const std::function<Status()> &enqueue) {
+  TE_DRIVER(api);
+  CUstream stream = static_cast<CUstream>(s.handle());
+  TE_RETURN_IF_ERROR(cuCheck(
+      api,
+      api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+      "cuStreamBeginCapture"));
+  Status ran = enqueue();
+  CUgraph graph = nullptr;
+  Status ended = cuCheck(api, api.cuStreamEndCapture(stream, &graph),
+                         "cuStreamEndCapture");
+  if (!ran.isOk() || !ended.isOk()) {
+    if (graph)
+      api.cuGraphDestroy(graph);
+    return ran.isOk() ? ended : ran;
+  }
+  CUgraphExec exec = nullptr;
+  Status inst = cuCheck(api, api.cuGraphInstantiateWithFlags(&exec, graph, 0),
+                        "cuGraphInstantiateWithFlags");
+  api.cuGraphDestroy(graph);
+  if (!inst.isOk())
+    return inst;
+  Graph g;
+  g.exec_ = exec;
+  return g;
+}
+
+Graph::Graph(Graph &&o) noexcept : exec_(o.exec_) { o.exec_ = nullptr; }
+
+Graph &Graph::operator=(Graph &&o) noexcept {
+  std::swap(exec_, o.exec_);
+  return *this;
+}
+
+Graph::~Graph() {
+  if (!exec_)
+    return;
+  if (Expected<const detail::DriverApi *> api = detail::driverApi())
+    (*api)->cuGraphExecDestroy(static_cast<CUgraphExec>(exec_));
+}
+
+Status Graph::launch(const Stream &s) const {
+  TE_DRIVER(api);
+  return cuCheck(api,
+                 api.cuGraphLaunch(static_cast<CUgraphExec>(exec_),
+                                   static_cast<CUstream>(s.handle())),
+                 "cuGraphLaunch");
+}
+
 } // namespace te::rt

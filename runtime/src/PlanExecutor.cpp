@@ -31,14 +31,9 @@ struct PlanExecutor::State {
   std::vector<std::vector<std::vector<uint64_t>>> tables;
   std::vector<std::vector<void *>> argv;
   std::unique_ptr<BlasLt> blas;
-  CUgraphExec graph = nullptr;
+  std::unique_ptr<Graph> graph;
 
   explicit State(const Device &d) : device(d) {}
-  ~State() {
-    if (graph)
-      if (Expected<const detail::DriverApi *> api = detail::driverApi())
-        (*api)->cuGraphExecDestroy(graph);
-  }
 
   uint64_t resolve(const BufferRef &r) const {
     return r.buffer < 0 ? 0 : ptrs[r.buffer] + r.offset;
@@ -201,47 +196,18 @@ Status PlanExecutor::run(const Stream &s) {
 }
 
 Status PlanExecutor::capture(const Stream &s) {
-  Expected<const detail::DriverApi *> loaded = detail::driverApi();
-  if (!loaded)
-    return loaded.status();
-  const detail::DriverApi &api = **loaded;
-  CUstream stream = static_cast<CUstream>(s.handle());
-  TE_RETURN_IF_ERROR(detail::cuCheck(
-      api,
-      api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-      "cuStreamBeginCapture"));
-  Status ran = run(s);
-  CUgraph graph = nullptr;
-  Status ended = detail::cuCheck(api, api.cuStreamEndCapture(stream, &graph),
-                                 "cuStreamEndCapture");
-  if (!ran.isOk()) {
-    if (graph)
-      api.cuGraphDestroy(graph);
-    return ran;
-  }
-  TE_RETURN_IF_ERROR(ended);
-  if (state_->graph) {
-    api.cuGraphExecDestroy(state_->graph);
-    state_->graph = nullptr;
-  }
-  Status inst = detail::cuCheck(
-      api, api.cuGraphInstantiateWithFlags(&state_->graph, graph, 0),
-      "cuGraphInstantiateWithFlags");
-  api.cuGraphDestroy(graph);
-  return inst;
+  Expected<Graph> g = Graph::capture(s, [&] { return run(s); });
+  if (!g)
+    return g.status();
+  state_->graph = std::make_unique<Graph>(std::move(*g));
+  return Status::ok();
 }
 
 Status PlanExecutor::replay(const Stream &s) {
   if (!state_->graph)
     return Status(StatusCode::InvalidArgument,
                   "replay() before a successful capture()");
-  Expected<const detail::DriverApi *> api = detail::driverApi();
-  if (!api)
-    return api.status();
-  return detail::cuCheck(
-      **api,
-      (*api)->cuGraphLaunch(state_->graph, static_cast<CUstream>(s.handle())),
-      "cuGraphLaunch");
+  return state_->graph->launch(s);
 }
 
 } // namespace te::rt

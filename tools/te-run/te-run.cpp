@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace cl = llvm::cl;
 namespace cg = te::cg;
@@ -66,6 +67,12 @@ static cl::opt<std::string> arch("arch", cl::desc("Target architecture"),
                                  cl::init("sm_90a"));
 static cl::opt<std::string>
     cacheDir("cache-dir", cl::desc("Kernel cache directory"), cl::init(""));
+static cl::opt<int> steps(
+    "steps",
+    cl::desc("Run the entry N times, carrying optimizer state (new "
+             "parameters and moments become the next call's arguments) and "
+             "counting the step argument up; prints each step"),
+    cl::init(1));
 
 [[noreturn]] static void die(const std::string &msg) {
   llvm::errs() << "te-run: " << msg << "\n";
@@ -210,6 +217,29 @@ static void summarize(const cg::Entry &e,
   }
 }
 
+/// One line per step of --steps: the RMS of every f32 tensor result (the
+/// parameters an optimizer step returns), so a user sees them evolve.
+static void printStep(const cg::Entry &e, int step,
+                      const std::vector<cg::ValueData> &results) {
+  llvm::outs() << "step " << step << ":";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const cg::Value &v = e.values[e.results[i]];
+    if (v.isQuantized() || v.dtype != rt::DType::F32)
+      continue;
+    const std::vector<uint8_t> &b = results[i][0].bytes;
+    double sum = 0;
+    size_t n = b.size() / 4;
+    for (size_t j = 0; j < n; ++j) {
+      float f;
+      std::memcpy(&f, &b[4 * j], 4);
+      sum += double(f) * f;
+    }
+    llvm::outs() << llvm::format(" rms(result%zu)=%.9g", i,
+                                 n ? std::sqrt(sum / double(n)) : 0.0);
+  }
+  llvm::outs() << "\n";
+}
+
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -345,6 +375,12 @@ int main(int argc, char **argv) {
       name = "arg" + name;
     given[name] = in.substr(eq + 1);
   }
+  // Random second moments must be non-negative (else sqrt gives NaN).
+  std::set<int> secondMoments;
+  for (const cg::Kernel &k : entry->kernels)
+    if (k.kind == cg::Kernel::Kind::Adam)
+      for (const cg::AdamTensor &t : k.adam.tensors)
+        secondMoments.insert(t.expAvgSq);
   std::vector<std::vector<uint8_t>> args;
   for (size_t i = 0; i < entry->args.size(); ++i) {
     const cg::Value &v = entry->values[entry->args[i]];
@@ -354,6 +390,9 @@ int main(int argc, char **argv) {
       given.erase(it);
     } else if (randomSeed >= 0) {
       args.push_back(randomArgument(v, uint64_t(randomSeed) + i));
+      if (secondMoments.count(entry->args[i]))
+        for (size_t b = 3; b < args.back().size(); b += 4)
+          args.back()[b] &= 0x7F; // Adam's v is a mean of squares: >= 0
     } else {
       die("argument '" + v.name + "' has no data: give --input " + v.name +
           "=FILE.npy or --random-inputs SEED");
@@ -395,12 +434,38 @@ int main(int argc, char **argv) {
                  << "\n";
   }
 
+  if (steps < 1)
+    die("--steps must be at least 1");
+  std::vector<cg::CarriedState> carried = cg::carriedState(*entry);
+  int stepArg = cg::stepArgument(*entry);
+  if (steps > 1 && carried.empty())
+    die("--steps carries optimizer state, but '" + entry->name +
+        "' updates no argument with an optimizer step");
+  // The step argument of call `i` (0-based).
+  auto stepBytes = [&](int i) {
+    std::vector<uint8_t> b = args[size_t(stepArg)];
+    int64_t v;
+    std::memcpy(&v, b.data(), 8);
+    v += i;
+    std::memcpy(b.data(), &v, 8);
+    return b;
+  };
+
   std::vector<cg::ValueData> cpuResults, cudaResults;
   if (wantCpu) {
-    auto r = cg::runCpu(*program, *entry, args);
-    if (!r)
-      die(r.status().message());
-    cpuResults = std::move(*r);
+    std::vector<std::vector<uint8_t>> in = args, tensors;
+    for (int i = 0; i < steps; ++i) {
+      if (stepArg >= 0)
+        in[size_t(stepArg)] = stepBytes(i);
+      auto r = cg::runCpu(*program, *entry, in, &tensors);
+      if (!r)
+        die(r.status().message());
+      cpuResults = std::move(*r);
+      for (const cg::CarriedState &c : carried)
+        in[c.argument] = tensors[size_t(c.value)];
+      if (steps > 1 && !wantCuda)
+        printStep(*entry, i + 1, cpuResults);
+    }
   }
   if (wantCuda) {
     auto stream = rt::Stream::create(*device);
@@ -415,8 +480,20 @@ int main(int argc, char **argv) {
         die(st.toString());
     }
     rt::Status st = runner->poison(0xA5, *stream);
-    if (st.isOk())
-      st = runner->run(*stream);
+    for (int i = 0; i < steps && st.isOk(); ++i) {
+      if (stepArg >= 0)
+        st = runner->setArgument(size_t(stepArg), stepBytes(i), *stream);
+      if (st.isOk())
+        st = runner->run(*stream);
+      if (st.isOk() && steps > 1) {
+        auto r = runner->results(*stream);
+        if (!r)
+          die(r.status().toString());
+        printStep(*entry, i + 1, *r);
+      }
+      if (st.isOk() && i + 1 < steps)
+        st = runner->carry(carried, *stream);
+    }
     if (!st.isOk())
       die(st.toString());
     auto r = runner->results(*stream);

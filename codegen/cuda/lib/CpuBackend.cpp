@@ -278,9 +278,35 @@ static rt::Status runAdam(const Program &p, const Entry &e, const AdamKernel &a,
   return rt::Status::ok();
 }
 
+std::vector<CarriedState> carriedState(const Entry &e) {
+  std::vector<CarriedState> out;
+  for (const Kernel &k : e.kernels) {
+    if (k.kind != Kernel::Kind::Adam)
+      continue;
+    for (const AdamTensor &t : k.adam.tensors)
+      for (auto [in, next] : {std::pair<int, int>{t.param, t.newParam},
+                              {t.expAvg, t.newExpAvg},
+                              {t.expAvgSq, t.newExpAvgSq}})
+        for (size_t a = 0; a < e.args.size(); ++a)
+          if (e.args[a] == in)
+            out.push_back({a, next});
+  }
+  return out;
+}
+
+int stepArgument(const Entry &e) {
+  for (const Kernel &k : e.kernels)
+    if (k.kind == Kernel::Kind::Adam)
+      for (size_t a = 0; a < e.args.size(); ++a)
+        if (e.args[a] == k.adam.step)
+          return int(a);
+  return -1;
+}
+
 rt::Expected<std::vector<ValueData>>
 runCpu(const Program &p, const Entry &e,
-       const std::vector<std::vector<uint8_t>> &args) {
+       const std::vector<std::vector<uint8_t>> &args,
+       std::vector<std::vector<uint8_t>> *tensors) {
   std::string why = validate(e, p.target);
   if (!why.empty())
     return fail(e.name + ": " + why);
@@ -353,6 +379,11 @@ runCpu(const Program &p, const Entry &e,
   std::vector<ValueData> out;
   for (int r : e.results)
     out.push_back(toValueData(e.values[r], values[r]));
+  if (tensors) {
+    tensors->clear();
+    for (HostValue &v : values)
+      tensors->push_back(std::move(v.tensor));
+  }
   return out;
 }
 

@@ -19,6 +19,7 @@ struct CudaRunner::State {
   std::vector<rt::DeviceBuffer> buffers;
   std::vector<rt::PlanExecutor> executors;
   std::vector<bool> isArgument;
+  std::unique_ptr<rt::Graph> graph;
 };
 
 CudaRunner::CudaRunner() : state_(std::make_unique<State>()) {}
@@ -115,6 +116,43 @@ rt::Status CudaRunner::run(const rt::Stream &s) {
   for (size_t i = 0; i < state_->executors.size(); ++i)
     TE_RETURN_IF_ERROR(runKernel(i, s));
   return rt::Status::ok();
+}
+
+rt::Status CudaRunner::carry(const std::vector<CarriedState> &state,
+                             const rt::Stream &s) {
+  State &st = *state_;
+  for (const CarriedState &c : state) {
+    rt::DeviceBuffer &from = st.buffers[size_t(st.plan.values[c.value].tensor)];
+    rt::DeviceBuffer &to =
+        st.buffers[size_t(st.plan.values[st.entry.args[c.argument]].tensor)];
+    TE_RETURN_IF_ERROR(to.copyFrom(from, from.size(), s));
+  }
+  return rt::Status::ok();
+}
+
+rt::Status CudaRunner::capture(const rt::Stream &s) {
+  for (size_t b = 0; b < state_->buffers.size(); ++b)
+    if (!state_->plan.initial[b].empty())
+      return rt::Status(rt::StatusCode::Unsupported,
+                        "capturing an entry whose buffers are re-initialised "
+                        "per run (delayed-scaling state) is not supported");
+  State &st = *state_;
+  rt::Expected<rt::Graph> g = rt::Graph::capture(s, [&]() -> rt::Status {
+    for (rt::PlanExecutor &ex : st.executors)
+      TE_RETURN_IF_ERROR(ex.run(s));
+    return rt::Status::ok();
+  });
+  if (!g)
+    return g.status();
+  st.graph = std::make_unique<rt::Graph>(std::move(*g));
+  return rt::Status::ok();
+}
+
+rt::Status CudaRunner::replay(const rt::Stream &s) {
+  if (!state_->graph)
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "replay() before a successful capture()");
+  return state_->graph->launch(s);
 }
 
 size_t CudaRunner::numKernels() const { return state_->executors.size(); }

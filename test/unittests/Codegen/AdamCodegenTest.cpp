@@ -243,3 +243,40 @@ TEST(AdamPlan, RhtRequantizeIsAClearError) {
   ASSERT_FALSE(plan);
   EXPECT_NE(plan.status().message().find("random Hadamard"), std::string::npos);
 }
+
+TEST(AdamGpu, CapturedStepReplaysWithNewLrAndStep) {
+  rt::Expected<rt::Device> dev = rt::Device::open();
+  if (!dev)
+    GTEST_SKIP() << dev.status().toString();
+  rt::Expected<rt::Stream> s = rt::Stream::create(*dev);
+  ASSERT_TRUE(s);
+  rt::KernelCache cache("");
+  cg::AdamHyper hyper;
+  hyper.weightDecay = 0.01f;
+  AdamCase c{"mxfp8", Scheme::mxfp8(DType::E4M3), Scheme::mxfp8(DType::E4M3),
+             DType::BF16, hyper};
+  cg::Program p = adamProgram(c);
+  auto runner = cg::CudaRunner::create(p, p.entries[0], *dev, cache);
+  ASSERT_TRUE(runner) << runner.status().toString();
+  std::vector<std::vector<uint8_t>> args = adamArgs(c, 3, 11);
+  for (size_t i = 0; i < args.size(); ++i)
+    ASSERT_TRUE(runner->setArgument(i, args[i], *s));
+  ASSERT_TRUE(runner->poison(0xA5, *s));
+  // Capturing records the step without running it.
+  rt::Status st = runner->capture(*s);
+  ASSERT_TRUE(st) << st.toString();
+  for (auto [lr, step] :
+       {std::pair<float, int64_t>{1e-3f, 3}, {5e-4f, 4}, {2e-2f, 1000}}) {
+    std::memcpy(args[0].data(), &lr, 4);
+    std::memcpy(args[1].data(), &step, 8);
+    ASSERT_TRUE(runner->setArgument(0, args[0], *s));
+    ASSERT_TRUE(runner->setArgument(1, args[1], *s));
+    ASSERT_TRUE(runner->replay(*s));
+    auto gpu = runner->results(*s);
+    ASSERT_TRUE(gpu) << gpu.status().toString();
+    auto cpu = cg::runCpu(p, p.entries[0], args);
+    ASSERT_TRUE(cpu) << cpu.status().toString();
+    EXPECT_EQ(cg::firstDifference(*cpu, *gpu, "cpu", "cuda"), "")
+        << "lr " << lr << " step " << step;
+  }
+}

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -132,6 +133,26 @@ private:
   /// Dynamic shared memory the function is opted in to; any use sets the
   /// attribute, since static + dynamic may pass 48 KB below 48 KB dynamic.
   mutable unsigned sharedLimit_ = 0;
+};
+
+/// A CUDA graph of the work one function enqueues on a stream, captured
+/// once (no work runs then) and launched as often as wanted. Only device
+/// addresses are baked in: kernels that read scalars from device memory
+/// (an optimizer's lr and step) see new values on every launch.
+class Graph {
+public:
+  /// Captures what `enqueue` puts on `s` (thread-local capture mode).
+  static Expected<Graph> capture(const Stream &s,
+                                 const std::function<Status()> &enqueue);
+  Graph(Graph &&) noexcept;
+  Graph &operator=(Graph &&) noexcept;
+  Graph(const Graph &) = delete;
+  ~Graph();
+  Status launch(const Stream &s) const;
+
+private:
+  Graph() = default;
+  void *exec_ = nullptr; ///< CUgraphExec
 };
 
 /// Times stream work with CUDA events.

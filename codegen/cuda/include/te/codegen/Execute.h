@@ -45,10 +45,24 @@ struct NamedBuffer {
 using ValueData = std::vector<NamedBuffer>;
 
 /// Runs `e` with the reference numerics. `args[i]` holds the raw bytes of
-/// argument i (row-major, little-endian, its dtype).
+/// argument i (row-major, little-endian, its dtype). With `tensors`, also
+/// every tensor value's final bytes (by value index; empty for quantized
+/// values).
 rt::Expected<std::vector<ValueData>>
 runCpu(const Program &p, const Entry &e,
-       const std::vector<std::vector<uint8_t>> &args);
+       const std::vector<std::vector<uint8_t>> &args,
+       std::vector<std::vector<uint8_t>> *tensors = nullptr);
+
+/// Optimizer state an entry carries from one call to the next: after a
+/// call, value `value` (a new parameter or moment) becomes argument
+/// `argument` (the parameter or moment it updates).
+struct CarriedState {
+  size_t argument;
+  int value;
+};
+std::vector<CarriedState> carriedState(const Entry &e);
+/// The argument holding the optimizer step count, or -1.
+int stepArgument(const Entry &e);
 
 /// NVRTC-compiles every kernel of `e` through `cache` (no GPU needed).
 /// Returns the number of distinct kernel sources.
@@ -70,6 +84,13 @@ public:
                          const rt::Stream &s);
   /// Runs every kernel in order.
   rt::Status run(const rt::Stream &s);
+  /// Copies each carried value into its argument's buffer (on the device).
+  rt::Status carry(const std::vector<CarriedState> &state, const rt::Stream &s);
+  /// Records run() into a CUDA graph (no work runs); replay() launches it.
+  /// Arguments may change between replays (the graph holds addresses), so
+  /// an optimizer step replays with a new lr and step.
+  rt::Status capture(const rt::Stream &s);
+  rt::Status replay(const rt::Stream &s);
   /// Runs kernel `i` of the entry alone (for timing).
   rt::Status runKernel(size_t i, const rt::Stream &s);
   size_t numKernels() const;
