@@ -157,60 +157,84 @@ struct AdamBuffers {
   float *p1, *m1, *v1;
 };
 
-/// Eight consecutive gradient elements (bf16 / f16 / f32) widened.
+/// 8 bytes from global memory, read-only, not kept in L1.
+__device__ __forceinline__ void loadGlobal8(const void *p, u32 &x, u32 &y) {
+  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];"
+      : "=r"(x), "=r"(y)
+      : "l"(p));
+}
+
+/// Four consecutive gradient elements (bf16 / f16 / f32) widened; `n` of
+/// them valid (the rest read as zero).
 template <SourceType G>
-__device__ __forceinline__ void loadGrad8(const void *g, i64 at, bool vector,
+__device__ __forceinline__ void loadGrad4(const void *g, i64 at, bool vector,
                                           int n, float *out) {
   if (G == SourceType::F32) {
     const float *gp = static_cast<const float *>(g) + at;
     if (vector) {
-      U32x4 a = loadGlobal16(gp), b = loadGlobal16(gp + 4);
-      u32 w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      TE_UNROLL
-      for (int e = 0; e < 8; ++e)
-        out[e] = bitsToFloat(w[e]);
+      U32x4 a = loadGlobal16(gp);
+      out[0] = bitsToFloat(a.x), out[1] = bitsToFloat(a.y);
+      out[2] = bitsToFloat(a.z), out[3] = bitsToFloat(a.w);
     } else {
-      for (int e = 0; e < 8; ++e)
+      for (int e = 0; e < 4; ++e)
         out[e] = e < n ? gp[e] : 0.0f;
     }
     return;
   }
   const u16 *gp = static_cast<const u16 *>(g) + at;
   if (vector) {
-    U32x4 a = loadGlobal16(gp);
-    unpack8<isF16(G)>(a, out);
+    u32 w0, w1;
+    loadGlobal8(gp, w0, w1);
+    out[0] = widenLo<isF16(G)>(w0), out[1] = widenHi<isF16(G)>(w0);
+    out[2] = widenLo<isF16(G)>(w1), out[3] = widenHi<isF16(G)>(w1);
   } else {
-    for (int e = 0; e < 8; ++e)
+    for (int e = 0; e < 4; ++e)
       out[e] = e < n ? widen<isF16(G)>(loadGlobalU16(gp + e)) : 0.0f;
   }
 }
 
-__device__ __forceinline__ void load8(const float *x, bool vector, int n,
+__device__ __forceinline__ void load4(const float *x, bool vector, int n,
                                       float *out) {
   if (vector) {
-    U32x4 a = loadGlobal16(x), b = loadGlobal16(x + 4);
-    u32 w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    TE_UNROLL
-    for (int e = 0; e < 8; ++e)
-      out[e] = bitsToFloat(w[e]);
+    U32x4 a = loadGlobal16(x);
+    out[0] = bitsToFloat(a.x), out[1] = bitsToFloat(a.y);
+    out[2] = bitsToFloat(a.z), out[3] = bitsToFloat(a.w);
   } else {
-    for (int e = 0; e < 8; ++e)
+    for (int e = 0; e < 4; ++e)
       out[e] = e < n ? x[e] : 0.0f;
   }
 }
 
-__device__ __forceinline__ void store8(float *x, bool vector, int n,
+__device__ __forceinline__ void store4(float *x, bool vector, int n,
                                        const float *in) {
   if (vector) {
-    reinterpret_cast<U32x4 *>(x)[0] =
+    *reinterpret_cast<U32x4 *>(x) =
         U32x4{floatToBits(in[0]), floatToBits(in[1]), floatToBits(in[2]),
               floatToBits(in[3])};
-    reinterpret_cast<U32x4 *>(x)[1] =
-        U32x4{floatToBits(in[4]), floatToBits(in[5]), floatToBits(in[6]),
-              floatToBits(in[7])};
   } else {
     for (int e = 0; e < n; ++e)
       x[e] = in[e];
+  }
+}
+
+/// Visits the tile in quads of four consecutive elements, one warp per
+/// 128-element row segment: every warp load and store instruction then
+/// covers 512 contiguous bytes of each f32 array (two 16-byte halves of a
+/// thread's own 32 bytes would touch every sector twice). fn(tr, tc, at,
+/// n, vector): tile row / column, element index, valid count, whether the
+/// 16-byte path applies.
+template <class Fn>
+__device__ __forceinline__ void forTileQuads(i64 m, i64 k, i64 r0, i64 c0,
+                                             int tid, bool aligned16, Fn fn) {
+  constexpr int kQuadsPerRow = kTileCols / 4;
+  constexpr int kPerThread = kTileRows * kQuadsPerRow / kTileThreads;
+#pragma unroll 2
+  for (int i = 0; i < kPerThread; ++i) {
+    int id = i * kTileThreads + tid;
+    int tr = id / kQuadsPerRow, tc = 4 * (id % kQuadsPerRow);
+    i64 r = r0 + tr, c = c0 + tc;
+    int n = r < m ? int(k - c < 4 ? (k - c > 0 ? k - c : 0) : 4) : 0;
+    fn(tr, tc, r * k + c, n, aligned16 && n == 4);
   }
 }
 
@@ -218,50 +242,77 @@ __device__ __forceinline__ void store8(float *x, bool vector, int n,
 /// updated and written back; with `Keep`, the new parameter also split into
 /// the tile's two planes (zero outside the tensor), as loadTileF32 does.
 template <class H, SourceType G, bool Keep>
-__device__ __forceinline__ void
-adamTile(TileSmem *s, TilePlane *lo, const AdamBuffers &b, i64 m, i64 k, i64 r0,
-         i64 c0, int tid, const AdamScalars &sc) {
-  constexpr int kChunksPerRow = kTileCols / 8;
-  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
-  bool aligned16 = k % 8 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
-                   aligned(b.v, 16) && aligned(b.g, 16) && aligned(b.p1, 16) &&
-                   aligned(b.m1, 16) && aligned(b.v1, 16);
-#pragma unroll 1
-  for (int i = 0; i < kPerThread; ++i) {
-    int id = i * kTileThreads + tid;
-    int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
-    i64 r = r0 + tr, c = c0 + tc;
-    int n = r < m ? int(k - c < 8 ? (k - c > 0 ? k - c : 0) : 8) : 0;
-    float p[8], g[8], mm[8], v[8];
-    if (n > 0) {
-      i64 at = r * k + c;
-      bool vector = aligned16 && n == 8;
-      load8(b.p + at, vector, n, p);
-      load8(b.m + at, vector, n, mm);
-      load8(b.v + at, vector, n, v);
-      loadGrad8<G>(b.g, at, vector, n, g);
-      TE_UNROLL
-      for (int e = 0; e < 8; ++e)
-        adamElement<H>(g[e], p[e], mm[e], v[e], sc);
-      store8(b.p1 + at, vector, n, p);
-      store8(b.m1 + at, vector, n, mm);
-      store8(b.v1 + at, vector, n, v);
-    }
-    if (!Keep)
+__device__ __forceinline__ void adamTile(TileSmem *s, TilePlane *lo,
+                                         const AdamBuffers &b, i64 m, i64 k,
+                                         i64 r0, i64 c0, int tid,
+                                         const AdamScalars &sc) {
+  bool aligned16 = k % 4 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
+                   aligned(b.v, 16) && aligned(b.g, 8) && aligned(b.p1, 16) &&
+                   aligned(b.m1, 16) && aligned(b.v1, 16) &&
+                   (G != SourceType::F32 || aligned(b.g, 16));
+  forTileQuads(m, k, r0, c0, tid, aligned16,
+               [&](int tr, int tc, i64 at, int n, bool vector) {
+                 float p[4] = {0, 0, 0, 0}, g[4], mm[4], v[4];
+                 if (n > 0) {
+                   load4(b.p + at, vector, n, p);
+                   load4(b.m + at, vector, n, mm);
+                   load4(b.v + at, vector, n, v);
+                   loadGrad4<G>(b.g, at, vector, n, g);
+                   TE_UNROLL
+                   for (int e = 0; e < 4; ++e)
+                     adamElement<H>(g[e], p[e], mm[e], v[e], sc);
+                   store4(b.p1 + at, vector, n, p);
+                   store4(b.m1 + at, vector, n, mm);
+                   store4(b.v1 + at, vector, n, v);
+                 }
+                 if (!Keep)
+                   return;
+                 u32 hi[2], lw[2];
+                 TE_UNROLL
+                 for (int e = 0; e < 2; ++e) {
+                   u32 b0 = 2 * e < n ? floatToBits(p[2 * e]) : 0u;
+                   u32 b1 = 2 * e + 1 < n ? floatToBits(p[2 * e + 1]) : 0u;
+                   hi[e] = (b0 >> 16) | (b1 & 0xFFFF0000u);
+                   lw[e] = (b0 & 0xFFFFu) | (b1 << 16);
+                 }
+                 int pc = swizzledColumn(tr, tc);
+                 *reinterpret_cast<U32x2 *>(&s->x[tr][pc]) =
+                     U32x2{hi[0], hi[1]};
+                 *reinterpret_cast<U32x2 *>(&(*lo)[tr][pc]) =
+                     U32x2{lw[0], lw[1]};
+               });
+}
+
+/// The update without requantization: no tile is kept, so CTA `chunk` of a
+/// tensor streams elements [chunk * 16384, (chunk + 1) * 16384) of its
+/// flattened M x K elements, each warp instruction 512 contiguous bytes.
+template <class H, SourceType G>
+__device__ __forceinline__ void adamFlat(const AdamBuffers &b, i64 n,
+                                         i64 chunk, int tid,
+                                         const AdamScalars &sc) {
+  constexpr int kQuads = kTileRows * kTileCols / 4;
+  bool aligned16 = aligned(b.p, 16) && aligned(b.m, 16) && aligned(b.v, 16) &&
+                   aligned(b.g, 8) && aligned(b.p1, 16) && aligned(b.m1, 16) &&
+                   aligned(b.v1, 16) && (G != SourceType::F32 || aligned(b.g, 16));
+  i64 base = chunk * kTileRows * kTileCols;
+#pragma unroll 2
+  for (int q = tid; q < kQuads; q += kTileThreads) {
+    i64 at = base + 4 * i64(q);
+    int valid = n - at >= 4 ? 4 : int(n - at > 0 ? n - at : 0);
+    if (valid == 0)
       continue;
-    u32 hi[4], lw[4];
+    bool vector = aligned16 && valid == 4;
+    float p[4], g[4], mm[4], v[4];
+    load4(b.p + at, vector, valid, p);
+    load4(b.m + at, vector, valid, mm);
+    load4(b.v + at, vector, valid, v);
+    loadGrad4<G>(b.g, at, vector, valid, g);
     TE_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      u32 b0 = 2 * e < n ? floatToBits(p[2 * e]) : 0u;
-      u32 b1 = 2 * e + 1 < n ? floatToBits(p[2 * e + 1]) : 0u;
-      hi[e] = (b0 >> 16) | (b1 & 0xFFFF0000u);
-      lw[e] = (b0 & 0xFFFFu) | (b1 << 16);
-    }
-    int pc = swizzledColumn(tr, tc);
-    *reinterpret_cast<U32x4 *>(&s->x[tr][pc]) =
-        U32x4{hi[0], hi[1], hi[2], hi[3]};
-    *reinterpret_cast<U32x4 *>(&(*lo)[tr][pc]) =
-        U32x4{lw[0], lw[1], lw[2], lw[3]};
+    for (int e = 0; e < 4; ++e)
+      adamElement<H>(g[e], p[e], mm[e], v[e], sc);
+    store4(b.p1 + at, vector, valid, p);
+    store4(b.m1 + at, vector, valid, mm);
+    store4(b.v1 + at, vector, valid, v);
   }
 }
 
@@ -313,7 +364,8 @@ __device__ __forceinline__ void adamQuantizeTiles(
   AdamScalars sc = adamScalars<H>(lr, step);
   AdamBuffers b = adamBuffers<W>(t, tensor);
   if constexpr (S == 0) {
-    adamTile<H, G, false>(nullptr, nullptr, b, m, k, r0, c0, tid, sc);
+    (void)r0, (void)c0;
+    adamFlat<H, G>(b, m * k, tile, tid, sc);
     return;
   } else {
     __shared__ TileSmem smem;
@@ -368,30 +420,24 @@ __device__ __forceinline__ void adamAmax(const AdamTable<N, W> &t, int count,
   i64 r0 = tile / tilesAcross * kTileRows, c0 = tile % tilesAcross * kTileCols;
   AdamScalars sc = adamScalars<H>(lr, step);
   AdamBuffers b = adamBuffers<W>(t, tensor);
-  constexpr int kChunksPerRow = kTileCols / 8;
-  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
-  bool aligned16 = k % 8 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
-                   aligned(b.v, 16) && aligned(b.g, 16);
+  bool aligned16 = k % 4 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
+                   aligned(b.v, 16) && aligned(b.g, 8) &&
+                   (G != SourceType::F32 || aligned(b.g, 16));
   float a = 0.0f;
-#pragma unroll 1
-  for (int i = 0; i < kPerThread; ++i) {
-    int id = i * kTileThreads + int(threadIdx.x);
-    i64 r = r0 + id / kChunksPerRow, c = c0 + 8 * (id % kChunksPerRow);
-    int n = r < m ? int(k - c < 8 ? (k - c > 0 ? k - c : 0) : 8) : 0;
-    if (n == 0)
-      continue;
-    i64 at = r * k + c;
-    bool vector = aligned16 && n == 8;
-    float p[8], g[8], mm[8], v[8];
-    load8(b.p + at, vector, n, p);
-    load8(b.m + at, vector, n, mm);
-    load8(b.v + at, vector, n, v);
-    loadGrad8<G>(b.g, at, vector, n, g);
-    for (int e = 0; e < n; ++e) {
-      adamElement<H>(g[e], p[e], mm[e], v[e], sc);
-      a = amaxAccumulate(a, p[e]);
-    }
-  }
+  forTileQuads(m, k, r0, c0, int(threadIdx.x), aligned16,
+               [&](int, int, i64 at, int n, bool vector) {
+                 if (n == 0)
+                   return;
+                 float p[4], g[4], mm[4], v[4];
+                 load4(b.p + at, vector, n, p);
+                 load4(b.m + at, vector, n, mm);
+                 load4(b.v + at, vector, n, v);
+                 loadGrad4<G>(b.g, at, vector, n, g);
+                 for (int e = 0; e < n; ++e) {
+                   adamElement<H>(g[e], p[e], mm[e], v[e], sc);
+                   a = amaxAccumulate(a, p[e]);
+                 }
+               });
   warpAmaxToGlobal(a, reinterpret_cast<float *>(w[AmaxWord]));
 }
 

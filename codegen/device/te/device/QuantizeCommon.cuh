@@ -31,6 +31,11 @@ struct alignas(16) U32x4 {
   u32 x, y, z, w;
 };
 
+/// Two 32-bit words, for 8-byte shared-memory stores.
+struct alignas(8) U32x2 {
+  u32 x, y;
+};
+
 /// 16-byte load through the non-coherent path without L1 allocation: the
 /// input is read-only for the kernel's lifetime and touched once.
 __device__ __forceinline__ U32x4 loadGlobal16(const void *p) {
