@@ -787,35 +787,41 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
   }
 }
 
-/// Phase 1 for an f32 tensor: each thread reads four consecutive elements
-/// per step (one 16-byte load; a warp covers 512 contiguous bytes of a tile
-/// row, every sector once) and splits them into their high halves
-/// (TileSmem::x) and low halves (`lo`), 8 bytes into each plane.
+/// Phase 1 for an f32 tensor: each 8-element chunk is read as two 16-byte
+/// loads and split into its high halves (TileSmem::x) and low halves (`lo`).
+/// (One 16-byte quad per thread and step, a warp per 512-byte row piece,
+/// measured 15 % slower on the H100.)
 __device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
                                             const float *x, i64 m, i64 k,
                                             i64 r0, i64 c0, int tid) {
-  constexpr int kQuadsPerRow = kTileCols / 4;
-  constexpr int kPerThread = kTileRows * kQuadsPerRow / kTileThreads;
+  constexpr int kChunksPerRow = kTileCols / 8;
+  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
   bool vector = k % 4 == 0 && aligned(x, 16);
   TE_UNROLL
   for (int i = 0; i < kPerThread; ++i) {
     int id = i * kTileThreads + tid;
-    int tr = id / kQuadsPerRow, tc = 4 * (id % kQuadsPerRow);
+    int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
     i64 r = r0 + tr, c = c0 + tc;
-    u32 b[4];
-    if (vector && r < m && c + 4 <= k) {
-      U32x4 p = loadGlobal16(x + r * k + c);
-      b[0] = p.x, b[1] = p.y, b[2] = p.z, b[3] = p.w;
+    u32 b[8];
+    if (vector && r < m && c + 8 <= k) {
+      U32x4 p = loadGlobal16(x + r * k + c), q = loadGlobal16(x + r * k + c + 4);
+      u32 w[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+      TE_UNROLL
+      for (int e = 0; e < 8; ++e)
+        b[e] = w[e];
     } else {
-      for (int e = 0; e < 4; ++e)
+      for (int e = 0; e < 8; ++e)
         b[e] = r < m && c + e < k ? floatToBits(x[r * k + c + e]) : 0u;
     }
+    u32 hi[4], lw[4];
+    TE_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      hi[e] = (b[2 * e] >> 16) | (b[2 * e + 1] & 0xFFFF0000u);
+      lw[e] = (b[2 * e] & 0xFFFFu) | (b[2 * e + 1] << 16);
+    }
     int pc = swizzledColumn(tr, tc);
-    *reinterpret_cast<U32x2 *>(&s.x[tr][pc]) =
-        U32x2{(b[0] >> 16) | (b[1] & 0xFFFF0000u),
-              (b[2] >> 16) | (b[3] & 0xFFFF0000u)};
-    *reinterpret_cast<U32x2 *>(&lo[tr][pc]) =
-        U32x2{(b[0] & 0xFFFFu) | (b[1] << 16), (b[2] & 0xFFFFu) | (b[3] << 16)};
+    *reinterpret_cast<U32x4 *>(&s.x[tr][pc]) = U32x4{hi[0], hi[1], hi[2], hi[3]};
+    *reinterpret_cast<U32x4 *>(&lo[tr][pc]) = U32x4{lw[0], lw[1], lw[2], lw[3]};
   }
 }
 
