@@ -9,10 +9,11 @@
 #
 # Usage: python3 bench/adam_torch.py [N=128] [M=8192] [K=1024] [RUNS=10]
 # ===--------------------------------------------------------------------=== #
-import statistics
 import sys
 
 import torch
+
+from timing import timed
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 128
 M = int(sys.argv[2]) if len(sys.argv) > 2 else 8192
@@ -32,20 +33,6 @@ def mxfp8(x):
     return qr.view(M, K), sr, qc.transpose(1, 2).reshape(M, K), sc
 
 
-def timed(fn):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(RUNS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
-
-
 def main():
     torch.manual_seed(0)
     params = [torch.nn.Parameter(torch.randn(M, K, device="cuda")) for _ in range(N)]
@@ -55,9 +42,9 @@ def main():
     quantize = torch.compile(mxfp8)
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, "
           f"{N} x {M}x{K} fp32 = {N * M * K / 1e9:.3f} B parameters")
-    t_adam = timed(opt.step)
-    t_quant = timed(lambda: [quantize(p.detach()) for p in params])
-    t_both = timed(lambda: (opt.step(), [quantize(p.detach()) for p in params]))
+    t_adam = timed(opt.step, RUNS)
+    t_quant = timed(lambda: [quantize(p.detach()) for p in params], RUNS)
+    t_both = timed(lambda: (opt.step(), [quantize(p.detach()) for p in params]), RUNS)
     elems = N * M * K
     print(f"torch AdamW(fused=True) step       {t_adam * 1e3:10.1f} us  "
           f"{28 * elems / (t_adam * 1e-3) / 1e9:6.0f} GB/s (28 B/param)")

@@ -7,29 +7,16 @@ run back to back on the same GPU:
   and, where this PyTorch supports it, torch._scaled_mm block-scaled FP8
   (1x128 x 128x128 and 1x128 x 1x128).
 """
-import statistics
 import sys
 
 import torch
 
-
-def timed(fn, iters=50):
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+from timing import timed
 
 
 def report(name, m, n, k, fn):
     try:
-        ms = timed(fn)
+        ms = timed(fn, 50, warmup=5)
         print(f"{name:30s} {m:5d}x{n}x{k}  {ms:8.3f} ms  {2*m*n*k/(ms*1e-3)/1e12:7.1f} TFLOP/s")
     except Exception as e:  # noqa: BLE001 - report and go on
         print(f"{name:30s} {m:5d}x{n}x{k}  unsupported: {str(e).splitlines()[0][:90]}")

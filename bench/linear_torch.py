@@ -9,24 +9,11 @@ cuBLASLt path (torch.nn.functional.scaled_mm), timed like te-run --bench
 
 Usage: python3 bench/linear_torch.py [SIZE=8192] [RUNS=20]
 """
-import statistics
 import sys
 
 import torch
 
-
-def timed(fn, runs):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(runs):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+from timing import timed
 
 
 def main():

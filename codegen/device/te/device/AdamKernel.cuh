@@ -371,16 +371,7 @@ __device__ __forceinline__ void adamQuantizeTiles(
     __shared__ TileSmem smem;
     extern __shared__ __align__(16) u8 dynamicSmem[];
     TilePlane *lo = reinterpret_cast<TilePlane *>(dynamicSmem);
-    i64 rowsLeft = m - r0, colsLeft = k - c0;
-    Tile tt{smem,
-            m,
-            k,
-            r0,
-            c0,
-            int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
-            int(colsLeft < kTileCols ? colsLeft : kTileCols),
-            tid,
-            lo};
+    Tile tt = Tile::at(smem, m, k, r0, c0, tid, lo);
     if (tid == 0)
       smem.tileAmax = 0u;
     adamTile<H, G, true>(&smem, lo, b, m, k, r0, c0, tid, sc);

@@ -113,6 +113,21 @@ struct Tile {
   int rows, cols; ///< valid rows / columns (<= 128 at the edges)
   int tid;
   TilePlane *lo; ///< the low halves of an f32 tile, else null
+
+  /// The tile at (r0, c0) of an M x K tensor, clipped at its edges.
+  __device__ static Tile at(TileSmem &s, i64 m, i64 k, i64 r0, i64 c0,
+                            int tid, TilePlane *lo) {
+    i64 rowsLeft = m - r0, colsLeft = k - c0;
+    return Tile{s,
+                m,
+                k,
+                r0,
+                c0,
+                int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
+                int(colsLeft < kTileCols ? colsLeft : kTileCols),
+                tid,
+                lo};
+  }
   __device__ bool leader() const { return tid == 0 && r0 == 0 && c0 == 0; }
   __device__ float tileAmax() const { return bitsToFloat(s.tileAmax); }
 };
@@ -935,16 +950,7 @@ __device__ __forceinline__ void quantizeTile(const void *x, i64 m, i64 k,
   i64 r0 = i64(blockIdx.x) / tilesAcross * kTileRows;
   i64 c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
   int tid = int(threadIdx.x);
-  i64 rowsLeft = m - r0, colsLeft = k - c0;
-  Tile t{smem,
-         m,
-         k,
-         r0,
-         c0,
-         int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
-         int(colsLeft < kTileCols ? colsLeft : kTileCols),
-         tid,
-         lo};
+  Tile t = Tile::at(smem, m, k, r0, c0, tid, lo);
 
   if (Src == SourceType::F32)
     loadTileF32(smem, *lo, static_cast<const float *>(x), m, k, r0, c0, tid);
