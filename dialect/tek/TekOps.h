@@ -7,8 +7,8 @@
 #ifndef TE_DIALECT_TEK_TEKOPS_H
 #define TE_DIALECT_TEK_TEKOPS_H
 
-#include "dialect/tek/TekDialect.h"
 #include "dialect/te/TeAttrs.h"
+#include "dialect/tek/TekDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -242,58 +242,56 @@ __device__ __forceinline__ void forTileQuads(i64 m, i64 k, i64 r0, i64 c0,
 /// updated and written back; with `Keep`, the new parameter also split into
 /// the tile's two planes (zero outside the tensor), as loadTileF32 does.
 template <class H, SourceType G, bool Keep>
-__device__ __forceinline__ void adamTile(TileSmem *s, TilePlane *lo,
-                                         const AdamBuffers &b, i64 m, i64 k,
-                                         i64 r0, i64 c0, int tid,
-                                         const AdamScalars &sc) {
+__device__ __forceinline__ void
+adamTile(TileSmem *s, TilePlane *lo, const AdamBuffers &b, i64 m, i64 k, i64 r0,
+         i64 c0, int tid, const AdamScalars &sc) {
   bool aligned16 = k % 4 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
                    aligned(b.v, 16) && aligned(b.g, 8) && aligned(b.p1, 16) &&
                    aligned(b.m1, 16) && aligned(b.v1, 16) &&
                    (G != SourceType::F32 || aligned(b.g, 16));
-  forTileQuads(m, k, r0, c0, tid, aligned16,
-               [&](int tr, int tc, i64 at, int n, bool vector) {
-                 float p[4] = {0, 0, 0, 0}, g[4], mm[4], v[4];
-                 if (n > 0) {
-                   load4(b.p + at, vector, n, p);
-                   load4(b.m + at, vector, n, mm);
-                   load4(b.v + at, vector, n, v);
-                   loadGrad4<G>(b.g, at, vector, n, g);
-                   TE_UNROLL
-                   for (int e = 0; e < 4; ++e)
-                     adamElement<H>(g[e], p[e], mm[e], v[e], sc);
-                   store4(b.p1 + at, vector, n, p);
-                   store4(b.m1 + at, vector, n, mm);
-                   store4(b.v1 + at, vector, n, v);
-                 }
-                 if (!Keep)
-                   return;
-                 u32 hi[2], lw[2];
-                 TE_UNROLL
-                 for (int e = 0; e < 2; ++e) {
-                   u32 b0 = 2 * e < n ? floatToBits(p[2 * e]) : 0u;
-                   u32 b1 = 2 * e + 1 < n ? floatToBits(p[2 * e + 1]) : 0u;
-                   hi[e] = (b0 >> 16) | (b1 & 0xFFFF0000u);
-                   lw[e] = (b0 & 0xFFFFu) | (b1 << 16);
-                 }
-                 int pc = swizzledColumn(tr, tc);
-                 *reinterpret_cast<U32x2 *>(&s->x[tr][pc]) =
-                     U32x2{hi[0], hi[1]};
-                 *reinterpret_cast<U32x2 *>(&(*lo)[tr][pc]) =
-                     U32x2{lw[0], lw[1]};
-               });
+  forTileQuads(
+      m, k, r0, c0, tid, aligned16,
+      [&](int tr, int tc, i64 at, int n, bool vector) {
+        float p[4] = {0, 0, 0, 0}, g[4], mm[4], v[4];
+        if (n > 0) {
+          load4(b.p + at, vector, n, p);
+          load4(b.m + at, vector, n, mm);
+          load4(b.v + at, vector, n, v);
+          loadGrad4<G>(b.g, at, vector, n, g);
+          TE_UNROLL
+          for (int e = 0; e < 4; ++e)
+            adamElement<H>(g[e], p[e], mm[e], v[e], sc);
+          store4(b.p1 + at, vector, n, p);
+          store4(b.m1 + at, vector, n, mm);
+          store4(b.v1 + at, vector, n, v);
+        }
+        if (!Keep)
+          return;
+        u32 hi[2], lw[2];
+        TE_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          u32 b0 = 2 * e < n ? floatToBits(p[2 * e]) : 0u;
+          u32 b1 = 2 * e + 1 < n ? floatToBits(p[2 * e + 1]) : 0u;
+          hi[e] = (b0 >> 16) | (b1 & 0xFFFF0000u);
+          lw[e] = (b0 & 0xFFFFu) | (b1 << 16);
+        }
+        int pc = swizzledColumn(tr, tc);
+        *reinterpret_cast<U32x2 *>(&s->x[tr][pc]) = U32x2{hi[0], hi[1]};
+        *reinterpret_cast<U32x2 *>(&(*lo)[tr][pc]) = U32x2{lw[0], lw[1]};
+      });
 }
 
 /// The update without requantization: no tile is kept, so CTA `chunk` of a
 /// tensor streams elements [chunk * 16384, (chunk + 1) * 16384) of its
 /// flattened M x K elements, each warp instruction 512 contiguous bytes.
 template <class H, SourceType G>
-__device__ __forceinline__ void adamFlat(const AdamBuffers &b, i64 n,
-                                         i64 chunk, int tid,
-                                         const AdamScalars &sc) {
+__device__ __forceinline__ void adamFlat(const AdamBuffers &b, i64 n, i64 chunk,
+                                         int tid, const AdamScalars &sc) {
   constexpr int kQuads = kTileRows * kTileCols / 4;
   bool aligned16 = aligned(b.p, 16) && aligned(b.m, 16) && aligned(b.v, 16) &&
                    aligned(b.g, 8) && aligned(b.p1, 16) && aligned(b.m1, 16) &&
-                   aligned(b.v1, 16) && (G != SourceType::F32 || aligned(b.g, 16));
+                   aligned(b.v1, 16) &&
+                   (G != SourceType::F32 || aligned(b.g, 16));
   i64 base = chunk * kTileRows * kTileCols;
 #pragma unroll 2
   for (int q = tid; q < kQuads; q += kTileThreads) {

@@ -7,8 +7,8 @@
 //
 // The body of every generated quantize kernel: one CTA of 256 threads owns a
 // 128 x 128 tile of a row-major M x K bf16 / f16 / f32 tensor and produces,
-// from a single read of it, every requested output (any number of stages, each one
-// direction of one scheme, plus bias-gradient partial sums). The code
+// from a single read of it, every requested output (any number of stages, each
+// one direction of one scheme, plus bias-gradient partial sums). The code
 // generator instantiates quantizeTile<> with the stage types below; nothing
 // about a scheme is decided at run time.
 //
@@ -115,8 +115,8 @@ struct Tile {
   TilePlane *lo; ///< the low halves of an f32 tile, else null
 
   /// The tile at (r0, c0) of an M x K tensor, clipped at its edges.
-  __device__ static Tile at(TileSmem &s, i64 m, i64 k, i64 r0, i64 c0,
-                            int tid, TilePlane *lo) {
+  __device__ static Tile at(TileSmem &s, i64 m, i64 k, i64 r0, i64 c0, int tid,
+                            TilePlane *lo) {
     i64 rowsLeft = m - r0, colsLeft = k - c0;
     return Tile{s,
                 m,
@@ -819,7 +819,8 @@ __device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
     i64 r = r0 + tr, c = c0 + tc;
     u32 b[8];
     if (vector && r < m && c + 8 <= k) {
-      U32x4 p = loadGlobal16(x + r * k + c), q = loadGlobal16(x + r * k + c + 4);
+      U32x4 p = loadGlobal16(x + r * k + c),
+            q = loadGlobal16(x + r * k + c + 4);
       u32 w[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
       TE_UNROLL
       for (int e = 0; e < 8; ++e)
@@ -835,7 +836,8 @@ __device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
       lw[e] = (b[2 * e] & 0xFFFFu) | (b[2 * e + 1] << 16);
     }
     int pc = swizzledColumn(tr, tc);
-    *reinterpret_cast<U32x4 *>(&s.x[tr][pc]) = U32x4{hi[0], hi[1], hi[2], hi[3]};
+    *reinterpret_cast<U32x4 *>(&s.x[tr][pc]) =
+        U32x4{hi[0], hi[1], hi[2], hi[3]};
     *reinterpret_cast<U32x4 *>(&lo[tr][pc]) = U32x4{lw[0], lw[1], lw[2], lw[3]};
   }
 }
@@ -1051,10 +1053,9 @@ __device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
     TE_UNROLL
     for (int i = 0; i < 16; ++i) {
       i64 at = (r0 + i) * k + c;
-      v[i] = Src == SourceType::F32
-                 ? static_cast<const float *>(x)[at]
-                 : widen<isF16(Src)>(
-                       loadGlobalU16(static_cast<const u16 *>(x) + at));
+      v[i] = Src == SourceType::F32 ? static_cast<const float *>(x)[at]
+                                    : widen<isF16(Src)>(loadGlobalU16(
+                                          static_cast<const u16 *>(x) + at));
     }
     rht16Bf16(v, y);
     TE_UNROLL
