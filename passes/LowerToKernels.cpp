@@ -209,9 +209,12 @@ private:
       AdamKey key = keyOf(op);
       auto it = llvm::find_if(open, [&](auto &o) { return o.first == key; });
       if (it != open.end()) {
+        // Uses by `op` itself (a second step on a first step's results)
+        // or nested inside an op before it count too.
         bool usedBefore = llvm::any_of(groups[it->second], [&](Operation *m) {
           return llvm::any_of(m->getUsers(), [&](Operation *u) {
-            return u->getBlock() == op->getBlock() && u->isBeforeInBlock(op);
+            Operation *at = op->getBlock()->findAncestorOpInBlock(*u);
+            return at && (at == op || at->isBeforeInBlock(op));
           });
         });
         if (!usedBefore) {

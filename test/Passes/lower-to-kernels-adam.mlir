@@ -86,3 +86,20 @@ func.func @used_between(%lr: tensor<f32>, %step: tensor<i64>,
       : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<f32>, tensor<i64> -> tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
   return %a0, %s#0, %a1 : tensor<64x64xf32>, !te.qtensor<64x64xf32, #te.mxfp8<e4m3>, rowwise>, tensor<64x64xf32>
 }
+
+// -----
+
+// Tests that a step reading an earlier step's results (two steps on one
+// parameter) is not grouped with it: the second kernel reads the first's.
+// CHECK-LABEL: func.func @two_steps_in_a_row
+// CHECK: %[[A:.*]]:3 = tek.adam_kernel "te_adam_{{[0-9]+}}" %arg0, %arg1, (%arg2, %arg3, %arg4, %arg5)
+// CHECK: tek.adam_kernel "te_adam_{{[0-9]+}}" %arg0, %arg1, (%[[A]]#0, %arg3, %[[A]]#1, %[[A]]#2)
+func.func @two_steps_in_a_row(%lr: tensor<f32>, %step: tensor<i64>,
+    %p: tensor<64x64xf32>, %g: tensor<64x64xbf16>, %m: tensor<64x64xf32>, %v: tensor<64x64xf32>)
+    -> tensor<64x64xf32> {
+  %a0, %b0, %c0 = te.adam_step %p, %g, %m, %v, %lr, %step {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
+      : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<f32>, tensor<i64> -> tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+  %a1, %b1, %c1 = te.adam_step %a0, %g, %b0, %c0, %lr, %step {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
+      : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<f32>, tensor<i64> -> tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+  return %a1 : tensor<64x64xf32>
+}

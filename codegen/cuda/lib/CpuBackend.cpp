@@ -305,8 +305,8 @@ int stepArgument(const Entry &e) {
 
 rt::Expected<std::vector<ValueData>>
 runCpu(const Program &p, const Entry &e,
-       const std::vector<std::vector<uint8_t>> &args,
-       std::vector<std::vector<uint8_t>> *tensors) {
+       const std::vector<std::vector<uint8_t>> &args, CpuState *state,
+       const std::vector<bool> *inexactArgs) {
   std::string why = validate(e, p.target);
   if (!why.empty())
     return fail(e.name + ": " + why);
@@ -321,6 +321,8 @@ runCpu(const Program &p, const Entry &e,
       return fail("argument " + std::to_string(i) + " ('" + v.name +
                   "') must be a tensor of " + std::to_string(bytes) + " bytes");
     values[e.args[i]].tensor = args[i];
+    values[e.args[i]].unbounded =
+        inexactArgs && i < inexactArgs->size() && (*inexactArgs)[i];
   }
 
   for (const Kernel &k : e.kernels) {
@@ -379,10 +381,13 @@ runCpu(const Program &p, const Entry &e,
   std::vector<ValueData> out;
   for (int r : e.results)
     out.push_back(toValueData(e.values[r], values[r]));
-  if (tensors) {
-    tensors->clear();
-    for (HostValue &v : values)
-      tensors->push_back(std::move(v.tensor));
+  if (state) {
+    state->tensors.clear();
+    state->inexact.clear();
+    for (HostValue &v : values) {
+      state->inexact.push_back(v.inexact());
+      state->tensors.push_back(std::move(v.tensor));
+    }
   }
   return out;
 }

@@ -44,14 +44,23 @@ struct NamedBuffer {
 /// The buffers of one value.
 using ValueData = std::vector<NamedBuffer>;
 
+/// Every tensor value's final bytes after runCpu (by value index; empty
+/// for quantized values), and whether each was computed from a library
+/// GEMM's output (so another backend's copy may differ).
+struct CpuState {
+  std::vector<std::vector<uint8_t>> tensors;
+  std::vector<bool> inexact;
+};
+
 /// Runs `e` with the reference numerics. `args[i]` holds the raw bytes of
-/// argument i (row-major, little-endian, its dtype). With `tensors`, also
-/// every tensor value's final bytes (by value index; empty for quantized
-/// values).
+/// argument i (row-major, little-endian, its dtype). `inexactArgs` (if
+/// given) marks arguments that came from inexact values of an earlier call
+/// (carried optimizer state): what is computed from them is not compared.
+/// With `state`, also every tensor value's final bytes.
 rt::Expected<std::vector<ValueData>>
 runCpu(const Program &p, const Entry &e,
-       const std::vector<std::vector<uint8_t>> &args,
-       std::vector<std::vector<uint8_t>> *tensors = nullptr);
+       const std::vector<std::vector<uint8_t>> &args, CpuState *state = nullptr,
+       const std::vector<bool> *inexactArgs = nullptr);
 
 /// Optimizer state an entry carries from one call to the next: after a
 /// call, value `value` (a new parameter or moment) becomes argument
