@@ -284,17 +284,22 @@ static rt::Expected<KernelPlan> planAdam(const Program &p, const Entry &e,
       items.push_back(ArgDesc::i64(param.cols()));
       items.push_back(ArgDesc::i64(tiles));
       tiles += tilesOf(param);
-      int tensorAmax = -1;
-      if (src.amaxStage >= 0) {
-        tensorAmax = table.add(param.name + ".new_amax", 4);
-        w.fill(tensorAmax);
-        // The pre-pass reads p, g, m, v once more.
+      // Each pre-pass reads p, g, m, v once more.
+      auto prepassAmax = [&](bool needed, const char *suffix) {
+        if (!needed)
+          return -1;
+        int buffer = table.add(param.name + suffix, 4);
+        w.fill(buffer);
         for (int v : {t.param, t.grad, t.expAvg, t.expAvgSq})
           w.kp.bytesMoved += table.bytes(out.values[v].tensor);
-      }
+        return buffer;
+      };
+      int tensorAmax = prepassAmax(src.amaxStage >= 0, ".new_amax");
+      int rhtAmax = prepassAmax(src.rhtStage >= 0, ".new_rht_amax");
       for (const Stage &s : a.stages) {
-        StageBuffers b = stageBuffers(p, e, s, t.quantized[size_t(s.value)],
-                                      tensorAmax, table, out, w);
+        StageBuffers b =
+            stageBuffers(p, e, s, t.quantized[size_t(s.value)],
+                         usesRht(s) ? rhtAmax : tensorAmax, table, out, w);
         for (int buffer : {b.data, b.scale, b.amax, b.in})
           items.push_back(ArgDesc::ptr(buffer));
       }
@@ -306,6 +311,8 @@ static rt::Expected<KernelPlan> planAdam(const Program &p, const Entry &e,
     rt::Dim3 grid{unsigned(tiles), 1, 1};
     if (!src.amaxEntry.empty())
       w.launch(src.amaxEntry, grid, head);
+    if (!src.rhtAmaxEntry.empty())
+      w.launch(src.rhtAmaxEntry, grid, head);
     std::vector<ArgDesc> args = head;
     for (const Stage &s : a.stages) {
       args.push_back(ArgDesc::f32(static_cast<float>(s.scheme.eps)));

@@ -55,8 +55,6 @@ std::vector<AdamCase> adamCases() {
   cases.push_back({"no_requantize_l2_f32grad", {}, {}, DType::F32, l2});
   cases.push_back({"no_requantize_fastmath", {}, {}, DType::BF16, fast});
   for (const Scheme &s : test::allSchemes()) {
-    if (s.rht)
-      continue; // no CUDA kernel yet (AdamEmitter's cudaSupport)
     std::string l = test::schemeLabel(s);
     cases.push_back({l + "_row", s, {}, DType::BF16, adamw});
     cases.push_back({l + "_col", {}, s, DType::BF16, adamw});
@@ -236,8 +234,12 @@ TEST(AdamPlan, OneLaunchPerTableAndAPrepassForTensorAmaxSchemes) {
   EXPECT_EQ(k.kernels[1].sharedBytes, 128u * 128u * 2u);
 }
 
-TEST(AdamPlan, RhtRequantizeIsAClearError) {
-  AdamCase c{"rht", {}, Scheme::nvfp4(/*rht=*/true), DType::BF16, {}};
+TEST(AdamPlan, RhtWith16x16BlocksIsAClearError) {
+  AdamCase c{"rht2d",
+             {},
+             Scheme::nvfp4(/*rht=*/true, false, /*block2d=*/true),
+             DType::BF16,
+             {}};
   cg::Program p = adamProgram(c);
   rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
   ASSERT_FALSE(plan);

@@ -430,6 +430,45 @@ __device__ __forceinline__ void adamAmax(const AdamTable<N, W> &t, int count,
   warpAmaxToGlobal(a, reinterpret_cast<float *>(w[AmaxWord]));
 }
 
+/// Amax pre-pass of an NVFP4 RHT columnwise stage: the update recomputed
+/// for every 16-row run of every column of the CTA's tile (M % 16 == 0),
+/// transformed and rounded as the stage will (rht16Bf16), and max |y|
+/// max-accumulated into word `AmaxWord` of each tensor (zeroed by the
+/// plan). Consecutive threads take consecutive columns, so each of the
+/// run's loads is coalesced. Same grid as adamQuantizeTiles.
+template <class H, SourceType G, int N, int W, int AmaxWord>
+__device__ __forceinline__ void adamRhtAmax(const AdamTable<N, W> &t, int count,
+                                            const float *lr, const i64 *step) {
+  int tensor = adamTensorOf<W>(t, count, i64(blockIdx.x));
+  const u64 *w = &t.w[tensor * W];
+  i64 m = i64(w[kAdamRows]), k = i64(w[kAdamCols]);
+  i64 tile = i64(blockIdx.x) - i64(w[kAdamFirstTile]);
+  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
+  i64 r0 = tile / tilesAcross * kTileRows, c0 = tile % tilesAcross * kTileCols;
+  AdamScalars sc = adamScalars<H>(lr, step);
+  AdamBuffers b = adamBuffers<W>(t, tensor);
+  float a = 0.0f;
+  for (int task = int(threadIdx.x); task < kColSegments * kTileCols;
+       task += kTileThreads) {
+    i64 row0 = r0 + kSegment * (task / kTileCols), col = c0 + task % kTileCols;
+    if (row0 >= m || col >= k)
+      continue;
+    float x[kSegment], y[kSegment];
+    for (int i = 0; i < kSegment; ++i) {
+      i64 at = (row0 + i) * k + col;
+      float p = b.p[at], mm = b.m[at], v = b.v[at], g[4];
+      loadGrad4<G>(b.g, at, false, 1, g); // g[0] only
+      adamElement<H>(g[0], p, mm, v, sc);
+      x[i] = p;
+    }
+    rht16Bf16(x, y);
+    TE_UNROLL
+    for (int i = 0; i < kSegment; ++i)
+      a = amaxAccumulate(a, y[i]);
+  }
+  warpAmaxToGlobal(a, reinterpret_cast<float *>(w[AmaxWord]));
+}
+
 } // namespace dev
 } // namespace te
 

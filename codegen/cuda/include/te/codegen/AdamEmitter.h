@@ -32,6 +32,10 @@ struct EmittedAdam {
   std::string mainEntry;
   std::string amaxEntry; ///< empty: no stage needs the tensor amax
   int amaxStage = -1;    ///< the stage whose `in` word the pre-pass fills
+  /// The amax pre-pass of the transformed new parameter (an NVFP4 RHT
+  /// columnwise stage), or empty; it fills stage rhtStage's `in` word.
+  std::string rhtAmaxEntry;
+  int rhtStage = -1;
 };
 
 /// Why the CUDA backend cannot generate this kernel ("" when it can).
