@@ -69,26 +69,18 @@ TE_HD double powBySquaring(double base, i64 e) {
 // fp32 operations with flush-to-zero (the .ftz of fast-math PTX)
 //===----------------------------------------------------------------------===//
 
-__device__ __forceinline__ float addFtz(float a, float b) {
-  float r;
-  asm("add.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-__device__ __forceinline__ float subFtz(float a, float b) {
-  float r;
-  asm("sub.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-__device__ __forceinline__ float mulFtz(float a, float b) {
-  float r;
-  asm("mul.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-__device__ __forceinline__ float divFtz(float a, float b) {
-  float r;
-  asm("div.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
+#define TE_FTZ_BINARY(name, ptx)                                               \
+  __device__ __forceinline__ float name(float a, float b) {                    \
+    float r;                                                                   \
+    asm(ptx " %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));                        \
+    return r;                                                                  \
+  }
+TE_FTZ_BINARY(addFtz, "add.rn.ftz.f32")
+TE_FTZ_BINARY(subFtz, "sub.rn.ftz.f32")
+TE_FTZ_BINARY(mulFtz, "mul.rn.ftz.f32")
+TE_FTZ_BINARY(divFtz, "div.rn.ftz.f32")
+#undef TE_FTZ_BINARY
+
 __device__ __forceinline__ float sqrtFtz(float a) {
   float r;
   asm("sqrt.rn.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
@@ -217,6 +209,28 @@ __device__ __forceinline__ void store4(float *x, bool vector, int n,
   }
 }
 
+/// The update of the `n` (<= 4) consecutive elements at `at`: loaded,
+/// updated, and with `Store` written back; `p` receives the new parameter
+/// (zeros past `n`).
+template <class H, SourceType G, bool Store>
+__device__ __forceinline__ void adamQuad(const AdamBuffers &b, i64 at,
+                                         bool vector, int n,
+                                         const AdamScalars &sc, float *p) {
+  float g[4], mm[4], v[4];
+  load4(b.p + at, vector, n, p);
+  load4(b.m + at, vector, n, mm);
+  load4(b.v + at, vector, n, v);
+  loadGrad4<G>(b.g, at, vector, n, g);
+  TE_UNROLL
+  for (int e = 0; e < 4; ++e)
+    adamElement<H>(g[e], p[e], mm[e], v[e], sc);
+  if (!Store)
+    return;
+  store4(b.p1 + at, vector, n, p);
+  store4(b.m1 + at, vector, n, mm);
+  store4(b.v1 + at, vector, n, v);
+}
+
 /// Visits the tile in quads of four consecutive elements, one warp per
 /// 128-element row segment: every warp load and store instruction then
 /// covers 512 contiguous bytes of each f32 array (two 16-byte halves of a
@@ -252,19 +266,9 @@ adamTile(TileSmem *s, TilePlane *lo, const AdamBuffers &b, i64 m, i64 k, i64 r0,
   forTileQuads(
       m, k, r0, c0, tid, aligned16,
       [&](int tr, int tc, i64 at, int n, bool vector) {
-        float p[4] = {0, 0, 0, 0}, g[4], mm[4], v[4];
-        if (n > 0) {
-          load4(b.p + at, vector, n, p);
-          load4(b.m + at, vector, n, mm);
-          load4(b.v + at, vector, n, v);
-          loadGrad4<G>(b.g, at, vector, n, g);
-          TE_UNROLL
-          for (int e = 0; e < 4; ++e)
-            adamElement<H>(g[e], p[e], mm[e], v[e], sc);
-          store4(b.p1 + at, vector, n, p);
-          store4(b.m1 + at, vector, n, mm);
-          store4(b.v1 + at, vector, n, v);
-        }
+        float p[4] = {0, 0, 0, 0};
+        if (n > 0)
+          adamQuad<H, G, true>(b, at, vector, n, sc, p);
         if (!Keep)
           return;
         u32 hi[2], lw[2];
@@ -299,18 +303,8 @@ __device__ __forceinline__ void adamFlat(const AdamBuffers &b, i64 n, i64 chunk,
     int valid = n - at >= 4 ? 4 : int(n - at > 0 ? n - at : 0);
     if (valid == 0)
       continue;
-    bool vector = aligned16 && valid == 4;
-    float p[4], g[4], mm[4], v[4];
-    load4(b.p + at, vector, valid, p);
-    load4(b.m + at, vector, valid, mm);
-    load4(b.v + at, vector, valid, v);
-    loadGrad4<G>(b.g, at, vector, valid, g);
-    TE_UNROLL
-    for (int e = 0; e < 4; ++e)
-      adamElement<H>(g[e], p[e], mm[e], v[e], sc);
-    store4(b.p1 + at, vector, valid, p);
-    store4(b.m1 + at, vector, valid, mm);
-    store4(b.v1 + at, vector, valid, v);
+    float p[4];
+    adamQuad<H, G, true>(b, at, aligned16 && valid == 4, valid, sc, p);
   }
 }
 
@@ -341,6 +335,23 @@ __device__ __forceinline__ AdamBuffers adamBuffers(const Table &t, int i) {
                      reinterpret_cast<float *>(w[kAdamNewExpAvgSq])};
 }
 
+/// What a CTA of a multi-tensor launch works on: its tensor (table words,
+/// shape) and its tile there (index, top-left corner), column tiles fastest.
+template <int W> struct AdamCta {
+  int tensor;
+  const u64 *w;
+  i64 m, k, tile, r0, c0;
+  template <class Table>
+  __device__ AdamCta(const Table &t, int count)
+      : tensor(adamTensorOf<W>(t, count, i64(blockIdx.x))), w(&t.w[tensor * W]),
+        m(i64(w[kAdamRows])), k(i64(w[kAdamCols])),
+        tile(i64(blockIdx.x) - i64(w[kAdamFirstTile])) {
+    i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
+    r0 = tile / tilesAcross * kTileRows;
+    c0 = tile % tilesAcross * kTileCols;
+  }
+};
+
 /// The whole kernel: one CTA of kTileThreads per tile of every tensor (grid
 /// = the tables' total tile count), quantizeDynamicSmem(F32) bytes of
 /// dynamic shared memory when there are stages. `scalars[s]` holds stage
@@ -352,18 +363,14 @@ __device__ __forceinline__ void adamQuantizeTiles(
   constexpr int S = int(sizeof...(Stages));
   constexpr int W = kAdamWords + 4 * S;
   using List = StageList<Stages...>;
-  int tensor = adamTensorOf<W>(t, count, i64(blockIdx.x));
-  const u64 *w = &t.w[tensor * W];
-  i64 m = i64(w[kAdamRows]), k = i64(w[kAdamCols]);
-  i64 tile = i64(blockIdx.x) - i64(w[kAdamFirstTile]);
-  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
-  i64 r0 = tile / tilesAcross * kTileRows, c0 = tile % tilesAcross * kTileCols;
+  AdamCta<W> cta(t, count);
+  const u64 *w = cta.w;
+  i64 m = cta.m, k = cta.k, r0 = cta.r0, c0 = cta.c0;
   int tid = int(threadIdx.x);
   AdamScalars sc = adamScalars<H>(lr, step);
-  AdamBuffers b = adamBuffers<W>(t, tensor);
+  AdamBuffers b = adamBuffers<W>(t, cta.tensor);
   if constexpr (S == 0) {
-    (void)r0, (void)c0;
-    adamFlat<H, G>(b, m * k, tile, tid, sc);
+    adamFlat<H, G>(b, m * k, cta.tile, tid, sc);
     return;
   } else {
     __shared__ TileSmem smem;
@@ -401,14 +408,10 @@ __device__ __forceinline__ void adamQuantizeTiles(
 template <class H, SourceType G, int N, int W, int AmaxWord>
 __device__ __forceinline__ void adamAmax(const AdamTable<N, W> &t, int count,
                                          const float *lr, const i64 *step) {
-  int tensor = adamTensorOf<W>(t, count, i64(blockIdx.x));
-  const u64 *w = &t.w[tensor * W];
-  i64 m = i64(w[kAdamRows]), k = i64(w[kAdamCols]);
-  i64 tile = i64(blockIdx.x) - i64(w[kAdamFirstTile]);
-  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
-  i64 r0 = tile / tilesAcross * kTileRows, c0 = tile % tilesAcross * kTileCols;
+  AdamCta<W> cta(t, count);
+  i64 m = cta.m, k = cta.k, r0 = cta.r0, c0 = cta.c0;
   AdamScalars sc = adamScalars<H>(lr, step);
-  AdamBuffers b = adamBuffers<W>(t, tensor);
+  AdamBuffers b = adamBuffers<W>(t, cta.tensor);
   bool aligned16 = k % 4 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
                    aligned(b.v, 16) && aligned(b.g, 8) &&
                    (G != SourceType::F32 || aligned(b.g, 16));
@@ -417,17 +420,12 @@ __device__ __forceinline__ void adamAmax(const AdamTable<N, W> &t, int count,
                [&](int, int, i64 at, int n, bool vector) {
                  if (n == 0)
                    return;
-                 float p[4], g[4], mm[4], v[4];
-                 load4(b.p + at, vector, n, p);
-                 load4(b.m + at, vector, n, mm);
-                 load4(b.v + at, vector, n, v);
-                 loadGrad4<G>(b.g, at, vector, n, g);
-                 for (int e = 0; e < n; ++e) {
-                   adamElement<H>(g[e], p[e], mm[e], v[e], sc);
+                 float p[4];
+                 adamQuad<H, G, false>(b, at, vector, n, sc, p);
+                 for (int e = 0; e < n; ++e)
                    a = amaxAccumulate(a, p[e]);
-                 }
                });
-  warpAmaxToGlobal(a, reinterpret_cast<float *>(w[AmaxWord]));
+  warpAmaxToGlobal(a, reinterpret_cast<float *>(cta.w[AmaxWord]));
 }
 
 /// Amax pre-pass of an NVFP4 RHT columnwise stage: the update recomputed
@@ -439,14 +437,10 @@ __device__ __forceinline__ void adamAmax(const AdamTable<N, W> &t, int count,
 template <class H, SourceType G, int N, int W, int AmaxWord>
 __device__ __forceinline__ void adamRhtAmax(const AdamTable<N, W> &t, int count,
                                             const float *lr, const i64 *step) {
-  int tensor = adamTensorOf<W>(t, count, i64(blockIdx.x));
-  const u64 *w = &t.w[tensor * W];
-  i64 m = i64(w[kAdamRows]), k = i64(w[kAdamCols]);
-  i64 tile = i64(blockIdx.x) - i64(w[kAdamFirstTile]);
-  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
-  i64 r0 = tile / tilesAcross * kTileRows, c0 = tile % tilesAcross * kTileCols;
+  AdamCta<W> cta(t, count);
+  i64 m = cta.m, k = cta.k, r0 = cta.r0, c0 = cta.c0;
   AdamScalars sc = adamScalars<H>(lr, step);
-  AdamBuffers b = adamBuffers<W>(t, tensor);
+  AdamBuffers b = adamBuffers<W>(t, cta.tensor);
   float a = 0.0f;
   for (int task = int(threadIdx.x); task < kColSegments * kTileCols;
        task += kTileThreads) {
@@ -466,7 +460,7 @@ __device__ __forceinline__ void adamRhtAmax(const AdamTable<N, W> &t, int count,
     for (int i = 0; i < kSegment; ++i)
       a = amaxAccumulate(a, y[i]);
   }
-  warpAmaxToGlobal(a, reinterpret_cast<float *>(w[AmaxWord]));
+  warpAmaxToGlobal(a, reinterpret_cast<float *>(cta.w[AmaxWord]));
 }
 
 } // namespace dev
