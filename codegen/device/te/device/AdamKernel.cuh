@@ -156,21 +156,26 @@ __device__ __forceinline__ void loadGlobal8(const void *p, u32 &x, u32 &y) {
       : "l"(p));
 }
 
+/// Four consecutive f32 elements, `n` of them valid (the rest zero).
+__device__ __forceinline__ void load4(const float *x, bool vector, int n,
+                                      float *out) {
+  if (vector) {
+    U32x4 a = loadGlobal16(x);
+    out[0] = bitsToFloat(a.x), out[1] = bitsToFloat(a.y);
+    out[2] = bitsToFloat(a.z), out[3] = bitsToFloat(a.w);
+  } else {
+    for (int e = 0; e < 4; ++e)
+      out[e] = e < n ? x[e] : 0.0f;
+  }
+}
+
 /// Four consecutive gradient elements (bf16 / f16 / f32) widened; `n` of
 /// them valid (the rest read as zero).
 template <SourceType G>
 __device__ __forceinline__ void loadGrad4(const void *g, i64 at, bool vector,
                                           int n, float *out) {
   if (G == SourceType::F32) {
-    const float *gp = static_cast<const float *>(g) + at;
-    if (vector) {
-      U32x4 a = loadGlobal16(gp);
-      out[0] = bitsToFloat(a.x), out[1] = bitsToFloat(a.y);
-      out[2] = bitsToFloat(a.z), out[3] = bitsToFloat(a.w);
-    } else {
-      for (int e = 0; e < 4; ++e)
-        out[e] = e < n ? gp[e] : 0.0f;
-    }
+    load4(static_cast<const float *>(g) + at, vector, n, out);
     return;
   }
   const u16 *gp = static_cast<const u16 *>(g) + at;
@@ -182,18 +187,6 @@ __device__ __forceinline__ void loadGrad4(const void *g, i64 at, bool vector,
   } else {
     for (int e = 0; e < 4; ++e)
       out[e] = e < n ? widen<isF16(G)>(loadGlobalU16(gp + e)) : 0.0f;
-  }
-}
-
-__device__ __forceinline__ void load4(const float *x, bool vector, int n,
-                                      float *out) {
-  if (vector) {
-    U32x4 a = loadGlobal16(x);
-    out[0] = bitsToFloat(a.x), out[1] = bitsToFloat(a.y);
-    out[2] = bitsToFloat(a.z), out[3] = bitsToFloat(a.w);
-  } else {
-    for (int e = 0; e < 4; ++e)
-      out[e] = e < n ? x[e] : 0.0f;
   }
 }
 
