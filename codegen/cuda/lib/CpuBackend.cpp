@@ -169,6 +169,7 @@ runGemm(const Entry &e, const GemmKernel &g,
         *values[g.a].quantized.get(g.directionA()), *a.scheme(g.directionA()));
     ref::BlockScaledOperand w = ref::blockScaledOperand(
         *values[g.b].quantized.get(g.directionB()), *b.scheme(g.directionB()));
+    // The plain GEMM above still supplies the magnitudes of the bound.
     std::string error;
     d = ref::blockScaledGemm(x, w, biasPtr, &error);
     if (d.empty())
