@@ -9,16 +9,23 @@
 // the program's interface and keep their signature; a value reaching any op
 // the pass does not understand keeps every direction it has.
 //
+// The exception is a persistent quantized value (a !te.qtensor argument or
+// result marked te.persistent): the runtime stores one copy for every
+// function, so every declaration of it - and the te.quantize that writes
+// it - holds the union of the directions any declaration lists.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 
 #include "dialect/te/TeOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 
 #define DEBUG_TYPE "te-infer-usage"
 
@@ -65,11 +72,146 @@ static StringAttr persistentName(QuantizeOp op) {
 }
 
 namespace {
+/// A function argument or result marked te.persistent.
+struct Declaration {
+  mutable FunctionOpInterface fn; // an op handle: methods are non-const
+  bool isResult;
+  unsigned index;
+
+  Type type() const {
+    return isResult ? fn.getResultTypes()[index] : fn.getArgumentTypes()[index];
+  }
+  Location loc() const {
+    return isResult ? fn.getLoc() : fn.getArgument(index).getLoc();
+  }
+  std::string describe() const {
+    return (isResult ? "result " : "argument ") + std::to_string(index) +
+           " of '" + fn.getName().str() + "'";
+  }
+};
+
+/// Whether two declarations of one persistent value agree: the same tensor
+/// type, or the same shape, element type and scheme (directions may differ:
+/// the stored value holds their union).
+static bool compatible(Type a, Type b) {
+  auto qa = dyn_cast<QTensorType>(a), qb = dyn_cast<QTensorType>(b);
+  if (!qa || !qb)
+    return a == b;
+  return qa.getShape() == qb.getShape() &&
+         qa.getElementType() == qb.getElementType() &&
+         qa.getScheme() == qb.getScheme();
+}
+
+static QTensorType withDirections(QTensorType t, Directions d) {
+  return QTensorType::get(t.getContext(), t.getShape(), t.getElementType(),
+                          t.getScheme(), d);
+}
+} // namespace
+
+/// Makes the value `d` (a result) returns hold `all`: the te.quantize
+/// writing it gains the missing directions.
+static LogicalResult widenReturned(const Declaration &d, StringAttr name,
+                                   Directions all, bool report) {
+  Operation *ret = d.fn.getFunctionBody().front().getTerminator();
+  Value v = ret->getOperand(d.index);
+  auto held = cast<QTensorType>(v.getType());
+  if (held.getDirections() == all)
+    return success(); // e.g. a persistent argument passed through
+  auto quantize = v.getDefiningOp<QuantizeOp>();
+  if (!quantize)
+    return ret->emitError()
+           << "returns persistent '" << name.getValue() << "' holding "
+           << stringifyDirections(held.getDirections())
+           << ", but it is stored with " << stringifyDirections(all)
+           << " (another function declares them); quantize it here with "
+              "every direction";
+  Directions want = held.getDirections() | all;
+  if (report)
+    quantize.emitRemark() << "te-infer-usage: writing "
+                          << stringifyDirections(want) << ", adding "
+                          << stringifyDirections(want & ~held.getDirections())
+                          << " (another function reads the persistent '"
+                          << name.getValue() << "')";
+  quantize.getResult().setType(withDirections(held, want));
+  return success();
+}
+
+/// Checks that every declaration of each persistent value agrees and gives
+/// each quantized one the union of the directions they list: the argument
+/// types, the result types and the te.quantize producing such a result.
+static LogicalResult unifyPersistentValues(ModuleOp module, bool report) {
+  llvm::MapVector<StringAttr, SmallVector<Declaration>> byName;
+  for (auto fn : module.getOps<FunctionOpInterface>()) {
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (auto name = fn.getArgAttrOfType<StringAttr>(
+              i, TeDialect::kPersistentAttrName))
+        byName[name].push_back({fn, false, i});
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      if (auto name = fn.getResultAttrOfType<StringAttr>(
+              i, TeDialect::kPersistentAttrName))
+        byName[name].push_back({fn, true, i});
+  }
+  for (auto &[name, decls] : byName) {
+    const Declaration &first = decls.front();
+    Directions all = Directions::none;
+    for (const Declaration &d : decls) {
+      for (const Declaration &o : decls) {
+        if (&o == &d)
+          break;
+        if (o.fn == d.fn && o.isResult == d.isResult)
+          return emitError(d.loc())
+                 << "persistent '" << name.getValue() << "' is both "
+                 << o.describe() << " and " << d.describe()
+                 << ": a function reads (and writes) one value once";
+      }
+      if (!compatible(d.type(), first.type()))
+        return emitError(d.loc())
+               << "persistent '" << name.getValue() << "' is " << d.type()
+               << " in " << d.describe() << " but " << first.type() << " in "
+               << first.describe();
+      if (auto q = dyn_cast<QTensorType>(d.type()))
+        all = all | q.getDirections();
+    }
+    if (all == Directions::none)
+      continue; // a tensor
+    for (const Declaration &d : decls) {
+      auto type = cast<QTensorType>(d.type());
+      if (type.getDirections() == all)
+        continue;
+      QTensorType wide = withDirections(type, all);
+      SmallVector<Type> args(d.fn.getArgumentTypes()),
+          results(d.fn.getResultTypes());
+      if (!d.isResult) {
+        if (report)
+          emitRemark(d.loc())
+              << "te-infer-usage: " << d.describe() << " holds "
+              << stringifyDirections(all) << " of the persistent '"
+              << name.getValue() << "' (another function declares "
+              << stringifyDirections(all & ~type.getDirections()) << ")";
+        args[d.index] = wide;
+        if (!d.fn.isExternal())
+          d.fn.getArgument(d.index).setType(wide);
+      } else if (!d.fn.isExternal() &&
+                 failed(widenReturned(d, name, all, report))) {
+        return failure();
+      }
+      if (d.isResult)
+        results[d.index] = wide;
+      d.fn.setType(FunctionType::get(module.getContext(), args, results));
+    }
+  }
+  return success();
+}
+
+namespace {
 struct TeInferUsagePass
     : mlir::te::impl::TeInferUsagePassBase<TeInferUsagePass> {
   using TeInferUsagePassBase::TeInferUsagePassBase;
 
   void runOnOperation() override {
+    if (failed(unifyPersistentValues(getOperation(), report)))
+      return signalPassFailure();
+
     // 1. What each quantization's users read.
     SmallVector<std::pair<QuantizeOp, Directions>> needs;
     // Persistent parameters: one stored quantization per (name, scheme),

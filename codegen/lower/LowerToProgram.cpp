@@ -49,7 +49,11 @@ public:
       if (failed(v))
         return failure();
       entry.args.push_back(*v);
+      auto name = fn.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), TeDialect::kPersistentAttrName);
+      entry.argPersistent.push_back(name ? name.str() : "");
     }
+
     for (Operation &op : fn.getBody().front()) {
       if (failed(lower(op)))
         return failure();
@@ -255,6 +259,9 @@ private:
         if (it == ids.end())
           return op.emitError("returns a value te-run does not hold");
         entry.results.push_back(it->second);
+        auto name = fn.getResultAttrOfType<StringAttr>(
+            entry.results.size() - 1, TeDialect::kPersistentAttrName);
+        entry.resultPersistent.push_back(name ? name.str() : "");
       }
       return success();
     }

@@ -29,11 +29,12 @@ def Te_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
-  // `te.persistent = "name"` on a function argument: a parameter whose
-  // quantized storage persists across the module's functions.
+  // `te.persistent = "name"` on a function argument or result: a value the
+  // runtime keeps between calls of the module's functions.
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
-    /// The argument attribute naming a persistent parameter.
+    /// The argument / result attribute naming a persistent value.
     static constexpr ::llvm::StringLiteral kPersistentAttrName =
         "te.persistent";
     void registerAttributes();

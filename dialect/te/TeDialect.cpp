@@ -23,30 +23,49 @@ void TeDialect::initialize() {
   registerTypes();
 }
 
+/// Checks a `te.persistent` attribute on an argument or result of `op`
+/// whose type is `type`.
+static LogicalResult verifyPersistent(Operation *op, NamedAttribute attr,
+                                      Type type, StringRef what) {
+  if (attr.getName() != TeDialect::kPersistentAttrName)
+    return op->emitError() << "unknown te " << what << " attribute '"
+                           << attr.getName().getValue() << "'";
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name || name.getValue().empty())
+    return op->emitError() << "'" << TeDialect::kPersistentAttrName
+                           << "' must name the value with a non-empty "
+                              "string, got "
+                           << attr.getValue();
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!isa<QTensorType>(type) && (!tensor || !tensor.hasStaticShape()))
+    return op->emitError() << "'" << TeDialect::kPersistentAttrName
+                           << "' marks a statically shaped tensor or a "
+                              "!te.qtensor "
+                           << what << ", not " << type;
+  return success();
+}
+
 LogicalResult TeDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
                                                   NamedAttribute attr) {
-  if (attr.getName() != kPersistentAttrName)
-    return op->emitError() << "unknown te argument attribute '"
-                           << attr.getName().getValue() << "'";
-  auto name = dyn_cast<StringAttr>(attr.getValue());
-  if (!name || name.getValue().empty())
-    return op->emitError() << "'" << kPersistentAttrName
-                           << "' must name the parameter with a non-empty "
-                              "string, got "
-                           << attr.getValue();
   // Declarations have no block: take the type from the signature.
   Type type;
   if (auto fn = dyn_cast<FunctionOpInterface>(op))
     type = fn.getArgumentTypes()[argIndex];
   else
     type = op->getRegion(regionIndex).getArgument(argIndex).getType();
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return op->emitError() << "'" << kPersistentAttrName
-                           << "' marks a statically shaped tensor argument, "
-                              "not "
-                           << type;
-  return success();
+  return verifyPersistent(op, attr, type, "argument");
+}
+
+LogicalResult TeDialect::verifyRegionResultAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' belongs on a function result";
+  return verifyPersistent(op, attr, fn.getResultTypes()[resultIndex],
+                          "result");
 }

@@ -382,14 +382,14 @@ func.func @fused_quantize_empty(%x: tensor<64x64xbf16>) {
 // -----
 
 // The te.persistent argument attribute names a parameter with a string.
-// expected-error @+1 {{'te.persistent' must name the parameter with a non-empty string, got 1 : i64}}
+// expected-error @+1 {{'te.persistent' must name the value with a non-empty string, got 1 : i64}}
 func.func @persistent_not_a_name(%w: tensor<32x64xbf16> {te.persistent = 1}) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{'te.persistent' marks a statically shaped tensor argument, not 'tensor<?x64xbf16>'}}
+// expected-error @+1 {{'te.persistent' marks a statically shaped tensor or a !te.qtensor argument, not 'tensor<?x64xbf16>'}}
 func.func @persistent_dynamic(%w: tensor<?x64xbf16> {te.persistent = "w"}) {
   return
 }
@@ -399,6 +399,28 @@ func.func @persistent_dynamic(%w: tensor<?x64xbf16> {te.persistent = "w"}) {
 // expected-error @+1 {{unknown te argument attribute 'te.persistant'}}
 func.func @persistent_misspelt(%w: tensor<32x64xbf16> {te.persistant = "w"}) {
   return
+}
+
+// -----
+
+// te.persistent on a result names the value the runtime keeps.
+// expected-error @+1 {{'te.persistent' must name the value with a non-empty string, got ""}}
+func.func @persistent_result_empty(%w: tensor<32x64xf32>) -> (tensor<32x64xf32> {te.persistent = ""}) {
+  return %w : tensor<32x64xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'te.persistent' marks a statically shaped tensor or a !te.qtensor result, not 'tensor<?x64xf32>'}}
+func.func @persistent_result_dynamic(%w: tensor<?x64xf32>) -> (tensor<?x64xf32> {te.persistent = "w"}) {
+  return %w : tensor<?x64xf32>
+}
+
+// -----
+
+// expected-error @+1 {{unknown te result attribute 'te.keep'}}
+func.func @persistent_result_misspelt(%w: tensor<32x64xf32>) -> (tensor<32x64xf32> {te.keep = "w"}) {
+  return %w : tensor<32x64xf32>
 }
 
 // -----

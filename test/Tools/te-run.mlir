@@ -19,7 +19,7 @@
 // FILES: result0.rowwise.data.npy
 // FILES: result0.rowwise.scale_inv.npy
 // FILES: result1.npy
-// NODATA: te-run: argument 'arg0' has no data: give --input arg0=FILE.npy or --random-inputs SEED
+// NODATA: te-run: argument 'arg0' of 'quantize_grad' has no data: give --input arg0=FILE.npy or --random-inputs SEED
 // MISSING: te-run: cannot open '{{.*}}missing.npy'
 // SHAPE: te-run: '{{.*}}result1.npy' has shape 128, argument 'arg0' needs 256x128
 // ENTRY: te-run: no function 'nope'

@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace cl = llvm::cl;
@@ -221,21 +222,28 @@ static void summarize(const cg::Entry &e,
   }
 }
 
-/// One line per step of --steps: the RMS of every f32 tensor result (the
-/// parameters an optimizer step returns), so a user sees them evolve.
-static void printStep(const cg::Entry &e, int step,
+/// One line per call of --steps or of an --entry sequence: the RMS of every
+/// floating-point tensor result (the parameters an optimizer step returns, a weight
+/// gradient), so a user sees them evolve.
+static void printStep(const cg::Entry &e, const std::string &label,
                       const std::vector<cg::ValueData> &results) {
-  llvm::outs() << "step " << step << ":";
+  llvm::outs() << label << ":";
   for (size_t i = 0; i < results.size(); ++i) {
     const cg::Value &v = e.values[e.results[i]];
-    if (v.isQuantized() || v.dtype != rt::DType::F32)
+    if (v.isQuantized() || v.dtype == rt::DType::I64)
       continue;
     const std::vector<uint8_t> &b = results[i][0].bytes;
+    size_t size = size_t(rt::dtypeSize(v.dtype)), n = b.size() / size;
     double sum = 0;
-    size_t n = b.size() / 4;
     for (size_t j = 0; j < n; ++j) {
       float f;
-      std::memcpy(&f, &b[4 * j], 4);
+      if (v.dtype == rt::DType::F32) {
+        std::memcpy(&f, &b[4 * j], 4);
+      } else {
+        uint16_t h = uint16_t(b[2 * j] | b[2 * j + 1] << 8);
+        f = v.dtype == rt::DType::BF16 ? rt::ref::bf16ToFloat(h)
+                                       : rt::ref::f16ToFloat(h);
+      }
       sum += double(f) * f;
     }
     llvm::outs() << llvm::format(" rms(result%zu)=%.9g", i,
@@ -356,17 +364,33 @@ int main(int argc, char **argv) {
   if (mlir::failed(program))
     return 1;
 
-  const cg::Entry *entry = nullptr;
+  // The entries to call, in order: --entry a,b,c runs a sequence in one
+  // session (persistent values carried between calls); --steps repeats it.
+  std::vector<const cg::Entry *> sequence;
   if (entryName.empty()) {
     if (program->entries.size() != 1)
       die("the module has " + std::to_string(program->entries.size()) +
           " functions; pick one with --entry");
-    entry = &program->entries.front();
-  } else if (!(entry = program->find(entryName))) {
-    die("no function '" + entryName + "' in '" + inputFile + "'");
+    sequence.push_back(&program->entries.front());
+  } else {
+    llvm::SmallVector<llvm::StringRef> names;
+    llvm::StringRef(entryName).split(names, ',');
+    for (llvm::StringRef n : names) {
+      const cg::Entry *e = program->find(n.trim().str());
+      if (!e)
+        die("no function '" + n.trim().str() + "' in '" + inputFile + "'");
+      sequence.push_back(e);
+    }
   }
+  if (steps < 1)
+    die("--steps must be at least 1");
+  std::vector<const cg::Entry *> distinct;
+  for (const cg::Entry *e : sequence)
+    if (std::find(distinct.begin(), distinct.end(), e) == distinct.end())
+      distinct.push_back(e);
 
-  // Arguments.
+  // --input NAME=FILE: NAME is an argument of a single entry (arg0 or 0),
+  // ENTRY.argN, or a persistent value's name.
   std::map<std::string, std::string> given;
   for (const std::string &in : inputs) {
     size_t eq = in.find('=');
@@ -379,32 +403,93 @@ int main(int argc, char **argv) {
       name = "arg" + name;
     given[name] = in.substr(eq + 1);
   }
-  // Random second moments must be non-negative (else sqrt gives NaN).
-  std::set<int> secondMoments;
-  for (const cg::Kernel &k : entry->kernels)
-    if (k.kind == cg::Kernel::Kind::Adam)
-      for (const cg::AdamTensor &t : k.adam.tensors)
-        secondMoments.insert(t.expAvgSq);
-  std::vector<std::vector<uint8_t>> args;
-  for (size_t i = 0; i < entry->args.size(); ++i) {
-    const cg::Value &v = entry->values[entry->args[i]];
-    auto it = given.find(v.name);
-    if (it != given.end()) {
-      args.push_back(loadArgument(v, it->second));
-      given.erase(it);
-    } else if (randomSeed >= 0) {
-      args.push_back(randomArgument(v, uint64_t(randomSeed) + i));
-      if (secondMoments.count(entry->args[i]))
-        for (size_t b = 3; b < args.back().size(); b += 4)
-          args.back()[b] &= 0x7F; // Adam's v is a mean of squares: >= 0
-    } else {
-      die("argument '" + v.name + "' has no data: give --input " + v.name +
-          "=FILE.npy or --random-inputs SEED");
+  std::set<std::string> used;
+  auto inputFor = [&](const cg::Entry &e, size_t i) -> const std::string * {
+    const cg::Value &v = e.values[e.args[i]];
+    for (const std::string &key :
+         {e.name + "." + v.name, distinct.size() == 1 ? v.name : std::string(),
+          e.persistentArg(i)}) {
+      auto it = key.empty() ? given.end() : given.find(key);
+      if (it != given.end()) {
+        used.insert(key);
+        return &it->second;
+      }
+    }
+    return nullptr;
+  };
+
+  // Which persistent values some entry writes (for error messages).
+  std::map<std::string, std::string> writers;
+  for (const cg::Entry &e : program->entries)
+    for (size_t i = 0; i < e.results.size(); ++i)
+      if (!e.persistentResult(i).empty()) {
+        std::string &w = writers[e.persistentResult(i)];
+        w += (w.empty() ? "" : ", ") + e.name;
+      }
+
+  // Arguments of each entry, built once: from --input, else seeded random
+  // data (entry k's argument i from seed + 100 k + i). A persistent
+  // quantized value has no such data: an entry must write it first.
+  std::map<const cg::Entry *, std::vector<std::vector<uint8_t>>> argsOf;
+  for (size_t k = 0; k < distinct.size(); ++k) {
+    const cg::Entry &e = *distinct[k];
+    // Random second moments must be non-negative (else sqrt gives NaN).
+    std::set<int> secondMoments;
+    for (const cg::Kernel &kn : e.kernels)
+      if (kn.kind == cg::Kernel::Kind::Adam)
+        for (const cg::AdamTensor &t : kn.adam.tensors)
+          secondMoments.insert(t.expAvgSq);
+    std::vector<std::vector<uint8_t>> &args = argsOf[&e];
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const cg::Value &v = e.values[e.args[i]];
+      const std::string &persistent = e.persistentArg(i);
+      if (v.isQuantized()) {
+        if (persistent.empty())
+          die("argument '" + v.name + "' of '" + e.name +
+              "' is quantized: te-run holds quantized arguments only as "
+              "persistent values an earlier entry writes (te.persistent)");
+        args.emplace_back(); // the session's store provides it
+        continue;
+      }
+      if (const std::string *file = inputFor(e, i)) {
+        args.push_back(loadArgument(v, *file));
+      } else if (randomSeed >= 0) {
+        args.push_back(randomArgument(v, uint64_t(randomSeed) + 100 * k + i));
+        if (secondMoments.count(e.args[i]))
+          for (size_t b = 3; b < args.back().size(); b += 4)
+            args.back()[b] &= 0x7F; // Adam's v is a mean of squares: >= 0
+      } else {
+        die("argument '" + v.name + "' of '" + e.name +
+            "' has no data: give --input " +
+            (persistent.empty() ? v.name : persistent) +
+            "=FILE.npy or --random-inputs SEED");
+      }
     }
   }
-  if (!given.empty())
-    die("--input names '" + given.begin()->first + "', which '" + entry->name +
-        "' does not take");
+  for (auto &[name, file] : given)
+    if (!used.count(name))
+      die("--input names '" + name + "', which no entry run takes");
+  // A persistent quantized value must be written before it is read.
+  {
+    std::set<std::string> held;
+    for (const cg::Entry *e : sequence) {
+      for (size_t i = 0; i < e->args.size(); ++i) {
+        const std::string &n = e->persistentArg(i);
+        if (n.empty() || held.count(n))
+          continue;
+        if (e->values[e->args[i]].isQuantized())
+          die("'" + e->name + "' reads the persistent quantized '" + n +
+              "' before any entry wrote it" +
+              (writers.count(n) ? "; run one that writes it first (" +
+                                      writers[n] + ")"
+                                : "; no entry writes it"));
+        held.insert(n);
+      }
+      for (size_t i = 0; i < e->results.size(); ++i)
+        if (!e->persistentResult(i).empty())
+          held.insert(e->persistentResult(i));
+    }
+  }
 
   // Backends.
   rt::KernelCache cache(cacheDir.empty() ? rt::KernelCache::defaultDiskDir()
@@ -424,115 +509,167 @@ int main(int argc, char **argv) {
     wantCuda = false; // --check: compile and run the CPU side, say so below
   }
   if (!device) {
-    rt::Expected<size_t> n = cg::compileEntry(*program, *entry, cache);
-    if (!n && n.status().code() != rt::StatusCode::Unsupported)
-      die(n.status().toString());
+    size_t sources = 0;
+    std::string unsupported;
+    for (const cg::Entry *e : distinct) {
+      rt::Expected<size_t> n = cg::compileEntry(*program, *e, cache);
+      if (!n && n.status().code() != rt::StatusCode::Unsupported)
+        die(n.status().toString());
+      if (n)
+        sources += *n;
+      else if (unsupported.empty()) // no CUDA lowering yet: nothing to compile
+        unsupported = n.status().message();
+    }
     llvm::outs() << "no GPU (" << noGpu << "): ";
-    if (n)
-      llvm::outs() << "compiled " << *n << " kernel source(s) with NVRTC for "
-                   << program->arch;
-    else // a kernel with no CUDA lowering yet: nothing to compile
-      llvm::outs() << n.status().message();
+    if (unsupported.empty())
+      llvm::outs() << "compiled " << sources
+                   << " kernel source(s) with NVRTC for " << program->arch;
+    else
+      llvm::outs() << unsupported;
     llvm::outs() << "; running the CPU backend"
                  << (check ? " only (--check needs a GPU to compare)" : "")
                  << "\n";
   }
 
-  if (steps < 1)
-    die("--steps must be at least 1");
-  std::vector<cg::CarriedState> carried = cg::carriedState(*entry);
-  int stepArg = cg::stepArgument(*entry);
-  if (steps > 1 && carried.empty())
-    die("--steps carries optimizer state, but '" + entry->name +
+  const cg::Entry &only = *sequence.front();
+  bool single = sequence.size() == 1;
+  if (single && steps > 1 && cg::carriedState(only).empty() &&
+      std::all_of(only.resultPersistent.begin(), only.resultPersistent.end(),
+                  [](const std::string &n) { return n.empty(); }))
+    die("--steps carries optimizer state, but '" + only.name +
         "' updates no argument with an optimizer step");
-  // The step argument of call `i` (0-based).
-  auto stepBytes = [&](int i) {
-    std::vector<uint8_t> b = args[size_t(stepArg)];
-    int64_t v;
-    std::memcpy(&v, b.data(), 8);
-    v += i;
-    std::memcpy(b.data(), &v, 8);
-    return b;
+
+  // The session: per backend, the persistent values and each entry's
+  // runner; the CPU also keeps each entry's carried (non-persistent)
+  // optimizer state and which of it is inexact.
+  cg::HostStore hostStore;
+  cg::DeviceStore deviceStore;
+  std::optional<rt::Stream> stream;
+  std::map<const cg::Entry *, cg::CudaRunner> runners;
+  std::map<const cg::Entry *, std::vector<bool>> inexactOf;
+  std::map<const cg::Entry *, int> callsOf;
+  if (wantCuda) {
+    auto st = rt::Stream::create(*device);
+    if (!st)
+      die(st.status().toString());
+    stream.emplace(std::move(*st));
+  }
+  auto orDie = [](const rt::Status &st) {
+    if (!st.isOk())
+      die(st.toString());
   };
 
+  size_t totalCalls = sequence.size() * size_t(steps);
   std::vector<cg::ValueData> cpuResults, cudaResults;
-  if (wantCpu) {
-    std::vector<std::vector<uint8_t>> in = args;
-    // Carried state computed from GEMM outputs differs between backends:
-    // what the next call computes from it is not compared.
-    std::vector<bool> inexact(args.size(), false);
-    cg::CpuState state;
-    for (int i = 0; i < steps; ++i) {
-      if (stepArg >= 0)
-        in[size_t(stepArg)] = stepBytes(i);
-      auto r = cg::runCpu(*program, *entry, in, &state, &inexact);
+  cg::Comparison total;
+  for (size_t call = 0; call < totalCalls; ++call) {
+    const cg::Entry &e = *sequence[call % sequence.size()];
+    std::vector<std::vector<uint8_t>> &args = argsOf[&e];
+    int nth = callsOf[&e]++;
+    int stepArg = cg::stepArgument(e);
+    if (stepArg >= 0 && nth > 0) { // the step counts up per call
+      int64_t v;
+      std::memcpy(&v, args[size_t(stepArg)].data(), 8);
+      ++v;
+      std::memcpy(args[size_t(stepArg)].data(), &v, 8);
+    }
+    std::vector<cg::CarriedState> carried = cg::carriedState(e);
+
+    if (wantCpu) {
+      std::vector<bool> &inexact = inexactOf[&e];
+      inexact.resize(args.size(), false);
+      cg::CpuState state;
+      auto r = cg::runCpu(*program, e, args, &state, &inexact, &hostStore);
       if (!r)
         die(r.status().message());
       cpuResults = std::move(*r);
+      // Carried state computed from GEMM outputs differs between backends:
+      // what the next call computes from it is not compared.
       for (const cg::CarriedState &c : carried) {
-        in[c.argument] = state.tensors[size_t(c.value)];
+        args[c.argument] = state.tensors[size_t(c.value)];
         inexact[c.argument] = state.inexact[size_t(c.value)];
       }
-      if (steps > 1 && !wantCuda)
-        printStep(*entry, i + 1, cpuResults);
     }
-  }
-  if (wantCuda) {
-    auto stream = rt::Stream::create(*device);
-    if (!stream)
-      die(stream.status().toString());
-    auto runner = cg::CudaRunner::create(*program, *entry, *device, cache);
-    if (!runner)
-      die(runner.status().toString());
-    for (size_t i = 0; i < args.size(); ++i) {
-      rt::Status st = runner->setArgument(i, args[i], *stream);
-      if (!st.isOk())
-        die(st.toString());
-    }
-    rt::Status st = runner->poison(0xA5, *stream);
-    for (int i = 0; i < steps && st.isOk(); ++i) {
-      if (stepArg >= 0)
-        st = runner->setArgument(size_t(stepArg), stepBytes(i), *stream);
-      if (st.isOk())
-        st = runner->run(*stream);
-      if (st.isOk() && steps > 1) {
-        auto r = runner->results(*stream);
+    if (wantCuda) {
+      auto it = runners.find(&e);
+      if (it == runners.end()) {
+        auto r = cg::CudaRunner::create(*program, e, *device, cache,
+                                        &deviceStore);
         if (!r)
           die(r.status().toString());
-        printStep(*entry, i + 1, *r);
+        it = runners.emplace(&e, std::move(*r)).first;
+        orDie(it->second.poison(0xA5, *stream));
+        for (size_t i = 0; i < args.size(); ++i)
+          if (!e.values[e.args[i]].isQuantized() &&
+              !deviceStore.holds(e.persistentArg(i)))
+            orDie(it->second.setArgument(i, args[i], *stream));
+      } else if (stepArg >= 0) {
+        orDie(it->second.setArgument(size_t(stepArg), args[size_t(stepArg)],
+                                     *stream));
       }
-      if (st.isOk() && i + 1 < steps)
-        st = runner->carry(carried, *stream);
+      orDie(it->second.run(*stream));
+      auto r = it->second.results(*stream);
+      if (!r)
+        die(r.status().toString());
+      cudaResults = std::move(*r);
+      orDie(it->second.carry(carried, *stream));
     }
-    if (!st.isOk())
-      die(st.toString());
-    auto r = runner->results(*stream);
-    if (!r)
-      die(r.status().toString());
-    cudaResults = std::move(*r);
-    if (benchRuns > 0)
-      bench(*runner, *stream);
+    std::string label =
+        single ? "step " + std::to_string(call + 1)
+               : "call " + std::to_string(call + 1) + " " + e.name;
+    if (totalCalls > 1)
+      printStep(e, label, wantCuda ? cudaResults : cpuResults);
+
+    if (wantCuda && wantCpu) {
+      cg::Comparison c =
+          cg::compareResults(cpuResults, cudaResults, "cpu", "cuda");
+      if (!c.difference.empty()) {
+        llvm::outs() << "check: MISMATCH"
+                     << (totalCalls > 1 ? " in " + label : std::string())
+                     << " " << c.difference << "\n";
+        return 2;
+      }
+      total.exactBuffers += c.exactBuffers;
+      total.boundedBuffers += c.boundedBuffers;
+      total.uncheckedBuffers += c.uncheckedBuffers;
+      total.bytes += c.bytes;
+      total.worstBoundRatio = std::max(total.worstBoundRatio, c.worstBoundRatio);
+      // A persistent value only bounded against the CPU's (a GEMM output)
+      // is replaced on the device by the CPU's bytes, so every later call
+      // starts both backends from the same state and compares bit for bit.
+      for (size_t i = 0; i < e.results.size(); ++i) {
+        const std::string &n = e.persistentResult(i);
+        bool inexact = false;
+        for (const cg::NamedBuffer &b : cpuResults[i])
+          inexact |= b.unbounded || !b.tolerance.empty();
+        if (n.empty() || !inexact)
+          continue;
+        orDie(deviceStore.upload(n, cpuResults[i], *stream));
+        hostStore.markExact(n);
+      }
+    }
   }
 
+  const cg::Entry &last = *sequence[(totalCalls - 1) % sequence.size()];
+  if (wantCuda && benchRuns > 0)
+    bench(runners.at(&last), *stream);
   const std::vector<cg::ValueData> &primary =
       wantCuda ? cudaResults : cpuResults;
-  summarize(*entry, primary);
+  summarize(last, primary);
   if (!dumpDir.empty())
-    dump(*entry, primary);
+    dump(last, primary);
   if (wantCuda && wantCpu) {
-    cg::Comparison c =
-        cg::compareResults(cpuResults, cudaResults, "cpu", "cuda");
-    if (!c.difference.empty()) {
-      llvm::outs() << "check: MISMATCH " << c.difference << "\n";
-      return 2;
-    }
+    const cg::Comparison &c = total;
+    std::string calls =
+        totalCalls > 1 ? " in " + std::to_string(totalCalls) + " calls" : "";
     size_t buffers = c.exactBuffers + c.boundedBuffers + c.uncheckedBuffers;
     if (c.boundedBuffers == 0 && c.uncheckedBuffers == 0) {
       llvm::outs() << "check: cuda == cpu bit for bit (" << buffers
-                   << " buffers, " << c.bytes << " bytes)\n";
+                   << " buffers, " << c.bytes << " bytes" << calls << ")\n";
     } else {
-      llvm::outs() << "check: cuda matches cpu: " << c.exactBuffers
-                   << " buffer(s) bit for bit, " << c.boundedBuffers
+      llvm::outs() << "check: cuda matches cpu" << calls << ": "
+                   << c.exactBuffers << " buffer(s) bit for bit, "
+                   << c.boundedBuffers
                    << " GEMM output(s) within the stated bound (largest "
                    << llvm::format("%.3f", c.worstBoundRatio)
                    << " of it; docs/Numerics.md)";

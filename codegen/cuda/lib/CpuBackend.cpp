@@ -41,6 +41,27 @@ struct HostValue {
 };
 } // namespace
 
+/// The CPU backend's copy of one persistent value.
+struct HostStore::Held {
+  Value value;
+  HostValue host;
+};
+
+void HostStore::markExact(const std::string &name) {
+  auto it = values.find(name);
+  if (it == values.end())
+    return;
+  it->second->host.tolerance.clear();
+  it->second->host.unbounded = false;
+}
+
+/// Whether a stored value can stand for `v`: same kind, shape, type and
+/// schemes (the IR gives every declaration of a persistent value one type).
+static bool sameType(const Value &a, const Value &b) {
+  return a.kind == b.kind && a.shape == b.shape && a.dtype == b.dtype &&
+         a.rowwise == b.rowwise && a.columnwise == b.columnwise;
+}
+
 static rt::Status fail(const std::string &what) {
   return rt::Status(rt::StatusCode::InvalidArgument, what);
 }
@@ -307,7 +328,7 @@ int stepArgument(const Entry &e) {
 rt::Expected<std::vector<ValueData>>
 runCpu(const Program &p, const Entry &e,
        const std::vector<std::vector<uint8_t>> &args, CpuState *state,
-       const std::vector<bool> *inexactArgs) {
+       const std::vector<bool> *inexactArgs, HostStore *store) {
   std::string why = validate(e, p.target);
   if (!why.empty())
     return fail(e.name + ": " + why);
@@ -317,6 +338,18 @@ runCpu(const Program &p, const Entry &e,
   std::vector<HostValue> values(e.values.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const Value &v = e.values[e.args[i]];
+    const std::string &name = store ? e.persistentArg(i) : std::string();
+    if (!name.empty() && store->holds(name)) {
+      const HostStore::Held &held = *store->values[name];
+      if (!sameType(held.value, v))
+        return fail(e.name + ": persistent '" + name +
+                    "' has another type in the entry that wrote it");
+      values[e.args[i]] = held.host;
+      continue;
+    }
+    if (!name.empty() && v.isQuantized())
+      return fail(e.name + " reads persistent '" + name +
+                  "' before any entry wrote it");
     uint64_t bytes = uint64_t(v.rows() * v.cols() * rt::dtypeSize(v.dtype));
     if (v.isQuantized() || args[i].size() != bytes)
       return fail("argument " + std::to_string(i) + " ('" + v.name +
@@ -324,6 +357,9 @@ runCpu(const Program &p, const Entry &e,
     values[e.args[i]].tensor = args[i];
     values[e.args[i]].unbounded =
         inexactArgs && i < inexactArgs->size() && (*inexactArgs)[i];
+    if (!name.empty())
+      store->values[name] =
+          std::make_shared<HostStore::Held>(HostStore::Held{v, values[e.args[i]]});
   }
 
   for (const Kernel &k : e.kernels) {
@@ -382,6 +418,12 @@ runCpu(const Program &p, const Entry &e,
   std::vector<ValueData> out;
   for (int r : e.results)
     out.push_back(toValueData(e.values[r], values[r]));
+  if (store)
+    for (size_t i = 0; i < e.results.size(); ++i)
+      if (!e.persistentResult(i).empty())
+        store->values[e.persistentResult(i)] =
+            std::make_shared<HostStore::Held>(HostStore::Held{
+                e.values[e.results[i]], values[e.results[i]]});
   if (state) {
     state->tensors.clear();
     state->inexact.clear();

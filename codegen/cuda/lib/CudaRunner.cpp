@@ -6,6 +6,7 @@
 
 #include "te/codegen/Execute.h"
 
+#include <algorithm>
 #include <set>
 
 namespace te::cg {
@@ -16,11 +17,66 @@ struct CudaRunner::State {
   EntryPlan plan;
   Entry entry;
   rt::Target target;
-  std::vector<rt::DeviceBuffer> buffers;
+  /// Per plan buffer: the runner's own, or a persistent value's in `store`.
+  std::vector<std::shared_ptr<rt::DeviceBuffer>> buffers;
   std::vector<rt::PlanExecutor> executors;
-  std::vector<bool> isArgument;
+  /// Buffers holding data the caller or the store owns (never poisoned).
+  std::vector<bool> external;
+  DeviceStore *store = nullptr;
+  /// Persistent results written to a buffer of the runner (not in place):
+  /// copied into the store's buffer after the kernels.
+  std::vector<std::pair<int, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
   std::unique_ptr<rt::Graph> graph;
+
+  rt::Status enqueue(const rt::Stream &s);
+  rt::Status bindPersistent(const std::string &name, int v);
 };
+
+rt::Status DeviceStore::upload(const std::string &name, const ValueData &data,
+                               const rt::Stream &s) {
+  auto it = values.find(name);
+  if (it == values.end())
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "no persistent value '" + name + "' on the device");
+  for (const NamedBuffer &b : data) {
+    auto part = it->second.find(b.name);
+    if (part == it->second.end() || part->second->size() != b.bytes.size())
+      return rt::Status(rt::StatusCode::InvalidArgument,
+                        "persistent '" + name + "' has no " +
+                            std::to_string(b.bytes.size()) + "-byte buffer '" +
+                            b.name + "'");
+    TE_RETURN_IF_ERROR(
+        part->second->copyFromHost(b.bytes.data(), b.bytes.size(), s));
+  }
+  written.insert(name);
+  return rt::Status::ok();
+}
+
+/// Binds the storage of persistent value `name` (value `v` of the entry) to
+/// the store's buffers, allocating them on first use.
+rt::Status CudaRunner::State::bindPersistent(const std::string &name, int v) {
+  State &st = *this;
+  auto &parts = st.store->values[name];
+  for (const ValueStorage &vs : valueStorage(st.entry, st.plan, v, st.target)) {
+    uint64_t bytes = st.plan.buffers[size_t(vs.buffer)].bytes;
+    std::shared_ptr<rt::DeviceBuffer> &buf = parts[vs.name];
+    if (!buf) {
+      auto b = rt::DeviceBuffer::allocate(bytes);
+      if (!b)
+        return b.status();
+      buf = std::make_shared<rt::DeviceBuffer>(std::move(*b));
+    } else if (buf->size() != bytes) {
+      return rt::Status(rt::StatusCode::InvalidArgument,
+                        st.entry.name + ": persistent '" + name + "' " +
+                            vs.name + " has " + std::to_string(bytes) +
+                            " bytes here but " + std::to_string(buf->size()) +
+                            " in another entry");
+    }
+    st.buffers[size_t(vs.buffer)] = buf;
+    st.external[size_t(vs.buffer)] = true;
+  }
+  return rt::Status::ok();
+}
 
 CudaRunner::CudaRunner() : state_(std::make_unique<State>()) {}
 CudaRunner::CudaRunner(CudaRunner &&) noexcept = default;
@@ -46,7 +102,8 @@ rt::Expected<size_t> compileEntry(const Program &p, const Entry &e,
 
 rt::Expected<CudaRunner> CudaRunner::create(const Program &p, const Entry &e,
                                             const rt::Device &device,
-                                            rt::KernelCache &cache) {
+                                            rt::KernelCache &cache,
+                                            DeviceStore *store) {
   rt::Expected<EntryPlan> plan = buildEntryPlan(p, e);
   if (!plan)
     return plan.status();
@@ -55,23 +112,71 @@ rt::Expected<CudaRunner> CudaRunner::create(const Program &p, const Entry &e,
   st.plan = std::move(*plan);
   st.entry = e;
   st.target = p.target;
+  st.store = store;
   TE_RETURN_IF_ERROR(device.makeCurrent());
-  st.isArgument.assign(st.plan.buffers.size(), false);
+  size_t n = st.plan.buffers.size();
+  st.buffers.resize(n);
+  st.external.assign(n, false);
   for (int a : e.args)
-    st.isArgument[size_t(st.plan.values[a].tensor)] = true;
-  for (const rt::BufferDecl &b : st.plan.buffers) {
-    auto buf = rt::DeviceBuffer::allocate(b.bytes);
+    for (const ValueStorage &vs : valueStorage(e, st.plan, a, st.target))
+      st.external[size_t(vs.buffer)] = true;
+
+  // Persistent values: arguments first, then results - in place where the
+  // kernel that writes the result allows it, else through a copy.
+  std::vector<std::pair<int, std::string>> copied;
+  if (store) {
+    for (size_t i = 0; i < e.args.size(); ++i)
+      if (!e.persistentArg(i).empty())
+        TE_RETURN_IF_ERROR(st.bindPersistent(e.persistentArg(i), e.args[i]));
+    for (size_t i = 0; i < e.results.size(); ++i) {
+      const std::string &name = e.persistentResult(i);
+      if (name.empty())
+        continue;
+      int v = e.results[i], arg = -1;
+      for (size_t a = 0; a < e.args.size(); ++a)
+        if (e.persistentArg(a) == name)
+          arg = e.args[a];
+      if (arg == v)
+        continue; // returned unchanged
+      bool isArgument = std::count(e.args.begin(), e.args.end(), v) != 0;
+      if (!isArgument && (arg < 0 || updatesInPlace(e, arg, v)))
+        TE_RETURN_IF_ERROR(st.bindPersistent(name, v));
+      else
+        copied.push_back({v, name});
+    }
+  }
+  for (size_t b = 0; b < n; ++b) {
+    if (st.buffers[b])
+      continue;
+    auto buf = rt::DeviceBuffer::allocate(st.plan.buffers[b].bytes);
     if (!buf)
       return buf.status();
-    st.buffers.push_back(std::move(*buf));
+    st.buffers[b] = std::make_shared<rt::DeviceBuffer>(std::move(*buf));
+  }
+  for (auto &[v, name] : copied) {
+    auto &parts = store->values[name];
+    for (const ValueStorage &vs : valueStorage(e, st.plan, v, st.target)) {
+      std::shared_ptr<rt::DeviceBuffer> &to = parts[vs.name];
+      if (!to) {
+        auto b = rt::DeviceBuffer::allocate(st.buffers[size_t(vs.buffer)]->size());
+        if (!b)
+          return b.status();
+        to = std::make_shared<rt::DeviceBuffer>(std::move(*b));
+      }
+      if (to->size() != st.buffers[size_t(vs.buffer)]->size())
+        return rt::Status(rt::StatusCode::InvalidArgument,
+                          e.name + ": persistent '" + name + "' " + vs.name +
+                              " differs in size from another entry's");
+      st.copyOut.push_back({vs.buffer, to});
+    }
   }
   for (const KernelPlan &kp : st.plan.kernels) {
     auto ex = rt::PlanExecutor::create(kp.plan, device, cache);
     if (!ex)
       return ex.status();
-    for (size_t i = 0; i < st.buffers.size(); ++i)
-      TE_RETURN_IF_ERROR(ex->bind(uint32_t(i), st.buffers[i].devicePtr(),
-                                  st.buffers[i].size()));
+    for (size_t i = 0; i < n; ++i)
+      TE_RETURN_IF_ERROR(ex->bind(uint32_t(i), st.buffers[i]->devicePtr(),
+                                  st.buffers[i]->size()));
     st.executors.push_back(std::move(*ex));
   }
   return r;
@@ -83,21 +188,28 @@ rt::Status CudaRunner::setArgument(size_t i, const std::vector<uint8_t> &bytes,
   if (i >= st.entry.args.size())
     return rt::Status(rt::StatusCode::InvalidArgument,
                       "argument " + std::to_string(i) + " out of range");
-  rt::DeviceBuffer &b =
-      st.buffers[size_t(st.plan.values[st.entry.args[i]].tensor)];
+  int buffer = st.plan.values[st.entry.args[i]].tensor;
+  if (buffer < 0)
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "argument " + std::to_string(i) +
+                          " is quantized: a session's store provides it");
+  rt::DeviceBuffer &b = *st.buffers[size_t(buffer)];
   if (bytes.size() != b.size())
     return rt::Status(rt::StatusCode::InvalidArgument,
                       "argument " + std::to_string(i) + " needs " +
                           std::to_string(b.size()) + " bytes, got " +
                           std::to_string(bytes.size()));
-  return b.copyFromHost(bytes.data(), bytes.size(), s);
+  TE_RETURN_IF_ERROR(b.copyFromHost(bytes.data(), bytes.size(), s));
+  if (st.store && !st.entry.persistentArg(i).empty())
+    st.store->written.insert(st.entry.persistentArg(i));
+  return rt::Status::ok();
 }
 
 rt::Status CudaRunner::poison(uint8_t byte, const rt::Stream &s) {
   State &st = *state_;
   for (size_t i = 0; i < st.buffers.size(); ++i)
-    if (!st.isArgument[i])
-      TE_RETURN_IF_ERROR(st.buffers[i].fill(byte, s));
+    if (!st.external[i])
+      TE_RETURN_IF_ERROR(st.buffers[i]->fill(byte, s));
   return rt::Status::ok();
 }
 
@@ -107,14 +219,38 @@ rt::Status CudaRunner::runKernel(size_t i, const rt::Stream &s) {
   // run so each run starts from the same state.
   for (size_t b = 0; b < st.buffers.size(); ++b)
     if (!st.plan.initial[b].empty())
-      TE_RETURN_IF_ERROR(st.buffers[b].copyFromHost(
+      TE_RETURN_IF_ERROR(st.buffers[b]->copyFromHost(
           st.plan.initial[b].data(), st.plan.initial[b].size(), s));
   return st.executors[i].run(s);
 }
 
+rt::Status CudaRunner::State::enqueue(const rt::Stream &s) {
+  for (rt::PlanExecutor &ex : executors)
+    TE_RETURN_IF_ERROR(ex.run(s));
+  for (auto &[from, to] : copyOut)
+    TE_RETURN_IF_ERROR(to->copyFrom(*buffers[size_t(from)], to->size(), s));
+  return rt::Status::ok();
+}
+
 rt::Status CudaRunner::run(const rt::Stream &s) {
-  for (size_t i = 0; i < state_->executors.size(); ++i)
-    TE_RETURN_IF_ERROR(runKernel(i, s));
+  State &st = *state_;
+  if (st.store)
+    for (size_t i = 0; i < st.entry.args.size(); ++i) {
+      const std::string &name = st.entry.persistentArg(i);
+      if (!name.empty() && !st.store->holds(name))
+        return rt::Status(rt::StatusCode::InvalidArgument,
+                          st.entry.name + " reads persistent '" + name +
+                              "' before any entry wrote it");
+    }
+  for (size_t b = 0; b < st.buffers.size(); ++b)
+    if (!st.plan.initial[b].empty())
+      TE_RETURN_IF_ERROR(st.buffers[b]->copyFromHost(
+          st.plan.initial[b].data(), st.plan.initial[b].size(), s));
+  TE_RETURN_IF_ERROR(st.enqueue(s));
+  if (st.store)
+    for (size_t i = 0; i < st.entry.results.size(); ++i)
+      if (!st.entry.persistentResult(i).empty())
+        st.store->written.insert(st.entry.persistentResult(i));
   return rt::Status::ok();
 }
 
@@ -122,9 +258,10 @@ rt::Status CudaRunner::carry(const std::vector<CarriedState> &state,
                              const rt::Stream &s) {
   State &st = *state_;
   for (const CarriedState &c : state) {
-    rt::DeviceBuffer &from = st.buffers[size_t(st.plan.values[c.value].tensor)];
+    rt::DeviceBuffer &from =
+        *st.buffers[size_t(st.plan.values[c.value].tensor)];
     rt::DeviceBuffer &to =
-        st.buffers[size_t(st.plan.values[st.entry.args[c.argument]].tensor)];
+        *st.buffers[size_t(st.plan.values[st.entry.args[c.argument]].tensor)];
     TE_RETURN_IF_ERROR(to.copyFrom(from, from.size(), s));
   }
   return rt::Status::ok();
@@ -137,11 +274,8 @@ rt::Status CudaRunner::capture(const rt::Stream &s) {
                         "capturing an entry whose buffers are re-initialised "
                         "per run (delayed-scaling state) is not supported");
   State &st = *state_;
-  rt::Expected<rt::Graph> g = rt::Graph::capture(s, [&]() -> rt::Status {
-    for (rt::PlanExecutor &ex : st.executors)
-      TE_RETURN_IF_ERROR(ex.run(s));
-    return rt::Status::ok();
-  });
+  rt::Expected<rt::Graph> g =
+      rt::Graph::capture(s, [&]() -> rt::Status { return st.enqueue(s); });
   if (!g)
     return g.status();
   st.graph = std::make_unique<rt::Graph>(std::move(*g));
@@ -169,35 +303,16 @@ rt::Expected<std::vector<ValueData>> CudaRunner::results(const rt::Stream &s) {
     NamedBuffer nb;
     nb.name = std::move(name);
     nb.desc = desc;
-    nb.bytes.resize(st.buffers[size_t(buffer)].size());
-    TE_RETURN_IF_ERROR(st.buffers[size_t(buffer)].copyToHost(
+    nb.bytes.resize(st.buffers[size_t(buffer)]->size());
+    TE_RETURN_IF_ERROR(st.buffers[size_t(buffer)]->copyToHost(
         nb.bytes.data(), nb.bytes.size(), s));
     out.back().push_back(std::move(nb));
     return rt::Status::ok();
   };
   for (int r : st.entry.results) {
-    const Value &v = st.entry.values[r];
-    const ValueBuffers &vb = st.plan.values[r];
     out.emplace_back();
-    if (!v.isQuantized()) {
-      TE_RETURN_IF_ERROR(
-          fetch(vb.tensor, "data", {v.dtype, v.rows(), v.cols()}));
-      continue;
-    }
-    for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
-      if (!v.scheme(d))
-        continue;
-      rt::DirectionStorage ds = directionStorage(v, d, st.target);
-      const ValueBuffers::Direction &bd =
-          vb.dir[d == Direction::Rowwise ? 0 : 1];
-      std::string prefix = std::string(rt::directionName(d)) + ".";
-      if (bd.data >= 0)
-        TE_RETURN_IF_ERROR(fetch(bd.data, prefix + "data", ds.data));
-      if (bd.scale >= 0)
-        TE_RETURN_IF_ERROR(fetch(bd.scale, prefix + "scale_inv", ds.scaleInv));
-      if (bd.amax >= 0)
-        TE_RETURN_IF_ERROR(fetch(bd.amax, prefix + "amax", ds.amax));
-    }
+    for (const ValueStorage &vs : valueStorage(st.entry, st.plan, r, st.target))
+      TE_RETURN_IF_ERROR(fetch(vs.buffer, vs.name, vs.desc));
   }
   TE_RETURN_IF_ERROR(s.synchronize());
   return out;

@@ -97,6 +97,29 @@ std::vector<uint8_t> floatBytes(float f) {
 
 } // namespace
 
+std::vector<ValueStorage> valueStorage(const Entry &e, const EntryPlan &plan,
+                                       int index, const rt::Target &target) {
+  const Value &v = e.values[size_t(index)];
+  const ValueBuffers &vb = plan.values[size_t(index)];
+  if (!v.isQuantized())
+    return {{vb.tensor, "data", {v.dtype, v.rows(), v.cols()}}};
+  std::vector<ValueStorage> out;
+  for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
+    if (!v.scheme(d))
+      continue;
+    rt::DirectionStorage ds = directionStorage(v, d, target);
+    const ValueBuffers::Direction &bd = vb.dir[d == Direction::Rowwise ? 0 : 1];
+    std::string prefix = std::string(rt::directionName(d)) + ".";
+    if (bd.data >= 0)
+      out.push_back({bd.data, prefix + "data", ds.data});
+    if (bd.scale >= 0)
+      out.push_back({bd.scale, prefix + "scale_inv", ds.scaleInv});
+    if (bd.amax >= 0)
+      out.push_back({bd.amax, prefix + "amax", ds.amax});
+  }
+  return out;
+}
+
 /// Writes one KernelPlan: the fills and launches of one generated source.
 class KernelPlanWriter {
 public:

@@ -6,6 +6,8 @@
 
 #include "te/codegen/Program.h"
 
+#include <algorithm>
+
 namespace te::cg {
 
 int64_t Value::rows() const {
@@ -20,6 +22,65 @@ const Entry *Program::find(const std::string &name) const {
     if (e.name == name)
       return &e;
   return nullptr;
+}
+
+static const std::string &nameAt(const std::vector<std::string> &names,
+                                 size_t i) {
+  static const std::string none;
+  return i < names.size() ? names[i] : none;
+}
+
+const std::string &Entry::persistentArg(size_t i) const {
+  return nameAt(argPersistent, i);
+}
+
+const std::string &Entry::persistentResult(size_t i) const {
+  return nameAt(resultPersistent, i);
+}
+
+/// The values kernel `k` reads.
+static std::vector<int> readsOf(const Kernel &k) {
+  switch (k.kind) {
+  case Kernel::Kind::Quantize:
+    return {k.quantize.input};
+  case Kernel::Kind::Dequantize:
+    return {k.dequantize.input};
+  case Kernel::Kind::Gemm:
+    return {k.gemm.a, k.gemm.b, k.gemm.bias};
+  case Kernel::Kind::Adam:
+    break;
+  }
+  std::vector<int> out = {k.adam.lr, k.adam.step};
+  for (const AdamTensor &t : k.adam.tensors)
+    out.insert(out.end(), {t.param, t.grad, t.expAvg, t.expAvgSq});
+  return out;
+}
+
+bool updatesInPlace(const Entry &e, int in, int out) {
+  for (size_t i = 0; i < e.kernels.size(); ++i) {
+    const Kernel &k = e.kernels[i];
+    std::vector<int> reads = readsOf(k);
+    if (std::count(reads.begin(), reads.end(), in) == 0)
+      continue;
+    // The first kernel reading `in` must be the update, reading it once.
+    if (k.kind != Kernel::Kind::Adam ||
+        std::count(reads.begin(), reads.end(), in) != 1)
+      return false;
+    bool pairs = false;
+    for (const AdamTensor &t : k.adam.tensors)
+      pairs |= (t.param == in && t.newParam == out) ||
+               (t.expAvg == in && t.newExpAvg == out) ||
+               (t.expAvgSq == in && t.newExpAvgSq == out);
+    if (!pairs)
+      return false;
+    for (size_t j = i + 1; j < e.kernels.size(); ++j) {
+      std::vector<int> later = readsOf(e.kernels[j]);
+      if (std::count(later.begin(), later.end(), in))
+        return false;
+    }
+    return true;
+  }
+  return false;
 }
 
 rt::DirectionStorage directionStorage(const Value &v, rt::Direction d,
@@ -146,6 +207,23 @@ std::string validate(const Entry &e, const rt::Target &target) {
   for (int r : e.results)
     if (!inRange(r))
       return "result index out of range";
+  if ((!e.argPersistent.empty() && e.argPersistent.size() != e.args.size()) ||
+      (!e.resultPersistent.empty() &&
+       e.resultPersistent.size() != e.results.size()))
+    return "persistent names do not match the arguments and results";
+  // A value is stored once: one argument and one result per name.
+  for (const std::vector<std::string> *names :
+       {&e.argPersistent, &e.resultPersistent})
+    for (size_t i = 0; i < names->size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (!(*names)[i].empty() && (*names)[i] == (*names)[j])
+          return "persistent '" + (*names)[i] + "' is named twice";
+  for (size_t i = 0; i < e.resultPersistent.size(); ++i)
+    for (size_t j = 0; j < e.results.size(); ++j)
+      if (j != i && !e.resultPersistent[i].empty() &&
+          e.results[j] == e.results[i])
+        return "result " + std::to_string(i) + " (persistent '" +
+               e.resultPersistent[i] + "') is returned twice";
   for (const Kernel &k : e.kernels) {
     if (k.kind == Kernel::Kind::Adam) {
       std::string why = validateAdam(e, k.adam);

@@ -23,7 +23,9 @@
 #include "te/runtime/Device.h"
 #include "te/runtime/KernelCache.h"
 
+#include <map>
 #include <memory>
+#include <set>
 
 namespace te::cg {
 
@@ -52,15 +54,52 @@ struct CpuState {
   std::vector<bool> inexact;
 };
 
+/// The persistent values (te.persistent) of a program on the CPU backend,
+/// by name: what one runCpu call writes, a later call of any entry reads.
+struct HostStore {
+  struct Held; ///< the backend's copy of one value (CpuBackend.cpp)
+  std::map<std::string, std::shared_ptr<Held>> values;
+
+  bool holds(const std::string &name) const { return values.count(name) != 0; }
+  /// From now on `name`'s value counts as exact: the other backend was given
+  /// these very bytes, so what later calls compute from it compares bit for
+  /// bit.
+  void markExact(const std::string &name);
+};
+
+/// The device copies of a program's persistent values, shared by the
+/// CudaRunners of its entries: each binds them in place of its own buffers,
+/// so the state stays on the device between calls, and an entry that reads
+/// and writes one value (an optimizer step) updates it in place.
+struct DeviceStore {
+  /// Storage buffers of each value by part name ("data",
+  /// "rowwise.scale_inv", ...; as results name them).
+  std::map<std::string,
+           std::map<std::string, std::shared_ptr<rt::DeviceBuffer>>>
+      values;
+  /// The values holding data: written by an entry or set by the caller.
+  std::set<std::string> written;
+
+  bool holds(const std::string &name) const { return written.count(name); }
+  /// Copies `data` (named as results name their buffers) into `name`'s
+  /// buffers, which must exist with the same sizes.
+  rt::Status upload(const std::string &name, const ValueData &data,
+                    const rt::Stream &s);
+};
+
 /// Runs `e` with the reference numerics. `args[i]` holds the raw bytes of
 /// argument i (row-major, little-endian, its dtype). `inexactArgs` (if
 /// given) marks arguments that came from inexact values of an earlier call
 /// (carried optimizer state): what is computed from them is not compared.
-/// With `state`, also every tensor value's final bytes.
+/// With `state`, also every tensor value's final bytes. With `store`, a
+/// persistent argument the store holds is read from it (`args[i]` may be
+/// empty) and every persistent result is written to it; a persistent
+/// tensor argument it does not hold yet is initialised from `args[i]`.
 rt::Expected<std::vector<ValueData>>
 runCpu(const Program &p, const Entry &e,
        const std::vector<std::vector<uint8_t>> &args, CpuState *state = nullptr,
-       const std::vector<bool> *inexactArgs = nullptr);
+       const std::vector<bool> *inexactArgs = nullptr,
+       HostStore *store = nullptr);
 
 /// Optimizer state an entry carries from one call to the next: after a
 /// call, value `value` (a new parameter or moment) becomes argument
@@ -80,18 +119,26 @@ rt::Expected<size_t> compileEntry(const Program &p, const Entry &e,
 
 class CudaRunner {
 public:
-  /// Plans `e`, compiles its kernels and allocates every buffer.
+  /// Plans `e`, compiles its kernels and allocates every buffer. With
+  /// `store` (which must outlive the runner), persistent arguments and
+  /// results use the store's buffers: a value the entry reads and writes
+  /// is updated in place where the kernel allows it (an optimizer's
+  /// parameter and moments), else written to a buffer of the runner and
+  /// copied into the store at the end of run().
   static rt::Expected<CudaRunner> create(const Program &p, const Entry &e,
                                          const rt::Device &device,
-                                         rt::KernelCache &cache);
+                                         rt::KernelCache &cache,
+                                         DeviceStore *store = nullptr);
   CudaRunner(CudaRunner &&) noexcept;
   CudaRunner &operator=(CudaRunner &&) noexcept;
   ~CudaRunner();
 
-  /// Uploads argument i (exactly its byte size).
+  /// Uploads argument i (exactly its byte size). A persistent argument's
+  /// bytes go to the store, which then holds the value.
   rt::Status setArgument(size_t i, const std::vector<uint8_t> &bytes,
                          const rt::Stream &s);
-  /// Runs every kernel in order.
+  /// Runs every kernel in order. Fails if a persistent argument is not
+  /// held by the store yet (no entry wrote it, no caller set it).
   rt::Status run(const rt::Stream &s);
   /// Copies each carried value into its argument's buffer (on the device).
   rt::Status carry(const std::vector<CarriedState> &state, const rt::Stream &s);

@@ -52,6 +52,20 @@ struct EntryPlan {
   std::vector<KernelPlan> kernels;
 };
 
+/// One storage buffer of a value, named as te-run dumps it ("data" for a
+/// tensor; "rowwise.data", "columnwise.scale_inv", ... for a quantized
+/// value), with its element type and 2-D shape.
+struct ValueStorage {
+  int buffer = -1;
+  std::string name;
+  rt::BufferDesc desc;
+};
+
+/// Every storage buffer of value `v` in `plan`, in dump order (rowwise
+/// before columnwise; data, scale_inv, amax).
+std::vector<ValueStorage> valueStorage(const Entry &e, const EntryPlan &plan,
+                                       int v, const rt::Target &target);
+
 /// The plans of `e` (validate(e) must hold). Fails with the reason when a
 /// kernel has no CUDA lowering, unless `keepUnsupported`: then that kernel
 /// gets an empty plan whose `unsupported` says why (for tools that print).

@@ -155,6 +155,13 @@ struct Entry {
   std::vector<int> args;    ///< values bound by the caller, in order
   std::vector<int> results; ///< values returned, in order
   std::vector<Kernel> kernels;
+  /// The te.persistent name of each argument / result ("" if none): values
+  /// a session keeps between calls of the program's entries (Session.h).
+  /// Empty vectors: nothing persistent.
+  std::vector<std::string> argPersistent, resultPersistent;
+
+  const std::string &persistentArg(size_t i) const;
+  const std::string &persistentResult(size_t i) const;
 };
 
 /// Random state of NVFP4 stochastic rounding: one (seed, offset) for the
@@ -178,6 +185,12 @@ struct Program {
 /// the rowwise buffers.
 rt::DirectionStorage directionStorage(const Value &v, rt::Direction d,
                                       const rt::Target &target);
+
+/// Whether result value `out` of `e` may be written into the buffers of
+/// argument value `in` (one persistent value read and written): only where
+/// an optimizer kernel updates that tensor element by element (parameter
+/// or moment) and no later kernel reads `in`.
+bool updatesInPlace(const Entry &e, int in, int out);
 
 /// Checks an entry: value indices in range, kernel inputs and outputs of the
 /// right kinds and shapes, schemes valid for their shapes. "" when valid.
