@@ -6,19 +6,28 @@
 
 #include "te/api/Tejit.h"
 
+#include "te/codegen/Persistent.h"
 #include "te/codegen/PlanBuilder.h"
 #include "te/runtime/Plan.h"
+
+#include <algorithm>
 
 namespace te::api {
 
 struct Executable::State {
   std::string name;
+  cg::Entry entry;
   cg::EntryPlan plan;
   std::vector<Slot> arguments, results;
   std::vector<int> argumentBuffer, resultBuffer; ///< plan buffer per slot
   std::vector<rt::DeviceBuffer> workspaces;      ///< every other buffer
   std::vector<int> workspaceBuffer;
   std::vector<rt::PlanExecutor> executors;
+  /// With a session: the persistent values' buffers, and results copied
+  /// into them after the kernels (not written in place).
+  cg::DeviceStore *store = nullptr;
+  std::vector<std::shared_ptr<rt::DeviceBuffer>> storeBuffers;
+  std::vector<std::pair<int, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
 };
 
 Executable::Executable() : state_(std::make_unique<State>()) {}
@@ -36,27 +45,59 @@ size_t Executable::numKernels() const { return state_->executors.size(); }
 rt::Expected<Executable> CompiledModule::load(const std::string &function,
                                               const rt::Device &device,
                                               rt::KernelCache &cache) const {
-  const cg::Entry *entry = program_->find(function);
+  return Executable::load(*program_, function, device, cache, nullptr);
+}
+
+rt::Expected<Executable> Executable::load(const cg::Program &program,
+                                          const std::string &function,
+                                          const rt::Device &device,
+                                          rt::KernelCache &cache,
+                                          cg::DeviceStore *store) {
+  const cg::Entry *entry = program.find(function);
   if (!entry) {
     std::string known;
-    for (const std::string &n : functionNames())
-      known += (known.empty() ? "" : ", ") + n;
+    for (const cg::Entry &e : program.entries)
+      known += (known.empty() ? "" : ", ") + e.name;
     return rt::Status(rt::StatusCode::InvalidArgument,
                       "no function '" + function +
                           "' in the module (it has: " + known + ")");
   }
-  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(*program_, *entry);
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(program, *entry);
   if (!plan)
     return plan.status();
 
   Executable exe;
   Executable::State &st = *exe.state_;
   st.name = entry->name;
+  st.entry = *entry;
   st.plan = std::move(*plan);
+  st.store = store;
   std::vector<bool> bound(st.plan.buffers.size(), false);
+  TE_RETURN_IF_ERROR(device.makeCurrent());
+  st.storeBuffers.resize(st.plan.buffers.size());
+  if (store) {
+    rt::Expected<cg::StoreBinding> b =
+        cg::bindToStore(*entry, st.plan, program.target, *store);
+    if (!b)
+      return b.status();
+    st.storeBuffers = std::move(b->buffers);
+    st.copyOut = std::move(b->copyOut);
+    for (size_t i = 0; i < st.storeBuffers.size(); ++i)
+      bound[i] = st.storeBuffers[i] != nullptr;
+  }
+  auto persistent = [&](const std::string &name) {
+    return store && !name.empty();
+  };
 
   for (size_t i = 0; i < entry->args.size(); ++i) {
+    if (persistent(entry->persistentArg(i)))
+      continue;
     const cg::Value &v = entry->values[entry->args[i]];
+    if (v.isQuantized())
+      return rt::Status(rt::StatusCode::Unsupported,
+                        st.name + ": argument " + std::to_string(i) +
+                            " is quantized; only a session's persistent "
+                            "values (te.persistent) may be");
     int b = st.plan.values[entry->args[i]].tensor;
     st.arguments.push_back({"arg" + std::to_string(i),
                             i,
@@ -67,52 +108,29 @@ rt::Expected<Executable> CompiledModule::load(const std::string &function,
     st.argumentBuffer.push_back(b);
     bound[b] = true;
   }
-  auto addResult = [&](int buffer, size_t index, const std::string &part,
-                       const std::string &value,
-                       const rt::BufferDesc &desc) -> rt::Status {
-    std::string name =
-        "result" + std::to_string(index) + (part == "data" ? "" : "." + part);
-    if (bound[buffer])
-      return rt::Status(rt::StatusCode::Unsupported,
-                        st.name + ": " + name +
-                            " is also an argument or an earlier result; "
-                            "return distinct values");
-    bound[buffer] = true;
-    st.results.push_back(
-        {name, index, part, value, desc, st.plan.buffers[buffer].bytes});
-    st.resultBuffer.push_back(buffer);
-    return rt::Status::ok();
-  };
   for (size_t i = 0; i < entry->results.size(); ++i) {
-    int r = entry->results[i];
-    const cg::Value &v = entry->values[r];
-    const cg::ValueBuffers &vb = st.plan.values[r];
-    if (!v.isQuantized()) {
-      TE_RETURN_IF_ERROR(addResult(vb.tensor, i, "data", v.name,
-                                   {v.dtype, v.rows(), v.cols()}));
+    if (persistent(entry->persistentResult(i)))
       continue;
-    }
-    for (rt::Direction d :
-         {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
-      if (!v.scheme(d))
-        continue;
-      rt::DirectionStorage ds = cg::directionStorage(v, d, program_->target);
-      const cg::ValueBuffers::Direction &bd =
-          vb.dir[d == rt::Direction::Rowwise ? 0 : 1];
-      std::string p = std::string(rt::directionName(d)) + ".";
-      if (bd.data >= 0)
-        TE_RETURN_IF_ERROR(addResult(bd.data, i, p + "data", v.name, ds.data));
-      if (bd.scale >= 0)
-        TE_RETURN_IF_ERROR(
-            addResult(bd.scale, i, p + "scale_inv", v.name, ds.scaleInv));
-      if (bd.amax >= 0)
-        TE_RETURN_IF_ERROR(addResult(bd.amax, i, p + "amax", v.name, ds.amax));
+    int r = entry->results[i];
+    for (const cg::ValueStorage &vs :
+         cg::valueStorage(*entry, st.plan, r, program.target)) {
+      std::string name = "result" + std::to_string(i) +
+                         (vs.name == "data" ? "" : "." + vs.name);
+      if (bound[vs.buffer])
+        return rt::Status(rt::StatusCode::Unsupported,
+                          st.name + ": " + name +
+                              " is also an argument or an earlier result; "
+                              "return distinct values");
+      bound[vs.buffer] = true;
+      st.results.push_back({name, i, vs.name, entry->values[r].name, vs.desc,
+                            st.plan.buffers[vs.buffer].bytes});
+      st.resultBuffer.push_back(vs.buffer);
     }
   }
 
   // Workspaces (tensor amax, bias partial sums, delayed-scaling state,
-  // values the function does not return) belong to the executable.
-  TE_RETURN_IF_ERROR(device.makeCurrent());
+  // values the function does not return, results copied into a session's
+  // values) belong to the executable.
   for (size_t b = 0; b < st.plan.buffers.size(); ++b) {
     if (bound[b])
       continue;
@@ -130,6 +148,11 @@ rt::Expected<Executable> CompiledModule::load(const std::string &function,
       TE_RETURN_IF_ERROR(ex->bind(uint32_t(st.workspaceBuffer[w]),
                                   st.workspaces[w].devicePtr(),
                                   st.workspaces[w].size()));
+    for (size_t b = 0; b < st.storeBuffers.size(); ++b)
+      if (st.storeBuffers[b])
+        TE_RETURN_IF_ERROR(ex->bind(uint32_t(b),
+                                    st.storeBuffers[b]->devicePtr(),
+                                    st.storeBuffers[b]->size()));
     st.executors.push_back(std::move(*ex));
   }
   return exe;
@@ -168,6 +191,11 @@ rt::Status Executable::run(const std::vector<DeviceSpan> &args,
       TE_RETURN_IF_ERROR(
           st.workspaces[w].copyFromHost(init.data(), init.size(), stream));
   }
+  if (st.store) {
+    std::string why = cg::unheldArgument(st.entry, *st.store);
+    if (!why.empty())
+      return rt::Status(rt::StatusCode::InvalidArgument, why);
+  }
   for (rt::PlanExecutor &ex : st.executors) {
     for (size_t i = 0; i < args.size(); ++i)
       TE_RETURN_IF_ERROR(
@@ -177,7 +205,111 @@ rt::Status Executable::run(const std::vector<DeviceSpan> &args,
                                  results[i].bytes));
     TE_RETURN_IF_ERROR(ex.run(stream));
   }
+  for (auto &[from, to] : st.copyOut) {
+    auto w = std::find(st.workspaceBuffer.begin(), st.workspaceBuffer.end(),
+                       from);
+    TE_RETURN_IF_ERROR(to->copyFrom(
+        st.workspaces[size_t(w - st.workspaceBuffer.begin())], to->size(),
+        stream));
+  }
+  if (st.store)
+    cg::markWritten(st.entry, *st.store);
   return rt::Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Session
+//===----------------------------------------------------------------------===//
+
+struct Session::State {
+  /// Declared first: the executables' bindings point into it.
+  std::unique_ptr<cg::DeviceStore> store;
+  std::vector<std::string> names;
+  std::vector<Executable> functions;
+};
+
+Session::Session() : state_(std::make_unique<State>()) {}
+Session::Session(Session &&) noexcept = default;
+Session &Session::operator=(Session &&) noexcept = default;
+Session::~Session() = default;
+
+rt::Expected<Session> Session::create(const CompiledModule &module,
+                                      const rt::Device &device,
+                                      rt::KernelCache &cache) {
+  Session s;
+  s.state_->store = std::make_unique<cg::DeviceStore>();
+  for (const cg::Entry &e : module.program().entries) {
+    auto exe = Executable::load(module.program(), e.name, device, cache,
+                                s.state_->store.get());
+    if (!exe)
+      return exe.status();
+    s.state_->names.push_back(e.name);
+    s.state_->functions.push_back(std::move(*exe));
+  }
+  return s;
+}
+
+Executable *Session::function(const std::string &name) {
+  for (size_t i = 0; i < state_->names.size(); ++i)
+    if (state_->names[i] == name)
+      return &state_->functions[i];
+  return nullptr;
+}
+
+std::vector<std::string> Session::persistentNames() const {
+  std::vector<std::string> out;
+  for (const auto &[name, parts] : state_->store->values)
+    out.push_back(name);
+  return out;
+}
+
+std::vector<std::pair<std::string, DeviceSpan>>
+Session::buffers(const std::string &name) const {
+  std::vector<std::pair<std::string, DeviceSpan>> out;
+  auto it = state_->store->values.find(name);
+  if (it != state_->store->values.end())
+    for (const auto &[part, buf] : it->second)
+      out.push_back({part, {buf->devicePtr(), buf->size()}});
+  return out;
+}
+
+rt::Status Session::set(const std::string &name, const void *bytes,
+                        size_t size, const rt::Stream &stream) {
+  auto it = state_->store->values.find(name);
+  if (it == state_->store->values.end() || it->second.size() != 1 ||
+      !it->second.count("data"))
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "no persistent tensor '" + name +
+                          "' (quantized values are written by functions)");
+  rt::DeviceBuffer &buf = *it->second.at("data");
+  if (size != buf.size())
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "persistent '" + name + "' has " +
+                          std::to_string(buf.size()) + " bytes, got " +
+                          std::to_string(size));
+  TE_RETURN_IF_ERROR(buf.copyFromHost(bytes, size, stream));
+  state_->store->written.insert(name);
+  return rt::Status::ok();
+}
+
+rt::Expected<std::vector<std::pair<std::string, std::vector<uint8_t>>>>
+Session::read(const std::string &name, const rt::Stream &stream) const {
+  auto it = state_->store->values.find(name);
+  if (it == state_->store->values.end())
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "no persistent value '" + name + "'");
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> out;
+  for (const auto &[part, buf] : it->second) {
+    out.push_back({part, std::vector<uint8_t>(buf->size())});
+    TE_RETURN_IF_ERROR(
+        buf->copyToHost(out.back().second.data(), buf->size(), stream));
+  }
+  TE_RETURN_IF_ERROR(stream.synchronize());
+  return out;
+}
+
+bool Session::holds(const std::string &name) const {
+  return state_->store->holds(name);
 }
 
 } // namespace te::api

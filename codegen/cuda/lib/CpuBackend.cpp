@@ -91,6 +91,12 @@ static ValueData toValueData(const Value &v, const HostValue &h) {
   return out;
 }
 
+ValueData HostStore::read(const std::string &name) const {
+  auto it = values.find(name);
+  return it == values.end() ? ValueData()
+                            : toValueData(it->second->value, it->second->host);
+}
+
 /// The output dtype's bytes of fp32 values (RNE narrowing).
 static std::vector<uint8_t> narrow(const std::vector<float> &f, DType t) {
   std::vector<uint8_t> out;

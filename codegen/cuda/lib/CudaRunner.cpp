@@ -29,54 +29,7 @@ struct CudaRunner::State {
   std::unique_ptr<rt::Graph> graph;
 
   rt::Status enqueue(const rt::Stream &s);
-  rt::Status bindPersistent(const std::string &name, int v);
 };
-
-rt::Status DeviceStore::upload(const std::string &name, const ValueData &data,
-                               const rt::Stream &s) {
-  auto it = values.find(name);
-  if (it == values.end())
-    return rt::Status(rt::StatusCode::InvalidArgument,
-                      "no persistent value '" + name + "' on the device");
-  for (const NamedBuffer &b : data) {
-    auto part = it->second.find(b.name);
-    if (part == it->second.end() || part->second->size() != b.bytes.size())
-      return rt::Status(rt::StatusCode::InvalidArgument,
-                        "persistent '" + name + "' has no " +
-                            std::to_string(b.bytes.size()) + "-byte buffer '" +
-                            b.name + "'");
-    TE_RETURN_IF_ERROR(
-        part->second->copyFromHost(b.bytes.data(), b.bytes.size(), s));
-  }
-  written.insert(name);
-  return rt::Status::ok();
-}
-
-/// Binds the storage of persistent value `name` (value `v` of the entry) to
-/// the store's buffers, allocating them on first use.
-rt::Status CudaRunner::State::bindPersistent(const std::string &name, int v) {
-  State &st = *this;
-  auto &parts = st.store->values[name];
-  for (const ValueStorage &vs : valueStorage(st.entry, st.plan, v, st.target)) {
-    uint64_t bytes = st.plan.buffers[size_t(vs.buffer)].bytes;
-    std::shared_ptr<rt::DeviceBuffer> &buf = parts[vs.name];
-    if (!buf) {
-      auto b = rt::DeviceBuffer::allocate(bytes);
-      if (!b)
-        return b.status();
-      buf = std::make_shared<rt::DeviceBuffer>(std::move(*b));
-    } else if (buf->size() != bytes) {
-      return rt::Status(rt::StatusCode::InvalidArgument,
-                        st.entry.name + ": persistent '" + name + "' " +
-                            vs.name + " has " + std::to_string(bytes) +
-                            " bytes here but " + std::to_string(buf->size()) +
-                            " in another entry");
-    }
-    st.buffers[size_t(vs.buffer)] = buf;
-    st.external[size_t(vs.buffer)] = true;
-  }
-  return rt::Status::ok();
-}
 
 CudaRunner::CudaRunner() : state_(std::make_unique<State>()) {}
 CudaRunner::CudaRunner(CudaRunner &&) noexcept = default;
@@ -121,29 +74,16 @@ rt::Expected<CudaRunner> CudaRunner::create(const Program &p, const Entry &e,
     for (const ValueStorage &vs : valueStorage(e, st.plan, a, st.target))
       st.external[size_t(vs.buffer)] = true;
 
-  // Persistent values: arguments first, then results - in place where the
-  // kernel that writes the result allows it, else through a copy.
-  std::vector<std::pair<int, std::string>> copied;
   if (store) {
-    for (size_t i = 0; i < e.args.size(); ++i)
-      if (!e.persistentArg(i).empty())
-        TE_RETURN_IF_ERROR(st.bindPersistent(e.persistentArg(i), e.args[i]));
-    for (size_t i = 0; i < e.results.size(); ++i) {
-      const std::string &name = e.persistentResult(i);
-      if (name.empty())
-        continue;
-      int v = e.results[i], arg = -1;
-      for (size_t a = 0; a < e.args.size(); ++a)
-        if (e.persistentArg(a) == name)
-          arg = e.args[a];
-      if (arg == v)
-        continue; // returned unchanged
-      bool isArgument = std::count(e.args.begin(), e.args.end(), v) != 0;
-      if (!isArgument && (arg < 0 || updatesInPlace(e, arg, v)))
-        TE_RETURN_IF_ERROR(st.bindPersistent(name, v));
-      else
-        copied.push_back({v, name});
-    }
+    rt::Expected<StoreBinding> bound =
+        bindToStore(e, st.plan, st.target, *store);
+    if (!bound)
+      return bound.status();
+    st.buffers = std::move(bound->buffers);
+    st.copyOut = std::move(bound->copyOut);
+    for (size_t b = 0; b < n; ++b)
+      if (st.buffers[b])
+        st.external[b] = true;
   }
   for (size_t b = 0; b < n; ++b) {
     if (st.buffers[b])
@@ -152,23 +92,6 @@ rt::Expected<CudaRunner> CudaRunner::create(const Program &p, const Entry &e,
     if (!buf)
       return buf.status();
     st.buffers[b] = std::make_shared<rt::DeviceBuffer>(std::move(*buf));
-  }
-  for (auto &[v, name] : copied) {
-    auto &parts = store->values[name];
-    for (const ValueStorage &vs : valueStorage(e, st.plan, v, st.target)) {
-      std::shared_ptr<rt::DeviceBuffer> &to = parts[vs.name];
-      if (!to) {
-        auto b = rt::DeviceBuffer::allocate(st.buffers[size_t(vs.buffer)]->size());
-        if (!b)
-          return b.status();
-        to = std::make_shared<rt::DeviceBuffer>(std::move(*b));
-      }
-      if (to->size() != st.buffers[size_t(vs.buffer)]->size())
-        return rt::Status(rt::StatusCode::InvalidArgument,
-                          e.name + ": persistent '" + name + "' " + vs.name +
-                              " differs in size from another entry's");
-      st.copyOut.push_back({vs.buffer, to});
-    }
   }
   for (const KernelPlan &kp : st.plan.kernels) {
     auto ex = rt::PlanExecutor::create(kp.plan, device, cache);
@@ -234,23 +157,18 @@ rt::Status CudaRunner::State::enqueue(const rt::Stream &s) {
 
 rt::Status CudaRunner::run(const rt::Stream &s) {
   State &st = *state_;
-  if (st.store)
-    for (size_t i = 0; i < st.entry.args.size(); ++i) {
-      const std::string &name = st.entry.persistentArg(i);
-      if (!name.empty() && !st.store->holds(name))
-        return rt::Status(rt::StatusCode::InvalidArgument,
-                          st.entry.name + " reads persistent '" + name +
-                              "' before any entry wrote it");
-    }
+  if (st.store) {
+    std::string why = unheldArgument(st.entry, *st.store);
+    if (!why.empty())
+      return rt::Status(rt::StatusCode::InvalidArgument, why);
+  }
   for (size_t b = 0; b < st.buffers.size(); ++b)
     if (!st.plan.initial[b].empty())
       TE_RETURN_IF_ERROR(st.buffers[b]->copyFromHost(
           st.plan.initial[b].data(), st.plan.initial[b].size(), s));
   TE_RETURN_IF_ERROR(st.enqueue(s));
   if (st.store)
-    for (size_t i = 0; i < st.entry.results.size(); ++i)
-      if (!st.entry.persistentResult(i).empty())
-        st.store->written.insert(st.entry.persistentResult(i));
+    markWritten(st.entry, *st.store);
   return rt::Status::ok();
 }
 

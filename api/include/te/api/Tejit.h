@@ -11,6 +11,10 @@
 //   for (const te::api::Slot &s : fn->arguments()) ...          // sizes
 //   fn->run(argumentPointers, resultPointers, stream);          // enqueue
 //
+//   auto session = te::api::Session::create(*module, device, cache);
+//   session->set("fc1.master", hostBytes, size, stream);        // state
+//   session->function("train_step")->run(args, results, stream);
+//
 // A CompiledModule is the kernel-level program of every function of the
 // module (the te-to-cuda pipeline has run). An Executable is one function
 // on one device: its kernels compiled through the KernelCache (memory, then
@@ -30,6 +34,10 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace te::cg {
+struct DeviceStore;
+} // namespace te::cg
 
 namespace te::api {
 
@@ -56,6 +64,7 @@ struct DeviceSpan {
 };
 
 class Executable;
+class Session;
 
 class CompiledModule {
 public:
@@ -101,7 +110,61 @@ public:
 
 private:
   friend class CompiledModule;
+  friend class Session;
   Executable();
+  /// Loads `function`; with `store`, its persistent arguments and results
+  /// are bound to the store's buffers instead of slots.
+  static rt::Expected<Executable> load(const cg::Program &program,
+                                       const std::string &function,
+                                       const rt::Device &device,
+                                       rt::KernelCache &cache,
+                                       cg::DeviceStore *store);
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// Every function of a module on one device, sharing the module's
+/// persistent values (te.persistent on arguments and results: master
+/// weights, optimizer moments, quantized weights, gradients). The session
+/// owns their device buffers; a function's arguments() and results() list
+/// only its other slots. Calls in any order (training step, optimizer step,
+/// eval step) read and write the same buffers, an optimizer step updates its
+/// parameters and moments in place, and a quantized weight holds every
+/// direction any function reads of it.
+class Session {
+public:
+  /// Loads every function of `module` (kernels through `cache`) and
+  /// allocates the persistent values' buffers.
+  static rt::Expected<Session> create(const CompiledModule &module,
+                                      const rt::Device &device,
+                                      rt::KernelCache &cache);
+  Session(Session &&) noexcept;
+  Session &operator=(Session &&) noexcept;
+  ~Session();
+
+  /// The function `name` (null if the module has none of that name).
+  Executable *function(const std::string &name);
+  /// The persistent values' names.
+  std::vector<std::string> persistentNames() const;
+  /// The device buffers of persistent value `name`, by part ("data";
+  /// "rowwise.data", "columnwise.scale_inv", ... for a quantized value);
+  /// empty if there is no such value.
+  std::vector<std::pair<std::string, DeviceSpan>>
+  buffers(const std::string &name) const;
+  /// Copies `bytes` (exactly the value's size) into persistent tensor
+  /// `name`, its initial value (a master weight, zero moments).
+  rt::Status set(const std::string &name, const void *bytes, size_t size,
+                 const rt::Stream &stream);
+  /// Copies persistent value `name` to the host, by part as buffers()
+  /// (synchronises `stream`): a checkpoint, or a weight to inspect.
+  rt::Expected<std::vector<std::pair<std::string, std::vector<uint8_t>>>>
+  read(const std::string &name, const rt::Stream &stream) const;
+  /// Whether `name` holds a value: set, or written by a function. A function
+  /// reading a value not held yet fails with InvalidArgument.
+  bool holds(const std::string &name) const;
+
+private:
+  Session();
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -19,32 +19,14 @@
 #ifndef TE_CODEGEN_EXECUTE_H
 #define TE_CODEGEN_EXECUTE_H
 
+#include "te/codegen/Persistent.h"
 #include "te/codegen/PlanBuilder.h"
 #include "te/runtime/Device.h"
 #include "te/runtime/KernelCache.h"
 
-#include <map>
 #include <memory>
-#include <set>
 
 namespace te::cg {
-
-struct NamedBuffer {
-  std::string name;
-  rt::BufferDesc desc;
-  std::vector<uint8_t> bytes;
-  /// How another backend's result must agree with this one (the CPU backend
-  /// sets it): empty means bit for bit; else element i within the absolute
-  /// bound tolerance[i] - outputs of GEMMs whose summation order is the
-  /// library's (docs/Numerics.md states the bound).
-  std::vector<float> tolerance;
-  /// Computed from such a GEMM output, so no bound is known: comparisons
-  /// check its shape only and say so.
-  bool unbounded = false;
-};
-
-/// The buffers of one value.
-using ValueData = std::vector<NamedBuffer>;
 
 /// Every tensor value's final bytes after runCpu (by value index; empty
 /// for quantized values), and whether each was computed from a library
@@ -52,39 +34,6 @@ using ValueData = std::vector<NamedBuffer>;
 struct CpuState {
   std::vector<std::vector<uint8_t>> tensors;
   std::vector<bool> inexact;
-};
-
-/// The persistent values (te.persistent) of a program on the CPU backend,
-/// by name: what one runCpu call writes, a later call of any entry reads.
-struct HostStore {
-  struct Held; ///< the backend's copy of one value (CpuBackend.cpp)
-  std::map<std::string, std::shared_ptr<Held>> values;
-
-  bool holds(const std::string &name) const { return values.count(name) != 0; }
-  /// From now on `name`'s value counts as exact: the other backend was given
-  /// these very bytes, so what later calls compute from it compares bit for
-  /// bit.
-  void markExact(const std::string &name);
-};
-
-/// The device copies of a program's persistent values, shared by the
-/// CudaRunners of its entries: each binds them in place of its own buffers,
-/// so the state stays on the device between calls, and an entry that reads
-/// and writes one value (an optimizer step) updates it in place.
-struct DeviceStore {
-  /// Storage buffers of each value by part name ("data",
-  /// "rowwise.scale_inv", ...; as results name them).
-  std::map<std::string,
-           std::map<std::string, std::shared_ptr<rt::DeviceBuffer>>>
-      values;
-  /// The values holding data: written by an entry or set by the caller.
-  std::set<std::string> written;
-
-  bool holds(const std::string &name) const { return written.count(name); }
-  /// Copies `data` (named as results name their buffers) into `name`'s
-  /// buffers, which must exist with the same sizes.
-  rt::Status upload(const std::string &name, const ValueData &data,
-                    const rt::Stream &s);
 };
 
 /// Runs `e` with the reference numerics. `args[i]` holds the raw bytes of
