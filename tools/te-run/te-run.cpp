@@ -575,20 +575,14 @@ int main(int argc, char **argv) {
     }
     std::vector<cg::CarriedState> carried = cg::carriedState(e);
 
+    cg::CpuState state;
     if (wantCpu) {
       std::vector<bool> &inexact = inexactOf[&e];
       inexact.resize(args.size(), false);
-      cg::CpuState state;
       auto r = cg::runCpu(*program, e, args, &state, &inexact, &hostStore);
       if (!r)
         die(r.status().message());
       cpuResults = std::move(*r);
-      // Carried state computed from GEMM outputs differs between backends:
-      // what the next call computes from it is not compared.
-      for (const cg::CarriedState &c : carried) {
-        args[c.argument] = state.tensors[size_t(c.value)];
-        inexact[c.argument] = state.inexact[size_t(c.value)];
-      }
     }
     if (wantCuda) {
       auto it = runners.find(&e);
@@ -614,6 +608,15 @@ int main(int argc, char **argv) {
       cudaResults = std::move(*r);
       orDie(it->second.carry(carried, *stream));
     }
+    // The CPU's carried state replaces the arguments only now: the CUDA
+    // runner of a first call uploads them above.
+    if (wantCpu)
+      for (const cg::CarriedState &c : carried) {
+        args[c.argument] = state.tensors[size_t(c.value)];
+        // Computed from GEMM outputs, it differs between backends: what
+        // the next call computes from it is not compared.
+        inexactOf[&e][c.argument] = state.inexact[size_t(c.value)];
+      }
     std::string label =
         single ? "step " + std::to_string(call + 1)
                : "call " + std::to_string(call + 1) + " " + e.name;

@@ -202,6 +202,39 @@ __device__ __forceinline__ void store4(float *x, bool vector, int n,
   }
 }
 
+/// The inputs of four consecutive elements.
+struct AdamQuadIn {
+  float p[4], m[4], v[4], g[4];
+};
+
+/// Loads the `n` (<= 4) consecutive elements at `at` (zeros past `n`).
+template <SourceType G>
+__device__ __forceinline__ void adamLoadQuad(const AdamBuffers &b, i64 at,
+                                             bool vector, int n,
+                                             AdamQuadIn &q) {
+  load4(b.p + at, vector, n, q.p);
+  load4(b.m + at, vector, n, q.m);
+  load4(b.v + at, vector, n, q.v);
+  loadGrad4<G>(b.g, at, vector, n, q.g);
+}
+
+/// Updates a loaded quad: q.p receives the new parameter; with `Store`,
+/// the new parameter and moments are written back.
+template <class H, bool Store>
+__device__ __forceinline__ void adamUpdateQuad(const AdamBuffers &b, i64 at,
+                                               bool vector, int n,
+                                               const AdamScalars &sc,
+                                               AdamQuadIn &q) {
+  TE_UNROLL
+  for (int e = 0; e < 4; ++e)
+    adamElement<H>(q.g[e], q.p[e], q.m[e], q.v[e], sc);
+  if (!Store)
+    return;
+  store4(b.p1 + at, vector, n, q.p);
+  store4(b.m1 + at, vector, n, q.m);
+  store4(b.v1 + at, vector, n, q.v);
+}
+
 /// The update of the `n` (<= 4) consecutive elements at `at`: loaded,
 /// updated, and with `Store` written back; `p` receives the new parameter
 /// (zeros past `n`).
@@ -209,39 +242,59 @@ template <class H, SourceType G, bool Store>
 __device__ __forceinline__ void adamQuad(const AdamBuffers &b, i64 at,
                                          bool vector, int n,
                                          const AdamScalars &sc, float *p) {
-  float g[4], mm[4], v[4];
-  load4(b.p + at, vector, n, p);
-  load4(b.m + at, vector, n, mm);
-  load4(b.v + at, vector, n, v);
-  loadGrad4<G>(b.g, at, vector, n, g);
+  AdamQuadIn q;
+  adamLoadQuad<G>(b, at, vector, n, q);
+  adamUpdateQuad<H, Store>(b, at, vector, n, sc, q);
   TE_UNROLL
   for (int e = 0; e < 4; ++e)
-    adamElement<H>(g[e], p[e], mm[e], v[e], sc);
-  if (!Store)
-    return;
-  store4(b.p1 + at, vector, n, p);
-  store4(b.m1 + at, vector, n, mm);
-  store4(b.v1 + at, vector, n, v);
+    p[e] = q.p[e];
 }
+
+/// Quads a thread loads before updating the first: the tile path runs few
+/// CTAs per SM (its tile fills shared memory), so each thread keeps several
+/// quads' loads in flight to cover the memory latency.
+#ifndef TE_ADAM_BATCH
+#define TE_ADAM_BATCH 2
+#endif
+constexpr int kAdamBatch = TE_ADAM_BATCH;
+
+/// One quad of a tile: tile row / column, element index, valid count,
+/// whether the 16-byte path applies.
+struct TileQuad {
+  int tr, tc;
+  i64 at;
+  int n;
+  bool vector;
+};
 
 /// Visits the tile in quads of four consecutive elements, one warp per
 /// 128-element row segment: every warp load and store instruction then
 /// covers 512 contiguous bytes of each f32 array (two 16-byte halves of a
-/// thread's own 32 bytes would touch every sector twice). fn(tr, tc, at,
-/// n, vector): tile row / column, element index, valid count, whether the
-/// 16-byte path applies.
-template <class Fn>
+/// thread's own 32 bytes would touch every sector twice). In batches of
+/// `B` quads: load(j, quad) for each quad of the batch, then
+/// finish(j, quad) for each.
+template <int B, class Load, class Finish>
 __device__ __forceinline__ void forTileQuads(i64 m, i64 k, i64 r0, i64 c0,
-                                             int tid, bool aligned16, Fn fn) {
+                                             int tid, bool aligned16,
+                                             Load load, Finish finish) {
   constexpr int kQuadsPerRow = kTileCols / 4;
   constexpr int kPerThread = kTileRows * kQuadsPerRow / kTileThreads;
-#pragma unroll 2
-  for (int i = 0; i < kPerThread; ++i) {
-    int id = i * kTileThreads + tid;
-    int tr = id / kQuadsPerRow, tc = 4 * (id % kQuadsPerRow);
-    i64 r = r0 + tr, c = c0 + tc;
-    int n = r < m ? int(k - c < 4 ? (k - c > 0 ? k - c : 0) : 4) : 0;
-    fn(tr, tc, r * k + c, n, aligned16 && n == 4);
+  static_assert(kPerThread % B == 0, "batches must tile the quads");
+#pragma unroll 1
+  for (int i0 = 0; i0 < kPerThread; i0 += B) {
+    TileQuad quad[B];
+    TE_UNROLL
+    for (int j = 0; j < B; ++j) {
+      int id = (i0 + j) * kTileThreads + tid;
+      int tr = id / kQuadsPerRow, tc = 4 * (id % kQuadsPerRow);
+      i64 r = r0 + tr, c = c0 + tc;
+      int n = r < m ? int(k - c < 4 ? (k - c > 0 ? k - c : 0) : 4) : 0;
+      quad[j] = TileQuad{tr, tc, r * k + c, n, aligned16 && n == 4};
+      load(j, quad[j]);
+    }
+    TE_UNROLL
+    for (int j = 0; j < B; ++j)
+      finish(j, quad[j]);
   }
 }
 
@@ -256,12 +309,17 @@ adamTile(TileSmem *s, TilePlane *lo, const AdamBuffers &b, i64 m, i64 k, i64 r0,
                    aligned(b.v, 16) && aligned(b.g, 8) && aligned(b.p1, 16) &&
                    aligned(b.m1, 16) && aligned(b.v1, 16) &&
                    (G != SourceType::F32 || aligned(b.g, 16));
-  forTileQuads(
+  AdamQuadIn in[kAdamBatch];
+  forTileQuads<kAdamBatch>(
       m, k, r0, c0, tid, aligned16,
-      [&](int tr, int tc, i64 at, int n, bool vector) {
-        float p[4] = {0, 0, 0, 0};
+      [&](int j, const TileQuad &q) {
+        adamLoadQuad<G>(b, q.at, q.vector, q.n, in[j]);
+      },
+      [&](int j, const TileQuad &q) {
+        int n = q.n, tr = q.tr, tc = q.tc;
+        float *p = in[j].p;
         if (n > 0)
-          adamQuad<H, G, true>(b, at, vector, n, sc, p);
+          adamUpdateQuad<H, true>(b, q.at, q.vector, n, sc, in[j]);
         if (!Keep)
           return;
         u32 hi[2], lw[2];
@@ -409,15 +467,19 @@ __device__ __forceinline__ void adamAmax(const AdamTable<N, W> &t, int count,
                    aligned(b.v, 16) && aligned(b.g, 8) &&
                    (G != SourceType::F32 || aligned(b.g, 16));
   float a = 0.0f;
-  forTileQuads(m, k, r0, c0, int(threadIdx.x), aligned16,
-               [&](int, int, i64 at, int n, bool vector) {
-                 if (n == 0)
-                   return;
-                 float p[4];
-                 adamQuad<H, G, false>(b, at, vector, n, sc, p);
-                 for (int e = 0; e < n; ++e)
-                   a = amaxAccumulate(a, p[e]);
-               });
+  AdamQuadIn in[kAdamBatch];
+  forTileQuads<kAdamBatch>(
+      m, k, r0, c0, int(threadIdx.x), aligned16,
+      [&](int j, const TileQuad &q) {
+        adamLoadQuad<G>(b, q.at, q.vector, q.n, in[j]);
+      },
+      [&](int j, const TileQuad &q) {
+        if (q.n == 0)
+          return;
+        adamUpdateQuad<H, false>(b, q.at, q.vector, q.n, sc, in[j]);
+        for (int e = 0; e < q.n; ++e)
+          a = amaxAccumulate(a, in[j].p[e]);
+      });
   warpAmaxToGlobal(a, reinterpret_cast<float *>(cta.w[AmaxWord]));
 }
 
