@@ -258,7 +258,10 @@ struct TeInferUsagePass
                  << persistentName(op).getValue() << "')";
       }
       auto widened = QTensorType::getChecked(
-          [&] { return op.emitOpError() << "cannot hold " << stringifyDirections(want) << ": "; },
+          [&] {
+            return op.emitOpError()
+                   << "cannot hold " << stringifyDirections(want) << ": ";
+          },
           type.getContext(), type.getShape(), type.getElementType(),
           type.getScheme(), want);
       if (!widened)

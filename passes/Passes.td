@@ -71,7 +71,13 @@ def TeInferUsagePass : Pass<"te-infer-usage", "::mlir::ModuleOp"> {
     function of the module reads of that parameter under that scheme (its
     stored quantization is shared), which can add directions: a weight
     quantized for training keeps its columnwise data in an inference-only
-    function. With `report`, each change is reported as a remark.
+    function. A *persistent quantized value* - a `!te.qtensor` argument or
+    result marked `te.persistent` - is stored once for the whole module:
+    every declaration of the name must agree on shape, element type and
+    scheme (else an error), and every declaration, and the `te.quantize`
+    that writes such a result, gets the union of the directions they list,
+    so an eval function cannot strip what a training function reads. With
+    `report`, each change is reported as a remark.
 
     Before:
     ```mlir

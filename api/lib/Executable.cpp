@@ -206,11 +206,11 @@ rt::Status Executable::run(const std::vector<DeviceSpan> &args,
     TE_RETURN_IF_ERROR(ex.run(stream));
   }
   for (auto &[from, to] : st.copyOut) {
-    auto w = std::find(st.workspaceBuffer.begin(), st.workspaceBuffer.end(),
-                       from);
-    TE_RETURN_IF_ERROR(to->copyFrom(
-        st.workspaces[size_t(w - st.workspaceBuffer.begin())], to->size(),
-        stream));
+    auto w =
+        std::find(st.workspaceBuffer.begin(), st.workspaceBuffer.end(), from);
+    TE_RETURN_IF_ERROR(
+        to->copyFrom(st.workspaces[size_t(w - st.workspaceBuffer.begin())],
+                     to->size(), stream));
   }
   if (st.store)
     cg::markWritten(st.entry, *st.store);
@@ -273,8 +273,8 @@ Session::buffers(const std::string &name) const {
   return out;
 }
 
-rt::Status Session::set(const std::string &name, const void *bytes,
-                        size_t size, const rt::Stream &stream) {
+rt::Status Session::set(const std::string &name, const void *bytes, size_t size,
+                        const rt::Stream &stream) {
   auto it = state_->store->values.find(name);
   if (it == state_->store->values.end() || it->second.size() != 1 ||
       !it->second.count("data"))

@@ -66,6 +66,5 @@ LogicalResult TeDialect::verifyRegionResultAttribute(Operation *op,
   if (!fn)
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' belongs on a function result";
-  return verifyPersistent(op, attr, fn.getResultTypes()[resultIndex],
-                          "result");
+  return verifyPersistent(op, attr, fn.getResultTypes()[resultIndex], "result");
 }

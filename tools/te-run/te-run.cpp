@@ -4,14 +4,16 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// te-run FILE.mlir [--entry NAME] [--backend cuda|cpu|both]
+// te-run FILE.mlir [--entry NAME[,NAME...]] [--backend cuda|cpu|both]
 //        [--input NAME=FILE.npy]... [--random-inputs SEED] [--dump DIR]
-//        [--check] [--bench N] [--arch sm_90a] [--cache-dir DIR]
+//        [--check] [--bench N] [--steps N] [--arch sm_90a] [--cache-dir DIR]
 //
 // Parses FILE, runs the te-to-cuda pipeline, lowers the entry to the kernel
 // level, then runs it on the CUDA backend (generated kernels, NVRTC, the
 // kernel cache), the CPU backend (reference numerics) or both. Without a
 // GPU it still JIT-compiles every kernel and runs the CPU backend.
+// Several entries run as one session, in order: persistent values
+// (te.persistent) carry from call to call on both backends.
 // Bad input gets one line on stderr and exit code 1.
 //
 //===----------------------------------------------------------------------===//
@@ -45,15 +47,19 @@ namespace rt = te::rt;
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<file.mlir>"),
                                       cl::Required);
-static cl::opt<std::string> entryName("entry", cl::desc("Function to run"),
-                                      cl::init(""));
+static cl::opt<std::string>
+    entryName("entry",
+              cl::desc("Function to run, or a comma-separated sequence run "
+                       "as one session (persistent values carried)"),
+              cl::init(""));
 static cl::opt<std::string> backend("backend",
                                     cl::desc("cuda | cpu | both (default: "
                                              "cuda if a GPU is present)"),
                                     cl::init(""));
-static cl::list<std::string> inputs("input",
-                                    cl::desc("NAME=FILE.npy for argument NAME "
-                                             "(arg0, arg1, ... or 0, 1, ...)"));
+static cl::list<std::string>
+    inputs("input", cl::desc("NAME=FILE.npy for argument NAME (arg0, arg1, "
+                             "... or 0, 1, ...; ENTRY.argN in a sequence) or "
+                             "for a persistent value's initial data"));
 static cl::opt<int64_t> randomSeed("random-inputs",
                                    cl::desc("Seeded random data for arguments "
                                             "without --input"),
@@ -70,9 +76,10 @@ static cl::opt<std::string>
     cacheDir("cache-dir", cl::desc("Kernel cache directory"), cl::init(""));
 static cl::opt<int> steps(
     "steps",
-    cl::desc("Run the entry N times, carrying optimizer state (new "
-             "parameters and moments become the next call's arguments) and "
-             "counting the step argument up; prints each step"),
+    cl::desc("Run the entry (or the sequence) N times, carrying optimizer "
+             "state (new parameters and moments become the next call's "
+             "arguments) and counting the step argument up; prints each "
+             "call"),
     cl::init(1));
 
 [[noreturn]] static void die(const std::string &msg) {
@@ -223,8 +230,8 @@ static void summarize(const cg::Entry &e,
 }
 
 /// One line per call of --steps or of an --entry sequence: the RMS of every
-/// floating-point tensor result (the parameters an optimizer step returns, a weight
-/// gradient), so a user sees them evolve.
+/// floating-point tensor result (the parameters an optimizer step returns, a
+/// weight gradient), so a user sees them evolve.
 static void printStep(const cg::Entry &e, const std::string &label,
                       const std::vector<cg::ValueData> &results) {
   llvm::outs() << label << ":";
@@ -480,9 +487,9 @@ int main(int argc, char **argv) {
         if (e->values[e->args[i]].isQuantized())
           die("'" + e->name + "' reads the persistent quantized '" + n +
               "' before any entry wrote it" +
-              (writers.count(n) ? "; run one that writes it first (" +
-                                      writers[n] + ")"
-                                : "; no entry writes it"));
+              (writers.count(n)
+                   ? "; run one that writes it first (" + writers[n] + ")"
+                   : "; no entry writes it"));
         held.insert(n);
       }
       for (size_t i = 0; i < e->results.size(); ++i)
@@ -587,8 +594,8 @@ int main(int argc, char **argv) {
     if (wantCuda) {
       auto it = runners.find(&e);
       if (it == runners.end()) {
-        auto r = cg::CudaRunner::create(*program, e, *device, cache,
-                                        &deviceStore);
+        auto r =
+            cg::CudaRunner::create(*program, e, *device, cache, &deviceStore);
         if (!r)
           die(r.status().toString());
         it = runners.emplace(&e, std::move(*r)).first;
@@ -617,9 +624,9 @@ int main(int argc, char **argv) {
         // the next call computes from it is not compared.
         inexactOf[&e][c.argument] = state.inexact[size_t(c.value)];
       }
-    std::string label =
-        single ? "step " + std::to_string(call + 1)
-               : "call " + std::to_string(call + 1) + " " + e.name;
+    std::string label = single
+                            ? "step " + std::to_string(call + 1)
+                            : "call " + std::to_string(call + 1) + " " + e.name;
     if (totalCalls > 1)
       printStep(e, label, wantCuda ? cudaResults : cpuResults);
 
@@ -628,15 +635,16 @@ int main(int argc, char **argv) {
           cg::compareResults(cpuResults, cudaResults, "cpu", "cuda");
       if (!c.difference.empty()) {
         llvm::outs() << "check: MISMATCH"
-                     << (totalCalls > 1 ? " in " + label : std::string())
-                     << " " << c.difference << "\n";
+                     << (totalCalls > 1 ? " in " + label : std::string()) << " "
+                     << c.difference << "\n";
         return 2;
       }
       total.exactBuffers += c.exactBuffers;
       total.boundedBuffers += c.boundedBuffers;
       total.uncheckedBuffers += c.uncheckedBuffers;
       total.bytes += c.bytes;
-      total.worstBoundRatio = std::max(total.worstBoundRatio, c.worstBoundRatio);
+      total.worstBoundRatio =
+          std::max(total.worstBoundRatio, c.worstBoundRatio);
       // A persistent value only bounded against the CPU's (a GEMM output)
       // is replaced on the device by the CPU's bytes, so every later call
       // starts both backends from the same state and compares bit for bit.

@@ -364,8 +364,8 @@ runCpu(const Program &p, const Entry &e,
     values[e.args[i]].unbounded =
         inexactArgs && i < inexactArgs->size() && (*inexactArgs)[i];
     if (!name.empty())
-      store->values[name] =
-          std::make_shared<HostStore::Held>(HostStore::Held{v, values[e.args[i]]});
+      store->values[name] = std::make_shared<HostStore::Held>(
+          HostStore::Held{v, values[e.args[i]]});
   }
 
   for (const Kernel &k : e.kernels) {
@@ -428,8 +428,8 @@ runCpu(const Program &p, const Entry &e,
     for (size_t i = 0; i < e.results.size(); ++i)
       if (!e.persistentResult(i).empty())
         store->values[e.persistentResult(i)] =
-            std::make_shared<HostStore::Held>(HostStore::Held{
-                e.values[e.results[i]], values[e.results[i]]});
+            std::make_shared<HostStore::Held>(
+                HostStore::Held{e.values[e.results[i]], values[e.results[i]]});
   if (state) {
     state->tensors.clear();
     state->inexact.clear();

@@ -133,8 +133,8 @@ struct CpuLoop {
 
   std::vector<cg::ValueData> call(const std::string &fn,
                                   const std::vector<std::vector<uint8_t>> &a) {
-    auto r = cg::runCpu(program, *program.find(fn), a, nullptr, nullptr,
-                        &store);
+    auto r =
+        cg::runCpu(program, *program.find(fn), a, nullptr, nullptr, &store);
     EXPECT_TRUE(r) << fn << ": " << r.status().toString();
     return r ? *r : std::vector<cg::ValueData>();
   }
@@ -186,9 +186,9 @@ TEST(Session, CpuAlternatesTrainAndEvalWithoutLosingState) {
   CpuLoop cpu{m->program(), {}};
 
   // Reading a quantized value no function wrote yet is an error.
-  auto early = cg::runCpu(m->program(), *m->program().find("eval_step"),
-                          in.args("eval_step", 1), nullptr, nullptr,
-                          &cpu.store);
+  auto early =
+      cg::runCpu(m->program(), *m->program().find("eval_step"),
+                 in.args("eval_step", 1), nullptr, nullptr, &cpu.store);
   ASSERT_FALSE(early);
   EXPECT_NE(early.status().message().find(
                 "eval_step reads persistent 'fc1.weight' before any entry "
@@ -197,11 +197,12 @@ TEST(Session, CpuAlternatesTrainAndEvalWithoutLosingState) {
       << early.status().message();
 
   cpu.call("init", in.args("init", 1));
-  EXPECT_EQ(partNames(cpu.store.read("fc1.weight")),
-            (std::vector<std::string>{"rowwise.data", "rowwise.scale_inv",
-                                      "columnwise.data",
-                                      "columnwise.scale_inv"}));
-  std::vector<cg::ValueData> first = cpu.call("train_step", in.args("train_step", 1));
+  EXPECT_EQ(
+      partNames(cpu.store.read("fc1.weight")),
+      (std::vector<std::string>{"rowwise.data", "rowwise.scale_inv",
+                                "columnwise.data", "columnwise.scale_inv"}));
+  std::vector<cg::ValueData> first =
+      cpu.call("train_step", in.args("train_step", 1));
   auto before = cpu.snapshot();
   cpu.call("eval_step", in.args("eval_step", 1));
   auto after = cpu.snapshot();
@@ -209,7 +210,8 @@ TEST(Session, CpuAlternatesTrainAndEvalWithoutLosingState) {
     EXPECT_EQ(cg::firstDifference({before[n]}, {after[n]}, "before", "after"),
               "")
         << "an eval step changed " << n;
-  std::vector<cg::ValueData> second = cpu.call("train_step", in.args("train_step", 1));
+  std::vector<cg::ValueData> second =
+      cpu.call("train_step", in.args("train_step", 1));
   EXPECT_EQ(cg::firstDifference(first, second, "first", "second"), "");
 
   // The optimizer (declared rowwise) rewrites both directions of the weight.
@@ -220,7 +222,8 @@ TEST(Session, CpuAlternatesTrainAndEvalWithoutLosingState) {
   EXPECT_NE(weight[2].bytes, before["fc1.weight"][2].bytes)
       << "the columnwise data did not move with the new weight";
   cpu.call("eval_step", in.args("eval_step", 1));
-  std::vector<cg::ValueData> third = cpu.call("train_step", in.args("train_step", 1));
+  std::vector<cg::ValueData> third =
+      cpu.call("train_step", in.args("train_step", 1));
   EXPECT_NE(third[1][0].bytes, first[1][0].bytes)
       << "dx = dy W did not see the new columnwise weight";
 }
@@ -300,7 +303,8 @@ TEST(Session, GpuSessionMatchesTheCpuCallByCall) {
       if (lastIndex != size_t(-1) && s.index != lastIndex)
         ++group;
       lastIndex = s.index;
-      cg::NamedBuffer nb{s.part, s.desc, std::vector<uint8_t>(s.bytes), {}, false};
+      cg::NamedBuffer nb{
+          s.part, s.desc, std::vector<uint8_t>(s.bytes), {}, false};
       ASSERT_TRUE(owned[exe->arguments().size() + slot++].copyToHost(
           nb.bytes.data(), nb.bytes.size(), *stream));
       got[group].push_back(std::move(nb));
@@ -346,9 +350,9 @@ TEST(Session, GpuSessionMatchesTheCpuCallByCall) {
   EXPECT_NE(early.message().find("before any entry wrote it"),
             std::string::npos);
 
-  for (const char *fn : {"init", "train_step", "eval_step", "train_step",
-                         "optimizer_step", "eval_step", "train_step",
-                         "optimizer_step", "train_step", "eval_step"})
+  for (const char *fn :
+       {"init", "train_step", "eval_step", "train_step", "optimizer_step",
+        "eval_step", "train_step", "optimizer_step", "train_step", "eval_step"})
     call(fn);
   auto weight = session->read("fc1.weight", *stream);
   ASSERT_TRUE(weight);

@@ -209,9 +209,8 @@ struct AdamQuadIn {
 
 /// Loads the `n` (<= 4) consecutive elements at `at` (zeros past `n`).
 template <SourceType G>
-__device__ __forceinline__ void adamLoadQuad(const AdamBuffers &b, i64 at,
-                                             bool vector, int n,
-                                             AdamQuadIn &q) {
+__device__ __forceinline__ void
+adamLoadQuad(const AdamBuffers &b, i64 at, bool vector, int n, AdamQuadIn &q) {
   load4(b.p + at, vector, n, q.p);
   load4(b.m + at, vector, n, q.m);
   load4(b.v + at, vector, n, q.v);
@@ -221,10 +220,9 @@ __device__ __forceinline__ void adamLoadQuad(const AdamBuffers &b, i64 at,
 /// Updates a loaded quad: q.p receives the new parameter; with `Store`,
 /// the new parameter and moments are written back.
 template <class H, bool Store>
-__device__ __forceinline__ void adamUpdateQuad(const AdamBuffers &b, i64 at,
-                                               bool vector, int n,
-                                               const AdamScalars &sc,
-                                               AdamQuadIn &q) {
+__device__ __forceinline__ void
+adamUpdateQuad(const AdamBuffers &b, i64 at, bool vector, int n,
+               const AdamScalars &sc, AdamQuadIn &q) {
   TE_UNROLL
   for (int e = 0; e < 4; ++e)
     adamElement<H>(q.g[e], q.p[e], q.m[e], q.v[e], sc);
@@ -275,8 +273,8 @@ struct TileQuad {
 /// finish(j, quad) for each.
 template <int B, class Load, class Finish>
 __device__ __forceinline__ void forTileQuads(i64 m, i64 k, i64 r0, i64 c0,
-                                             int tid, bool aligned16,
-                                             Load load, Finish finish) {
+                                             int tid, bool aligned16, Load load,
+                                             Finish finish) {
   constexpr int kQuadsPerRow = kTileCols / 4;
   constexpr int kPerThread = kTileRows * kQuadsPerRow / kTileThreads;
   static_assert(kPerThread % B == 0, "batches must tile the quads");
