@@ -100,3 +100,17 @@ func.func @adam(%p: tensor<64x32xf32>, %g: tensor<64x32xbf16>, %m: tensor<64x32x
   %p3, %m3, %v3 = te.adam_step %p2, %g, %m2, %v2, %lr, %step {fast_math, beta2 = 0.95} : tensor<64x32xf32>, tensor<64x32xbf16>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<f32>, tensor<i64> -> tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
   return %p3, %m3, %v3 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
 }
+
+// Persistent values: te.persistent on tensor and !te.qtensor arguments and
+// on results (a declaration keeps them too).
+// CHECK-LABEL: func.func @persistent
+// CHECK-SAME: (%{{.*}}: tensor<64x32xf32> {te.persistent = "w.master"}, %{{.*}}: !te.qtensor<64x32xf32, #te.mxfp8<e4m3>, rowwise> {te.persistent = "w"})
+// CHECK-SAME: -> (tensor<64x32xf32> {te.persistent = "w.master"}, !te.qtensor<64x32xf32, #te.mxfp8<e4m3>, rowwise> {te.persistent = "w"})
+func.func @persistent(%p: tensor<64x32xf32> {te.persistent = "w.master"},
+    %w: !te.qtensor<64x32xf32, #te.mxfp8<e4m3>, rowwise> {te.persistent = "w"})
+    -> (tensor<64x32xf32> {te.persistent = "w.master"}, !te.qtensor<64x32xf32, #te.mxfp8<e4m3>, rowwise> {te.persistent = "w"}) {
+  return %p, %w : tensor<64x32xf32>, !te.qtensor<64x32xf32, #te.mxfp8<e4m3>, rowwise>
+}
+// CHECK-LABEL: func.func private @persistent_decl
+// CHECK-SAME: -> (tensor<64x32xf32> {te.persistent = "w.master"})
+func.func private @persistent_decl(tensor<64x32xf32> {te.persistent = "w.master"}) -> (tensor<64x32xf32> {te.persistent = "w.master"})
