@@ -164,6 +164,7 @@ __device__ __forceinline__ void load4(const float *x, bool vector, int n,
     out[0] = bitsToFloat(a.x), out[1] = bitsToFloat(a.y);
     out[2] = bitsToFloat(a.z), out[3] = bitsToFloat(a.w);
   } else {
+    TE_UNROLL // constant indices keep `out` in registers
     for (int e = 0; e < 4; ++e)
       out[e] = e < n ? x[e] : 0.0f;
   }
@@ -185,6 +186,7 @@ __device__ __forceinline__ void loadGrad4(const void *g, i64 at, bool vector,
     out[0] = widenLo<isF16(G)>(w0), out[1] = widenHi<isF16(G)>(w0);
     out[2] = widenLo<isF16(G)>(w1), out[3] = widenHi<isF16(G)>(w1);
   } else {
+    TE_UNROLL
     for (int e = 0; e < 4; ++e)
       out[e] = e < n ? widen<isF16(G)>(loadGlobalU16(gp + e)) : 0.0f;
   }
@@ -197,8 +199,10 @@ __device__ __forceinline__ void store4(float *x, bool vector, int n,
         U32x4{floatToBits(in[0]), floatToBits(in[1]), floatToBits(in[2]),
               floatToBits(in[3])};
   } else {
-    for (int e = 0; e < n; ++e)
-      x[e] = in[e];
+    TE_UNROLL
+    for (int e = 0; e < 4; ++e)
+      if (e < n)
+        x[e] = in[e];
   }
 }
 
@@ -233,24 +237,11 @@ adamUpdateQuad(const AdamBuffers &b, i64 at, bool vector, int n,
   store4(b.v1 + at, vector, n, q.v);
 }
 
-/// The update of the `n` (<= 4) consecutive elements at `at`: loaded,
-/// updated, and with `Store` written back; `p` receives the new parameter
-/// (zeros past `n`).
-template <class H, SourceType G, bool Store>
-__device__ __forceinline__ void adamQuad(const AdamBuffers &b, i64 at,
-                                         bool vector, int n,
-                                         const AdamScalars &sc, float *p) {
-  AdamQuadIn q;
-  adamLoadQuad<G>(b, at, vector, n, q);
-  adamUpdateQuad<H, Store>(b, at, vector, n, sc, q);
-  TE_UNROLL
-  for (int e = 0; e < 4; ++e)
-    p[e] = q.p[e];
-}
-
-/// Quads a thread loads before updating the first: the tile path runs few
-/// CTAs per SM (its tile fills shared memory), so each thread keeps several
-/// quads' loads in flight to cover the memory latency.
+/// Quads a thread loads before updating the first, so that several quads'
+/// loads are in flight. Every per-element loop over a quad is unrolled:
+/// a quad indexed at run time would live in local memory (the stack frame
+/// of an earlier version cost the update without requantization a third
+/// of its bandwidth).
 #ifndef TE_ADAM_BATCH
 #define TE_ADAM_BATCH 2
 #endif
@@ -346,14 +337,23 @@ __device__ __forceinline__ void adamFlat(const AdamBuffers &b, i64 n, i64 chunk,
                    aligned(b.v1, 16) &&
                    (G != SourceType::F32 || aligned(b.g, 16));
   i64 base = chunk * kTileRows * kTileCols;
-#pragma unroll 2
-  for (int q = tid; q < kQuads; q += kTileThreads) {
-    i64 at = base + 4 * i64(q);
-    int valid = n - at >= 4 ? 4 : int(n - at > 0 ? n - at : 0);
-    if (valid == 0)
-      continue;
-    float p[4];
-    adamQuad<H, G, true>(b, at, aligned16 && valid == 4, valid, sc, p);
+  static_assert(kQuads % (kAdamBatch * kTileThreads) == 0, "whole batches");
+#pragma unroll 1
+  for (int q0 = tid; q0 < kQuads; q0 += kAdamBatch * kTileThreads) {
+    AdamQuadIn in[kAdamBatch];
+    i64 at[kAdamBatch];
+    int valid[kAdamBatch];
+    TE_UNROLL
+    for (int j = 0; j < kAdamBatch; ++j) {
+      at[j] = base + 4 * i64(q0 + j * kTileThreads);
+      valid[j] = n - at[j] >= 4 ? 4 : int(n - at[j] > 0 ? n - at[j] : 0);
+      adamLoadQuad<G>(b, at[j], aligned16 && valid[j] == 4, valid[j], in[j]);
+    }
+    TE_UNROLL
+    for (int j = 0; j < kAdamBatch; ++j)
+      if (valid[j] > 0)
+        adamUpdateQuad<H, true>(b, at[j], aligned16 && valid[j] == 4,
+                                valid[j], sc, in[j]);
   }
 }
 
@@ -475,8 +475,10 @@ __device__ __forceinline__ void adamAmax(const AdamTable<N, W> &t, int count,
         if (q.n == 0)
           return;
         adamUpdateQuad<H, false>(b, q.at, q.vector, q.n, sc, in[j]);
-        for (int e = 0; e < q.n; ++e)
-          a = amaxAccumulate(a, in[j].p[e]);
+        TE_UNROLL
+        for (int e = 0; e < 4; ++e)
+          if (e < q.n)
+            a = amaxAccumulate(a, in[j].p[e]);
       });
   warpAmaxToGlobal(a, reinterpret_cast<float *>(cta.w[AmaxWord]));
 }
