@@ -15,15 +15,6 @@ namespace te::cg {
 
 using rt::DType;
 
-std::string cudaSupport(const AdamKernel &k, const Entry &e) {
-  (void)e;
-  for (const Stage &s : k.stages)
-    if (usesRht(s) && s.scheme.block2d)
-      return "nvfp4 with the random Hadamard transform (rht) and 16x16 "
-             "blocks has no CUDA kernel yet";
-  return "";
-}
-
 /// An exact float literal ("0x1.ccccccp-1f").
 static std::string floatLiteral(float f) {
   char text[48];

@@ -204,9 +204,6 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
                                              const QuantizeKernel &q,
                                              BufferTable &table,
                                              EntryPlan &out) {
-  std::string why = cudaSupport(q, e);
-  if (!why.empty())
-    return rt::Status(rt::StatusCode::Unsupported, q.name + ": " + why);
   const Value &in = e.values[q.input];
   int64_t m = in.rows(), k = in.cols();
   int input = out.values[q.input].tensor;
@@ -283,9 +280,6 @@ static int64_t tilesOf(const Value &v) {
 static rt::Expected<KernelPlan> planAdam(const Program &p, const Entry &e,
                                          const AdamKernel &a,
                                          BufferTable &table, EntryPlan &out) {
-  std::string why = cudaSupport(a, e);
-  if (!why.empty())
-    return rt::Status(rt::StatusCode::Unsupported, a.name + ": " + why);
   size_t words = kAdamTensorWords + kAdamStageWords * a.stages.size();
   size_t perLaunch = std::min(a.tensors.size(), rt::kMaxTableWords / words);
   EmittedAdam src = emitAdam(a, e, perLaunch);

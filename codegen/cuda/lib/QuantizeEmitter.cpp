@@ -25,14 +25,6 @@ bool usesRht(const Stage &s) {
          s.dir == Direction::Columnwise;
 }
 
-std::string cudaSupport(const QuantizeKernel &k, const Entry &e) {
-  for (const Stage &s : k.stages)
-    if (usesRht(s) && s.scheme.block2d)
-      return "nvfp4 with the random Hadamard transform (rht) and 16x16 "
-             "blocks has no CUDA kernel yet";
-  return "";
-}
-
 std::string sourceType(DType input) {
   return input == DType::F32   ? "te::dev::SourceType::F32"
          : input == DType::F16 ? "te::dev::SourceType::F16"
@@ -65,7 +57,7 @@ std::string stageType(const Scheme &s, Direction d, DType input) {
   case SchemeKind::Nvfp4:
     if (s.rht && !row) {
       os << "te::dev::Nvfp4RhtColumnStage<" << boolText(s.stochasticRounding)
-         << ">";
+         << ", " << boolText(s.block2d) << ">";
       break;
     }
     os << "te::dev::Nvfp4Stage<" << boolText(row) << ", " << boolText(s.block2d)

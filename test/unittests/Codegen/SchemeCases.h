@@ -31,6 +31,8 @@ inline std::vector<rt::Scheme> allSchemes() {
       Scheme::nvfp4(false, false, /*block2d=*/true),
       Scheme::nvfp4(/*rht=*/true),
       Scheme::nvfp4(/*rht=*/true, /*sr=*/true),
+      Scheme::nvfp4(/*rht=*/true, false, /*block2d=*/true),
+      Scheme::nvfp4(/*rht=*/true, /*sr=*/true, /*block2d=*/true),
       Scheme::identity(DType::BF16),
       Scheme::identity(DType::F32),
   };

@@ -98,6 +98,9 @@ struct TileSmem {
   TilePlane x; ///< swizzled: use at(); the high halves of an f32 tile
   float rowAmax[kTileRows][kRowSegments];
   float colAmax[kColSegments][kTileCols];
+  /// NVFP4 RHT with 16x16 blocks: the amax of each warp's eight transformed
+  /// columns per segment, for each of the two column-run rounds.
+  float rhtWarpAmax[2][kTileThreads / 32][kColSegments];
   u32 tileAmax; ///< bits of a non-negative float: integer max == float max
 
   __device__ u16 *at(int r, int c) { return &x[r][swizzledColumn(r, c)]; }
@@ -299,29 +302,38 @@ __device__ __forceinline__ void forColumnRuns(const Tile &t, Fn fn) {
   }
 }
 
+/// fn(c', v) with the 16 values v of segment s of each valid column c' of
+/// the pair (c, c + 1).
+template <SourceType Src, class Fn>
+__device__ __forceinline__ void columnPairValues(const Tile &t, int s, int c,
+                                                 Fn fn) {
+  u32 w[kSegment], l[kSegment];
+  loadColumnWords(t.s, s, c, w);
+  if (Src == SourceType::F32)
+    loadColumnWords(*t.lo, s, c, l);
+  TE_UNROLL
+  for (int q = 0; q < 2; ++q) {
+    if (c + q >= t.cols)
+      break;
+    float v[kSegment];
+    if (Src == SourceType::F32) {
+      TE_UNROLL
+      for (int i = 0; i < kSegment; ++i)
+        v[i] = q ? joinHi(w[i], l[i]) : joinLo(w[i], l[i]);
+    } else {
+      unpackColumn<isF16(Src)>(w, q, v);
+    }
+    fn(c + q, v);
+  }
+}
+
 /// forColumnRuns, handing fn(s, c, v) the 16 values v of each valid column
 /// c of the run (c and c + 1).
 template <SourceType Src, class Fn>
 __device__ __forceinline__ void forColumnRunValues(const Tile &t, Fn fn) {
   forColumnRuns(t, [&](int s, int c) {
-    u32 w[kSegment], l[kSegment];
-    loadColumnWords(t.s, s, c, w);
-    if (Src == SourceType::F32)
-      loadColumnWords(*t.lo, s, c, l);
-    TE_UNROLL
-    for (int q = 0; q < 2; ++q) {
-      if (c + q >= t.cols)
-        break;
-      float v[kSegment];
-      if (Src == SourceType::F32) {
-        TE_UNROLL
-        for (int i = 0; i < kSegment; ++i)
-          v[i] = q ? joinHi(w[i], l[i]) : joinLo(w[i], l[i]);
-      } else {
-        unpackColumn<isF16(Src)>(w, q, v);
-      }
-      fn(s, c + q, v);
-    }
+    columnPairValues<Src>(t, s, c,
+                          [&](int cc, const float *v) { fn(s, cc, v); });
   });
 }
 
@@ -717,7 +729,14 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
 /// run is exactly the block, so the stage needs no segment amaxes. The
 /// tensor scale comes from the amax of the transformed tensor (`in`, from
 /// the rhtColumnAmax pre-pass), which is also the direction's amax.
-template <bool Stochastic> struct Nvfp4RhtColumnStage {
+///
+/// With `Block2d` a block is 16 transformed runs of 16 adjacent columns (the
+/// 16x16 tile of the transposed data; NUMERICS.md 6.4): the column runs of
+/// forColumnRuns give each warp eight columns of every segment, so a block
+/// amax is a shuffle over the warp's lanes of one segment and an exchange
+/// with the neighbouring warp through shared memory; the runs are then
+/// transformed again for the store (registers stay as for the 1-D blocks).
+template <bool Stochastic, bool Block2d> struct Nvfp4RhtColumnStage {
   static constexpr bool kNeedsRowSegments = false;
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = false;
@@ -727,15 +746,54 @@ template <bool Stochastic> struct Nvfp4RhtColumnStage {
   __device__ static void emit(const Tile &t, const StageArgs &a) {
     float sEnc, sDec;
     Plain::globalScales(t, a, sEnc, sDec);
-    forColumnRunValues<Src>(t, [&](int s, int c, const float *v) {
-      float y[kSegment];
-      rht16Bf16(v, y);
+    if (!Block2d) {
+      forColumnRunValues<Src>(t, [&](int s, int c, const float *v) {
+        float y[kSegment];
+        rht16Bf16(v, y);
+        Plain::storeColumnRun(t, a, s, c, y, runAmax(y), sEnc, sDec);
+      });
+      return;
+    }
+    constexpr int kRounds = kColSegments * (kTileCols / 2) / kTileThreads;
+    static_assert(kRounds == 2 && kTileThreads % 32 == 0,
+                  "rhtWarpAmax holds two rounds of whole warps");
+    int warp = t.tid / 32, lane = t.tid % 32;
+    TE_UNROLL
+    for (int i = 0; i < kRounds; ++i) {
+      // The task of forColumnRuns: lanes s, s + 8, s + 16, s + 24 of a warp
+      // hold segment s of the warp's columns 8w' .. 8w' + 7 of this round.
+      int task = i * kTileThreads + t.tid;
+      int s = task % kColSegments, c = 2 * (task / kColSegments);
+      bool valid = kSegment * s < t.rows && c < t.cols;
       float amax = 0.0f;
-      TE_UNROLL
-      for (int i = 0; i < kSegment; ++i)
-        amax = amaxAccumulate(amax, y[i]);
-      Plain::storeColumnRun(t, a, s, c, y, amax, sEnc, sDec);
-    });
+      if (valid)
+        columnPairValues<Src>(t, s, c, [&](int, const float *v) {
+          float y[kSegment];
+          rht16Bf16(v, y);
+          amax = fmaxf(amax, runAmax(y));
+        });
+      amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 8));
+      amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 16));
+      if (lane < kColSegments)
+        t.s.rhtWarpAmax[i][warp][lane] = amax;
+      __syncthreads();
+      // Warps 2b and 2b + 1 hold the 16 columns of one block.
+      float block = fmaxf(amax, t.s.rhtWarpAmax[i][warp ^ 1][s]);
+      if (valid)
+        columnPairValues<Src>(t, s, c, [&](int cc, const float *v) {
+          float y[kSegment];
+          rht16Bf16(v, y);
+          Plain::storeColumnRun(t, a, s, cc, y, block, sEnc, sDec);
+        });
+    }
+  }
+
+  __device__ static float runAmax(const float *y) {
+    float amax = 0.0f;
+    TE_UNROLL
+    for (int i = 0; i < kSegment; ++i)
+      amax = amaxAccumulate(amax, y[i]);
+    return amax;
   }
 };
 

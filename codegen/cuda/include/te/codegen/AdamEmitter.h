@@ -38,9 +38,6 @@ struct EmittedAdam {
   int rhtStage = -1;
 };
 
-/// Why the CUDA backend cannot generate this kernel ("" when it can).
-std::string cudaSupport(const AdamKernel &k, const Entry &e);
-
 /// The source of `k` for launches of at most `tensors` tensors each.
 EmittedAdam emitAdam(const AdamKernel &k, const Entry &e, size_t tensors);
 

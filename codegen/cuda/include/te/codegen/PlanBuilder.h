@@ -40,7 +40,8 @@ struct KernelPlan {
   uint64_t bytesMoved = 0;
   /// Floating-point operations of a GEMM (2 M N K), 0 for other kernels.
   uint64_t flops = 0;
-  /// Non-empty: the kernel has no CUDA lowering yet (why); `plan` is empty.
+  /// Non-empty: no CUDA plan exists for the kernel (why: a GEMM cuBLASLt
+  /// has no kernel for); `plan` is empty.
   std::string unsupported;
 };
 
@@ -67,7 +68,8 @@ std::vector<ValueStorage> valueStorage(const Entry &e, const EntryPlan &plan,
                                        int v, const rt::Target &target);
 
 /// The plans of `e` (validate(e) must hold). Fails with the reason when a
-/// kernel has no CUDA lowering, unless `keepUnsupported`: then that kernel
+/// kernel has no CUDA plan (a GEMM cuBLASLt cannot run), unless
+/// `keepUnsupported`: then that kernel
 /// gets an empty plan whose `unsupported` says why (for tools that print).
 /// A GEMM becomes one cuBLASLt call (rt::GemmCall) on the storage of the
 /// directions it reads: FP8 operands K-contiguous as the target stores

@@ -47,9 +47,6 @@ struct EmittedQuantize {
   std::string biasEntry;    ///< empty: no bias gradient
 };
 
-/// Why the CUDA backend cannot generate this kernel ("" when it can).
-std::string cudaSupport(const QuantizeKernel &k, const Entry &e);
-
 /// NVFP4 columnwise with the random Hadamard transform: its tensor amax is
 /// that of the transformed tensor (its own pre-pass), not the input's
 /// (the input's amax pre-pass serves rt::Scheme::scalesByTensorAmax()).
