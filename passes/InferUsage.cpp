@@ -82,7 +82,9 @@ struct Declaration {
     return isResult ? fn.getResultTypes()[index] : fn.getArgumentTypes()[index];
   }
   Location loc() const {
-    return isResult ? fn.getLoc() : fn.getArgument(index).getLoc();
+    // A declaration has no block arguments: point at the function.
+    return isResult || fn.isExternal() ? fn.getLoc()
+                                       : fn.getArgument(index).getLoc();
   }
   std::string describe() const {
     return (isResult ? "result " : "argument ") + std::to_string(index) +

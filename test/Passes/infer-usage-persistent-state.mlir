@@ -90,3 +90,14 @@ func.func @twice(%a: tensor<64x128xf32> {te.persistent = "w"},
     %b: tensor<64x128xf32> {te.persistent = "w"}) {
   return
 }
+
+// -----
+
+// A declaration (no body) is checked like a definition; its errors point at
+// the function.
+func.func @defined(%a: tensor<64x128xf32> {te.persistent = "w"}) {
+  return
+}
+
+// expected-error @+1 {{persistent 'w' is 'tensor<64x128xbf16>' in argument 0 of 'declared' but 'tensor<64x128xf32>' in argument 0 of 'defined'}}
+func.func private @declared(tensor<64x128xbf16> {te.persistent = "w"})

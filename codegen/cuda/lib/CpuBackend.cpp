@@ -316,7 +316,8 @@ std::vector<CarriedState> carriedState(const Entry &e) {
                               {t.expAvg, t.newExpAvg},
                               {t.expAvgSq, t.newExpAvgSq}})
         for (size_t a = 0; a < e.args.size(); ++a)
-          if (e.args[a] == in)
+          // A persistent argument is carried by the session's store.
+          if (e.args[a] == in && e.persistentArg(a).empty())
             out.push_back({a, next});
   }
   return out;
@@ -326,7 +327,7 @@ int stepArgument(const Entry &e) {
   for (const Kernel &k : e.kernels)
     if (k.kind == Kernel::Kind::Adam)
       for (size_t a = 0; a < e.args.size(); ++a)
-        if (e.args[a] == k.adam.step)
+        if (e.args[a] == k.adam.step && e.persistentArg(a).empty())
           return int(a);
   return -1;
 }

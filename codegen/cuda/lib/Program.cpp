@@ -57,6 +57,9 @@ static std::vector<int> readsOf(const Kernel &k) {
 }
 
 bool updatesInPlace(const Entry &e, int in, int out) {
+  // The old value returned as well must survive the update.
+  if (std::count(e.results.begin(), e.results.end(), in))
+    return false;
   for (size_t i = 0; i < e.kernels.size(); ++i) {
     const Kernel &k = e.kernels[i];
     std::vector<int> reads = readsOf(k);

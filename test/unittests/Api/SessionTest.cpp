@@ -177,6 +177,30 @@ TEST(Session, PersistentDeclarationsAreLowered) {
   EXPECT_FALSE(cg::updatesInPlace(*opt, opt->args[2], opt->results[1]));
   const cg::Entry *train = m->program().find("train_step");
   EXPECT_FALSE(cg::updatesInPlace(*train, train->args[0], train->results[0]));
+  // The store carries persistent state and steps, not te-run's --steps.
+  EXPECT_TRUE(cg::carriedState(*opt).empty());
+}
+
+TEST(Session, AnUpdateIsNotInPlaceWhenTheOldValueIsReturnedToo) {
+  auto m = api::CompiledModule::fromSource(R"mlir(
+func.func @step(%lr: tensor<f32>, %step: tensor<i64> {te.persistent = "step"},
+    %p: tensor<64x64xf32> {te.persistent = "w"}, %g: tensor<64x64xbf16>,
+    %m: tensor<64x64xf32>, %v: tensor<64x64xf32>)
+    -> (tensor<64x64xf32> {te.persistent = "w"}, tensor<64x64xf32>) {
+  %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step
+      {beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.1, mode = adamw}
+      : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<f32>, tensor<i64>
+      -> tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+  return %p1, %p : tensor<64x64xf32>, tensor<64x64xf32>
+}
+)mlir");
+  ASSERT_TRUE(m) << m.status().toString();
+  const cg::Entry &e = m->program().entries[0];
+  EXPECT_FALSE(cg::updatesInPlace(e, e.args[2], e.results[0]));
+  // A persistent step belongs to the session: te-run does not count it up.
+  EXPECT_EQ(cg::stepArgument(e), -1);
+  // The moments are not persistent: --steps carries them.
+  EXPECT_EQ(cg::carriedState(e).size(), 2u);
 }
 
 TEST(Session, CpuAlternatesTrainAndEvalWithoutLosingState) {

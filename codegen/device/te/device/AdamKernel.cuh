@@ -156,11 +156,22 @@ __device__ __forceinline__ void loadGlobal8(const void *p, u32 &x, u32 &y) {
       : "l"(p));
 }
 
+/// 16 bytes from global memory, not kept in L1, through the coherent path:
+/// in a session the optimizer updates p, m and v in place, and `.nc` loads
+/// are defined only for memory no thread writes during the kernel.
+__device__ __forceinline__ U32x4 loadGlobal16Coherent(const void *p) {
+  U32x4 v;
+  asm("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
 /// Four consecutive f32 elements, `n` of them valid (the rest zero).
 __device__ __forceinline__ void load4(const float *x, bool vector, int n,
                                       float *out) {
   if (vector) {
-    U32x4 a = loadGlobal16(x);
+    U32x4 a = loadGlobal16Coherent(x);
     out[0] = bitsToFloat(a.x), out[1] = bitsToFloat(a.y);
     out[2] = bitsToFloat(a.z), out[3] = bitsToFloat(a.w);
   } else {

@@ -52,13 +52,15 @@ runCpu(const Program &p, const Entry &e,
 
 /// Optimizer state an entry carries from one call to the next: after a
 /// call, value `value` (a new parameter or moment) becomes argument
-/// `argument` (the parameter or moment it updates).
+/// `argument` (the parameter or moment it updates). Persistent arguments
+/// are not listed: the session's store carries them.
 struct CarriedState {
   size_t argument;
   int value;
 };
 std::vector<CarriedState> carriedState(const Entry &e);
-/// The argument holding the optimizer step count, or -1.
+/// The argument holding the optimizer step count, or -1 (also when it is
+/// persistent: then the entries of the session own its value).
 int stepArgument(const Entry &e);
 
 /// NVRTC-compiles every kernel of `e` through `cache` (no GPU needed).

@@ -189,7 +189,7 @@ rt::DirectionStorage directionStorage(const Value &v, rt::Direction d,
 /// Whether result value `out` of `e` may be written into the buffers of
 /// argument value `in` (one persistent value read and written): only where
 /// an optimizer kernel updates that tensor element by element (parameter
-/// or moment) and no later kernel reads `in`.
+/// or moment), no later kernel reads `in` and the entry does not return it.
 bool updatesInPlace(const Entry &e, int in, int out);
 
 /// Checks an entry: value indices in range, kernel inputs and outputs of the
