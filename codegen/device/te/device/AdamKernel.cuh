@@ -176,8 +176,7 @@ __device__ __forceinline__ void load4(const float *x, bool vector, int n,
     out[2] = bitsToFloat(a.z), out[3] = bitsToFloat(a.w);
   } else {
     TE_UNROLL // constant indices keep `out` in registers
-    for (int e = 0; e < 4; ++e)
-      out[e] = e < n ? x[e] : 0.0f;
+        for (int e = 0; e < 4; ++e) out[e] = e < n ? x[e] : 0.0f;
   }
 }
 
@@ -363,8 +362,8 @@ __device__ __forceinline__ void adamFlat(const AdamBuffers &b, i64 n, i64 chunk,
     TE_UNROLL
     for (int j = 0; j < kAdamBatch; ++j)
       if (valid[j] > 0)
-        adamUpdateQuad<H, true>(b, at[j], aligned16 && valid[j] == 4,
-                                valid[j], sc, in[j]);
+        adamUpdateQuad<H, true>(b, at[j], aligned16 && valid[j] == 4, valid[j],
+                                sc, in[j]);
   }
 }
 
