@@ -5,6 +5,7 @@
 // RUN: not te-run %s --random-inputs 3 --entry train_step 2>&1 | FileCheck %s --check-prefix=UNWRITTEN
 // RUN: not te-run %s --random-inputs 3 --entry init --input fc1.moment=%t/result0.npy 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not te-run %s --random-inputs 3 --entry takes_quantized 2>&1 | FileCheck %s --check-prefix=QARG
+// RUN: te-run %s --random-inputs 3 --entry optimizer_step --steps 3 | FileCheck %s --check-prefix=STEPS
 
 // Tests a session of calls sharing persistent values (te.persistent): the
 // FP32 master weight and moments, the block-FP8 weight the GEMMs read and
@@ -31,6 +32,12 @@
 // INPUT: call 2 eval_step: rms(result0)=
 // ENTRY.argN names one entry's argument.
 // NOFILE: te-run: cannot open '{{.*}}x.npy'
+
+// --steps repeats one entry in a session: the persistent master weight and
+// moments move from call to call (the store carries them, in place on a GPU).
+// STEPS: step 1: rms(result0)=[[P1:[^ ]+]] rms(result1)=[[M1:[^ ]+]] rms(result2)=
+// STEPS-NOT: rms(result0)=[[P1]] rms(result1)=[[M1]]
+// STEPS: step 3: rms(result0)=
 
 // UNWRITTEN: te-run: 'train_step' reads the persistent quantized 'fc1.weight' before any entry wrote it; run one that writes it first (init, optimizer_step)
 // UNKNOWN: te-run: --input names 'fc1.moment', which no entry run takes
