@@ -104,3 +104,15 @@ func.func @block_fp8(%x: tensor<256x512xbf16>, %w: tensor<128x512xbf16>, %b: ten
         !te.qtensor<256x512xbf16, #te.fp8_block<e4m3, 1x128>, rowwise | columnwise> -> tensor<128x512xf32>
   return %y, %dw : tensor<256x128xbf16>, tensor<128x512xf32>
 }
+
+// Tests that NVFP4 with the random Hadamard transform and 16x16 blocks is
+// generated: the transformed-amax pre-pass, then the RHT column stage in its
+// 16x16-block form.
+// CHECK-LABEL: // ===== entry @rht2d kernel te_quantize_0 (sm_90a)
+// CHECK-NEXT: // launch te_quantize_0_rht_amax grid 1 block 256
+// CHECK-NEXT: // launch te_quantize_0 grid 1 block 256
+// CHECK: te::dev::Nvfp4RhtColumnStage<false, true>>(x, m, k, args, bias_partial);
+func.func @rht2d(%x: tensor<64x64xbf16>) -> !te.qtensor<64x64xbf16, #te.nvfp4<rht, block2d>, columnwise> {
+  %q = te.quantize %x : tensor<64x64xbf16> -> !te.qtensor<64x64xbf16, #te.nvfp4<rht, block2d>, columnwise>
+  return %q : !te.qtensor<64x64xbf16, #te.nvfp4<rht, block2d>, columnwise>
+}
