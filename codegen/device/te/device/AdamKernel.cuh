@@ -175,8 +175,10 @@ __device__ __forceinline__ void load4(const float *x, bool vector, int n,
     out[0] = bitsToFloat(a.x), out[1] = bitsToFloat(a.y);
     out[2] = bitsToFloat(a.z), out[3] = bitsToFloat(a.w);
   } else {
-    TE_UNROLL // constant indices keep `out` in registers
-        for (int e = 0; e < 4; ++e) out[e] = e < n ? x[e] : 0.0f;
+    // Unrolled: constant indices keep `out` in registers.
+    TE_UNROLL
+    for (int e = 0; e < 4; ++e)
+      out[e] = e < n ? x[e] : 0.0f;
   }
 }
 
