@@ -24,10 +24,11 @@ struct Executable::State {
   std::vector<int> workspaceBuffer;
   std::vector<rt::PlanExecutor> executors;
   /// With a session: the persistent values' buffers, and results copied
-  /// into them after the kernels (not written in place).
+  /// into them after the kernels (not written in place): workspace index ->
+  /// the store's buffer.
   cg::DeviceStore *store = nullptr;
   std::vector<std::shared_ptr<rt::DeviceBuffer>> storeBuffers;
-  std::vector<std::pair<int, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
+  std::vector<std::pair<size_t, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
 };
 
 Executable::Executable() : state_(std::make_unique<State>()) {}
@@ -73,6 +74,7 @@ rt::Expected<Executable> Executable::load(const cg::Program &program,
   st.plan = std::move(*plan);
   st.store = store;
   std::vector<bool> bound(st.plan.buffers.size(), false);
+  std::vector<std::pair<int, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
   TE_RETURN_IF_ERROR(device.makeCurrent());
   st.storeBuffers.resize(st.plan.buffers.size());
   if (store) {
@@ -81,7 +83,7 @@ rt::Expected<Executable> Executable::load(const cg::Program &program,
     if (!b)
       return b.status();
     st.storeBuffers = std::move(b->buffers);
-    st.copyOut = std::move(b->copyOut);
+    copyOut = std::move(b->copyOut);
     for (size_t i = 0; i < st.storeBuffers.size(); ++i)
       bound[i] = st.storeBuffers[i] != nullptr;
   }
@@ -139,6 +141,13 @@ rt::Expected<Executable> Executable::load(const cg::Program &program,
       return buf.status();
     st.workspaces.push_back(std::move(*buf));
     st.workspaceBuffer.push_back(int(b));
+  }
+  // A copied-out result is written to a workspace (it is no slot).
+  for (auto &[from, to] : copyOut) {
+    auto w =
+        std::find(st.workspaceBuffer.begin(), st.workspaceBuffer.end(), from);
+    st.copyOut.push_back(
+        {size_t(w - st.workspaceBuffer.begin()), std::move(to)});
   }
   for (const cg::KernelPlan &kp : st.plan.kernels) {
     auto ex = rt::PlanExecutor::create(kp.plan, device, cache);
@@ -205,13 +214,9 @@ rt::Status Executable::run(const std::vector<DeviceSpan> &args,
                                  results[i].bytes));
     TE_RETURN_IF_ERROR(ex.run(stream));
   }
-  for (auto &[from, to] : st.copyOut) {
-    auto w =
-        std::find(st.workspaceBuffer.begin(), st.workspaceBuffer.end(), from);
+  for (auto &[workspace, to] : st.copyOut)
     TE_RETURN_IF_ERROR(
-        to->copyFrom(st.workspaces[size_t(w - st.workspaceBuffer.begin())],
-                     to->size(), stream));
-  }
+        to->copyFrom(st.workspaces[workspace], to->size(), stream));
   if (st.store)
     cg::markWritten(st.entry, *st.store);
   return rt::Status::ok();

@@ -6,6 +6,7 @@
 // RUN: not te-run %s --random-inputs 3 --entry init --input fc1.moment=%t/result0.npy 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not te-run %s --random-inputs 3 --entry takes_quantized 2>&1 | FileCheck %s --check-prefix=QARG
 // RUN: te-run %s --random-inputs 3 --entry optimizer_step --steps 3 | FileCheck %s --check-prefix=STEPS
+// RUN: te-run %s --random-inputs 3 --check --entry init,snap_master,snap_master,init,eval_step | FileCheck %s --check-prefix=SNAP
 
 // Tests a session of calls sharing persistent values (te.persistent): the
 // FP32 master weight and moments, the block-FP8 weight the GEMMs read and
@@ -38,6 +39,14 @@
 // STEPS: step 1: rms(result0)=[[P1:[^ ]+]] rms(result1)=[[M1:[^ ]+]] rms(result2)=
 // STEPS-NOT: rms(result0)=[[P1]] rms(result1)=[[M1]]
 // STEPS: step 3: rms(result0)=
+
+// A persistent result the entry cannot write in place (a quantize-dequantize
+// round trip of the master weight: the quantize kernel still reads the old
+// value) is written to the entry's own buffer and copied into the store; a
+// second round trip changes nothing (MXFP8 values requantize exactly).
+// SNAP: call 2 snap_master: rms(result0)=[[SNAPPED:[^ ]+]]
+// SNAP-NEXT: call 3 snap_master: rms(result0)=[[SNAPPED]]{{$}}
+// SNAP: call 5 eval_step: rms(result0)=
 
 // UNWRITTEN: te-run: 'train_step' reads the persistent quantized 'fc1.weight' before any entry wrote it; run one that writes it first (init, optimizer_step)
 // UNKNOWN: te-run: --input names 'fc1.moment', which no entry run takes
@@ -93,6 +102,13 @@ func.func @eval_step(%x: tensor<256x256xbf16>,
       : !te.qtensor<256x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
         !te.qtensor<384x256xf32, #te.fp8_block<e4m3, 128x128>, rowwise> -> tensor<256x384xbf16>
   return %y : tensor<256x384xbf16>
+}
+
+func.func @snap_master(%p: tensor<384x256xf32> {te.persistent = "fc1.master"})
+    -> (tensor<384x256xf32> {te.persistent = "fc1.master"}) {
+  %q = te.quantize %p : tensor<384x256xf32> -> !te.qtensor<384x256xf32, #te.mxfp8<e4m3>, rowwise>
+  %d = te.dequantize %q rowwise : !te.qtensor<384x256xf32, #te.mxfp8<e4m3>, rowwise> -> tensor<384x256xf32>
+  return %d : tensor<384x256xf32>
 }
 
 func.func @takes_quantized(%q: !te.qtensor<256x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>) -> tensor<256x256xbf16> {
