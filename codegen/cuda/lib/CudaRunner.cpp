@@ -29,7 +29,18 @@ struct CudaRunner::State {
   std::unique_ptr<rt::Graph> graph;
 
   rt::Status enqueue(const rt::Stream &s);
+  /// Re-uploads initial contents (delayed-scaling state), so each run
+  /// starts from the same state.
+  rt::Status uploadInitial(const rt::Stream &s);
 };
+
+rt::Status CudaRunner::State::uploadInitial(const rt::Stream &s) {
+  for (size_t b = 0; b < buffers.size(); ++b)
+    if (!plan.initial[b].empty())
+      TE_RETURN_IF_ERROR(buffers[b]->copyFromHost(plan.initial[b].data(),
+                                                  plan.initial[b].size(), s));
+  return rt::Status::ok();
+}
 
 CudaRunner::CudaRunner() : state_(std::make_unique<State>()) {}
 CudaRunner::CudaRunner(CudaRunner &&) noexcept = default;
@@ -137,14 +148,8 @@ rt::Status CudaRunner::poison(uint8_t byte, const rt::Stream &s) {
 }
 
 rt::Status CudaRunner::runKernel(size_t i, const rt::Stream &s) {
-  State &st = *state_;
-  // Initial contents (delayed-scaling state) are re-uploaded before every
-  // run so each run starts from the same state.
-  for (size_t b = 0; b < st.buffers.size(); ++b)
-    if (!st.plan.initial[b].empty())
-      TE_RETURN_IF_ERROR(st.buffers[b]->copyFromHost(
-          st.plan.initial[b].data(), st.plan.initial[b].size(), s));
-  return st.executors[i].run(s);
+  TE_RETURN_IF_ERROR(state_->uploadInitial(s));
+  return state_->executors[i].run(s);
 }
 
 rt::Status CudaRunner::State::enqueue(const rt::Stream &s) {
@@ -162,10 +167,7 @@ rt::Status CudaRunner::run(const rt::Stream &s) {
     if (!why.empty())
       return rt::Status(rt::StatusCode::InvalidArgument, why);
   }
-  for (size_t b = 0; b < st.buffers.size(); ++b)
-    if (!st.plan.initial[b].empty())
-      TE_RETURN_IF_ERROR(st.buffers[b]->copyFromHost(
-          st.plan.initial[b].data(), st.plan.initial[b].size(), s));
+  TE_RETURN_IF_ERROR(st.uploadInitial(s));
   TE_RETURN_IF_ERROR(st.enqueue(s));
   if (st.store)
     markWritten(st.entry, *st.store);
