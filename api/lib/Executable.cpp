@@ -29,7 +29,21 @@ struct Executable::State {
   cg::DeviceStore *store = nullptr;
   std::vector<std::shared_ptr<rt::DeviceBuffer>> storeBuffers;
   std::vector<std::pair<size_t, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
+  /// The caller's buffers the executors hold: binding refills every
+  /// launch's arguments (an optimizer's table: thousands of words), so a
+  /// run with the same buffers as the last one skips it.
+  std::vector<DeviceSpan> boundArgs, boundResults;
 };
+
+static bool sameSpans(const std::vector<DeviceSpan> &a,
+                      const std::vector<DeviceSpan> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].ptr != b[i].ptr || a[i].bytes != b[i].bytes)
+      return false;
+  return true;
+}
 
 Executable::Executable() : state_(std::make_unique<State>()) {}
 Executable::Executable(Executable &&) noexcept = default;
@@ -205,14 +219,24 @@ rt::Status Executable::run(const std::vector<DeviceSpan> &args,
     if (!why.empty())
       return rt::Status(rt::StatusCode::InvalidArgument, why);
   }
+  bool rebind =
+      !sameSpans(args, st.boundArgs) || !sameSpans(results, st.boundResults);
+  if (rebind) { // a failed bind leaves them cleared: the next run rebinds
+    st.boundArgs.clear();
+    st.boundResults.clear();
+  }
   for (rt::PlanExecutor &ex : st.executors) {
-    for (size_t i = 0; i < args.size(); ++i)
+    for (size_t i = 0; rebind && i < args.size(); ++i)
       TE_RETURN_IF_ERROR(
           ex.bind(uint32_t(st.argumentBuffer[i]), args[i].ptr, args[i].bytes));
-    for (size_t i = 0; i < results.size(); ++i)
+    for (size_t i = 0; rebind && i < results.size(); ++i)
       TE_RETURN_IF_ERROR(ex.bind(uint32_t(st.resultBuffer[i]), results[i].ptr,
                                  results[i].bytes));
     TE_RETURN_IF_ERROR(ex.run(stream));
+  }
+  if (rebind) {
+    st.boundArgs = args;
+    st.boundResults = results;
   }
   for (auto &[workspace, to] : st.copyOut)
     TE_RETURN_IF_ERROR(
