@@ -246,18 +246,6 @@ static rt::Status quantizeStage(const Program &p, const Stage &s,
   return rt::Status::ok();
 }
 
-/// The f32 values of an f32 tensor's bytes, and back.
-static std::vector<float> f32Of(const std::vector<uint8_t> &bytes) {
-  std::vector<float> f(bytes.size() / 4);
-  std::memcpy(f.data(), bytes.data(), f.size() * 4);
-  return f;
-}
-static std::vector<uint8_t> bytesOf(const std::vector<float> &f) {
-  std::vector<uint8_t> b(f.size() * 4);
-  std::memcpy(b.data(), f.data(), b.size());
-  return b;
-}
-
 /// An Adam kernel with the reference (ref::adamStep, IEEE or fast-math as
 /// the kernel says), then each new parameter quantized by every stage.
 static rt::Status runAdam(const Program &p, const Entry &e, const AdamKernel &a,
@@ -279,9 +267,9 @@ static rt::Status runAdam(const Program &p, const Entry &e, const AdamKernel &a,
   config.fastMath = a.hyper.fastMath;
   bool scalarsInexact = values[a.lr].inexact() || values[a.step].inexact();
   for (const AdamTensor &t : a.tensors) {
-    std::vector<float> param = f32Of(values[t.param].tensor);
-    std::vector<float> m = f32Of(values[t.expAvg].tensor);
-    std::vector<float> v = f32Of(values[t.expAvgSq].tensor);
+    std::vector<float> param = widen(values[t.param].tensor, DType::F32);
+    std::vector<float> m = widen(values[t.expAvg].tensor, DType::F32);
+    std::vector<float> v = widen(values[t.expAvgSq].tensor, DType::F32);
     ref::adamStep(param.data(), m.data(), v.data(),
                   values[t.grad].tensor.data(),
                   sourceType(e.values[t.grad].dtype), int64_t(param.size()),
@@ -289,9 +277,9 @@ static rt::Status runAdam(const Program &p, const Entry &e, const AdamKernel &a,
     bool inexact = scalarsInexact;
     for (int in : {t.param, t.grad, t.expAvg, t.expAvgSq})
       inexact |= values[in].inexact();
-    values[t.newParam].tensor = bytesOf(param);
-    values[t.newExpAvg].tensor = bytesOf(m);
-    values[t.newExpAvgSq].tensor = bytesOf(v);
+    values[t.newParam].tensor = narrow(param, DType::F32);
+    values[t.newExpAvg].tensor = narrow(m, DType::F32);
+    values[t.newExpAvgSq].tensor = narrow(v, DType::F32);
     for (int out : {t.newParam, t.newExpAvg, t.newExpAvgSq})
       values[out].unbounded = inexact;
     for (const Stage &s : a.stages) {
@@ -312,9 +300,7 @@ std::vector<CarriedState> carriedState(const Entry &e) {
     if (k.kind != Kernel::Kind::Adam)
       continue;
     for (const AdamTensor &t : k.adam.tensors)
-      for (auto [in, next] : {std::pair<int, int>{t.param, t.newParam},
-                              {t.expAvg, t.newExpAvg},
-                              {t.expAvgSq, t.newExpAvgSq}})
+      for (auto [in, next] : t.updates())
         for (size_t a = 0; a < e.args.size(); ++a)
           // A persistent argument is carried by the session's store.
           if (e.args[a] == in && e.persistentArg(a).empty())

@@ -71,9 +71,8 @@ bool updatesInPlace(const Entry &e, int in, int out) {
       return false;
     bool pairs = false;
     for (const AdamTensor &t : k.adam.tensors)
-      pairs |= (t.param == in && t.newParam == out) ||
-               (t.expAvg == in && t.newExpAvg == out) ||
-               (t.expAvgSq == in && t.newExpAvgSq == out);
+      for (auto [old, next] : t.updates())
+        pairs |= old == in && next == out;
     if (!pairs)
       return false;
     for (size_t j = i + 1; j < e.kernels.size(); ++j) {

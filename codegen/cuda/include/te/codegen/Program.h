@@ -20,6 +20,7 @@
 
 #include "te/runtime/Scheme.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -111,6 +112,12 @@ struct AdamTensor {
   int param = -1, grad = -1, expAvg = -1, expAvgSq = -1;
   int newParam = -1, newExpAvg = -1, newExpAvgSq = -1;
   std::vector<int> quantized;
+
+  /// The (old, new) value pairs the update maps element by element: the
+  /// parameter and both moments.
+  std::array<std::pair<int, int>, 3> updates() const {
+    return {{{param, newParam}, {expAvg, newExpAvg}, {expAvgSq, newExpAvgSq}}};
+  }
 };
 
 /// One launch updates every tensor with the same hyper-parameters, lr
