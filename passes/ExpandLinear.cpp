@@ -26,7 +26,7 @@
 #include "dialect/te/TeOps.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "te-expand-linear"
 
@@ -61,36 +61,35 @@ public:
           return op->emitOpError()
                  << "cannot quantize its " << role << " by " << scheme << ": ";
         },
-        op->getContext(), type.getShape(), type.getElementType(), scheme,
-        dirs);
+        op->getContext(), type.getShape(), type.getElementType(), scheme, dirs);
     if (!qtype)
       return failure();
     return QuantizeOp::create(b, op->getLoc(), qtype, tensor).getResult();
   }
 
-  /// A te.gemm named `which` (fprop / dgrad / wgrad); the te.gemm rules are
-  /// checked here so that a bad pairing is reported on the layer.
+  /// A te.gemm named `which` (fprop / dgrad / wgrad). The te.gemm rules are
+  /// checked on the types first, so that a bad pairing is reported on the
+  /// layer and no invalid op is ever built.
   FailureOr<Value> gemm(StringRef which, StringRef formula, Type result,
                         Value a, Value bOperand, Value bias, bool transposeA,
                         bool transposeB) {
+    if (failed(GemmOp::verifyTypes(
+            [&] {
+              return op->emitOpError()
+                     << "cannot form its " << which << " GEMM (" << formula
+                     << "): '" << GemmOp::getOperationName() << "' op ";
+            },
+            a.getType(), bOperand.getType(), bias ? bias.getType() : Type(),
+            result, transposeA, transposeB)))
+      return failure();
     Location loc = NameLoc::get(b.getStringAttr(which), op->getLoc());
     auto g = GemmOp::create(b, loc, result, a, bOperand, bias,
                             transposeA ? b.getUnitAttr() : UnitAttr(),
                             transposeB ? b.getUnitAttr() : UnitAttr(),
                             GemmPathAttr());
-    std::string why;
-    {
-      ScopedDiagnosticHandler capture(op->getContext(), [&](Diagnostic &d) {
-        if (why.empty())
-          why = d.str();
-        return success();
-      });
-      if (succeeded(g.verifyInvariants()))
-        return g.getResult();
-    }
-    g.erase();
-    return op->emitOpError() << "cannot form its " << which << " GEMM ("
-                             << formula << "): " << why;
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << which << " GEMM for "
+                            << op->getName() << " at " << op->getLoc() << "\n");
+    return g.getResult();
   }
 
 private:
@@ -154,9 +153,8 @@ LogicalResult expand(LinearGradOp grad) {
   if (failed(checkMatrix(grad, grad.getInput(), "input")))
     return failure();
   LinearExpansion e(grad, grad.getSchemesAttr());
-  FailureOr<Value> dy =
-      e.operand(grad.getGradOutput(), "grad_output",
-                Directions::rowwise | Directions::columnwise);
+  FailureOr<Value> dy = e.operand(grad.getGradOutput(), "grad_output",
+                                  Directions::rowwise | Directions::columnwise);
   if (failed(dy))
     return failure();
   FailureOr<Value> w =

@@ -12,6 +12,8 @@
 
 #include "dialect/te/TeOps.h"
 
+#include "te/formats/GemmRules.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringSet.h"
@@ -38,10 +40,6 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
   llvm::raw_string_ostream os(s);
   llvm::interleave(shape, os, "x");
   return s;
-}
-
-static Directions bitOf(Direction d) {
-  return d == Direction::rowwise ? Directions::rowwise : Directions::columnwise;
 }
 
 //===----------------------------------------------------------------------===//
@@ -235,46 +233,63 @@ LogicalResult DequantizeOp::verify() {
 // GemmOp
 //===----------------------------------------------------------------------===//
 
-Direction GemmOp::getOperandDirection(unsigned index) {
+Direction GemmOp::getOperandDirection(unsigned index, bool transposeA,
+                                      bool transposeB) {
   if (index == 0)
-    return getTransposeA() ? Direction::columnwise : Direction::rowwise;
-  return getTransposeB() ? Direction::rowwise : Direction::columnwise;
+    return transposeA ? Direction::columnwise : Direction::rowwise;
+  return transposeB ? Direction::rowwise : Direction::columnwise;
 }
 
-/// Scheme family for pairing: both per-tensor FP8 kinds scale by a scalar.
-static StringRef familyOf(const rt::Scheme &s) {
-  return s.isPerTensor() ? "per-tensor FP8" : rt::schemeKindName(s.kind);
+Direction GemmOp::getOperandDirection(unsigned index) {
+  return getOperandDirection(index, getTransposeA(), getTransposeB());
+}
+
+/// A high-precision element type as the pairing rules compare it.
+static rt::DType runtimeFloat(Type t) {
+  return t.isBF16()  ? rt::DType::BF16
+         : t.isF16() ? rt::DType::F16
+                     : rt::DType::F32;
 }
 
 LogicalResult GemmOp::verify() {
-  Type types[2] = {getA().getType(), getB().getType()};
+  Value bias = getBias();
+  return verifyTypes([&] { return emitOpError(); }, getA().getType(),
+                     getB().getType(), bias ? bias.getType() : Type(),
+                     getResult().getType(), getTransposeA(), getTransposeB());
+}
+
+LogicalResult GemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
+                                  Type a, Type b, Type bias, Type result,
+                                  bool transposeA, bool transposeB) {
+  Type types[2] = {a, b};
   const char *names[2] = {"a", "b"};
   for (int i = 0; i < 2; ++i)
     if (shapeOf(types[i]).size() != 2)
-      return emitOpError() << "operand '" << names[i] << "' must be 2-D, got "
-                           << shapeOf(types[i]).size() << "-D";
-  ArrayRef<int64_t> a = shapeOf(types[0]), b = shapeOf(types[1]);
-  int64_t m = getTransposeA() ? a[1] : a[0], k = getTransposeA() ? a[0] : a[1];
-  int64_t k2 = getTransposeB() ? b[1] : b[0], n = getTransposeB() ? b[0] : b[1];
+      return emitError() << "operand '" << names[i] << "' must be 2-D, got "
+                         << shapeOf(types[i]).size() << "-D";
+  ArrayRef<int64_t> sa = shapeOf(a), sb = shapeOf(b);
+  int64_t m = transposeA ? sa[1] : sa[0], k = transposeA ? sa[0] : sa[1];
+  int64_t k2 = transposeB ? sb[1] : sb[0], n = transposeB ? sb[0] : sb[1];
   if (k != k2)
-    return emitOpError() << "contraction dimensions differ: op(a) is " << m
-                         << "x" << k << " but op(b) is " << k2 << "x" << n;
-  ArrayRef<int64_t> d = getResult().getType().getShape();
+    return emitError() << "contraction dimensions differ: op(a) is " << m << "x"
+                       << k << " but op(b) is " << k2 << "x" << n;
+  auto resultType = llvm::cast<RankedTensorType>(result);
+  ArrayRef<int64_t> d = resultType.getShape();
   if (d.size() != 2 || d[0] != m || d[1] != n)
-    return emitOpError() << "result must be " << m << "x" << n << ", got "
-                         << shapeStr(d);
-  if (Value bias = getBias()) {
-    auto bt = llvm::cast<RankedTensorType>(bias.getType());
+    return emitError() << "result must be " << m << "x" << n << ", got "
+                       << shapeStr(d);
+  if (bias) {
+    auto bt = llvm::cast<RankedTensorType>(bias);
     if (bt.getRank() != 1 || bt.getDimSize(0) != n)
-      return emitOpError() << "bias must be a 1-D tensor of " << n
-                           << " elements (one per output column), got "
-                           << shapeStr(bt.getShape());
+      return emitError() << "bias must be a 1-D tensor of " << n
+                         << " elements (one per output column), got "
+                         << shapeStr(bt.getShape());
     // cuBLASLt's bias epilogue adds the bias in the output type.
-    Type outElement = getResult().getType().getElementType();
+    Type outElement = resultType.getElementType();
     if (bt.getElementType() != outElement)
-      return emitOpError() << "bias element type " << bt.getElementType()
-                           << " must be the result's (" << outElement
-                           << "): the GEMM epilogue adds it in that type";
+      return emitError() << "bias element type " << bt.getElementType()
+                         << " must be the result's (" << outElement
+                         << "): the GEMM epilogue adds it in that type";
   }
 
   // Which direction each quantized operand is read in, and by which scheme.
@@ -283,85 +298,72 @@ LogicalResult GemmOp::verify() {
        "transpose_a makes op(a) contract its first dimension"},
       {"op(b) contracts its first dimension",
        "transpose_b makes op(b) contract its last dimension"}};
-  std::optional<rt::Scheme> schemes[2];
+  rt::GemmOperand operands[2];
   SchemeAttrInterface attrs[2];
+  Direction dirs[2];
   for (int i = 0; i < 2; ++i) {
+    dirs[i] = getOperandDirection(i, transposeA, transposeB);
+    operands[i].read = toRuntime(dirs[i]);
     auto q = llvm::dyn_cast<QTensorType>(types[i]);
-    if (!q)
+    if (!q) {
+      operands[i].element =
+          runtimeFloat(llvm::cast<RankedTensorType>(types[i]).getElementType());
       continue;
-    Direction dir = getOperandDirection(i);
-    if (!q.hasDirection(dir)) {
-      bool flagged = i == 0 ? getTransposeA() : getTransposeB();
-      return emitOpError() << "operand '" << names[i] << "' is read "
-                           << stringifyDirection(dir) << " ("
-                           << why[i][flagged ? 1 : 0]
-                           << ") but its type holds only "
-                           << stringifyDirections(q.getDirections())
-                           << " storage";
     }
-    attrs[i] = q.getScheme().getDirectionScheme(dir);
-    schemes[i] = attrs[i].getRuntimeScheme(dir);
+    if (!q.hasDirection(dirs[i])) {
+      bool flagged = i == 0 ? transposeA : transposeB;
+      return emitError() << "operand '" << names[i] << "' is read "
+                         << stringifyDirection(dirs[i]) << " ("
+                         << why[i][flagged ? 1 : 0]
+                         << ") but its type holds only "
+                         << stringifyDirections(q.getDirections())
+                         << " storage";
+    }
+    attrs[i] = q.getScheme().getDirectionScheme(dirs[i]);
+    operands[i].scheme = attrs[i].getRuntimeScheme(dirs[i]);
   }
 
-  auto isIdentity = [](const std::optional<rt::Scheme> &s) {
-    return s && s->kind == rt::SchemeKind::Identity;
-  };
-  if (!schemes[0] && !schemes[1]) {
-    auto ea = llvm::cast<RankedTensorType>(types[0]).getElementType();
-    auto eb = llvm::cast<RankedTensorType>(types[1]).getElementType();
-    if (ea != eb)
-      return emitOpError() << "high-precision operands must share an element "
-                              "type, got "
-                           << ea << " and " << eb;
+  // The pairing rules live in te/formats/GemmRules.h; this prints the
+  // reason with the attributes as written.
+  rt::GemmPairing pairing = rt::checkGemmPairing(operands[0], operands[1]);
+  int i = pairing.operand;
+  switch (pairing.error) {
+  case rt::GemmPairingError::None:
     return success();
+  case rt::GemmPairingError::ElementTypesDiffer:
+    return emitError() << "high-precision operands must share an element "
+                          "type, got "
+                       << llvm::cast<RankedTensorType>(a).getElementType()
+                       << " and "
+                       << llvm::cast<RankedTensorType>(b).getElementType();
+  case rt::GemmPairingError::HighPrecisionWithQuantized:
+    return emitError() << "operand '" << names[i]
+                       << "' is a high-precision tensor but operand '"
+                       << names[1 - i] << "' is quantized by " << attrs[1 - i]
+                       << "; quantize both, or use #te.identity for the "
+                          "high-precision side";
+  case rt::GemmPairingError::SchemeFamiliesDiffer:
+    return emitError() << "operands pair incompatible schemes: " << attrs[0]
+                       << " (a, " << stringifyDirection(dirs[0]) << ") with "
+                       << attrs[1] << " (b, " << stringifyDirection(dirs[1])
+                       << "); a GEMM needs one scheme family on both sides "
+                          "(block FP8 may pair 1x128 with 128x128)";
+  case rt::GemmPairingError::BlockTiles128x128:
+    return emitError() << "block FP8 cannot pair 128x128 tiles with 128x128 "
+                          "tiles (no such GEMM kernel); quantize one operand "
+                          "with 1x128 tiles";
+  case rt::GemmPairingError::E5m2ByE5m2:
+    return emitError() << "no FP8 GEMM multiplies e5m2 by e5m2; use e4m3 "
+                          "for at least one operand";
+  case rt::GemmPairingError::HadamardOneSided:
+    return emitError() << "operand '" << names[i]
+                       << "' is read in the random-Hadamard-transformed "
+                          "domain ("
+                       << attrs[i] << ") but operand '" << names[1 - i]
+                       << "' is not; the transform cancels only when both "
+                          "operands apply it";
   }
-  for (int i = 0; i < 2; ++i) {
-    if (schemes[i] || isIdentity(schemes[1 - i]))
-      continue;
-    return emitOpError() << "operand '" << names[i]
-                         << "' is a high-precision tensor but operand '"
-                         << names[1 - i] << "' is quantized by " << attrs[1 - i]
-                         << "; quantize both, or use #te.identity for the "
-                            "high-precision side";
-  }
-  if (!schemes[0] || !schemes[1])
-    return success(); // high precision x identity
-  const rt::Scheme &sa = *schemes[0], &sb = *schemes[1];
-  if (familyOf(sa) != familyOf(sb))
-    return emitOpError() << "operands pair incompatible schemes: " << attrs[0]
-                         << " (a, "
-                         << stringifyDirection(getOperandDirection(0))
-                         << ") with " << attrs[1] << " (b, "
-                         << stringifyDirection(getOperandDirection(1))
-                         << "); a GEMM needs one scheme family on both sides "
-                            "(block FP8 may pair 1x128 with 128x128)";
-  if (sa.kind == rt::SchemeKind::Fp8Block && sa.tileRows == 128 &&
-      sb.tileRows == 128)
-    return emitOpError() << "block FP8 cannot pair 128x128 tiles with 128x128 "
-                            "tiles (no such GEMM kernel); quantize one operand "
-                            "with 1x128 tiles";
-  bool fp8Scaled = sa.isPerTensor() || sa.kind == rt::SchemeKind::Fp8Block;
-  if (fp8Scaled && sa.element == rt::DType::E5M2 &&
-      sb.element == rt::DType::E5M2)
-    return emitOpError() << "no FP8 GEMM multiplies e5m2 by e5m2; use e4m3 "
-                            "for at least one operand";
-  // NVFP4's RHT is applied down columns, i.e. along the contraction
-  // dimension of a columnwise read; it cancels in the product only when
-  // both operands carry it.
-  auto rhtRead = [&](int i) {
-    return schemes[i]->kind == rt::SchemeKind::Nvfp4 && schemes[i]->rht &&
-           getOperandDirection(i) == Direction::columnwise;
-  };
-  if (rhtRead(0) != rhtRead(1)) {
-    int with = rhtRead(0) ? 0 : 1;
-    return emitOpError() << "operand '" << names[with]
-                         << "' is read in the random-Hadamard-transformed "
-                            "domain ("
-                         << attrs[with] << ") but operand '" << names[1 - with]
-                         << "' is not; the transform cancels only when both "
-                            "operands apply it";
-  }
-  return success();
+  llvm_unreachable("unhandled GEMM pairing error");
 }
 
 //===----------------------------------------------------------------------===//

@@ -195,6 +195,15 @@ def Te_GemmOp : Te_Op<"gemm", [Pure]> {
   let extraClassDeclaration = [{
     /// The direction in which operand A (index 0) or B (index 1) is read.
     Direction getOperandDirection(unsigned index);
+    static Direction getOperandDirection(unsigned index, bool transposeA,
+                                         bool transposeB);
+    /// The te.gemm rules on its types alone (shapes, bias, directions read,
+    /// scheme pairing), so a pass can check a GEMM before building it.
+    /// `emitError` starts each diagnostic; `bias` may be null.
+    static ::llvm::LogicalResult
+    verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
+                ::mlir::Type a, ::mlir::Type b, ::mlir::Type bias,
+                ::mlir::Type result, bool transposeA, bool transposeB);
   }];
 }
 

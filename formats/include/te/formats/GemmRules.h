@@ -1,0 +1,84 @@
+//===- te/formats/GemmRules.h - Which operands a GEMM pairs -----*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR and no CUDA.
+//
+//===----------------------------------------------------------------------===//
+//
+// The one home of the GEMM pairing rules: which schemes the two operands of a
+// GEMM may have, given the direction each is read in. The te.gemm verifier
+// (which prints its own diagnostics from the reason), te-expand-linear
+// (through that verifier) and code generation's Program validation all call
+// checkGemmPairing, so a rule changes in one place.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_FORMATS_GEMMRULES_H
+#define TE_FORMATS_GEMMRULES_H
+
+#include "te/formats/Scheme.h"
+
+#include <optional>
+#include <string>
+
+namespace te::rt {
+
+/// One operand of a GEMM as the pairing rules see it.
+struct GemmOperand {
+  /// The scheme of the direction the GEMM reads; empty for a high-precision
+  /// (bf16, f16, f32) tensor.
+  std::optional<Scheme> scheme;
+  /// The direction the GEMM reads: rowwise when it contracts the operand's
+  /// last dimension (A without transpose), columnwise when its first.
+  Direction read = Direction::Rowwise;
+  /// The element type of a high-precision operand; unused when quantized.
+  DType element = DType::BF16;
+};
+
+/// Why two operands do not pair (None: they do).
+enum class GemmPairingError : uint8_t {
+  None,
+  /// Both high precision, of different element types.
+  ElementTypesDiffer,
+  /// Operand `operand` is high precision, the other is quantized by a scheme
+  /// other than identity.
+  HighPrecisionWithQuantized,
+  /// The schemes are of different families (gemmSchemeFamily).
+  SchemeFamiliesDiffer,
+  /// Block FP8 with 128x128 tiles on both sides (no such kernel).
+  BlockTiles128x128,
+  /// Scaled FP8 (per-tensor or block) with e5m2 on both sides.
+  E5m2ByE5m2,
+  /// Operand `operand` is read in NVFP4's random-Hadamard-transformed domain
+  /// (an RHT scheme read columnwise) and the other is not: the transform
+  /// cancels in the product only when both apply it.
+  HadamardOneSided,
+};
+
+struct GemmPairing {
+  GemmPairingError error = GemmPairingError::None;
+  /// The operand the reason names (0: A, 1: B) where it names one, else -1.
+  int operand = -1;
+  bool ok() const { return error == GemmPairingError::None; }
+};
+
+/// The pairing rules: high-precision operands share an element type; a
+/// high-precision operand pairs only with an identity one; quantized operands
+/// share a family (gemmSchemeFamily), block FP8 never pairs 128x128 with
+/// 128x128, scaled FP8 never multiplies e5m2 by e5m2, and NVFP4's RHT is read
+/// on both sides or on neither. Checks the first rule broken, in that order.
+/// Whether each operand holds the direction it is read in is the caller's
+/// check (it knows the directions a tensor stores).
+GemmPairing checkGemmPairing(const GemmOperand &a, const GemmOperand &b);
+
+/// The family a scheme pairs within: "per-tensor FP8" for both per-tensor FP8
+/// kinds, else the kind's name (schemeKindName).
+std::string gemmSchemeFamily(const Scheme &s);
+
+/// checkGemmPairing as text: "" when the operands pair, else the reason in
+/// plain words (operands named 'a' and 'b', schemes by family), for callers
+/// without the compiler's attribute printer.
+std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b);
+
+} // namespace te::rt
+
+#endif // TE_FORMATS_GEMMRULES_H

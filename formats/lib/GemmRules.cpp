@@ -1,0 +1,91 @@
+//===- GemmRules.cpp - Which operands a GEMM pairs ------------------------===//
+//
+// Part of tejit. Plain C++17, no MLIR and no CUDA.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/formats/GemmRules.h"
+
+namespace te::rt {
+
+std::string gemmSchemeFamily(const Scheme &s) {
+  // Both per-tensor kinds scale by one scalar: one kernel takes either.
+  return s.isPerTensor() ? "per-tensor FP8" : schemeKindName(s.kind);
+}
+
+/// Read in NVFP4's Hadamard-transformed domain: the transform runs down
+/// columns, i.e. along the contraction dimension of a columnwise read.
+static bool readsHadamard(const GemmOperand &o) {
+  return o.scheme && o.scheme->kind == SchemeKind::Nvfp4 && o.scheme->rht &&
+         o.read == Direction::Columnwise;
+}
+
+GemmPairing checkGemmPairing(const GemmOperand &a, const GemmOperand &b) {
+  const GemmOperand *ops[2] = {&a, &b};
+  if (!a.scheme && !b.scheme) {
+    if (a.element != b.element)
+      return {GemmPairingError::ElementTypesDiffer, -1};
+    return {};
+  }
+  auto isIdentity = [](const GemmOperand &o) {
+    return o.scheme && o.scheme->kind == SchemeKind::Identity;
+  };
+  for (int i = 0; i < 2; ++i)
+    if (!ops[i]->scheme && !isIdentity(*ops[1 - i]))
+      return {GemmPairingError::HighPrecisionWithQuantized, i};
+  if (!a.scheme || !b.scheme)
+    return {}; // high precision x identity
+  const Scheme &sa = *a.scheme, &sb = *b.scheme;
+  if (gemmSchemeFamily(sa) != gemmSchemeFamily(sb))
+    return {GemmPairingError::SchemeFamiliesDiffer, -1};
+  if (sa.kind == SchemeKind::Fp8Block && sa.tileRows == 128 &&
+      sb.tileRows == 128)
+    return {GemmPairingError::BlockTiles128x128, -1};
+  bool fp8Scaled = sa.isPerTensor() || sa.kind == SchemeKind::Fp8Block;
+  if (fp8Scaled && sa.element == DType::E5M2 && sb.element == DType::E5M2)
+    return {GemmPairingError::E5m2ByE5m2, -1};
+  if (readsHadamard(a) != readsHadamard(b))
+    return {GemmPairingError::HadamardOneSided, readsHadamard(a) ? 0 : 1};
+  return {};
+}
+
+std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b) {
+  GemmPairing p = checkGemmPairing(a, b);
+  const char *names[2] = {"a", "b"};
+  const GemmOperand *ops[2] = {&a, &b};
+  switch (p.error) {
+  case GemmPairingError::None:
+    return "";
+  case GemmPairingError::ElementTypesDiffer:
+    return std::string("high-precision operands must share an element type, "
+                       "got ") +
+           dtypeName(a.element) + " and " + dtypeName(b.element);
+  case GemmPairingError::HighPrecisionWithQuantized:
+    return std::string("operand '") + names[p.operand] +
+           "' is a high-precision tensor but operand '" + names[1 - p.operand] +
+           "' is quantized by " +
+           gemmSchemeFamily(*ops[1 - p.operand]->scheme) +
+           "; quantize both, or use identity for the high-precision side";
+  case GemmPairingError::SchemeFamiliesDiffer:
+    return "operands pair incompatible schemes: " +
+           gemmSchemeFamily(*a.scheme) + " (a, " + directionName(a.read) +
+           ") with " + gemmSchemeFamily(*b.scheme) + " (b, " +
+           directionName(b.read) +
+           "); a GEMM needs one scheme family on both sides (block FP8 may "
+           "pair 1x128 with 128x128)";
+  case GemmPairingError::BlockTiles128x128:
+    return "block FP8 cannot pair 128x128 tiles with 128x128 tiles (no such "
+           "GEMM kernel); quantize one operand with 1x128 tiles";
+  case GemmPairingError::E5m2ByE5m2:
+    return "no FP8 GEMM multiplies e5m2 by e5m2; use e4m3 for at least one "
+           "operand";
+  case GemmPairingError::HadamardOneSided:
+    return std::string("operand '") + names[p.operand] +
+           "' is read in the random-Hadamard-transformed domain but operand '" +
+           names[1 - p.operand] +
+           "' is not; the transform cancels only when both operands apply it";
+  }
+  return "";
+}
+
+} // namespace te::rt
