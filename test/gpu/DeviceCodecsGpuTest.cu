@@ -34,18 +34,17 @@
 
 #include <cuda_runtime.h>
 
+#include "Support/Tally.h"
+#include "Support/TestSupport.h"
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <map>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
-#include "Support/TestSupport.h"
 
 namespace ref = te::rt::ref;
 namespace dev = te::dev;
@@ -53,8 +52,10 @@ namespace dev = te::dev;
 namespace {
 
 using te::test::bitsOf;
-using te::test::floatOf;
 using te::test::describe;
+using te::test::floatOf;
+using te::test::SplitMix64;
+using te::test::Tally;
 
 //===----------------------------------------------------------------------===//
 // CUDA plumbing
@@ -116,72 +117,8 @@ protected:
 };
 
 //===----------------------------------------------------------------------===//
-// Comparison bookkeeping
+// NaN codes of the hardware conversions (Tally::hardware)
 //===----------------------------------------------------------------------===//
-
-/// Counts the checks and mismatches of one function, keeps the first few
-/// mismatches, and records which NaN codes the hardware produced.
-class Tally {
-public:
-  explicit Tally(std::string name) : name(std::move(name)) {}
-  ~Tally() {
-    std::printf("[   info   ] %-46s %9llu checked, %llu mismatched\n",
-                name.c_str(), static_cast<unsigned long long>(checked),
-                static_cast<unsigned long long>(mismatched));
-    if (!nanCodes.empty()) {
-      std::printf("[   info   ]   NaN inputs gave:");
-      for (auto [code, count] : nanCodes)
-        std::printf(" 0x%llx x %llu", static_cast<unsigned long long>(code),
-                    static_cast<unsigned long long>(count));
-      std::printf(" (reference for the last +NaN: 0x%llx)\n",
-                  static_cast<unsigned long long>(refNaN));
-    }
-    EXPECT_EQ(mismatched, 0u) << name << ":\n" << firstMismatches.str();
-  }
-  void check(bool equal, const std::string &input, uint64_t got,
-             uint64_t want) {
-    ++checked;
-    if (equal)
-      return;
-    if (++mismatched <= 10)
-      firstMismatches << "  input " << input << ": device 0x" << std::hex << got
-                      << ", reference 0x" << want << std::dec << "\n";
-  }
-  /// Exact equality of integers / codes.
-  void code(const std::string &input, uint64_t got, uint64_t want) {
-    check(got == want, input, got, want);
-  }
-  /// A hardware conversion of `x`: exact unless x is NaN, where `isNaNCode`
-  /// must accept the result.
-  void hardware(float x, uint64_t got, uint64_t want,
-                bool (*isNaNCode)(uint64_t)) {
-    if (!std::isnan(x)) {
-      code(describe(x), got, want);
-      return;
-    }
-    ++nanCodes[got];
-    if (!std::signbit(x))
-      refNaN = want;
-    check(isNaNCode(got), describe(x) + " (any NaN code)", got, want);
-  }
-  /// fp32 from bit manipulation: exact bits, NaN payloads included.
-  void bits(const std::string &input, float got, float want) {
-    check(bitsOf(got) == bitsOf(want), input, bitsOf(got), bitsOf(want));
-  }
-  /// fp32 from arithmetic: exact bits, or both NaN.
-  void value(const std::string &input, float got, float want) {
-    check(bitsOf(got) == bitsOf(want) || (std::isnan(got) && std::isnan(want)),
-          input, bitsOf(got), bitsOf(want));
-  }
-
-private:
-  std::string name;
-  uint64_t checked = 0;
-  uint64_t mismatched = 0;
-  uint64_t refNaN = 0;
-  std::map<uint64_t, uint64_t> nanCodes;
-  std::ostringstream firstMismatches;
-};
 
 bool isE4M3NaN(uint64_t c) { return (c & 0x7F) == 0x7F && c <= 0xFF; }
 bool isE5M2NaN(uint64_t c) { return (c & 0x7F) > 0x7C && c <= 0xFF; }
@@ -191,22 +128,6 @@ bool isF16NaN(uint64_t c) { return (c & 0x7FFF) > 0x7C00 && c <= 0xFFFF; }
 //===----------------------------------------------------------------------===//
 // Inputs
 //===----------------------------------------------------------------------===//
-
-/// Deterministic 64-bit generator (splitmix64).
-struct SplitMix64 {
-  uint64_t state;
-  explicit SplitMix64(uint64_t seed) : state(seed) {}
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  uint32_t next32() { return static_cast<uint32_t>(next() >> 32); }
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f;
-  }
-};
 
 void addWithNeighbours(std::vector<float> &out, float v, int ulps) {
   uint32_t b = bitsOf(std::fabs(v));
@@ -691,7 +612,7 @@ TEST_F(DeviceCodecsGpu, ScaleFunctions) {
       in.push_back({amaxes[i], amaxes[rng.next() % amaxes.size()]});
     std::vector<float> got = runOnDevice<float>(in, AmaxPair{});
     for (size_t i = 0; i < in.size(); ++i) {
-      // NaN elements are ignored (NUMERICS.md 3). The reference's amaxOf
+      // NaN elements are ignored (docs/Numerics.md §3). The reference's amaxOf
       // uses std::fmax, which glibc makes return NaN for a *signaling* NaN
       // operand (IEEE 754-2008 maxNum), so the NaNs are dropped before the
       // reference sees them.

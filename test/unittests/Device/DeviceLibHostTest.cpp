@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The device numerics library (codegen/device/te/device) compiled as plain
+// The device numerics library (device/te/device) compiled as plain
 // host C++ must agree bit for bit with the reference numerics
 // (te/runtime/reference), which are the specification in code. Every
 // expected value comes from the reference; the device code is only ever the
@@ -28,6 +28,7 @@
 
 #include "gtest/gtest.h"
 
+#include "Support/Tally.h"
 #include "Support/TestSupport.h"
 #include <cfloat>
 #include <cmath>
@@ -36,7 +37,6 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,57 +49,11 @@ using te::test::bitsOf;
 using te::test::describe;
 using te::test::floatOf;
 using te::test::SplitMix64;
+using te::test::Tally;
 
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-/// Counts comparisons and mismatches of one check and keeps the first few
-/// mismatch descriptions for the failure message.
-class Tally {
-public:
-  explicit Tally(std::string name) : name(std::move(name)) {}
-  ~Tally() {
-    std::printf("[   info   ] %-44s %10llu checked, %llu mismatched\n",
-                name.c_str(), static_cast<unsigned long long>(checked),
-                static_cast<unsigned long long>(mismatched));
-    EXPECT_EQ(mismatched, 0u) << name << ":\n" << firstMismatches.str();
-  }
-  template <typename T>
-  void check(bool equal, const std::string &input, T got, T want) {
-    ++checked;
-    if (equal)
-      return;
-    if (++mismatched <= 10)
-      firstMismatches << "  input " << input << ": device 0x" << std::hex
-                      << static_cast<uint64_t>(got) << ", reference 0x"
-                      << static_cast<uint64_t>(want) << std::dec << "\n";
-  }
-  /// Integer results (codes, bytes, words).
-  template <typename T> void code(const std::string &input, T got, T want) {
-    check(got == want, input, got, want);
-  }
-  /// fp32 results of bit manipulation, compared as bit patterns (NaN
-  /// payloads included).
-  void bits(const std::string &input, float got, float want) {
-    check(bitsOf(got) == bitsOf(want), input, bitsOf(got), bitsOf(want));
-  }
-  /// fp32 results of arithmetic: bit patterns, except that any NaN matches
-  /// any NaN. IEEE 754 leaves the sign and payload of a NaN produced by
-  /// arithmetic open (x86 returns one operand's NaN, depending on the
-  /// compiler's operand order; GPUs return 0x7FFFFFFF).
-  void value(const std::string &input, float got, float want) {
-    bool equal =
-        bitsOf(got) == bitsOf(want) || (std::isnan(got) && std::isnan(want));
-    check(equal, input, bitsOf(got), bitsOf(want));
-  }
-
-private:
-  std::string name;
-  uint64_t checked = 0;
-  uint64_t mismatched = 0;
-  std::ostringstream firstMismatches;
-};
 
 /// Adds v and its neighbouring fp32 values (up to `ulps` steps each way,
 /// same sign) and -v and its neighbours.
@@ -660,7 +614,7 @@ TEST(DeviceLibHost, AmaxAccumulateIgnoresNaN) {
                 floatOf(nan));
   Tally tally("amaxAccumulate vs amaxOf");
   // Windows of 7 values so that NaN and Inf land in various positions. NaN
-  // elements are ignored (NUMERICS.md 3); they are dropped before calling
+  // elements are ignored (docs/Numerics.md §3); they are dropped before calling
   // the reference, whose std::fmax returns NaN for a signaling NaN operand
   // (glibc follows IEEE 754-2008 maxNum there).
   for (size_t i = 0; i + 7 <= data.size(); ++i) {
