@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 
+#include "Support/Minifloat.h"
 #include "Support/TestSupport.h"
 #include <algorithm>
 #include <cmath>
@@ -30,6 +31,7 @@ namespace {
 using te::test::bitsOf;
 using te::test::floatOf;
 using te::test::hexOf;
+using te::test::minifloatValue;
 
 //===----------------------------------------------------------------------===//
 // Independent helpers
@@ -53,23 +55,11 @@ struct GridPoint {
   uint32_t code;
 };
 
-/// Value of the non-negative code `code` of a binary format with the given
-/// field widths and bias, from the definition: subnormal m * 2^(1-bias-M),
-/// normal (1 + m / 2^M) * 2^(e - bias). Exact in double for all formats here.
-double definitionValue(uint32_t code, int manBits, int bias) {
-  uint32_t e = code >> manBits;
-  uint32_t m = code & ((1u << manBits) - 1);
-  if (e == 0)
-    return std::ldexp(static_cast<double>(m), 1 - bias - manBits);
-  return std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -manBits),
-                    static_cast<int>(e) - bias);
-}
-
 /// Sorted grid of the non-negative finite codes [0, lastCode] of a format.
 std::vector<GridPoint> makeGrid(uint32_t lastCode, int manBits, int bias) {
   std::vector<GridPoint> grid;
   for (uint32_t code = 0; code <= lastCode; ++code)
-    grid.push_back({definitionValue(code, manBits, bias), code});
+    grid.push_back({minifloatValue(code, manBits, bias), code});
   return grid;
 }
 
@@ -422,8 +412,7 @@ TEST(CodecsTest, E4M3DecodesEveryCodeToItsDefinitionValue) {
       EXPECT_TRUE(std::isnan(got)) << hexOf(code);
       continue;
     }
-    double magnitude = e == 0 ? m * std::ldexp(1.0, -9)
-                              : (1.0 + m / 8.0) * std::ldexp(1.0, e - 7);
+    double magnitude = minifloatValue(code & 0x7F, 3, 7);
     EXPECT_TRUE(sameFloatBits(got, static_cast<float>(sign * magnitude)))
         << hexOf(code) << " got " << got;
   }
@@ -442,8 +431,7 @@ TEST(CodecsTest, E5M2DecodesEveryCodeToItsDefinitionValue) {
       }
       continue;
     }
-    double magnitude = e == 0 ? m * std::ldexp(1.0, -16)
-                              : (1.0 + m / 4.0) * std::ldexp(1.0, e - 15);
+    double magnitude = minifloatValue(code & 0x7F, 2, 15);
     EXPECT_TRUE(sameFloatBits(got, static_cast<float>(sign * magnitude)))
         << hexOf(code) << " got " << got;
   }

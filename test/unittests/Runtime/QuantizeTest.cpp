@@ -23,6 +23,8 @@
 
 #include "gtest/gtest.h"
 
+#include "Support/Minifloat.h"
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -312,8 +314,9 @@ std::vector<float> nvfp4Source(const Input &in, bool row, bool rht) {
 }
 
 float e2m1Value(uint8_t code) {
-  static const float kGrid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
-  return code & 8 ? -kGrid[code & 7] : kGrid[code & 7];
+  float magnitude =
+      static_cast<float>(te::test::minifloatValue(code & 7, 1, 1));
+  return code & 8 ? -magnitude : magnitude;
 }
 
 struct Nvfp4Config {
