@@ -6,7 +6,7 @@
 //
 // Parsers accept the options of IR.md in any order (each at most once);
 // printers emit one canonical order. Verifiers build the run-time scheme and
-// call its validate(), so option rules live only in runtime/src/Scheme.cpp.
+// call its validate(), so option rules live only in formats/lib/Scheme.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -474,29 +474,16 @@ void IdentityAttr::print(AsmPrinter &p) const { p << '<' << getType() << '>'; }
 // target
 //===----------------------------------------------------------------------===//
 
-/// Parses "sm_XY" / "sm_XYa" into XY, or -1.
-static int parseSmVersion(StringRef arch) {
-  if (!arch.consume_front("sm_"))
-    return -1;
-  arch.consume_back("a");
-  unsigned v;
-  if (arch.empty() || arch.getAsInteger(10, v) || v < 10 || v > 999)
-    return -1;
-  return int(v);
-}
-
-int TargetAttr::getSmVersion() const { return parseSmVersion(getArch()); }
+// The arch grammar and the facts it implies live in te/formats/Scheme.h.
+int TargetAttr::getSmVersion() const { return rt::smVersion(getArch().str()); }
 
 rt::Target TargetAttr::getRuntimeTarget() const {
-  int sm = getSmVersion();
-  // FP8 GEMMs take any layout on sm_100..sm_119 and sm_130+ (NUMERICS §8.3).
-  bool anyLayout = (sm >= 100 && sm < 120) || sm >= 130;
-  return rt::Target{!anyLayout};
+  return rt::Target::forArch(getArch().str());
 }
 
 LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef arch) {
-  if (parseSmVersion(arch) < 0)
+  if (rt::smVersion(arch.str()) < 0)
     return emitError() << "unknown target architecture '" << arch
                        << "'; expected sm_XY or sm_XYa (e.g. sm_90a)";
   return success();

@@ -6,14 +6,14 @@
 //
 // The `#te.*` scheme attributes and the SchemeAttrInterface they implement.
 // The interface maps each attribute to the MLIR-free te::rt::Scheme, which
-// owns the storage rules (te/runtime/Scheme.h).
+// owns the storage rules (te/formats/Scheme.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TE_DIALECT_TE_TEATTRS_H
 #define TE_DIALECT_TE_TEATTRS_H
 
-#include "te/runtime/Scheme.h"
+#include "te/formats/Scheme.h"
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"

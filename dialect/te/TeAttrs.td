@@ -7,7 +7,7 @@
 // Every scheme attribute has a hand-written parser/printer (TeAttrs.cpp)
 // because its options are optional keywords in any order, and a verifier that
 // delegates to the run-time scheme's validate() so the rules live in one
-// place (runtime/src/Scheme.cpp).
+// place (formats/lib/Scheme.cpp).
 //
 //===----------------------------------------------------------------------===//
 
