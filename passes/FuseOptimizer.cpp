@@ -20,6 +20,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "te-fuse-optimizer"
 
 namespace mlir::te {
@@ -66,6 +68,10 @@ void fuse(AdamStepOp adam) {
       adam.getExpAvg(), adam.getExpAvgSq(), adam.getLr(), adam.getStep(),
       adam.getBeta1Attr(), adam.getBeta2Attr(), adam.getEpsAttr(),
       adam.getWeightDecayAttr(), adam.getModeAttr(), adam.getFastMathAttr());
+  LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] te.adam_step at "
+                          << adam.getLoc() << " absorbs "
+                          << quantizations.size()
+                          << " quantization(s) of its new parameter\n");
   unsigned next = 3;
   for (Operation *q : quantizations) {
     for (Value r : q->getResults())

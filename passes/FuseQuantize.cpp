@@ -20,6 +20,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "te-fuse-quantize"
 
 namespace mlir::te {
@@ -57,6 +59,11 @@ void fuse(Value input, Group &g) {
     types.push_back(g.biasGrads.front().getResult().getType());
   auto fused =
       FusedQuantizeOp::create(b, g.first->getLoc(), types, input, withBias);
+  LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << g.quantizes.size()
+                          << " quantization(s) and " << g.biasGrads.size()
+                          << " bias gradient(s) -> one te.fused_quantize ("
+                          << types.size() << " results) at "
+                          << g.first->getLoc() << "\n");
   for (auto [q, idx] : llvm::zip(g.quantizes, resultOf)) {
     q.getResult().replaceAllUsesWith(fused.getResult(idx));
     q.erase();

@@ -27,6 +27,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "te-infer-usage"
 
 namespace mlir::te {
@@ -181,6 +183,10 @@ static LogicalResult unifyPersistentValues(ModuleOp module, bool report) {
       if (type.getDirections() == all)
         continue;
       QTensorType wide = withDirections(type, all);
+      LLVM_DEBUG(llvm::dbgs()
+                 << "[" DEBUG_TYPE "] persistent '" << name.getValue()
+                 << "': " << d.describe() << " widened to "
+                 << stringifyDirections(all) << "\n");
       SmallVector<Type> args(d.fn.getArgumentTypes()),
           results(d.fn.getResultTypes());
       if (!d.isResult) {
@@ -246,6 +252,9 @@ struct TeInferUsagePass
         want = shared.lookup({name, type.getScheme()});
       if (want == type.getDirections() || want == Directions::none)
         continue;
+      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op.getLoc() << ": "
+                              << stringifyDirections(type.getDirections())
+                              << " -> " << stringifyDirections(want) << "\n");
       if (report) {
         InFlightDiagnostic remark = emitRemark(op.getLoc());
         remark << "te-infer-usage: keeping " << stringifyDirections(want);

@@ -15,6 +15,8 @@
 
 #include "dialect/te/TeOps.h"
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "te-legalize-target"
 
 namespace mlir::te {
@@ -100,8 +102,14 @@ struct TeLegalizeTargetPass
           failed = true;
         }
       }
-      if (auto gemm = dyn_cast<GemmOp>(op))
-        gemm.setPathAttr(GemmPathAttr::get(ctx, pathOf(gemm, sm)));
+      if (auto gemm = dyn_cast<GemmOp>(op)) {
+        GemmPath path = pathOf(gemm, sm);
+        LLVM_DEBUG(llvm::dbgs()
+                   << "[" DEBUG_TYPE "] te.gemm at " << gemm.getLoc() << ": "
+                   << stringifyGemmPath(path) << " on " << target.getArch()
+                   << "\n");
+        gemm.setPathAttr(GemmPathAttr::get(ctx, path));
+      }
     });
     if (failed)
       signalPassFailure();

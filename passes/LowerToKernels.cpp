@@ -9,6 +9,12 @@
 // space in tiles, tile shape, block size) and what it fuses (stages, bias
 // gradient, amax pre-pass). Code generation then reads only tek ops.
 //
+// A dialect conversion: te ops are illegal, tek ops legal, one pattern per
+// op family. Two decisions are not local to one op and are made first, in
+// a KernelPlan the patterns read: which optimizer steps share a
+// multi-tensor launch (a cross-op grouping), and each kernel's number (the
+// program order of the source ops, optimizer groups last).
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -17,7 +23,8 @@
 #include "dialect/tek/TekOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "te-lower-to-kernels"
 
@@ -31,259 +38,353 @@ using namespace mlir::te;
 
 namespace {
 
-class Lowering {
-public:
-  explicit Lowering(func::FuncOp fn) : fn(fn), b(fn.getContext()) {}
+//===----------------------------------------------------------------------===//
+// Optimizer groups
+//===----------------------------------------------------------------------===//
 
-  LogicalResult run() {
-    // Collect first: lowering replaces ops while we go.
-    SmallVector<Operation *> ops;
-    for (Operation &op : fn.getBody().getOps())
-      ops.push_back(&op);
-    SmallVector<SmallVector<Operation *>> groups = adamGroups(ops);
-    for (Operation *op : ops) {
-      if (isa<AdamStepOp, FusedAdamOp>(op))
-        continue; // lowered per group below
-      if (failed(lower(op)))
-        return failure();
+/// What must agree for optimizer steps to share one launch.
+struct AdamKey {
+  Attribute beta1, beta2, eps, weightDecay, mode;
+  bool fastMath;
+  Value lr, step;
+  Type gradElement;
+  /// Per quantized slot: scheme and held directions (any shape).
+  SmallVector<std::pair<Attribute, unsigned>> quantized;
+  bool operator==(const AdamKey &o) const {
+    return beta1 == o.beta1 && beta2 == o.beta2 && eps == o.eps &&
+           weightDecay == o.weightDecay && mode == o.mode &&
+           fastMath == o.fastMath && lr == o.lr && step == o.step &&
+           gradElement == o.gradElement && quantized == o.quantized;
+  }
+};
+
+template <typename AdamOp> static AdamKey keyOf(AdamOp op) {
+  AdamKey k{op.getBeta1Attr(),
+            op.getBeta2Attr(),
+            op.getEpsAttr(),
+            op.getWeightDecayAttr(),
+            op.getModeAttr(),
+            op.getFastMath(),
+            op.getLr(),
+            op.getStep(),
+            op.getGrad().getType().getElementType(),
+            {}};
+  for (Value r : op->getResults().drop_front(3)) {
+    auto q = cast<QTensorType>(r.getType());
+    k.quantized.push_back(
+        {q.getScheme(), static_cast<unsigned>(q.getDirections())});
+  }
+  return k;
+}
+
+static AdamKey keyOf(Operation *op) {
+  if (auto a = dyn_cast<AdamStepOp>(op))
+    return keyOf(a);
+  return keyOf(cast<FusedAdamOp>(op));
+}
+
+/// Optimizer steps grouped for multi-tensor launches, in program order: a
+/// step joins the open group with its key unless a result of that group is
+/// used before it (the group's kernel is created at its last member).
+static SmallVector<SmallVector<Operation *>>
+adamGroups(ArrayRef<Operation *> ops) {
+  SmallVector<SmallVector<Operation *>> groups;
+  SmallVector<std::pair<AdamKey, unsigned>> open;
+  for (Operation *op : ops) {
+    if (!isa<AdamStepOp, FusedAdamOp>(op))
+      continue;
+    AdamKey key = keyOf(op);
+    auto it = llvm::find_if(open, [&](auto &o) { return o.first == key; });
+    if (it != open.end()) {
+      // Uses by `op` itself (a second step on a first step's results) or
+      // nested inside an op before it count too.
+      bool usedBefore = llvm::any_of(groups[it->second], [&](Operation *m) {
+        return llvm::any_of(m->getUsers(), [&](Operation *u) {
+          Operation *at = op->getBlock()->findAncestorOpInBlock(*u);
+          return at && (at == op || at->isBeforeInBlock(op));
+        });
+      });
+      if (!usedBefore) {
+        groups[it->second].push_back(op);
+        continue;
+      }
+      open.erase(it);
     }
-    for (SmallVector<Operation *> &g : groups)
-      lowerAdamGroup(g);
-    return success();
+    open.push_back({key, unsigned(groups.size())});
+    groups.push_back({op});
   }
+  return groups;
+}
 
-private:
-  std::string nextName(Operation *op) {
-    return "te_" + op->getName().stripDialect().str() + "_" +
-           std::to_string(counter++);
-  }
+//===----------------------------------------------------------------------===//
+// The plan
+//===----------------------------------------------------------------------===//
 
-  /// A quantize kernel over `input` producing `results` (quantized values,
-  /// then the bias gradient when `biasGrad`).
-  void quantizeKernel(Operation *op, Value input, TypeRange results,
-                      bool biasGrad) {
-    auto inType = cast<RankedTensorType>(input.getType());
-    SmallVector<Attribute> stages;
-    bool amax = false;
-    unsigned quantized = results.size() - (biasGrad ? 1 : 0);
-    for (unsigned r = 0; r < quantized; ++r) {
-      auto q = cast<QTensorType>(results[r]);
-      for (Direction d : {Direction::rowwise, Direction::columnwise}) {
-        if (!q.hasDirection(d))
-          continue;
-        stages.push_back(tek::StageAttr::get(b.getContext(), r, d));
-        amax |= q.getScheme().getRuntimeScheme(d).scalesByTensorAmax();
+/// A GEMM the target emulates: its quantized operands are dequantized first.
+static bool isEmulated(GemmOp g) {
+  return g.getPath() && *g.getPath() == GemmPath::emulated;
+}
+
+/// Decisions made before the conversion, which visits ops one at a time.
+struct KernelPlan {
+  /// The number of each op's first kernel (`te_<op>_<n>`): program order,
+  /// an emulated GEMM's dequantizations before its call, optimizer groups
+  /// after every other kernel.
+  DenseMap<Operation *, unsigned> numbers;
+  /// Optimizer groups by first member, which anchors the group's pattern.
+  DenseMap<Operation *, SmallVector<Operation *>> adamGroups;
+
+  explicit KernelPlan(func::FuncOp fn) {
+    SmallVector<Operation *> ops;
+    unsigned counter = 0;
+    for (Operation &op : fn.getBody().getOps()) {
+      ops.push_back(&op);
+      if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp>(op)) {
+        numbers[&op] = counter++;
+      } else if (auto g = dyn_cast<GemmOp>(op)) {
+        numbers[&op] = counter;
+        if (isEmulated(g))
+          counter +=
+              llvm::count_if(g->getOperandTypes(), llvm::IsaPred<QTensorType>);
+        ++counter;
       }
     }
-    b.setInsertionPoint(op);
-    auto kernel = tek::QuantizeKernelOp::create(
-        b, op->getLoc(), results, input, b.getStringAttr(nextName(op)),
-        b.getDenseI64ArrayAttr({tek::kQuantizeTile, tek::kQuantizeTile}),
-        b.getDenseI64ArrayAttr(tek::quantizeGrid(inType.getShape())),
-        b.getI64IntegerAttr(tek::kThreads), b.getArrayAttr(stages),
-        biasGrad ? b.getUnitAttr() : UnitAttr(),
-        amax ? b.getUnitAttr() : UnitAttr());
-    op->replaceAllUsesWith(kernel->getResults());
-    op->erase();
+    for (SmallVector<Operation *> &group : ::adamGroups(ops)) {
+      LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << group.size()
+                              << " optimizer step(s) share te_adam_" << counter
+                              << " in @" << fn.getName() << "\n");
+      numbers[group.front()] = counter++;
+      adamGroups[group.front()] = std::move(group);
+    }
   }
 
-  LogicalResult lower(Operation *op) {
-    if (auto q = dyn_cast<QuantizeOp>(op)) {
-      quantizeKernel(op, q.getInput(), op->getResultTypes(), false);
-      return success();
+  StringAttr name(Operation *op, StringRef kind, unsigned offset = 0) const {
+    return StringAttr::get(op->getContext(),
+                           "te_" + kind + "_" +
+                               Twine(numbers.lookup(op) + offset));
+  }
+  StringAttr name(Operation *op) const {
+    return name(op, op->getName().stripDialect());
+  }
+};
+
+/// The quantize stages of `quantized` results (one per held direction) and
+/// whether any scales by the tensor amax (an amax pre-pass).
+static std::pair<ArrayAttr, bool> stagesOf(MLIRContext *ctx,
+                                           TypeRange quantized) {
+  SmallVector<Attribute> stages;
+  bool amax = false;
+  for (auto [r, type] : llvm::enumerate(quantized)) {
+    auto q = cast<QTensorType>(type);
+    for (Direction d : {Direction::rowwise, Direction::columnwise}) {
+      if (!q.hasDirection(d))
+        continue;
+      stages.push_back(tek::StageAttr::get(ctx, unsigned(r), d));
+      amax |= q.getScheme().getRuntimeScheme(d).scalesByTensorAmax();
     }
-    if (auto f = dyn_cast<FusedQuantizeOp>(op)) {
-      quantizeKernel(op, f.getInput(), op->getResultTypes(), f.getBiasGrad());
-      return success();
-    }
-    if (auto g = dyn_cast<BiasGradOp>(op)) {
-      quantizeKernel(op, g.getInput(), op->getResultTypes(), true);
-      return success();
-    }
-    if (auto d = dyn_cast<DequantizeOp>(op)) {
-      auto q = cast<QTensorType>(d.getInput().getType());
-      b.setInsertionPoint(op);
-      auto kernel = tek::DequantizeKernelOp::create(
-          b, op->getLoc(), d.getResult().getType(), d.getInput(),
-          b.getStringAttr(nextName(op)), d.getDirectionAttr(),
-          b.getDenseI64ArrayAttr({tek::dequantizeGrid(q.getShape())}),
-          b.getI64IntegerAttr(tek::kThreads));
-      op->replaceAllUsesWith(kernel->getResults());
-      op->erase();
-      return success();
-    }
-    if (auto g = dyn_cast<GemmOp>(op))
-      return lowerGemm(g);
-    if (isa<func::ReturnOp>(op) ||
-        op->getDialect() == b.getContext()->getLoadedDialect("tek"))
-      return success();
-    return op->emitError() << "'" << op->getName()
-                           << "' has no kernel lowering yet: kernels exist "
-                              "for te.quantize, te.fused_quantize, "
-                              "te.bias_grad, te.dequantize, te.gemm, "
-                              "te.adam_step and te.fused_adam";
+  }
+  return {ArrayAttr::get(ctx, stages), amax};
+}
+
+static Value dequantizeKernel(OpBuilder &b, Location loc, Value input,
+                              Type result, StringAttr name, Direction dir) {
+  auto q = cast<QTensorType>(input.getType());
+  return tek::DequantizeKernelOp::create(
+      b, loc, result, input, name, DirectionAttr::get(b.getContext(), dir),
+      b.getDenseI64ArrayAttr({tek::dequantizeGrid(q.getShape())}),
+      b.getI64IntegerAttr(tek::kThreads));
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+struct PlannedPattern : public OpConversionPattern<OpTy> {
+  PlannedPattern(MLIRContext *ctx, const KernelPlan &plan)
+      : OpConversionPattern<OpTy>(ctx), plan(plan) {}
+  const KernelPlan &plan;
+};
+
+/// te.quantize, te.fused_quantize, te.bias_grad -> one tek.quantize_kernel:
+/// a tile pass over the input with one stage per held direction.
+template <typename OpTy>
+struct QuantizeKernelLowering : public PlannedPattern<OpTy> {
+  using PlannedPattern<OpTy>::PlannedPattern;
+  using OpAdaptor = typename OpTy::Adaptor;
+
+  static bool hasBiasGrad(OpTy op) {
+    if constexpr (std::is_same_v<OpTy, FusedQuantizeOp>)
+      return op.getBiasGrad();
+    return std::is_same_v<OpTy, BiasGradOp>;
   }
 
-  /// A GEMM the target runs natively becomes one tek.gemm_call; an
-  /// emulated one (te-legalize-target's `path`) first dequantizes each
-  /// quantized operand, in the direction the GEMM reads, to bf16.
-  LogicalResult lowerGemm(GemmOp g) {
-    bool emulated = g.getPath() && *g.getPath() == GemmPath::emulated;
-    Value operands[2] = {g.getA(), g.getB()};
-    b.setInsertionPoint(g);
-    if (emulated) {
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    bool biasGrad = hasBiasGrad(op);
+    TypeRange results = op->getResultTypes();
+    auto [stages, amax] =
+        stagesOf(op.getContext(), results.drop_back(biasGrad ? 1 : 0));
+    auto inType = cast<RankedTensorType>(adaptor.getInput().getType());
+    rewriter.replaceOpWithNewOp<tek::QuantizeKernelOp>(
+        op, results, adaptor.getInput(), this->plan.name(op),
+        rewriter.getDenseI64ArrayAttr({tek::kQuantizeTile, tek::kQuantizeTile}),
+        rewriter.getDenseI64ArrayAttr(tek::quantizeGrid(inType.getShape())),
+        rewriter.getI64IntegerAttr(tek::kThreads), stages,
+        biasGrad ? rewriter.getUnitAttr() : UnitAttr(),
+        amax ? rewriter.getUnitAttr() : UnitAttr());
+    return success();
+  }
+};
+
+/// te.dequantize -> tek.dequantize_kernel.
+struct DequantizeKernelLowering : public PlannedPattern<DequantizeOp> {
+  using PlannedPattern::PlannedPattern;
+
+  LogicalResult
+  matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, dequantizeKernel(rewriter, op.getLoc(),
+                                            adaptor.getInput(), op.getType(),
+                                            plan.name(op), op.getDirection()));
+    return success();
+  }
+};
+
+/// te.gemm -> tek.gemm_call. An emulated GEMM (te-legalize-target's `path`)
+/// first dequantizes each quantized operand, in the direction the GEMM
+/// reads, to bf16.
+struct GemmLowering : public PlannedPattern<GemmOp> {
+  using PlannedPattern::PlannedPattern;
+
+  LogicalResult
+  matchAndRewrite(GemmOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value operands[2] = {adaptor.getA(), adaptor.getB()};
+    unsigned next = 0;
+    if (isEmulated(op)) {
       for (unsigned i = 0; i < 2; ++i) {
         auto q = dyn_cast<QTensorType>(operands[i].getType());
         if (!q)
           continue;
-        auto bf16 = RankedTensorType::get(q.getShape(), b.getBF16Type());
-        operands[i] = tek::DequantizeKernelOp::create(
-            b, g.getLoc(), bf16, operands[i],
-            b.getStringAttr("te_dequantize_" + std::to_string(counter++)),
-            DirectionAttr::get(b.getContext(), g.getOperandDirection(i)),
-            b.getDenseI64ArrayAttr({tek::dequantizeGrid(q.getShape())}),
-            b.getI64IntegerAttr(tek::kThreads));
+        auto bf16 = RankedTensorType::get(q.getShape(), rewriter.getBF16Type());
+        operands[i] = dequantizeKernel(rewriter, op.getLoc(), operands[i], bf16,
+                                       plan.name(op, "dequantize", next++),
+                                       op.getOperandDirection(i));
       }
     }
-    auto call = tek::GemmCallOp::create(
-        b, g.getLoc(), g.getResult().getType(), operands[0], operands[1],
-        g.getBias(), b.getStringAttr(nextName(g)),
-        g.getTransposeA() ? b.getUnitAttr() : UnitAttr(),
-        g.getTransposeB() ? b.getUnitAttr() : UnitAttr());
-    g.getResult().replaceAllUsesWith(call.getResult());
-    g.erase();
+    rewriter.replaceOpWithNewOp<tek::GemmCallOp>(
+        op, op.getType(), operands[0], operands[1], adaptor.getBias(),
+        plan.name(op, "gemm", next),
+        op.getTransposeA() ? rewriter.getUnitAttr() : UnitAttr(),
+        op.getTransposeB() ? rewriter.getUnitAttr() : UnitAttr());
     return success();
   }
+};
 
-  /// What must agree for optimizer steps to share one launch.
-  struct AdamKey {
-    Attribute beta1, beta2, eps, weightDecay, mode;
-    bool fastMath;
-    Value lr, step;
-    Type gradElement;
-    /// Per quantized slot: scheme and held directions (any shape).
-    SmallVector<std::pair<Attribute, unsigned>> quantized;
-    bool operator==(const AdamKey &o) const {
-      return beta1 == o.beta1 && beta2 == o.beta2 && eps == o.eps &&
-             weightDecay == o.weightDecay && mode == o.mode &&
-             fastMath == o.fastMath && lr == o.lr && step == o.step &&
-             gradElement == o.gradElement && quantized == o.quantized;
-    }
-  };
+/// An optimizer group -> one tek.adam_kernel, placed at its last member.
+/// Anchored on the first member; the other members are replaced with it
+/// (the grouping guarantees no member's result is used before the last).
+template <typename OpTy>
+struct AdamGroupLowering : public PlannedPattern<OpTy> {
+  using PlannedPattern<OpTy>::PlannedPattern;
+  using OpAdaptor = typename OpTy::Adaptor;
 
-  template <typename AdamOp> static AdamKey keyOf(AdamOp op) {
-    AdamKey k{op.getBeta1Attr(),
-              op.getBeta2Attr(),
-              op.getEpsAttr(),
-              op.getWeightDecayAttr(),
-              op.getModeAttr(),
-              op.getFastMath(),
-              op.getLr(),
-              op.getStep(),
-              op.getGrad().getType().getElementType(),
-              {}};
-    for (Value r : op->getResults().drop_front(3)) {
-      auto q = cast<QTensorType>(r.getType());
-      k.quantized.push_back(
-          {q.getScheme(), static_cast<unsigned>(q.getDirections())});
-    }
-    return k;
-  }
-
-  static AdamKey keyOf(Operation *op) {
-    if (auto a = dyn_cast<AdamStepOp>(op))
-      return keyOf(a);
-    return keyOf(cast<FusedAdamOp>(op));
-  }
-
-  /// Optimizer steps grouped for multi-tensor launches, in program order: a
-  /// step joins the open group with its key unless a result of that group
-  /// is used before it (the group's kernel is created at its last member).
-  static SmallVector<SmallVector<Operation *>>
-  adamGroups(ArrayRef<Operation *> ops) {
-    SmallVector<SmallVector<Operation *>> groups;
-    SmallVector<std::pair<AdamKey, unsigned>> open;
-    for (Operation *op : ops) {
-      if (!isa<AdamStepOp, FusedAdamOp>(op))
-        continue;
-      AdamKey key = keyOf(op);
-      auto it = llvm::find_if(open, [&](auto &o) { return o.first == key; });
-      if (it != open.end()) {
-        // Uses by `op` itself (a second step on a first step's results)
-        // or nested inside an op before it count too.
-        bool usedBefore = llvm::any_of(groups[it->second], [&](Operation *m) {
-          return llvm::any_of(m->getUsers(), [&](Operation *u) {
-            Operation *at = op->getBlock()->findAncestorOpInBlock(*u);
-            return at && (at == op || at->isBeforeInBlock(op));
-          });
-        });
-        if (!usedBefore) {
-          groups[it->second].push_back(op);
-          continue;
-        }
-        open.erase(it);
-      }
-      open.push_back({key, unsigned(groups.size())});
-      groups.push_back({op});
-    }
-    return groups;
-  }
-
-  /// One tek.adam_kernel for a group, at its last member.
-  void lowerAdamGroup(ArrayRef<Operation *> group) {
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto it = this->plan.adamGroups.find(op);
+    if (it == this->plan.adamGroups.end())
+      return rewriter.notifyMatchFailure(op, "lowered with its group");
+    ArrayRef<Operation *> group = it->second;
     Operation *last = group.back();
-    AdamKey key = keyOf(group.front());
+    AdamKey key = keyOf(op);
     SmallVector<Value> tensors;
     SmallVector<Type> types;
     SmallVector<RankedTensorType> params;
-    for (Operation *op : group) {
-      llvm::append_range(tensors, op->getOperands().take_front(4));
-      llvm::append_range(types, op->getResultTypes());
-      params.push_back(cast<RankedTensorType>(op->getOperand(0).getType()));
+    for (Operation *member : group) {
+      SmallVector<Value> operands;
+      if (failed(rewriter.getRemappedValues(member->getOperands().take_front(4),
+                                            operands)))
+        return failure();
+      llvm::append_range(tensors, operands);
+      llvm::append_range(types, member->getResultTypes());
+      params.push_back(cast<RankedTensorType>(operands[0].getType()));
     }
-    SmallVector<Attribute> stages;
-    bool amax = false;
-    for (auto [r, result] :
-         llvm::enumerate(group.front()->getResults().drop_front(3))) {
-      auto q = cast<QTensorType>(result.getType());
-      for (Direction d : {Direction::rowwise, Direction::columnwise}) {
-        if (!q.hasDirection(d))
-          continue;
-        stages.push_back(tek::StageAttr::get(b.getContext(), unsigned(r), d));
-        amax |= q.getScheme().getRuntimeScheme(d).scalesByTensorAmax();
-      }
-    }
-    b.setInsertionPoint(last);
+    auto [stages, amax] = stagesOf(
+        op.getContext(), TypeRange(op->getResultTypes()).drop_front(3));
+    rewriter.setInsertionPoint(last);
     auto kernel = tek::AdamKernelOp::create(
-        b, last->getLoc(), types, key.lr, key.step, tensors,
-        b.getStringAttr("te_adam_" + std::to_string(counter++)),
-        cast<FloatAttr>(key.beta1), cast<FloatAttr>(key.beta2),
-        cast<FloatAttr>(key.eps), cast<FloatAttr>(key.weightDecay),
-        cast<AdamModeAttr>(key.mode),
-        key.fastMath ? b.getUnitAttr() : UnitAttr(),
-        b.getDenseI64ArrayAttr({tek::kQuantizeTile, tek::kQuantizeTile}),
-        b.getI64IntegerAttr(tek::adamGrid(params)),
-        b.getI64IntegerAttr(tek::kThreads), b.getArrayAttr(stages),
-        amax ? b.getUnitAttr() : UnitAttr());
-    unsigned next = 0;
-    for (Operation *op : group) {
-      for (Value r : op->getResults())
-        r.replaceAllUsesWith(kernel->getResult(next++));
-      op->erase();
+        rewriter, last->getLoc(), types, adaptor.getLr(), adaptor.getStep(),
+        tensors, this->plan.name(op, "adam"), cast<FloatAttr>(key.beta1),
+        cast<FloatAttr>(key.beta2), cast<FloatAttr>(key.eps),
+        cast<FloatAttr>(key.weightDecay), cast<AdamModeAttr>(key.mode),
+        key.fastMath ? rewriter.getUnitAttr() : UnitAttr(),
+        rewriter.getDenseI64ArrayAttr({tek::kQuantizeTile, tek::kQuantizeTile}),
+        rewriter.getI64IntegerAttr(tek::adamGrid(params)),
+        rewriter.getI64IntegerAttr(tek::kThreads), stages,
+        amax ? rewriter.getUnitAttr() : UnitAttr());
+    ValueRange results = kernel->getResults();
+    for (Operation *member : group) {
+      rewriter.replaceOp(member, results.take_front(member->getNumResults()));
+      results = results.drop_front(member->getNumResults());
     }
+    return success();
   }
-
-  func::FuncOp fn;
-  OpBuilder b;
-  unsigned counter = 0;
 };
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+/// An op the conversion has no pattern for is a located error (a missed
+/// pass upstream), never a silent skip.
+static LogicalResult checkLowerable(func::FuncOp fn) {
+  for (Operation &op : fn.getBody().getOps()) {
+    if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp, GemmOp,
+            AdamStepOp, FusedAdamOp, func::ReturnOp>(op) ||
+        isa_and_nonnull<tek::TekDialect>(op.getDialect()))
+      continue;
+    return op.emitError() << "'" << op.getName()
+                          << "' has no kernel lowering yet: kernels exist "
+                             "for te.quantize, te.fused_quantize, "
+                             "te.bias_grad, te.dequantize, te.gemm, "
+                             "te.adam_step and te.fused_adam";
+  }
+  return success();
+}
 
 struct TeLowerToKernelsPass
     : public mlir::te::impl::TeLowerToKernelsPassBase<TeLowerToKernelsPass> {
   void runOnOperation() override {
-    for (auto fn : getOperation().getOps<func::FuncOp>())
-      if (!fn.isExternal() && failed(Lowering(fn).run()))
-        return signalPassFailure();
+    func::FuncOp fn = getOperation();
+    if (fn.isExternal())
+      return;
+    if (failed(checkLowerable(fn)))
+      return signalPassFailure();
+
+    MLIRContext *ctx = &getContext();
+    KernelPlan plan(fn);
+    RewritePatternSet patterns(ctx);
+    patterns.add<QuantizeKernelLowering<QuantizeOp>,
+                 QuantizeKernelLowering<FusedQuantizeOp>,
+                 QuantizeKernelLowering<BiasGradOp>, DequantizeKernelLowering,
+                 GemmLowering, AdamGroupLowering<AdamStepOp>,
+                 AdamGroupLowering<FusedAdamOp>>(ctx, plan);
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<TeDialect>();
+    target.addLegalDialect<tek::TekDialect>();
+    if (failed(applyPartialConversion(fn, target, std::move(patterns))))
+      return signalPassFailure();
+    LLVM_DEBUG({
+      unsigned kernels = 0;
+      fn.walk([&](Operation *op) {
+        kernels += isa_and_nonnull<tek::TekDialect>(op->getDialect());
+      });
+      llvm::dbgs() << "[" DEBUG_TYPE "] @" << fn.getName() << ": " << kernels
+                   << " kernel op(s)\n";
+    });
   }
 };
 

@@ -10,6 +10,7 @@
 #include "dialect/te/TeDialect.h"
 #include "dialect/tek/TekDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -37,7 +37,7 @@ def TeResolveRecipePass : Pass<"te-resolve-recipe", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
-def TeExpandLinearPass : Pass<"te-expand-linear", "::mlir::ModuleOp"> {
+def TeExpandLinearPass : Pass<"te-expand-linear", "::mlir::func::FuncOp"> {
   let summary = "Linear layers -> quantizations and GEMMs, operands read in the right direction";
   let description = [{
     Needs the schemes `te-resolve-recipe` records. `te.linear`:
@@ -94,7 +94,7 @@ def TeInferUsagePass : Pass<"te-infer-usage", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
-def TeFuseQuantizePass : Pass<"te-fuse-quantize", "::mlir::ModuleOp"> {
+def TeFuseQuantizePass : Pass<"te-fuse-quantize", "::mlir::func::FuncOp"> {
   let summary = "Read each tensor once for all its quantizations and its bias gradient";
   let description = [{
     Within each block, all `te.quantize` ops of one tensor (any schemes, any
@@ -119,7 +119,7 @@ def TeFuseQuantizePass : Pass<"te-fuse-quantize", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
-def TeFuseOptimizerPass : Pass<"te-fuse-optimizer", "::mlir::ModuleOp"> {
+def TeFuseOptimizerPass : Pass<"te-fuse-optimizer", "::mlir::func::FuncOp"> {
   let summary = "An Adam step and the requantization of the new weight in one pass";
   let description = [{
     A `te.adam_step` whose new parameter feeds `te.quantize` /
@@ -154,7 +154,7 @@ def TeLegalizeTargetPass : Pass<"te-legalize-target", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 
-def TeLowerToKernelsPass : Pass<"te-lower-to-kernels", "::mlir::ModuleOp"> {
+def TeLowerToKernelsPass : Pass<"te-lower-to-kernels", "::mlir::func::FuncOp"> {
   let summary = "One tek op per generated kernel: iteration space, tile, stages";
   let description = [{
     Lowers the graph-level ops that have kernels to the kernel level

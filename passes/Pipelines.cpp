@@ -1,5 +1,4 @@
-//===- Pipelines.cpp - The te-to-cuda pipeline
-//-----------------------------===//
+//===- Pipelines.cpp - The te-to-cuda pipeline ----------------------------===//
 //
 // Part of tejit.
 //
@@ -22,17 +21,19 @@ namespace mlir::te {
 
 void buildTeToCudaPipeline(OpPassManager &pm,
                            const TeToCudaPipelineOptions &options) {
+  // Module passes where the work spans functions (recipes, persistent
+  // values, the module's target); function passes where it does not.
   pm.addPass(createTeResolveRecipePass());
-  pm.addPass(createTeExpandLinearPass());
+  pm.addNestedPass<func::FuncOp>(createTeExpandLinearPass());
   pm.addPass(createTeInferUsagePass());
-  pm.addPass(createTeFuseQuantizePass());
-  pm.addPass(createTeFuseOptimizerPass());
+  pm.addNestedPass<func::FuncOp>(createTeFuseQuantizePass());
+  pm.addNestedPass<func::FuncOp>(createTeFuseOptimizerPass());
   TeLegalizeTargetPassOptions legalize;
   legalize.arch = options.arch;
   pm.addPass(createTeLegalizeTargetPass(legalize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createTeLowerToKernelsPass());
+  pm.addNestedPass<func::FuncOp>(createTeLowerToKernelsPass());
 }
 
 void registerTePipelines() {

@@ -17,6 +17,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/Support/Debug.h"
+
 #define DEBUG_TYPE "te-resolve-recipe"
 
 namespace mlir::te {
@@ -44,6 +46,9 @@ static FailureOr<DictionaryAttr> resolve(Operation *op, FlatSymbolRefAttr name,
       return op->emitOpError()
              << "recipe " << name << " has no rule for the role (\"linear\", \""
              << role << "\")";
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
+                            << op->getLoc() << ": " << role << " -> " << scheme
+                            << " (recipe " << name << ")\n");
     entries.push_back(b.getNamedAttr(role, scheme));
   }
   return b.getDictionaryAttr(entries);
