@@ -156,6 +156,8 @@ def Te_DequantizeOp : Te_Op<"dequantize", [Pure]> {
   let assemblyFormat = "$input $direction attr-dict `:` "
                        "qualified(type($input)) `->` type($result)";
   let hasVerifier = 1;
+  // Folds a round trip through #te.identity of the tensor's own type.
+  let hasFolder = 1;
 }
 
 def Te_GemmOp : Te_Op<"gemm", [Pure]> {
