@@ -18,6 +18,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::te {
 
@@ -145,129 +146,129 @@ private:
     return success();
   }
 
-  LogicalResult push(Operation &op, cg::Kernel kernel) {
+  LogicalResult push(Operation *op, cg::Kernel kernel) {
     entry.kernels.push_back(std::move(kernel));
-    std::string why = cg::validate(entry, rt::Target::sm90());
+    std::string why = cg::validate(entry);
     if (!why.empty())
-      return op.emitError() << why;
+      return op->emitError() << why;
+    return success();
+  }
+
+  LogicalResult lowerQuantize(tek::QuantizeKernelOp q) {
+    // The tile kernel's launch is fixed (the verifier pins it); the plan
+    // builder recomputes the same grid from the shape.
+    cg::QuantizeKernel k;
+    k.name = q.getKernelName().str();
+    k.input = ids.lookup(q.getInput());
+    if (failed(addStages(k, q)))
+      return failure();
+    if (Value db = q.getBiasGradResult()) {
+      FailureOr<int> v = addDefined(db, "db");
+      if (failed(v))
+        return failure();
+      k.biasGrad = *v;
+    }
+    return push(q, std::move(k));
+  }
+
+  LogicalResult lowerDequantize(tek::DequantizeKernelOp d) {
+    cg::DequantizeKernel k;
+    k.name = d.getKernelName().str();
+    k.input = ids.lookup(d.getInput());
+    k.dir = toRuntime(d.getDirection());
+    FailureOr<int> v = addDefined(d.getResult(), "y");
+    if (failed(v))
+      return failure();
+    k.output = *v;
+    return push(d, std::move(k));
+  }
+
+  LogicalResult lowerGemm(tek::GemmCallOp g) {
+    cg::GemmKernel k;
+    k.name = g.getKernelName().str();
+    k.a = ids.lookup(g.getA());
+    k.b = ids.lookup(g.getB());
+    if (Value bias = g.getBias())
+      k.bias = ids.lookup(bias);
+    k.transposeA = g.getTransposeA();
+    k.transposeB = g.getTransposeB();
+    FailureOr<int> v = addDefined(g.getResult(), "d");
+    if (failed(v))
+      return failure();
+    k.output = *v;
+    return push(g, std::move(k));
+  }
+
+  LogicalResult lowerAdam(tek::AdamKernelOp a) {
+    cg::AdamKernel k;
+    k.name = a.getKernelName().str();
+    k.hyper.beta1 = a.getBeta1().convertToFloat();
+    k.hyper.beta2 = a.getBeta2().convertToFloat();
+    k.hyper.eps = a.getEps().convertToFloat();
+    k.hyper.weightDecay = a.getWeightDecay().convertToFloat();
+    k.hyper.adamW = a.getMode() == AdamMode::adamw;
+    k.hyper.fastMath = a.getFastMath();
+    k.lr = ids.lookup(a.getLr());
+    k.step = ids.lookup(a.getStep());
+    unsigned perParam = 3 + a.getNumQuantizedPerParam();
+    for (unsigned i = 0; i < a.getNumParams(); ++i) {
+      cg::AdamTensor t;
+      OperandRange in = a.getTensors().slice(4 * i, 4);
+      t.param = ids.lookup(in[0]);
+      t.grad = ids.lookup(in[1]);
+      t.expAvg = ids.lookup(in[2]);
+      t.expAvgSq = ids.lookup(in[3]);
+      int *outs[3] = {&t.newParam, &t.newExpAvg, &t.newExpAvgSq};
+      for (unsigned r = 0; r < perParam; ++r) {
+        FailureOr<int> v =
+            addDefined(a.getResult(perParam * i + r), r < 3 ? "p" : "q");
+        if (failed(v))
+          return failure();
+        if (r < 3)
+          *outs[r] = *v;
+        else
+          t.quantized.push_back(*v);
+      }
+      k.tensors.push_back(std::move(t));
+    }
+    for (Attribute attr : a.getStages()) {
+      auto stage = cast<tek::StageAttr>(attr);
+      bool row = stage.getDirection() == Direction::rowwise;
+      const cg::Value &q =
+          entry.values[k.tensors[0].quantized[stage.getResult()]];
+      k.stages.push_back({row ? *q.rowwise : *q.columnwise,
+                          toRuntime(stage.getDirection()),
+                          int(stage.getResult())});
+    }
+    return push(a, std::move(k));
+  }
+
+  LogicalResult lowerReturn(func::ReturnOp ret) {
+    for (Value v : ret.getOperands()) {
+      auto it = ids.find(v);
+      if (it == ids.end())
+        return ret.emitError("returns a value te-run does not hold");
+      entry.results.push_back(it->second);
+      auto name = fn.getResultAttrOfType<StringAttr>(
+          entry.results.size() - 1, TeDialect::kPersistentAttrName);
+      entry.resultPersistent.push_back(name ? name.str() : "");
+    }
     return success();
   }
 
   LogicalResult lower(Operation &op) {
-    if (auto q = dyn_cast<tek::QuantizeKernelOp>(op)) {
-      // The tile kernel's launch is fixed (the verifier pins it); the plan
-      // builder recomputes the same grid from the shape.
-      cg::QuantizeKernel k;
-      k.name = q.getKernelName().str();
-      k.input = ids.lookup(q.getInput());
-      if (failed(addStages(k, q)))
-        return failure();
-      if (Value db = q.getBiasGradResult()) {
-        FailureOr<int> v = addDefined(db, "db");
-        if (failed(v))
-          return failure();
-        k.biasGrad = *v;
-      }
-      cg::Kernel kernel;
-      kernel.quantize = std::move(k);
-      return push(op, std::move(kernel));
-    }
-    if (auto d = dyn_cast<tek::DequantizeKernelOp>(op)) {
-      cg::DequantizeKernel k;
-      k.name = d.getKernelName().str();
-      k.input = ids.lookup(d.getInput());
-      k.dir = d.getDirection() == Direction::rowwise
-                  ? rt::Direction::Rowwise
-                  : rt::Direction::Columnwise;
-      FailureOr<int> v = addDefined(d.getResult(), "y");
-      if (failed(v))
-        return failure();
-      k.output = *v;
-      cg::Kernel kernel;
-      kernel.kind = cg::Kernel::Kind::Dequantize;
-      kernel.dequantize = k;
-      return push(op, std::move(kernel));
-    }
-    if (auto g = dyn_cast<tek::GemmCallOp>(op)) {
-      cg::GemmKernel k;
-      k.name = g.getKernelName().str();
-      k.a = ids.lookup(g.getA());
-      k.b = ids.lookup(g.getB());
-      if (Value bias = g.getBias())
-        k.bias = ids.lookup(bias);
-      k.transposeA = g.getTransposeA();
-      k.transposeB = g.getTransposeB();
-      FailureOr<int> v = addDefined(g.getResult(), "d");
-      if (failed(v))
-        return failure();
-      k.output = *v;
-      cg::Kernel kernel;
-      kernel.kind = cg::Kernel::Kind::Gemm;
-      kernel.gemm = k;
-      return push(op, std::move(kernel));
-    }
-    if (auto a = dyn_cast<tek::AdamKernelOp>(op)) {
-      cg::AdamKernel k;
-      k.name = a.getKernelName().str();
-      k.hyper.beta1 = a.getBeta1().convertToFloat();
-      k.hyper.beta2 = a.getBeta2().convertToFloat();
-      k.hyper.eps = a.getEps().convertToFloat();
-      k.hyper.weightDecay = a.getWeightDecay().convertToFloat();
-      k.hyper.adamW = a.getMode() == AdamMode::adamw;
-      k.hyper.fastMath = a.getFastMath();
-      k.lr = ids.lookup(a.getLr());
-      k.step = ids.lookup(a.getStep());
-      unsigned perParam = 3 + a.getNumQuantizedPerParam();
-      for (unsigned i = 0; i < a.getNumParams(); ++i) {
-        cg::AdamTensor t;
-        OperandRange in = a.getTensors().slice(4 * i, 4);
-        t.param = ids.lookup(in[0]);
-        t.grad = ids.lookup(in[1]);
-        t.expAvg = ids.lookup(in[2]);
-        t.expAvgSq = ids.lookup(in[3]);
-        int *outs[3] = {&t.newParam, &t.newExpAvg, &t.newExpAvgSq};
-        for (unsigned r = 0; r < perParam; ++r) {
-          FailureOr<int> v =
-              addDefined(a.getResult(perParam * i + r), r < 3 ? "p" : "q");
-          if (failed(v))
-            return failure();
-          if (r < 3)
-            *outs[r] = *v;
-          else
-            t.quantized.push_back(*v);
-        }
-        k.tensors.push_back(std::move(t));
-      }
-      for (Attribute attr : a.getStages()) {
-        auto stage = cast<tek::StageAttr>(attr);
-        bool row = stage.getDirection() == Direction::rowwise;
-        const cg::Value &q =
-            entry.values[k.tensors[0].quantized[stage.getResult()]];
-        k.stages.push_back(
-            {row ? *q.rowwise : *q.columnwise,
-             row ? rt::Direction::Rowwise : rt::Direction::Columnwise,
-             int(stage.getResult())});
-      }
-      cg::Kernel kernel;
-      kernel.kind = cg::Kernel::Kind::Adam;
-      kernel.adam = std::move(k);
-      return push(op, std::move(kernel));
-    }
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (Value v : ret.getOperands()) {
-        auto it = ids.find(v);
-        if (it == ids.end())
-          return op.emitError("returns a value te-run does not hold");
-        entry.results.push_back(it->second);
-        auto name = fn.getResultAttrOfType<StringAttr>(
-            entry.results.size() - 1, TeDialect::kPersistentAttrName);
-        entry.resultPersistent.push_back(name ? name.str() : "");
-      }
-      return success();
-    }
-    return op.emitError() << "code generation reads the kernel level (tek); '"
-                          << op.getName()
-                          << "' was not lowered (run te-lower-to-kernels)";
+    return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+        .Case([&](tek::QuantizeKernelOp q) { return lowerQuantize(q); })
+        .Case([&](tek::DequantizeKernelOp d) { return lowerDequantize(d); })
+        .Case([&](tek::GemmCallOp g) { return lowerGemm(g); })
+        .Case([&](tek::AdamKernelOp a) { return lowerAdam(a); })
+        .Case([&](func::ReturnOp r) { return lowerReturn(r); })
+        .Default([](Operation *other) {
+          return other->emitError()
+                 << "code generation reads the kernel level (tek); '"
+                 << other->getName()
+                 << "' was not lowered (run te-lower-to-kernels)";
+        });
   }
 
   func::FuncOp fn;
@@ -281,11 +282,7 @@ FailureOr<cg::Program> lowerToProgram(ModuleOp module) {
   cg::Program program;
   if (auto target = module->getAttrOfType<TargetAttr>("te.target"))
     program.arch = target.getArch().str();
-  // sm_100 and later run FP8 GEMMs in any layout; sm_89/sm_90/sm_12x are
-  // TN-only (te::rt::Target).
-  int number = std::atoi(program.arch.c_str() + 3);
-  program.target =
-      number >= 100 && number < 120 ? rt::Target::sm100() : rt::Target::sm90();
+  program.target = rt::Target::forArch(program.arch);
   bool ok = true;
   module.walk([&](func::FuncOp fn) {
     if (fn.isExternal())
