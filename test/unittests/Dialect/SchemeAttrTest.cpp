@@ -8,11 +8,13 @@
 // SchemeAttrInterface (block shape, element and scale formats, storage per
 // direction) and checks hand-computed values; checks that the C++-built
 // attribute is the one the parser produces, and that bad options are
-// rejected through getChecked with a diagnostic.
+// rejected through getChecked with a diagnostic. Checks that te.gemm's
+// verifier and the MLIR-free GEMM pairing rule agree.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialect/te/TeOps.h"
+#include "te/formats/GemmRules.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Diagnostics.h"
@@ -202,3 +204,70 @@ TEST_F(SchemeAttrTest, BadOptionsAreDiagnosed) {
 }
 
 } // namespace
+
+/// te.gemm's verifier and the MLIR-free rule (te/formats/GemmRules.h) agree
+/// on every pairing of these schemes, read in either direction: the
+/// verifier accepts exactly when gemmOperandsError is empty.
+TEST_F(SchemeAttrTest, GemmVerifierUsesTheSharedPairingRule) {
+  const char *schemes[] = {"#te.identity<bf16>",
+                           "#te.fp8_current<e4m3>",
+                           "#te.fp8_delayed<e5m2>",
+                           "#te.fp8_current<e5m2>",
+                           "#te.mxfp8<e4m3>",
+                           "#te.nvfp4<>",
+                           "#te.nvfp4<rht>",
+                           "#te.fp8_block<e4m3, 1x128>",
+                           "#te.fp8_block<e4m3, 128x128>"};
+  ScopedDiagnosticHandler silence(&ctx, [](Diagnostic &) { return success(); });
+  auto bf16 = RankedTensorType::get({128, 128}, BFloat16Type::get(&ctx));
+  unsigned accepted = 0, rejected = 0;
+  for (const char *a : schemes)
+    for (const char *b : schemes)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          auto type = [&](const char *s) {
+            return QTensorType::get(
+                &ctx, {128, 128}, BFloat16Type::get(&ctx), parse(s),
+                Directions::rowwise | Directions::columnwise);
+          };
+          QTensorType qa = type(a), qb = type(b);
+          LogicalResult verified = GemmOp::verifyTypes(
+              [&] { return emitError(UnknownLoc::get(&ctx)); }, qa, qb, Type(),
+              bf16, ta, tb);
+          Direction da = GemmOp::getOperandDirection(0, ta, tb);
+          Direction db = GemmOp::getOperandDirection(1, ta, tb);
+          rt::GemmOperand ra{qa.getScheme().getRuntimeScheme(da),
+                             toRuntime(da)};
+          rt::GemmOperand rb{qb.getScheme().getRuntimeScheme(db),
+                             toRuntime(db)};
+          std::string why = rt::gemmOperandsError(ra, rb);
+          EXPECT_EQ(succeeded(verified), why.empty())
+              << a << " x " << b << " ta=" << ta << " tb=" << tb << ": " << why;
+          ++(why.empty() ? accepted : rejected);
+        }
+  EXPECT_GT(accepted, 0u);
+  EXPECT_GT(rejected, 0u);
+}
+
+TEST(GemmRules, ReasonsNameTheOperand) {
+  rt::GemmOperand hp{std::nullopt, rt::Direction::Rowwise, rt::DType::BF16};
+  rt::GemmOperand mx{rt::Scheme::mxfp8(rt::DType::E4M3),
+                     rt::Direction::Columnwise};
+  rt::GemmPairing p = rt::checkGemmPairing(hp, mx);
+  EXPECT_EQ(p.error, rt::GemmPairingError::HighPrecisionWithQuantized);
+  EXPECT_EQ(p.operand, 0);
+  rt::GemmOperand id{rt::Scheme::identity(rt::DType::BF16),
+                     rt::Direction::Columnwise};
+  EXPECT_TRUE(rt::checkGemmPairing(hp, id).ok());
+  rt::GemmOperand f32{std::nullopt, rt::Direction::Columnwise, rt::DType::F32};
+  EXPECT_EQ(rt::checkGemmPairing(hp, f32).error,
+            rt::GemmPairingError::ElementTypesDiffer);
+  rt::GemmOperand rht{rt::Scheme::nvfp4(/*rht=*/true),
+                      rt::Direction::Columnwise};
+  rt::GemmOperand plain{rt::Scheme::nvfp4(), rt::Direction::Rowwise};
+  p = rt::checkGemmPairing(plain, rht);
+  EXPECT_EQ(p.error, rt::GemmPairingError::HadamardOneSided);
+  EXPECT_EQ(p.operand, 1);
+  EXPECT_NE(rt::gemmOperandsError(plain, rht).find("operand 'b'"),
+            std::string::npos);
+}
