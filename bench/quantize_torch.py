@@ -4,7 +4,7 @@
 # The quantizations tejit's generated kernels are compared against, written
 # the way a PyTorch user would (torch.compile, default mode) for a bf16
 # M x K tensor, both directions: rowwise data + columnwise data (transposed
-# where the format stores it so) + scales, as NUMERICS.md lays them out.
+# where the format stores it so) + scales, as docs/Numerics.md lays them out.
 # Prints one line per scheme: median ms over N runs (CUDA events, several
 # input buffers so L2 does not flatter), GB/s over the same byte count
 # te-run uses (input read once, twice with an amax pass, + every output).

@@ -8,16 +8,29 @@
 
 #include "codegen/lower/LowerToProgram.h"
 #include "dialect/te/TeDialect.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace te::api {
+
+mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
+                                              llvm::StringRef arch) {
+  mlir::PassManager pm(module->getContext());
+  mlir::te::TeToCudaPipelineOptions options;
+  options.arch = arch.str();
+  mlir::te::buildTeToCudaPipeline(pm, options);
+  if (mlir::failed(pm.run(module)))
+    return mlir::failure();
+  return mlir::te::lowerToProgram(module);
+}
 
 CompiledModule::CompiledModule(cg::Program program)
     : program_(std::make_shared<const cg::Program>(std::move(program))) {}
@@ -46,8 +59,7 @@ CompiledModule::fromSource(const std::string &text, const CompileOptions &opts,
       mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module)
     return rt::Status(rt::StatusCode::InvalidArgument, os.str());
-  mlir::FailureOr<cg::Program> program =
-      mlir::te::compileToProgram(*module, opts.arch);
+  mlir::FailureOr<cg::Program> program = compileToProgram(*module, opts.arch);
   if (mlir::failed(program))
     return rt::Status(rt::StatusCode::InvalidArgument, os.str());
   return CompiledModule(std::move(*program));
@@ -70,8 +82,7 @@ rt::Expected<CompiledModule> compileModule(mlir::ModuleOp module,
         os << ": error: " << d.str() << "\n";
         return mlir::failure(); // keep the caller's handlers informed too
       });
-  mlir::FailureOr<cg::Program> program =
-      mlir::te::compileToProgram(module, opts.arch);
+  mlir::FailureOr<cg::Program> program = compileToProgram(module, opts.arch);
   if (mlir::failed(program))
     return rt::Status(rt::StatusCode::InvalidArgument, os.str());
   return CompiledModule(std::move(*program));

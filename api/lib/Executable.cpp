@@ -6,32 +6,20 @@
 
 #include "te/api/Tejit.h"
 
-#include "te/codegen/Persistent.h"
-#include "te/codegen/PlanBuilder.h"
-#include "te/runtime/Plan.h"
+#include "te/exec/DeviceEntry.h"
 
-#include <algorithm>
+#include <optional>
 
 namespace te::api {
 
 struct Executable::State {
   std::string name;
-  cg::Entry entry;
-  cg::EntryPlan plan;
   std::vector<Slot> arguments, results;
   std::vector<int> argumentBuffer, resultBuffer; ///< plan buffer per slot
-  std::vector<rt::DeviceBuffer> workspaces;      ///< every other buffer
-  std::vector<int> workspaceBuffer;
-  std::vector<rt::PlanExecutor> executors;
-  /// With a session: the persistent values' buffers, and results copied
-  /// into them after the kernels (not written in place): workspace index ->
-  /// the store's buffer.
-  cg::DeviceStore *store = nullptr;
-  std::vector<std::shared_ptr<rt::DeviceBuffer>> storeBuffers;
-  std::vector<std::pair<size_t, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
-  /// The caller's buffers the executors hold: binding refills every
-  /// launch's arguments (an optimizer's table: thousands of words), so a
-  /// run with the same buffers as the last one skips it.
+  std::optional<exec::DeviceEntry> entry;
+  /// The caller's buffers bound last: binding refills every launch's
+  /// arguments (an optimizer's table: thousands of words), so a run with
+  /// the same buffers as the last one skips it.
   std::vector<DeviceSpan> boundArgs, boundResults;
 };
 
@@ -55,7 +43,7 @@ const std::vector<Slot> &Executable::arguments() const {
   return state_->arguments;
 }
 const std::vector<Slot> &Executable::results() const { return state_->results; }
-size_t Executable::numKernels() const { return state_->executors.size(); }
+size_t Executable::numKernels() const { return state_->entry->numKernels(); }
 
 rt::Expected<Executable> CompiledModule::load(const std::string &function,
                                               const rt::Device &device,
@@ -67,7 +55,7 @@ rt::Expected<Executable> Executable::load(const cg::Program &program,
                                           const std::string &function,
                                           const rt::Device &device,
                                           rt::KernelCache &cache,
-                                          cg::DeviceStore *store) {
+                                          exec::DeviceStore *store) {
   const cg::Entry *entry = program.find(function);
   if (!entry) {
     std::string known;
@@ -77,34 +65,18 @@ rt::Expected<Executable> Executable::load(const cg::Program &program,
                       "no function '" + function +
                           "' in the module (it has: " + known + ")");
   }
+  // The slots: every argument and result buffer but a session's persistent
+  // values, which the store binds.
   rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(program, *entry);
   if (!plan)
     return plan.status();
-
   Executable exe;
   Executable::State &st = *exe.state_;
   st.name = entry->name;
-  st.entry = *entry;
-  st.plan = std::move(*plan);
-  st.store = store;
-  std::vector<bool> bound(st.plan.buffers.size(), false);
-  std::vector<std::pair<int, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
-  TE_RETURN_IF_ERROR(device.makeCurrent());
-  st.storeBuffers.resize(st.plan.buffers.size());
-  if (store) {
-    rt::Expected<cg::StoreBinding> b =
-        cg::bindToStore(*entry, st.plan, program.target, *store);
-    if (!b)
-      return b.status();
-    st.storeBuffers = std::move(b->buffers);
-    copyOut = std::move(b->copyOut);
-    for (size_t i = 0; i < st.storeBuffers.size(); ++i)
-      bound[i] = st.storeBuffers[i] != nullptr;
-  }
+  std::vector<bool> bound(plan->buffers.size(), false);
   auto persistent = [&](const std::string &name) {
     return store && !name.empty();
   };
-
   for (size_t i = 0; i < entry->args.size(); ++i) {
     if (persistent(entry->persistentArg(i)))
       continue;
@@ -114,13 +86,13 @@ rt::Expected<Executable> Executable::load(const cg::Program &program,
                         st.name + ": argument " + std::to_string(i) +
                             " is quantized; only a session's persistent "
                             "values (te.persistent) may be");
-    int b = st.plan.values[entry->args[i]].tensor;
+    int b = plan->values[entry->args[i]].tensor;
     st.arguments.push_back({"arg" + std::to_string(i),
                             i,
                             "data",
                             v.name,
                             {v.dtype, v.rows(), v.cols()},
-                            st.plan.buffers[b].bytes});
+                            plan->buffers[b].bytes});
     st.argumentBuffer.push_back(b);
     bound[b] = true;
   }
@@ -129,7 +101,7 @@ rt::Expected<Executable> Executable::load(const cg::Program &program,
       continue;
     int r = entry->results[i];
     for (const cg::ValueStorage &vs :
-         cg::valueStorage(*entry, st.plan, r, program.target)) {
+         cg::valueStorage(*entry, *plan, r, program.target)) {
       std::string name = "result" + std::to_string(i) +
                          (vs.name == "data" ? "" : "." + vs.name);
       if (bound[vs.buffer])
@@ -139,45 +111,18 @@ rt::Expected<Executable> Executable::load(const cg::Program &program,
                               "return distinct values");
       bound[vs.buffer] = true;
       st.results.push_back({name, i, vs.name, entry->values[r].name, vs.desc,
-                            st.plan.buffers[vs.buffer].bytes});
+                            plan->buffers[vs.buffer].bytes});
       st.resultBuffer.push_back(vs.buffer);
     }
   }
-
-  // Workspaces (tensor amax, bias partial sums, delayed-scaling state,
-  // values the function does not return, results copied into a session's
-  // values) belong to the executable.
-  for (size_t b = 0; b < st.plan.buffers.size(); ++b) {
-    if (bound[b])
-      continue;
-    auto buf = rt::DeviceBuffer::allocate(st.plan.buffers[b].bytes);
-    if (!buf)
-      return buf.status();
-    st.workspaces.push_back(std::move(*buf));
-    st.workspaceBuffer.push_back(int(b));
-  }
-  // A copied-out result is written to a workspace (it is no slot).
-  for (auto &[from, to] : copyOut) {
-    auto w =
-        std::find(st.workspaceBuffer.begin(), st.workspaceBuffer.end(), from);
-    st.copyOut.push_back(
-        {size_t(w - st.workspaceBuffer.begin()), std::move(to)});
-  }
-  for (const cg::KernelPlan &kp : st.plan.kernels) {
-    auto ex = rt::PlanExecutor::create(kp.plan, device, cache);
-    if (!ex)
-      return ex.status();
-    for (size_t w = 0; w < st.workspaces.size(); ++w)
-      TE_RETURN_IF_ERROR(ex->bind(uint32_t(st.workspaceBuffer[w]),
-                                  st.workspaces[w].devicePtr(),
-                                  st.workspaces[w].size()));
-    for (size_t b = 0; b < st.storeBuffers.size(); ++b)
-      if (st.storeBuffers[b])
-        TE_RETURN_IF_ERROR(ex->bind(uint32_t(b),
-                                    st.storeBuffers[b]->devicePtr(),
-                                    st.storeBuffers[b]->size()));
-    st.executors.push_back(std::move(*ex));
-  }
+  // The entry allocates its workspaces (tensor amax, bias partial sums,
+  // delayed-scaling state, values the function does not return, results
+  // copied into a session's values).
+  rt::Expected<exec::DeviceEntry> de = exec::DeviceEntry::create(
+      program, *entry, std::move(*plan), device, cache, store, bound);
+  if (!de)
+    return de.status();
+  st.entry.emplace(std::move(*de));
   return exe;
 }
 
@@ -205,45 +150,20 @@ rt::Status Executable::run(const std::vector<DeviceSpan> &args,
   };
   TE_RETURN_IF_ERROR(check(args, st.arguments, "argument"));
   TE_RETURN_IF_ERROR(check(results, st.results, "result"));
-  // Initial workspace contents (a fresh delayed-scaling state) before every
-  // run, so each run starts from the same state.
-  for (size_t w = 0; w < st.workspaces.size(); ++w) {
-    const std::vector<uint8_t> &init =
-        st.plan.initial[size_t(st.workspaceBuffer[w])];
-    if (!init.empty())
-      TE_RETURN_IF_ERROR(
-          st.workspaces[w].copyFromHost(init.data(), init.size(), stream));
-  }
-  if (st.store) {
-    std::string why = cg::unheldArgument(st.entry, *st.store);
-    if (!why.empty())
-      return rt::Status(rt::StatusCode::InvalidArgument, why);
-  }
-  bool rebind =
-      !sameSpans(args, st.boundArgs) || !sameSpans(results, st.boundResults);
-  if (rebind) { // a failed bind leaves them cleared: the next run rebinds
+  if (!sameSpans(args, st.boundArgs) || !sameSpans(results, st.boundResults)) {
+    // A failed bind leaves them cleared: the next run rebinds.
     st.boundArgs.clear();
     st.boundResults.clear();
-  }
-  for (rt::PlanExecutor &ex : st.executors) {
-    for (size_t i = 0; rebind && i < args.size(); ++i)
-      TE_RETURN_IF_ERROR(
-          ex.bind(uint32_t(st.argumentBuffer[i]), args[i].ptr, args[i].bytes));
-    for (size_t i = 0; rebind && i < results.size(); ++i)
-      TE_RETURN_IF_ERROR(ex.bind(uint32_t(st.resultBuffer[i]), results[i].ptr,
-                                 results[i].bytes));
-    TE_RETURN_IF_ERROR(ex.run(stream));
-  }
-  if (rebind) {
+    for (size_t i = 0; i < args.size(); ++i)
+      TE_RETURN_IF_ERROR(st.entry->bind(size_t(st.argumentBuffer[i]),
+                                        args[i].ptr, args[i].bytes));
+    for (size_t i = 0; i < results.size(); ++i)
+      TE_RETURN_IF_ERROR(st.entry->bind(size_t(st.resultBuffer[i]),
+                                        results[i].ptr, results[i].bytes));
     st.boundArgs = args;
     st.boundResults = results;
   }
-  for (auto &[workspace, to] : st.copyOut)
-    TE_RETURN_IF_ERROR(
-        to->copyFrom(st.workspaces[workspace], to->size(), stream));
-  if (st.store)
-    cg::markWritten(st.entry, *st.store);
-  return rt::Status::ok();
+  return st.entry->run(stream);
 }
 
 //===----------------------------------------------------------------------===//
@@ -252,7 +172,7 @@ rt::Status Executable::run(const std::vector<DeviceSpan> &args,
 
 struct Session::State {
   /// Declared first: the executables' bindings point into it.
-  std::unique_ptr<cg::DeviceStore> store;
+  std::unique_ptr<exec::DeviceStore> store;
   std::vector<std::string> names;
   std::vector<Executable> functions;
 };
@@ -266,7 +186,7 @@ rt::Expected<Session> Session::create(const CompiledModule &module,
                                       const rt::Device &device,
                                       rt::KernelCache &cache) {
   Session s;
-  s.state_->store = std::make_unique<cg::DeviceStore>();
+  s.state_->store = std::make_unique<exec::DeviceStore>();
   for (const cg::Entry &e : module.program().entries) {
     auto exe = Executable::load(module.program(), e.name, device, cache,
                                 s.state_->store.get());

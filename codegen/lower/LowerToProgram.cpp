@@ -10,12 +10,10 @@
 #include "dialect/te/TeOps.h"
 #include "dialect/te/TeTypes.h"
 #include "dialect/tek/TekOps.h"
-#include "passes/Pipelines.h"
 #include "te/codegen/DequantizeEmitter.h"
 #include "te/codegen/QuantizeEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -72,9 +70,10 @@ private:
       return rt::DType::F32;
     if (t.isInteger(64))
       return rt::DType::I64;
-    return emitError(loc) << "te-run runs bf16, f16 and f32 tensors (and i64 "
-                             "scalars), not "
-                          << t;
+    return emitError(loc)
+           << "code generation supports bf16, f16 and f32 tensors "
+              "(and i64 scalars), not "
+           << t;
   }
 
   /// A value a kernel defines, named `prefix` + its index.
@@ -98,17 +97,17 @@ private:
       // Rank 0: a scalar (an optimizer's lr or step).
       if (!t.hasStaticShape())
         return emitError(v.getLoc())
-               << "te-run needs statically shaped tensors, got " << t;
+               << "code generation needs statically shaped tensors, got " << t;
       if (t.getElementType().isInteger(64) && t.getRank() != 0)
         return emitError(v.getLoc())
-               << "te-run holds i64 values only as scalars (tensor<i64>), "
+               << "i64 values are supported only as scalars (tensor<i64>), "
                   "got "
                << t;
       out.shape.assign(t.getShape().begin(), t.getShape().end());
       elem = t.getElementType();
     } else {
       return emitError(v.getLoc())
-             << "te-run cannot hold a value of type " << v.getType();
+             << "code generation cannot hold a value of type " << v.getType();
     }
     FailureOr<rt::DType> dt = dtypeOf(v.getLoc(), elem);
     if (failed(dt))
@@ -247,7 +246,8 @@ private:
     for (Value v : ret.getOperands()) {
       auto it = ids.find(v);
       if (it == ids.end())
-        return ret.emitError("returns a value te-run does not hold");
+        return ret.emitError(
+            "returns a value the generated code does not hold");
       entry.results.push_back(it->second);
       auto name = fn.getResultAttrOfType<StringAttr>(
           entry.results.size() - 1, TeDialect::kPersistentAttrName);
@@ -297,16 +297,6 @@ FailureOr<cg::Program> lowerToProgram(ModuleOp module) {
   if (!ok)
     return failure();
   return program;
-}
-
-FailureOr<cg::Program> compileToProgram(ModuleOp module, StringRef arch) {
-  PassManager pm(module->getContext());
-  TeToCudaPipelineOptions options;
-  options.arch = arch.str();
-  buildTeToCudaPipeline(pm, options);
-  if (failed(pm.run(module)))
-    return failure();
-  return lowerToProgram(module);
 }
 
 } // namespace mlir::te

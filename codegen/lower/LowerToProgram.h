@@ -28,11 +28,6 @@ namespace mlir::te {
 /// module's te.target (sm_90a when absent).
 FailureOr<::te::cg::Program> lowerToProgram(ModuleOp module);
 
-/// Parses nothing, runs nothing: the te-to-cuda pipeline for `arch`, then
-/// lowerToProgram. Diagnostics go to the context's handler.
-FailureOr<::te::cg::Program> compileToProgram(ModuleOp module,
-                                              StringRef arch);
-
 } // namespace mlir::te
 
 #endif // TE_CODEGEN_LOWER_LOWERTOPROGRAM_H

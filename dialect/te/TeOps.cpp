@@ -495,7 +495,8 @@ static ParseResult parseAdamHyperParams(OpAsmParser &p, FloatAttr &beta1,
                                         FloatAttr &weightDecay,
                                         AdamModeAttr &mode,
                                         UnitAttr &fastMath) {
-  // Defaults are TransformerEngine's FusedAdam defaults (NUMERICS.md §9.1).
+  // Defaults are TransformerEngine's FusedAdam defaults (docs/Numerics.md
+  // §9.1).
   double b1 = 0.9, b2 = 0.999, e = 1e-8, wd = 0.0;
   AdamMode m = AdamMode::adamw;
   if (succeeded(p.parseOptionalLBrace()) && failed(p.parseOptionalRBrace())) {

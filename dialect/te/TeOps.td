@@ -307,8 +307,8 @@ def Te_AdamStepOp : Te_Op<"adam_step", [Pure]> {
     mode = adamw` and are always printed. The arithmetic is IEEE fp32 (no
     contraction); the unit attribute `fast_math` selects TransformerEngine's
     fast-math form instead (flush-to-zero and its fused multiply-adds,
-    NUMERICS.md 9; division and square root stay correctly rounded), written
-    `{..., mode = adamw, fast_math}`.
+    docs/Numerics.md §9; division and square root stay correctly rounded),
+    written `{..., mode = adamw, fast_math}`.
 
     ```mlir
     %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step

@@ -14,7 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/api/Tejit.h"
-#include "te/codegen/Execute.h"
+#include "te/exec/Compare.h"
+#include "te/exec/CudaRunner.h"
 
 #include <chrono>
 #include <cstdio>
@@ -73,14 +74,14 @@ int main(int argc, char **argv) {
     dy[i] = uint8_t(bits >> 16);
     dy[i + 1] = uint8_t(bits >> 24);
   }
-  auto reference = cg::runCpu(module->program(), entry, {dy});
+  auto reference = exec::runCpu(module->program(), entry, {dy});
   if (!reference)
     return fail(reference.status());
 
   rt::KernelCache cache; // memory + the default disk cache
   auto device = rt::Device::open();
   if (!device) {
-    auto n = cg::compileEntry(module->program(), entry, cache);
+    auto n = exec::compileEntry(module->program(), entry, cache);
     if (!n)
       return fail(n.status());
     std::string why = device.status().message();
@@ -134,12 +135,12 @@ int main(int argc, char **argv) {
   // 4. Run, read back, compare with the reference.
   if (rt::Status s = fn->run(args, results, *stream); !s)
     return fail(s);
-  std::vector<cg::ValueData> gpu;
+  std::vector<exec::ValueData> gpu;
   for (size_t i = 0, r = 0; i < fn->results().size(); ++i) {
     const api::Slot &slot = fn->results()[i];
     if (gpu.size() <= slot.index)
       gpu.resize(slot.index + 1);
-    cg::NamedBuffer nb;
+    exec::NamedBuffer nb;
     nb.name = slot.part;
     nb.desc = slot.desc;
     nb.bytes.resize(slot.bytes);
@@ -151,7 +152,7 @@ int main(int argc, char **argv) {
   }
   if (rt::Status s = stream->synchronize(); !s)
     return fail(s);
-  std::string diff = cg::firstDifference(*reference, gpu, "cpu", "gpu");
+  std::string diff = exec::firstDifference(*reference, gpu, "cpu", "gpu");
   if (!diff.empty()) {
     std::printf("MISMATCH %s\n", diff.c_str());
     return 2;

@@ -8,7 +8,7 @@
 // Tests te-run on the hybrid quantize + bias gradient of one tensor: it
 // compiles the fused kernel with NVRTC (GPU or not), runs it (on the CPU
 // without a GPU, comparing against the CUDA backend with one), and dumps
-// every storage buffer with the shapes of NUMERICS.md 2.
+// every storage buffer with the shapes of docs/Numerics.md §2.
 // CHECK: running the CPU backend
 // CHECK: result0 ({{.*}}): rowwise.data[256x128 e4m3] rowwise.scale_inv[256x4 e8m0] columnwise.data[128x128 e2m1x2] columnwise.scale_inv[128x16 e4m3] columnwise.amax[1x1 f32]
 // CHECK: result1 ({{.*}}): data[1x128 f32]

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/lower/LowerToProgram.h"
 #include "dialect/te/TeDialect.h"
+#include "te/api/FromMlir.h"
 #include "te/codegen/PlanBuilder.h"
 #include "te/runtime/BlasLt.h"
 
@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module)
     return 1;
-  auto program = mlir::te::compileToProgram(*module, arch);
+  auto program = te::api::compileToProgram(*module, arch);
   if (mlir::failed(program))
     return 1;
   for (const te::cg::Entry &e : program->entries) {

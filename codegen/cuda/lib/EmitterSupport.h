@@ -11,7 +11,7 @@
 #ifndef TE_CODEGEN_LIB_EMITTERSUPPORT_H
 #define TE_CODEGEN_LIB_EMITTERSUPPORT_H
 
-#include "te/runtime/Scheme.h"
+#include "te/formats/Scheme.h"
 
 namespace te::cg::detail {
 

@@ -497,7 +497,7 @@ static rt::Expected<KernelPlan> planGemm(const Program &p, const Entry &e,
 
 rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
                                        bool keepUnsupported) {
-  std::string why = validate(e, p.target);
+  std::string why = validate(e);
   if (!why.empty())
     return rt::Status(rt::StatusCode::InvalidArgument, e.name + ": " + why);
   EntryPlan out;
@@ -505,16 +505,21 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
   for (const Value &v : e.values)
     table.addValue(v, p.target);
   for (const Kernel &k : e.kernels) {
-    rt::Expected<KernelPlan> kp =
-        k.kind == Kernel::Kind::Gemm   ? planGemm(p, e, k.gemm, table, out)
-        : k.kind == Kernel::Kind::Adam ? planAdam(p, e, k.adam, table, out)
-        : k.kind == Kernel::Kind::Dequantize
-            ? planDequantize(p, e, k.dequantize, table, out)
-            : planQuantize(p, e, k.quantize, table, out);
+    rt::Expected<KernelPlan> kp = std::visit(
+        Overloaded{
+            [&](const QuantizeKernel &q) {
+              return planQuantize(p, e, q, table, out);
+            },
+            [&](const DequantizeKernel &d) {
+              return planDequantize(p, e, d, table, out);
+            },
+            [&](const GemmKernel &g) { return planGemm(p, e, g, table, out); },
+            [&](const AdamKernel &a) { return planAdam(p, e, a, table, out); }},
+        k);
     if (!kp && keepUnsupported &&
         kp.status().code() == rt::StatusCode::Unsupported) {
       KernelPlan unsupported;
-      unsupported.name = k.name();
+      unsupported.name = kernelName(k);
       unsupported.unsupported = kp.status().message();
       out.kernels.push_back(std::move(unsupported));
       continue;

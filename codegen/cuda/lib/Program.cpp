@@ -6,6 +6,8 @@
 
 #include "te/codegen/Program.h"
 
+#include "te/formats/GemmRules.h"
+
 #include <algorithm>
 
 namespace te::cg {
@@ -40,20 +42,20 @@ const std::string &Entry::persistentResult(size_t i) const {
 
 /// The values kernel `k` reads.
 static std::vector<int> readsOf(const Kernel &k) {
-  switch (k.kind) {
-  case Kernel::Kind::Quantize:
-    return {k.quantize.input};
-  case Kernel::Kind::Dequantize:
-    return {k.dequantize.input};
-  case Kernel::Kind::Gemm:
-    return {k.gemm.a, k.gemm.b, k.gemm.bias};
-  case Kernel::Kind::Adam:
-    break;
-  }
-  std::vector<int> out = {k.adam.lr, k.adam.step};
-  for (const AdamTensor &t : k.adam.tensors)
-    out.insert(out.end(), {t.param, t.grad, t.expAvg, t.expAvgSq});
-  return out;
+  return std::visit(
+      Overloaded{
+          [](const QuantizeKernel &q) { return std::vector<int>{q.input}; },
+          [](const DequantizeKernel &d) { return std::vector<int>{d.input}; },
+          [](const GemmKernel &g) {
+            return std::vector<int>{g.a, g.b, g.bias};
+          },
+          [](const AdamKernel &a) {
+            std::vector<int> out = {a.lr, a.step};
+            for (const AdamTensor &t : a.tensors)
+              out.insert(out.end(), {t.param, t.grad, t.expAvg, t.expAvgSq});
+            return out;
+          }},
+      k);
 }
 
 bool updatesInPlace(const Entry &e, int in, int out) {
@@ -66,11 +68,11 @@ bool updatesInPlace(const Entry &e, int in, int out) {
     if (std::count(reads.begin(), reads.end(), in) == 0)
       continue;
     // The first kernel reading `in` must be the update, reading it once.
-    if (k.kind != Kernel::Kind::Adam ||
-        std::count(reads.begin(), reads.end(), in) != 1)
+    const auto *adam = std::get_if<AdamKernel>(&k);
+    if (!adam || std::count(reads.begin(), reads.end(), in) != 1)
       return false;
     bool pairs = false;
-    for (const AdamTensor &t : k.adam.tensors)
+    for (const AdamTensor &t : adam->tensors)
       for (auto [old, next] : t.updates())
         pairs |= old == in && next == out;
     if (!pairs)
@@ -101,14 +103,15 @@ static bool isHighPrecision(rt::DType t) {
   return t == rt::DType::BF16 || t == rt::DType::F16 || t == rt::DType::F32;
 }
 
-/// Why GEMM `g` of `e` is malformed, or "".
+static bool inRange(const Entry &e, int v) {
+  return v >= 0 && size_t(v) < e.values.size();
+}
+
 /// Why an Adam kernel is malformed ("" when it is not).
 static std::string validateAdam(const Entry &e, const AdamKernel &a) {
-  auto inRange = [&](int v) {
-    return v >= 0 && v < static_cast<int>(e.values.size());
-  };
   auto scalar = [&](int v, rt::DType t) {
-    return inRange(v) && !e.values[v].isQuantized() && e.values[v].dtype == t &&
+    return inRange(e, v) && !e.values[v].isQuantized() &&
+           e.values[v].dtype == t &&
            e.values[v].rows() * e.values[v].cols() == 1;
   };
   if (!scalar(a.lr, rt::DType::F32))
@@ -120,7 +123,7 @@ static std::string validateAdam(const Entry &e, const AdamKernel &a) {
   for (const AdamTensor &t : a.tensors) {
     for (int v : {t.param, t.grad, t.expAvg, t.expAvgSq, t.newParam,
                   t.newExpAvg, t.newExpAvgSq})
-      if (!inRange(v) || e.values[v].isQuantized() ||
+      if (!inRange(e, v) || e.values[v].isQuantized() ||
           e.values[v].shape != e.values[t.param].shape)
         return "every operand and result of a tensor must be a tensor of its "
                "parameter's shape";
@@ -135,7 +138,7 @@ static std::string validateAdam(const Entry &e, const AdamKernel &a) {
     if (t.quantized.size() != a.tensors[0].quantized.size())
       return "every tensor must have as many quantized results";
     for (int v : t.quantized)
-      if (!inRange(v) || !e.values[v].isQuantized() ||
+      if (!inRange(e, v) || !e.values[v].isQuantized() ||
           e.values[v].shape != e.values[t.param].shape)
         return "a requantized parameter must be quantized with its shape";
     for (const Stage &s : a.stages) {
@@ -151,10 +154,10 @@ static std::string validateAdam(const Entry &e, const AdamKernel &a) {
   return "";
 }
 
+/// Why GEMM `g` of `e` is malformed, or "".
 static std::string validateGemm(const Entry &e, const GemmKernel &g) {
-  auto inRange = [&](int i) { return i >= 0 && size_t(i) < e.values.size(); };
-  if (!inRange(g.a) || !inRange(g.b) || !inRange(g.output) ||
-      (g.bias >= 0 && !inRange(g.bias)))
+  if (!inRange(e, g.a) || !inRange(e, g.b) || !inRange(e, g.output) ||
+      (g.bias >= 0 && !inRange(e, g.bias)))
     return "value index out of range";
   const Value &a = e.values[g.a], &b = e.values[g.b];
   const Value &out = e.values[g.output];
@@ -174,11 +177,71 @@ static std::string validateGemm(const Entry &e, const GemmKernel &g) {
   if (g.bias >= 0 && (e.values[g.bias].isQuantized() ||
                       e.values[g.bias].shape != std::vector<int64_t>{n}))
     return "bias must be a tensor of N elements";
+  // The pairing rule te.gemm's verifier applies (te/formats/GemmRules.h).
+  auto operand = [](const Value &v, rt::Direction d) {
+    return rt::GemmOperand{v.isQuantized() ? v.scheme(d) : std::nullopt, d,
+                           v.dtype};
+  };
+  return rt::gemmOperandsError(operand(a, g.directionA()),
+                               operand(b, g.directionB()));
+}
+
+static std::string validateDequantize(const Entry &e,
+                                      const DequantizeKernel &d) {
+  if (!inRange(e, d.input) || !inRange(e, d.output) ||
+      !e.values[d.input].isQuantized() || e.values[d.output].isQuantized() ||
+      !e.values[d.input].scheme(d.dir))
+    return "dequantize '" + d.name +
+           "' needs a quantized input holding "
+           "the direction it reads and a tensor output";
   return "";
 }
 
-std::string validate(const Entry &e, const rt::Target &target) {
-  (void)target;
+static std::string validateQuantize(const Entry &e, const QuantizeKernel &q) {
+  if (!inRange(e, q.input) || e.values[q.input].isQuantized())
+    return "quantize '" + q.name + "' needs a tensor input";
+  const Value &in = e.values[q.input];
+  for (const Stage &s : q.stages) {
+    if (!inRange(e, s.value) || !e.values[s.value].isQuantized())
+      return "quantize '" + q.name +
+             "' writes a stage into a non-quantized "
+             "value";
+    const Value &out = e.values[s.value];
+    if (out.shape != in.shape)
+      return "quantize '" + q.name + "': output '" + out.name +
+             "' has another shape than the input";
+    if (!out.scheme(s.dir) || *out.scheme(s.dir) != s.scheme)
+      return "quantize '" + q.name + "': output '" + out.name +
+             "' does not hold the " + rt::directionName(s.dir) +
+             " direction with the stage's scheme";
+  }
+  if (q.biasGrad >= 0 &&
+      (!inRange(e, q.biasGrad) || e.values[q.biasGrad].isQuantized() ||
+       e.values[q.biasGrad].dtype != rt::DType::F32 ||
+       e.values[q.biasGrad].shape != std::vector<int64_t>{in.cols()}))
+    return "quantize '" + q.name +
+           "': the bias gradient must be an f32 "
+           "tensor of the input's last dimension";
+  return "";
+}
+
+std::string validateKernel(const Entry &e, const Kernel &k) {
+  return std::visit(
+      Overloaded{
+          [&](const QuantizeKernel &q) { return validateQuantize(e, q); },
+          [&](const DequantizeKernel &d) { return validateDequantize(e, d); },
+          [&](const GemmKernel &g) {
+            std::string why = validateGemm(e, g);
+            return why.empty() ? why : "gemm '" + g.name + "': " + why;
+          },
+          [&](const AdamKernel &a) {
+            std::string why = validateAdam(e, a);
+            return why.empty() ? why : "adam '" + a.name + "': " + why;
+          }},
+      k);
+}
+
+std::string validate(const Entry &e) {
   auto inRange = [&](int v) {
     return v >= 0 && v < static_cast<int>(e.values.size());
   };
@@ -227,54 +290,9 @@ std::string validate(const Entry &e, const rt::Target &target) {
         return "result " + std::to_string(i) + " (persistent '" +
                e.resultPersistent[i] + "') is returned twice";
   for (const Kernel &k : e.kernels) {
-    if (k.kind == Kernel::Kind::Adam) {
-      std::string why = validateAdam(e, k.adam);
-      if (!why.empty())
-        return "adam '" + k.adam.name + "': " + why;
-      continue;
-    }
-    if (k.kind == Kernel::Kind::Gemm) {
-      std::string why = validateGemm(e, k.gemm);
-      if (!why.empty())
-        return "gemm '" + k.gemm.name + "': " + why;
-      continue;
-    }
-    if (k.kind == Kernel::Kind::Dequantize) {
-      const DequantizeKernel &d = k.dequantize;
-      if (!inRange(d.input) || !inRange(d.output) ||
-          !e.values[d.input].isQuantized() ||
-          e.values[d.output].isQuantized() || !e.values[d.input].scheme(d.dir))
-        return "dequantize '" + d.name +
-               "' needs a quantized input holding "
-               "the direction it reads and a tensor output";
-      continue;
-    }
-    const QuantizeKernel &q = k.quantize;
-    if (!inRange(q.input) || e.values[q.input].isQuantized())
-      return "quantize '" + q.name + "' needs a tensor input";
-    const Value &in = e.values[q.input];
-    for (const Stage &s : q.stages) {
-      if (!inRange(s.value) || !e.values[s.value].isQuantized())
-        return "quantize '" + q.name +
-               "' writes a stage into a non-quantized "
-               "value";
-      const Value &out = e.values[s.value];
-      if (out.shape != in.shape)
-        return "quantize '" + q.name + "': output '" + out.name +
-               "' has another shape than the input";
-      if (!out.scheme(s.dir) || *out.scheme(s.dir) != s.scheme)
-        return "quantize '" + q.name + "': output '" + out.name +
-               "' does not hold the " + rt::directionName(s.dir) +
-               " direction with the stage's scheme";
-    }
-    if (q.biasGrad >= 0) {
-      if (!inRange(q.biasGrad) || e.values[q.biasGrad].isQuantized() ||
-          e.values[q.biasGrad].dtype != rt::DType::F32 ||
-          e.values[q.biasGrad].shape != std::vector<int64_t>{in.cols()})
-        return "quantize '" + q.name +
-               "': the bias gradient must be an f32 "
-               "tensor of the input's last dimension";
-    }
+    std::string why = validateKernel(e, k);
+    if (!why.empty())
+      return why;
   }
   return "";
 }

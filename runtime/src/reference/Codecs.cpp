@@ -4,7 +4,7 @@
 // roundMagnitudeRNE, which rounds the exact value of an fp32 magnitude onto
 // the grid of a small binary float format. Working on the integer
 // significand keeps the result exact for all 2^32 inputs and independent of
-// the host's floating-point environment (NUMERICS.md 1.2, 1.3, 12b).
+// the host's floating-point environment (docs/Numerics.md §1.2, 1.3, 13).
 //
 //===----------------------------------------------------------------------===//
 
@@ -189,7 +189,7 @@ float fp8MaxNorm(Fp8Format format) {
 }
 
 //===----------------------------------------------------------------------===//
-// E8M0 (NUMERICS.md 1.5)
+// E8M0 (docs/Numerics.md §1.5)
 //===----------------------------------------------------------------------===//
 
 uint8_t encodeE8M0(float v) {
@@ -227,7 +227,7 @@ float e8m0ReciprocalScale(uint8_t e) {
 }
 
 //===----------------------------------------------------------------------===//
-// E2M1 (NUMERICS.md 1.3, 1.4, 6.6)
+// E2M1 (docs/Numerics.md §1.3, 1.4, 6.6)
 //===----------------------------------------------------------------------===//
 
 uint8_t encodeE2M1(float y) {

@@ -8,7 +8,7 @@
 // documented result, not speed. The block-scaled GEMM follows what cuBLASLt
 // 13.1 computes on H100, measured bit for bit by GemmGpuTest
 // (docs/Numerics.md): per 128-element K block with partial sum P,
-// 1x128 x 1x128 accumulates y = fma(P * sx, sw, y) (as NUMERICS.md 7.3
+// 1x128 x 1x128 accumulates y = fma(P * sx, sw, y) (as docs/Numerics.md §7.3
 // says), and a pairing with a 128x128 operand y = fma(P, sx * sw, y) (7.3
 // says fma(P * sx, sw, y) there; measured for 1D x 2D, assumed for 2D x 1D,
 // which the product sx * sw makes symmetric). std::fma is the correctly

@@ -7,8 +7,8 @@
 // The dispatcher and the FP8 family (per-tensor current and delayed scaling,
 // MXFP8, block FP8) plus identity, and the dequantizer of every format.
 // Each direction is a separate pass over the widened fp32 input with the
-// operation order of NUMERICS.md 12b: amax on the input values (NaN ignored),
-// scale from Scales.h, then code = encode(fl(x * multiplier)). Float
+// operation order of docs/Numerics.md §13: amax on the input values (NaN
+// ignored), scale from Scales.h, then code = encode(fl(x * multiplier)). Float
 // expressions must be evaluated in float and never contracted (the library is
 // built with -ffp-contract=off), so `a * b` here is the kernel's fl(a * b).
 //
@@ -119,7 +119,7 @@ static int64_t dataIndex(const QuantizedDirection &q, int64_t r, int64_t c,
 }
 
 //===----------------------------------------------------------------------===//
-// Per-tensor FP8 (NUMERICS.md 3, 4)
+// Per-tensor FP8 (docs/Numerics.md §3, 4)
 //===----------------------------------------------------------------------===//
 
 static QuantizedDirection quantizePerTensor(const SourceView &src,
@@ -150,7 +150,7 @@ static QuantizedDirection quantizePerTensor(const SourceView &src,
 }
 
 //===----------------------------------------------------------------------===//
-// MXFP8 (NUMERICS.md 5)
+// MXFP8 (docs/Numerics.md §5)
 //===----------------------------------------------------------------------===//
 
 static QuantizedDirection quantizeMxfp8(const SourceView &src, const Scheme &s,
@@ -182,7 +182,7 @@ static QuantizedDirection quantizeMxfp8(const SourceView &src, const Scheme &s,
 }
 
 //===----------------------------------------------------------------------===//
-// FP8 block scaling (NUMERICS.md 7)
+// FP8 block scaling (docs/Numerics.md §7)
 //===----------------------------------------------------------------------===//
 
 static QuantizedDirection quantizeFp8Block(const SourceView &src,
@@ -207,7 +207,7 @@ static QuantizedDirection quantizeFp8Block(const SourceView &src,
           amax = std::fmax(amax, std::fabs(src.x[r * k + c]));
       float scale = fp8BlockScale(amax, format, s.pow2,
                                   static_cast<float>(s.eps), src.type);
-      // GEMM_READY scale positions (NUMERICS.md 7.2).
+      // GEMM_READY scale positions (docs/Numerics.md §7.2).
       int64_t rb = r0 / 128, cb = c0 / 128, at;
       if (tile2d)
         at = row ? rb * stride + cb : cb * stride + rb;
@@ -224,7 +224,7 @@ static QuantizedDirection quantizeFp8Block(const SourceView &src,
 }
 
 //===----------------------------------------------------------------------===//
-// Identity (NUMERICS.md 11)
+// Identity (docs/Numerics.md §11)
 //===----------------------------------------------------------------------===//
 
 static bool sameType(SourceType src, DType element) {

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// NVFP4 (NUMERICS.md 6): two-level scaling with a per-direction global amax,
-// E4M3 block scales per 16 elements (or per 16 x 16 tile), E2M1 codes by
+// NVFP4 (docs/Numerics.md §6): two-level scaling with a per-direction global
+// amax, E4M3 block scales per 16 elements (or per 16 x 16 tile), E2M1 codes by
 // round-to-nearest or stochastic rounding, and the 16-point random Hadamard
 // transform of the columnwise direction. Each direction is quantized from
 // its own "source" matrix: the input itself (rowwise), or its transpose,
@@ -31,7 +31,7 @@ namespace rt {
 namespace ref {
 
 //===----------------------------------------------------------------------===//
-// Random Hadamard transform (NUMERICS.md 6.4)
+// Random Hadamard transform (docs/Numerics.md §6.4)
 //===----------------------------------------------------------------------===//
 
 static int parity(unsigned v) {

@@ -1,6 +1,6 @@
 //===- runtime/src/reference/Scales.cpp - Scale computations ----*- C++ -*-===//
 //
-// Each function is a transcription of a NUMERICS.md formula into fp32 C++.
+// Each function is a transcription of a docs/Numerics.md formula into fp32 C++.
 // Plain float operators are IEEE round-to-nearest-even when float expressions
 // are evaluated in float (FLT_EVAL_METHOD == 0, e.g. x86-64 SSE or AArch64),
 // which stands in for the __fdiv_rn / __frcp_rn intrinsics; products are
@@ -26,7 +26,7 @@ namespace ref {
 
 float amaxOf(const float *data, size_t count) {
   float amax = 0.0f;
-  // NaN elements are ignored (NUMERICS.md §3 step 1). Test explicitly:
+  // NaN elements are ignored (docs/Numerics.md §3 step 1). Test explicitly:
   // glibc's fmaxf returns NaN for a signalling-NaN operand.
   for (size_t i = 0; i < count; ++i)
     if (!std::isnan(data[i]))
@@ -36,7 +36,8 @@ float amaxOf(const float *data, size_t count) {
 
 float computeScaleFromAmax(float amax, float fp8Max, bool pow2, float eps,
                            float valueForInf) {
-  // NUMERICS.md 3 step 3. A NaN amax fails `amax < eps` and returns 1 below.
+  // docs/Numerics.md §3 step 3. A NaN amax fails `amax < eps` and returns 1
+  // below.
   if (amax < eps)
     amax = eps;
   if (std::isinf(amax) || amax == 0.0f || std::isnan(amax))
@@ -53,7 +54,7 @@ float scaleInvFromScale(float scale) { return 1.0f / scale; }
 
 void updateDelayedScaling(DelayedScalingState &state, AmaxAlgo algo,
                           float fp8Max, int margin, float reducedAmax) {
-  // NUMERICS.md 4 step 2 (delayed_scaling.cu kernel_bulk), one column.
+  // docs/Numerics.md §4 step 2 (delayed_scaling.cu kernel_bulk), one column.
   std::vector<float> &hist = state.history;
   size_t length = hist.size();
   float last =
@@ -88,7 +89,7 @@ float mxfp8MaxNormReciprocal(Fp8Format format) {
 }
 
 uint8_t mxfp8BlockExponent(float blockAmax, Fp8Format format) {
-  // NUMERICS.md 5.1: E = e8m0(fl(amax * RCP)).
+  // docs/Numerics.md §5.1: E = e8m0(fl(amax * RCP)).
   float ratio = blockAmax * mxfp8MaxNormReciprocal(format);
   return encodeE8M0(ratio);
 }
@@ -98,7 +99,7 @@ float nvfp4OneSixth() { return bitsToFloat(0x3E2AAAABu); }
 float nvfp4OneOver2688() { return bitsToFloat(0x39C30C31u); }
 
 float nvfp4GlobalEncodeScale(float globalAmax) {
-  // NUMERICS.md 6.2 (compute_global_encode_scaling_factor_FP4).
+  // docs/Numerics.md §6.2 (compute_global_encode_scaling_factor_FP4).
   float sEnc = 2688.0f / globalAmax;
   sEnc = std::fmin(sEnc, FLT_MAX);
   if (globalAmax == 0.0f || sEnc == 0.0f)

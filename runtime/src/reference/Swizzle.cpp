@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // cuBLAS block-scaled GEMMs read MXFP8 / NVFP4 scales in 128 x 4 tiles laid
-// out as [R/128, C/4, 32, 4, 4] (NUMERICS.md 5.3). The padded compact scale
-// buffers are whole numbers of such tiles, so swizzling is a permutation of
-// the same bytes: padding entries stay where the permutation takes them
+// out as [R/128, C/4, 32, 4, 4] (docs/Numerics.md §5.3). The padded compact
+// scale buffers are whole numbers of such tiles, so swizzling is a permutation
+// of the same bytes: padding entries stay where the permutation takes them
 // (zero in this reference).
 //
 //===----------------------------------------------------------------------===//

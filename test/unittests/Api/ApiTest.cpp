@@ -12,7 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/api/FromMlir.h"
-#include "te/codegen/Execute.h"
+#include "te/exec/Compare.h"
+#include "te/exec/CudaRunner.h"
 
 #include "dialect/te/TeDialect.h"
 
@@ -113,7 +114,7 @@ TEST(HostApi, CompilesAModuleOpBuiltInCxx) {
   ASSERT_TRUE(m) << m.status().toString();
   ASSERT_EQ(m->functionNames(), std::vector<std::string>{"dbias"});
   std::vector<uint8_t> in = randomBf16(128 * 96, 5);
-  auto out = cg::runCpu(m->program(), *m->program().find("dbias"), {in});
+  auto out = exec::runCpu(m->program(), *m->program().find("dbias"), {in});
   ASSERT_TRUE(out) << out.status().toString();
   EXPECT_EQ((*out)[0][0].bytes.size(), 96u * 4);
 
@@ -184,9 +185,9 @@ TEST(HostApi, RunsOnCallerBuffersBitExactOnGpu) {
   EXPECT_NE(bad.message().find("result0.rowwise.scale_inv"), std::string::npos);
 
   ASSERT_TRUE(fn->run(args, results, *stream));
-  std::vector<cg::ValueData> gpu(1);
+  std::vector<exec::ValueData> gpu(1);
   for (size_t i = 0; i < results.size(); ++i) {
-    cg::NamedBuffer nb;
+    exec::NamedBuffer nb;
     nb.name = fn->results()[i].part;
     nb.desc = fn->results()[i].desc;
     nb.bytes.resize(fn->results()[i].bytes);
@@ -195,9 +196,9 @@ TEST(HostApi, RunsOnCallerBuffersBitExactOnGpu) {
     gpu[0].push_back(std::move(nb));
   }
   ASSERT_TRUE(stream->synchronize());
-  auto cpu = cg::runCpu(m->program(), *m->program().find("both"), {x});
+  auto cpu = exec::runCpu(m->program(), *m->program().find("both"), {x});
   ASSERT_TRUE(cpu);
-  EXPECT_EQ(cg::firstDifference(*cpu, gpu, "cpu", "gpu"), "");
+  EXPECT_EQ(exec::firstDifference(*cpu, gpu, "cpu", "gpu"), "");
 
   // A second load of the same function compiles nothing.
   uint64_t compiles = cache.stats().compiles;

@@ -18,7 +18,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/api/Tejit.h"
-#include "te/codegen/Execute.h"
+#include "te/exec/Compare.h"
+#include "te/exec/CudaRunner.h"
 
 #include <gtest/gtest.h>
 
@@ -138,26 +139,26 @@ struct LoopInputs {
 /// The CPU backend's side of the loop.
 struct CpuLoop {
   const cg::Program &program;
-  cg::HostStore store;
+  exec::HostStore store;
 
-  std::vector<cg::ValueData> call(const std::string &fn,
+  std::vector<exec::ValueData> call(const std::string &fn,
                                   const std::vector<std::vector<uint8_t>> &a) {
     auto r =
-        cg::runCpu(program, *program.find(fn), a, nullptr, nullptr, &store);
+        exec::runCpu(program, *program.find(fn), a, nullptr, nullptr, &store);
     EXPECT_TRUE(r) << fn << ": " << r.status().toString();
-    return r ? *r : std::vector<cg::ValueData>();
+    return r ? *r : std::vector<exec::ValueData>();
   }
-  std::map<std::string, cg::ValueData> snapshot() const {
-    std::map<std::string, cg::ValueData> out;
+  std::map<std::string, exec::ValueData> snapshot() const {
+    std::map<std::string, exec::ValueData> out;
     for (const char *n : kPersistentNames)
       out[n] = store.read(n);
     return out;
   }
 };
 
-std::vector<std::string> partNames(const cg::ValueData &d) {
+std::vector<std::string> partNames(const exec::ValueData &d) {
   std::vector<std::string> out;
-  for (const cg::NamedBuffer &b : d)
+  for (const exec::NamedBuffer &b : d)
     out.push_back(b.name);
   return out;
 }
@@ -187,7 +188,7 @@ TEST(Session, PersistentDeclarationsAreLowered) {
   const cg::Entry *train = m->program().find("train_step");
   EXPECT_FALSE(cg::updatesInPlace(*train, train->args[0], train->results[0]));
   // The store carries persistent state and steps, not te-run's --steps.
-  EXPECT_TRUE(cg::carriedState(*opt).empty());
+  EXPECT_TRUE(exec::carriedState(*opt).empty());
   // A round trip through a quantize kernel is not an in-place update.
   const cg::Entry *snap = m->program().find("snap_master");
   ASSERT_NE(snap, nullptr);
@@ -211,9 +212,9 @@ func.func @step(%lr: tensor<f32>, %step: tensor<i64> {te.persistent = "step"},
   const cg::Entry &e = m->program().entries[0];
   EXPECT_FALSE(cg::updatesInPlace(e, e.args[2], e.results[0]));
   // A persistent step belongs to the session: te-run does not count it up.
-  EXPECT_EQ(cg::stepArgument(e), -1);
+  EXPECT_EQ(exec::stepArgument(e), -1);
   // The moments are not persistent: --steps carries them.
-  EXPECT_EQ(cg::carriedState(e).size(), 2u);
+  EXPECT_EQ(exec::carriedState(e).size(), 2u);
 }
 
 TEST(Session, CpuAlternatesTrainAndEvalWithoutLosingState) {
@@ -224,7 +225,7 @@ TEST(Session, CpuAlternatesTrainAndEvalWithoutLosingState) {
 
   // Reading a quantized value no function wrote yet is an error.
   auto early =
-      cg::runCpu(m->program(), *m->program().find("eval_step"),
+      exec::runCpu(m->program(), *m->program().find("eval_step"),
                  in.args("eval_step", 1), nullptr, nullptr, &cpu.store);
   ASSERT_FALSE(early);
   EXPECT_NE(early.status().message().find(
@@ -238,28 +239,28 @@ TEST(Session, CpuAlternatesTrainAndEvalWithoutLosingState) {
       partNames(cpu.store.read("fc1.weight")),
       (std::vector<std::string>{"rowwise.data", "rowwise.scale_inv",
                                 "columnwise.data", "columnwise.scale_inv"}));
-  std::vector<cg::ValueData> first =
+  std::vector<exec::ValueData> first =
       cpu.call("train_step", in.args("train_step", 1));
   auto before = cpu.snapshot();
   cpu.call("eval_step", in.args("eval_step", 1));
   auto after = cpu.snapshot();
   for (const char *n : kPersistentNames)
-    EXPECT_EQ(cg::firstDifference({before[n]}, {after[n]}, "before", "after"),
+    EXPECT_EQ(exec::firstDifference({before[n]}, {after[n]}, "before", "after"),
               "")
         << "an eval step changed " << n;
-  std::vector<cg::ValueData> second =
+  std::vector<exec::ValueData> second =
       cpu.call("train_step", in.args("train_step", 1));
-  EXPECT_EQ(cg::firstDifference(first, second, "first", "second"), "");
+  EXPECT_EQ(exec::firstDifference(first, second, "first", "second"), "");
 
   // The optimizer (declared rowwise) rewrites both directions of the weight.
   cpu.call("optimizer_step", in.args("optimizer_step", 1));
-  cg::ValueData weight = cpu.store.read("fc1.weight");
+  exec::ValueData weight = cpu.store.read("fc1.weight");
   ASSERT_EQ(weight.size(), 4u);
   EXPECT_EQ(weight[2].name, "columnwise.data");
   EXPECT_NE(weight[2].bytes, before["fc1.weight"][2].bytes)
       << "the columnwise data did not move with the new weight";
   cpu.call("eval_step", in.args("eval_step", 1));
-  std::vector<cg::ValueData> third =
+  std::vector<exec::ValueData> third =
       cpu.call("train_step", in.args("train_step", 1));
   EXPECT_NE(third[1][0].bytes, first[1][0].bytes)
       << "dx = dy W did not see the new columnwise weight";
@@ -299,7 +300,7 @@ TEST(Session, GpuSessionMatchesTheCpuCallByCall) {
       ++step;
     std::vector<std::vector<uint8_t>> args = in.args(fn, step);
     const cg::Entry &e = *m->program().find(fn);
-    std::vector<cg::ValueData> want = cpu.call(fn, args);
+    std::vector<exec::ValueData> want = cpu.call(fn, args);
 
     api::Executable *exe = session->function(fn);
     ASSERT_NE(exe, nullptr);
@@ -331,7 +332,7 @@ TEST(Session, GpuSessionMatchesTheCpuCallByCall) {
     ASSERT_TRUE(st) << st.toString();
 
     // The non-persistent results, grouped by result index.
-    std::vector<cg::ValueData> got, expected;
+    std::vector<exec::ValueData> got, expected;
     for (size_t r = 0; r < e.results.size(); ++r)
       if (e.persistentResult(r).empty())
         expected.push_back(want[r]), got.emplace_back();
@@ -340,14 +341,14 @@ TEST(Session, GpuSessionMatchesTheCpuCallByCall) {
       if (lastIndex != size_t(-1) && s.index != lastIndex)
         ++group;
       lastIndex = s.index;
-      cg::NamedBuffer nb{
+      exec::NamedBuffer nb{
           s.part, s.desc, std::vector<uint8_t>(s.bytes), {}, false};
       ASSERT_TRUE(owned[exe->arguments().size() + slot++].copyToHost(
           nb.bytes.data(), nb.bytes.size(), *stream));
       got[group].push_back(std::move(nb));
     }
     ASSERT_TRUE(stream->synchronize());
-    cg::Comparison c = cg::compareResults(expected, got, "cpu", "gpu");
+    exec::Comparison c = exec::compareResults(expected, got, "cpu", "gpu");
     EXPECT_EQ(c.difference, "");
 
     // Every persistent value the call wrote, bit for bit (the gradient
@@ -358,14 +359,14 @@ TEST(Session, GpuSessionMatchesTheCpuCallByCall) {
         continue;
       auto held = session->read(name, *stream);
       ASSERT_TRUE(held) << held.status().toString();
-      cg::ValueData gpuValue;
-      for (const cg::NamedBuffer &b : want[r])
+      exec::ValueData gpuValue;
+      for (const exec::NamedBuffer &b : want[r])
         for (auto &[part, bytes] : *held)
           if (part == b.name)
             gpuValue.push_back({part, b.desc, bytes, {}, false});
       ASSERT_EQ(gpuValue.size(), want[r].size()) << name;
-      cg::Comparison pc =
-          cg::compareResults({want[r]}, {gpuValue}, "cpu", "gpu");
+      exec::Comparison pc =
+          exec::compareResults({want[r]}, {gpuValue}, "cpu", "gpu");
       EXPECT_EQ(pc.difference, "") << name;
       if (pc.boundedBuffers) {
         const std::vector<uint8_t> &bytes = want[r][0].bytes;

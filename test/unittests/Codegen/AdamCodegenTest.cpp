@@ -121,10 +121,7 @@ cg::Program adamProgram(const AdamCase &c) {
     k.stages.push_back({*c.row, Direction::Rowwise, 0});
   if (c.col)
     k.stages.push_back({*c.col, Direction::Columnwise, 0});
-  cg::Kernel kernel;
-  kernel.kind = cg::Kernel::Kind::Adam;
-  kernel.adam = k;
-  e.kernels.push_back(kernel);
+  e.kernels.push_back(k);
   p.entries.push_back(e);
   return p;
 }
@@ -186,7 +183,7 @@ class AdamCodegen : public ::testing::TestWithParam<AdamCase> {};
 TEST_P(AdamCodegen, CompilesWithNvrtc) {
   cg::Program p = adamProgram(GetParam());
   rt::KernelCache cache("");
-  rt::Expected<size_t> n = cg::compileEntry(p, p.entries[0], cache);
+  rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
   if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
     GTEST_SKIP() << n.status().toString();
   ASSERT_TRUE(n) << n.status().toString();
@@ -203,8 +200,8 @@ TEST_P(AdamCodegen, BitExactAgainstReferenceOnGpu) {
   const AdamCase &c = GetParam();
   cg::Program p = adamProgram(c);
   for (int64_t step : {1, 7, 1000}) {
-    cg::Comparison r = test::gpuVersusCpu(p, adamArgs(c, step, uint64_t(step)),
-                                          *dev, *stream, cache);
+    exec::Comparison r = test::gpuVersusCpu(
+        p, adamArgs(c, step, uint64_t(step)), *dev, *stream, cache);
     EXPECT_EQ(r.difference, "") << "step " << step;
     EXPECT_EQ(r.boundedBuffers + r.uncheckedBuffers, 0u);
   }
@@ -261,7 +258,7 @@ TEST(AdamGpu, CapturedStepReplaysWithNewLrAndStep) {
   AdamCase c{"mxfp8", Scheme::mxfp8(DType::E4M3), Scheme::mxfp8(DType::E4M3),
              DType::BF16, hyper};
   cg::Program p = adamProgram(c);
-  auto runner = cg::CudaRunner::create(p, p.entries[0], *dev, cache);
+  auto runner = exec::CudaRunner::create(p, p.entries[0], *dev, cache);
   ASSERT_TRUE(runner) << runner.status().toString();
   std::vector<std::vector<uint8_t>> args = adamArgs(c, 3, 11);
   for (size_t i = 0; i < args.size(); ++i)
@@ -279,9 +276,9 @@ TEST(AdamGpu, CapturedStepReplaysWithNewLrAndStep) {
     ASSERT_TRUE(runner->replay(*s));
     auto gpu = runner->results(*s);
     ASSERT_TRUE(gpu) << gpu.status().toString();
-    auto cpu = cg::runCpu(p, p.entries[0], args);
+    auto cpu = exec::runCpu(p, p.entries[0], args);
     ASSERT_TRUE(cpu) << cpu.status().toString();
-    EXPECT_EQ(cg::firstDifference(*cpu, *gpu, "cpu", "cuda"), "")
+    EXPECT_EQ(exec::firstDifference(*cpu, *gpu, "cpu", "cuda"), "")
         << "lr " << lr << " step " << step;
   }
 }

@@ -13,22 +13,23 @@
 #ifndef TE_TEST_CODEGEN_BACKENDCOMPARISON_H
 #define TE_TEST_CODEGEN_BACKENDCOMPARISON_H
 
-#include "te/codegen/Execute.h"
+#include "te/exec/Compare.h"
+#include "te/exec/CudaRunner.h"
 
 namespace te::test {
 
 /// The comparison of both backends' results; a backend failure is reported
 /// as the difference.
-inline cg::Comparison gpuVersusCpu(
+inline exec::Comparison gpuVersusCpu(
     const cg::Program &p, const std::vector<std::vector<uint8_t>> &args,
     const rt::Device &dev, const rt::Stream &stream, rt::KernelCache &cache) {
-  cg::Comparison failed;
-  auto cpu = cg::runCpu(p, p.entries[0], args);
+  exec::Comparison failed;
+  auto cpu = exec::runCpu(p, p.entries[0], args);
   if (!cpu) {
     failed.difference = "cpu: " + cpu.status().toString();
     return failed;
   }
-  auto runner = cg::CudaRunner::create(p, p.entries[0], dev, cache);
+  auto runner = exec::CudaRunner::create(p, p.entries[0], dev, cache);
   if (!runner) {
     failed.difference = "cuda: " + runner.status().toString();
     return failed;
@@ -49,7 +50,7 @@ inline cg::Comparison gpuVersusCpu(
     failed.difference = "cuda: " + gpu.status().toString();
     return failed;
   }
-  return cg::compareResults(*cpu, *gpu, "cpu", "cuda");
+  return exec::compareResults(*cpu, *gpu, "cpu", "cuda");
 }
 
 } // namespace te::test

@@ -15,7 +15,8 @@
 
 #include "BackendComparison.h"
 
-#include "te/codegen/Execute.h"
+#include "te/exec/Compare.h"
+#include "te/exec/CudaRunner.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
 
@@ -89,10 +90,10 @@ GemmSetup gemmProgram(const std::vector<float> &a, std::vector<int64_t> as,
       Direction d = i == 0 ? g.directionA() : g.directionB();
       (d == Direction::Rowwise ? q.rowwise : q.columnwise) = scheme;
       e.values.push_back(q);
-      cg::Kernel k;
-      k.quantize.name = "quantize_" + std::to_string(i);
-      k.quantize.input = i;
-      k.quantize.stages = {{*scheme, d, int(e.values.size()) - 1}};
+      cg::QuantizeKernel k;
+      k.name = "quantize_" + std::to_string(i);
+      k.input = i;
+      k.stages = {{*scheme, d, int(e.values.size()) - 1}};
       e.kernels.push_back(k);
       (i == 0 ? g.a : g.b) = int(e.values.size()) - 1;
     }
@@ -110,10 +111,7 @@ GemmSetup gemmProgram(const std::vector<float> &a, std::vector<int64_t> as,
   e.values.push_back(tensor("d", {m, n}, out));
   g.output = int(e.values.size()) - 1;
   e.results = {g.output};
-  cg::Kernel k;
-  k.kind = cg::Kernel::Kind::Gemm;
-  k.gemm = g;
-  e.kernels.push_back(k);
+  e.kernels.push_back(g);
   p.entries.push_back(e);
   return {p, args};
 }
@@ -124,7 +122,7 @@ std::vector<float> runGemm(const std::vector<float> &a, std::vector<int64_t> as,
                            bool ta, bool tb, const std::vector<float> &bias,
                            std::optional<Scheme> scheme) {
   GemmSetup g = gemmProgram(a, as, b, bs, ta, tb, bias, scheme, scheme);
-  auto out = cg::runCpu(g.program, g.program.entries[0], g.args);
+  auto out = exec::runCpu(g.program, g.program.entries[0], g.args);
   EXPECT_TRUE(out) << out.status().toString();
   return out ? f32Values((*out)[0][0].bytes) : std::vector<float>{};
 }
@@ -254,7 +252,7 @@ TEST(GemmGpuCodegen, EveryOperandKindAndTransposeWithinTheBound) {
                 tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n},
                 ta, tb, withBias ? bias : std::vector<float>{}, kind.sa,
                 kind.sb, out);
-            cg::Comparison c =
+            exec::Comparison c =
                 test::gpuVersusCpu(g.program, g.args, *dev, *stream, cache);
             std::string what =
                 std::string(kind.name) + " transpose_a " + std::to_string(ta) +

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "te/codegen/Execute.h"
 #include "te/codegen/QuantizeEmitter.h"
+#include "te/exec/CudaRunner.h"
 
 #include "BackendComparison.h"
 #include "SchemeCases.h"
@@ -100,9 +100,7 @@ cg::Program programFor(const Case &c, int64_t m, int64_t k, DType input) {
     q.biasGrad = int(e.values.size()) - 1;
     e.results.push_back(q.biasGrad);
   }
-  cg::Kernel kernel;
-  kernel.quantize = q;
-  e.kernels.push_back(kernel);
+  e.kernels.push_back(q);
   p.entries.push_back(e);
   return p;
 }
@@ -216,7 +214,7 @@ TEST_P(QuantizeCodegen, CompilesWithNvrtc) {
   for (DType input : {DType::BF16, DType::F32}) {
     cg::Program p = programFor(GetParam(), 256, 256, input);
     rt::KernelCache cache(""); // memory only
-    rt::Expected<size_t> n = cg::compileEntry(p, p.entries[0], cache);
+    rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
     if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
       GTEST_SKIP() << n.status().toString();
     ASSERT_TRUE(n) << rt::dtypeName(input) << ": " << n.status().toString();
@@ -315,11 +313,10 @@ cg::Program dequantProgram(const DequantCase &c, int64_t m, int64_t k,
   y.shape = {m, k};
   y.dtype = c.out;
   e.values.push_back(y);
-  cg::Kernel kernel;
-  kernel.kind = cg::Kernel::Kind::Dequantize;
-  kernel.dequantize = {"dequantize_q", 1, c.dir, int(e.values.size()) - 1};
+  cg::DequantizeKernel kernel{"dequantize_q", 1, c.dir,
+                              int(e.values.size()) - 1};
   e.kernels.push_back(kernel);
-  e.results = {kernel.dequantize.output};
+  e.results = {kernel.output};
   return p;
 }
 
@@ -330,7 +327,7 @@ class DequantizeCodegen : public ::testing::TestWithParam<DequantCase> {};
 TEST_P(DequantizeCodegen, CompilesWithNvrtc) {
   cg::Program p = dequantProgram(GetParam(), 256, 256, DType::BF16);
   rt::KernelCache cache("");
-  rt::Expected<size_t> n = cg::compileEntry(p, p.entries[0], cache);
+  rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
   if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
     GTEST_SKIP() << n.status().toString();
   ASSERT_TRUE(n) << n.status().toString();

@@ -7,7 +7,7 @@
 #ifndef TE_TEST_CODEGEN_SCHEMECASES_H
 #define TE_TEST_CODEGEN_SCHEMECASES_H
 
-#include "te/runtime/Scheme.h"
+#include "te/formats/Scheme.h"
 
 #include <string>
 #include <vector>

@@ -29,7 +29,7 @@
 #include <vector>
 
 #ifndef TE_DEVICE_SOURCE_DIR
-#error "TE_DEVICE_SOURCE_DIR must name codegen/device/te/device"
+#error "TE_DEVICE_SOURCE_DIR must name device/te/device"
 #endif
 
 namespace {

@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // The expected values of the IEEE steps were worked out off-line by
-// evaluating NUMERICS.md 9.2 one fp32 operation at a time (each exact double
-// result rounded to binary32, which is the correctly rounded fp32 result for
+// evaluating docs/Numerics.md §9.2 one fp32 operation at a time (each exact
+// double result rounded to binary32, which is the correctly rounded fp32 result
+// for
 // +, -, *, / and sqrt) and are written here as hex floats. The fast-math
 // variant is checked for flush-to-zero, for its FMA contractions on a case
 // where they change the result, and for staying within a few ulp of the

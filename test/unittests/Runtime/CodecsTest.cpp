@@ -1,8 +1,8 @@
 //===- test/unittests/Runtime/CodecsTest.cpp - Codec tests ------*- C++ -*-===//
 //
 // Checks the reference element codecs against derivations written here from
-// the format definitions of NUMERICS.md 1 alone: every finite code value is
-// enumerated from its sign/exponent/mantissa formula, and an input is
+// the format definitions of docs/Numerics.md §1 alone: every finite code value
+// is enumerated from its sign/exponent/mantissa formula, and an input is
 // expected to encode to the nearest such value (ties to the even code) with
 // the format's saturation, zero and NaN rules. None of the expectations call
 // the library's encoders, so a rounding bug in the library makes them fail.
@@ -292,7 +292,8 @@ bool sameFloatBits(float a, float b) { return bitsOf(a) == bitsOf(b); }
 //===----------------------------------------------------------------------===//
 
 TEST(CodecsTest, DerivedGridsHaveTheDocumentedExtrema) {
-  // NUMERICS.md 1.1 table, checked so the derivation itself can be trusted.
+  // docs/Numerics.md §1.1 table, checked so the derivation itself can be
+  // trusted.
   EXPECT_EQ(e4m3Grid().back().value, 448.0);
   EXPECT_EQ(e4m3Grid()[1].value, std::ldexp(1.0, -9));
   EXPECT_EQ(e4m3Grid()[8].value, std::ldexp(1.0, -6));
@@ -438,7 +439,8 @@ TEST(CodecsTest, E5M2DecodesEveryCodeToItsDefinitionValue) {
 }
 
 TEST(CodecsTest, E2M1DecodesEveryNibbleToTheTableValue) {
-  // NUMERICS.md 1.1 code table; the high nibble of the argument is ignored.
+  // docs/Numerics.md §1.1 code table; the high nibble of the argument is
+  // ignored.
   const float table[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
                            4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
                            -2.0f, -3.0f, -4.0f, -6.0f};
@@ -506,7 +508,8 @@ TEST(CodecsTest, DecodedFiniteCodesEncodeBackToThemselves) {
 namespace {
 
 /// Smallest E in [0, 254] with 2^(E-127) >= |v|, else 254; NaN 255, Inf 254,
-/// zero 0 (NUMERICS.md 1.5, from the round-up definition, not the bit trick).
+/// zero 0 (docs/Numerics.md §1.5, from the round-up definition, not the bit
+/// trick).
 uint32_t expectedE8M0(float v) {
   if (std::isnan(v))
     return 0xFF;
@@ -715,7 +718,7 @@ TEST(CodecsTest, E2M1StochasticHandComputedThresholds) {
 }
 
 //===----------------------------------------------------------------------===//
-// E2M1 packing (NUMERICS.md 6.6)
+// E2M1 packing (docs/Numerics.md §6.6)
 //===----------------------------------------------------------------------===//
 
 TEST(CodecsTest, PackE2M1PutsEvenElementInLowNibble) {

@@ -7,7 +7,7 @@
 // Needs a GPU (skipped cleanly without one). The FP8 operands hold small
 // multiples of 1/2, so every partial sum over a 128-element K block is exact
 // in FP32 whatever order the tensor cores add in; the block-scaled result
-// is then pinned bit-exactly to NUMERICS.md §7.3: per K block,
+// is then pinned bit-exactly to docs/Numerics.md §7.3: per K block,
 // y = fma(P * s_a, s_b, y), with the scales deliberately not powers of two
 // so that the rounding of each fma shows.
 //

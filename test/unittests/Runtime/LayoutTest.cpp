@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Pins where every element and every scale of a quantized tensor lands in
-// its buffers (NUMERICS.md 2, 5.2, 5.3, 6.6, 7.2). Each test writes the
+// its buffers (docs/Numerics.md §2, 5.2, 5.3, 6.6, 7.2). Each test writes the
 // index formula out by hand, computes the value that belongs there from the
 // already tested codec and scale functions (the values are QuantizeTest's
 // business; here they only make a misplaced byte visible on random data),
@@ -85,7 +85,7 @@ void expectPaddingZero(const HostBuffer &b, const Coverage &cov,
 
 int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// The swizzled index of NUMERICS.md 5.3, written out again.
+/// The swizzled index of docs/Numerics.md §5.3, written out again.
 int64_t swz(int64_t i, int64_t j, int64_t cols) {
   return ((i / 128) * (cols / 4) + j / 4) * 512 + (i % 32) * 16 +
          ((i % 128) / 32) * 4 + j % 4;

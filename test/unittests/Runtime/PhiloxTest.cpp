@@ -2,8 +2,8 @@
 //
 // Checks Philox4x32 against the published Random123 known-answer vectors
 // (kat_vectors, philox4x32_10 and philox4x32_7) and pins tejit's stochastic
-// rounding byte mapping (NUMERICS.md 6.5) through those same vectors, so the
-// expectations never come from the implementation under test.
+// rounding byte mapping (docs/Numerics.md §6.5) through those same vectors, so
+// the expectations never come from the implementation under test.
 //
 //===----------------------------------------------------------------------===//
 

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Checks the whole-tensor reference quantizer against a naive model written
-// in this file straight from NUMERICS.md: every element recomputes its own
+// in this file straight from docs/Numerics.md: every element recomputes its own
 // block amax, scale and code, and is placed by an explicit index formula.
 // The model uses only the element codecs (Codecs.h, tested on their own) and
 // Philox; it never calls the quantizer or Scales.h. Every scheme runs on
@@ -164,7 +164,7 @@ std::vector<Input> standardInputs(int64_t m, int64_t k) {
 }
 
 //===----------------------------------------------------------------------===//
-// The naive model (NUMERICS.md, element by element)
+// The naive model (docs/Numerics.md, element by element)
 //===----------------------------------------------------------------------===//
 
 /// Expected bytes of one direction and the logical dequantized values.
@@ -197,7 +197,7 @@ float naiveAmax(const std::vector<float> &values) {
   return a;
 }
 
-/// compute_scale_from_amax, NUMERICS.md 3 step 3.
+/// compute_scale_from_amax, docs/Numerics.md §3 step 3.
 float naiveScale(float amax, float fp8Max, bool pow2, float eps,
                  float valueForInf) {
   if (amax < eps)
@@ -240,7 +240,7 @@ Expected naivePerTensor(const Input &in, Fp8Format f, float scale,
   return e;
 }
 
-/// Swizzled position, NUMERICS.md 5.3, written out again.
+/// Swizzled position, docs/Numerics.md §5.3, written out again.
 int64_t swz(int64_t i, int64_t j, int64_t cols) {
   int64_t tile = (i / 128) * (cols / 4) + j / 4;
   return tile * 512 + (i % 32) * 16 + ((i % 128) / 32) * 4 + j % 4;
@@ -328,7 +328,7 @@ Expected naiveNvfp4(const Input &in, bool row, const Nvfp4Config &cfg) {
   int64_t rows = row ? in.m : in.k, cols = row ? in.k : in.m;
   std::vector<float> s = nvfp4Source(in, row, cfg.rht);
   float amax = naiveAmax(s);
-  // NUMERICS.md 6.2.
+  // docs/Numerics.md §6.2.
   float sEnc = std::fmin(2688.0f / amax, FLT_MAX);
   if (amax == 0.0f || sEnc == 0.0f)
     sEnc = 1.0f;
@@ -976,7 +976,8 @@ TEST(QuantizeHybrid, EachDirectionEqualsItsOwnScheme) {
 }
 
 TEST(QuantizeHybrid, Mxfp8RowNvfp4RhtColumnAgainstModel) {
-  // The "MXFP8 forward / NVFP4 backward" input quantizer of NUMERICS.md 11.
+  // The "MXFP8 forward / NVFP4 backward" input quantizer of docs/Numerics.md
+  // §11.
   Input in = edgeInput(SourceType::BF16, 64, 96, 33, false);
   Scheme row = Scheme::mxfp8(DType::E4M3);
   Scheme col = Scheme::nvfp4(/*rht=*/true, /*sr=*/true);
@@ -1318,7 +1319,7 @@ TEST(QuantizeSr, DependsOnlyOnSeedOffsetAndIndex) {
 }
 
 TEST(QuantizeSr, MeanOfManyDrawsBeatsRoundToNearest) {
-  // NUMERICS.md 12: the mean of SR draws has a lower RMSE than RN.
+  // docs/Numerics.md §12: the mean of SR draws has a lower RMSE than RN.
   Input in = randomInput(SourceType::BF16, 16, 64, 53);
   int64_t n = in.m * in.k;
   Scheme rn = Scheme::nvfp4(), sr = Scheme::nvfp4(false, true);

@@ -3,8 +3,8 @@
 // Checks the reference scale computations against values worked out by hand
 // (exact rational arithmetic rounded once to fp32, written here as bit
 // patterns) and against independent double-precision derivations. Each case
-// cites the NUMERICS.md rule it pins, so a change of the rule in the library
-// shows up as a named failure.
+// cites the docs/Numerics.md rule it pins, so a change of the rule in the
+// library shows up as a named failure.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,7 +61,7 @@ std::vector<float> randomPositiveNormals(uint64_t seed, int count) {
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// Amax (NUMERICS.md 3 step 1)
+// Amax (docs/Numerics.md §3 step 1)
 //===----------------------------------------------------------------------===//
 
 TEST(ScalesTest, AmaxIgnoresSignallingNaN) {
@@ -87,7 +87,7 @@ TEST(ScalesTest, AmaxIgnoresNaNAndPropagatesInfinity) {
 }
 
 //===----------------------------------------------------------------------===//
-// compute_scale_from_amax (NUMERICS.md 3 step 3, 7.1)
+// compute_scale_from_amax (docs/Numerics.md §3 step 3, 7.1)
 //===----------------------------------------------------------------------===//
 
 TEST(ScalesTest, ComputeScaleFromAmaxE4M3HandComputedTable) {
@@ -129,7 +129,8 @@ TEST(ScalesTest, ComputeScaleFromAmaxE4M3HandComputedTable) {
       {FLT_MAX, 0.0f, 0x03E00001u, 0x03800000u},
       {FLT_MAX, eps12, 0x03E00001u, 0x03800000u},
       {FLT_MAX, 1.0f, 0x03E00001u, 0x03800000u},
-      // Inf and NaN amax -> 1 (kernel behaviour, NUMERICS.md 3 edge cases).
+      // Inf and NaN amax -> 1 (kernel behaviour, docs/Numerics.md §3 edge
+      // cases).
       {kInf, 0.0f, one, one},
       {kInf, eps12, one, one},
       {kInf, 1.0f, one, one},
@@ -202,7 +203,7 @@ TEST(ScalesTest, ScaleInvIsCorrectlyRoundedReciprocal) {
 }
 
 //===----------------------------------------------------------------------===//
-// Delayed scaling (NUMERICS.md 4 step 2)
+// Delayed scaling (docs/Numerics.md §4 step 2)
 //===----------------------------------------------------------------------===//
 
 namespace {
@@ -312,7 +313,7 @@ TEST(ScalesTest, DelayedScalingHistoryLengthOne) {
 }
 
 //===----------------------------------------------------------------------===//
-// MXFP8 (NUMERICS.md 5.1)
+// MXFP8 (docs/Numerics.md §5.1)
 //===----------------------------------------------------------------------===//
 
 TEST(ScalesTest, Mxfp8ReciprocalConstantsAreRoundedReciprocals) {
@@ -362,9 +363,9 @@ TEST(ScalesTest, Mxfp8BlockExponentOfMaxNormTimesPowerOfTwo) {
 }
 
 TEST(ScalesTest, Mxfp8BlockExponentMatchesExactRatioForEveryBF16Amax) {
-  // NUMERICS.md 5.1 note: E = ceil(log2(amax / fp8Max)) + 127, clamped to
+  // docs/Numerics.md §5.1 note: E = ceil(log2(amax / fp8Max)) + 127, clamped to
   // [0, 254], derived here in exact double arithmetic (smallest E with
-  // fp8Max * 2^(E-127) >= amax). NUMERICS.md checked bf16 amax in
+  // fp8Max * 2^(E-127) >= amax). docs/Numerics.md checked bf16 amax in
   // [2^-27, 2^32]; this covers every positive finite bf16 value.
   for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
     double fp8Max = fp8MaxNorm(format);
@@ -385,7 +386,7 @@ TEST(ScalesTest, Mxfp8BlockExponentMatchesExactRatioForEveryBF16Amax) {
 
 TEST(ScalesTest, Mxfp8BlockExponentKeepsScaledBlockWithinMaxNorm) {
   // Because E rounds up, amax * 2^(127-E) <= fp8Max for every finite bf16
-  // amax whose exponent is not clamped (NUMERICS.md 5.1 notes).
+  // amax whose exponent is not clamped (docs/Numerics.md §5.1 notes).
   for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
     for (uint32_t pattern = 0x0001; pattern < 0x7F80; ++pattern) {
       float amax = floatOf(pattern << 16);
@@ -400,7 +401,7 @@ TEST(ScalesTest, Mxfp8BlockExponentKeepsScaledBlockWithinMaxNorm) {
 }
 
 //===----------------------------------------------------------------------===//
-// NVFP4 (NUMERICS.md 6.2)
+// NVFP4 (docs/Numerics.md §6.2)
 //===----------------------------------------------------------------------===//
 
 TEST(ScalesTest, Nvfp4ConstantsAreRoundedReciprocals) {
@@ -426,7 +427,7 @@ TEST(ScalesTest, Nvfp4GlobalDecodeScaleIsCorrectlyRoundedReciprocal) {
   EXPECT_FLOAT_BITS(nvfp4GlobalDecodeScale(2688.0f), 0x39C30C31u);
   EXPECT_FLOAT_BITS(nvfp4GlobalDecodeScale(floatOf(0x43866666u)), 0x3B73CF3Eu);
   EXPECT_FLOAT_BITS(nvfp4GlobalDecodeScale(FLT_MAX), 0x00200000u);
-  // (float)(1.0 / (double)x) == rcp_rn(x) (NUMERICS.md 6.2).
+  // (float)(1.0 / (double)x) == rcp_rn(x) (docs/Numerics.md §6.2).
   for (float s : randomPositiveNormals(13, 20000))
     ASSERT_EQ(bitsOf(nvfp4GlobalDecodeScale(s)), bitsOf(1.0f / s)) << s;
 }
@@ -457,7 +458,7 @@ TEST(ScalesTest, Nvfp4BlockScaleHandComputedExample) {
   float sEnc1 = nvfp4GlobalEncodeScale(1.0f);
   EXPECT_EQ(nvfp4BlockScale(1.0f, sEnc1), 0x7E);
   EXPECT_EQ(nvfp4BlockScale(2.0f, sEnc1), 0x7E); // saturates
-  // 448 * 2^-20 < 2^-10: underflows to E4M3 zero (NUMERICS.md 6.2 edge).
+  // 448 * 2^-20 < 2^-10: underflows to E4M3 zero (docs/Numerics.md §6.2 edge).
   EXPECT_EQ(nvfp4BlockScale(std::ldexp(1.0f, -20), sEnc1), 0x00);
   // Inf / NaN block amax: fminf(.., FLT_MAX) = FLT_MAX -> saturates.
   EXPECT_EQ(nvfp4BlockScale(kInf, sEnc1), 0x7E);
@@ -504,7 +505,7 @@ TEST(ScalesTest, Nvfp4DequantFactorHandComputedExample) {
 }
 
 //===----------------------------------------------------------------------===//
-// FP8 block scaling (NUMERICS.md 7.1)
+// FP8 block scaling (docs/Numerics.md §7.1)
 //===----------------------------------------------------------------------===//
 
 TEST(ScalesTest, Fp8BlockScaleValueForInfDependsOnSourceType) {
@@ -550,7 +551,7 @@ TEST(ScalesTest, Fp8BlockScaleInvIsCorrectlyRoundedReciprocal) {
   EXPECT_FLOAT_BITS(fp8BlockScaleInv(448.0f), 0x3B124925u);
   EXPECT_EQ(fp8BlockScaleInv(256.0f), 1.0f / 256.0f);
   EXPECT_FLOAT_BITS(fp8BlockScaleInv(floatOf(0x7F7F0000u)), 0x00202020u);
-  // The 2D kernel's 1.0f / scale gives the same value (NUMERICS.md 7.1).
+  // The 2D kernel's 1.0f / scale gives the same value (docs/Numerics.md §7.1).
   for (float s : randomPositiveNormals(14, 20000))
     ASSERT_EQ(bitsOf(fp8BlockScaleInv(s)), bitsOf(1.0f / s)) << s;
 }

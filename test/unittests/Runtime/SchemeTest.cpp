@@ -5,12 +5,12 @@
 //===----------------------------------------------------------------------===//
 //
 // Buffer shapes for shapes that are not multiples of the padding units,
-// against values computed by hand from NUMERICS.md §2 (the arithmetic is
+// against values computed by hand from docs/Numerics.md §2 (the arithmetic is
 // written out next to each expectation).
 //
 //===----------------------------------------------------------------------===//
 
-#include "te/runtime/Scheme.h"
+#include "te/formats/Scheme.h"
 
 #include <gtest/gtest.h>
 

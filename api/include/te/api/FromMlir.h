@@ -4,10 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// For programs that build te IR with MLIR's builders instead of text: runs
-// the te-to-cuda pipeline on `module` (in place) and wraps the result.
-// Diagnostics go to the module's context handlers and are also returned in
-// the Status message.
+// For programs that build te IR with MLIR's builders instead of text (and
+// for the tools): the compiler driver, which runs the te-to-cuda pipeline on
+// a module and lowers it to the kernel-level Program.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +19,14 @@
 
 namespace te::api {
 
+/// Runs the te-to-cuda pipeline for `arch` on `module` (in place), then
+/// lowers it to the kernel-level Program. Diagnostics go to the context's
+/// handlers.
+mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
+                                              llvm::StringRef arch);
+
+/// compileToProgram, wrapped: diagnostics go to the module's context
+/// handlers and are also returned in the Status message.
 rt::Expected<CompiledModule> compileModule(mlir::ModuleOp module,
                                            const CompileOptions &opts = {});
 

@@ -20,7 +20,8 @@
 // on one device: its kernels compiled through the KernelCache (memory, then
 // disk, then NVRTC) and its workspaces allocated; run() binds the caller's
 // device buffers (one per argument, one per storage buffer of each result,
-// laid out as NUMERICS.md 2 says) and enqueues every kernel on the stream.
+// laid out as docs/Numerics.md §2 says) and enqueues every kernel on the
+// stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,9 +36,9 @@
 #include <string>
 #include <vector>
 
-namespace te::cg {
+namespace te::exec {
 struct DeviceStore;
-} // namespace te::cg
+} // namespace te::exec
 
 namespace te::api {
 
@@ -118,7 +119,7 @@ private:
                                        const std::string &function,
                                        const rt::Device &device,
                                        rt::KernelCache &cache,
-                                       cg::DeviceStore *store);
+                                       exec::DeviceStore *store);
   struct State;
   std::unique_ptr<State> state_;
 };

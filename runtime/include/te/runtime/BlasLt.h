@@ -30,7 +30,7 @@
 #define TE_RUNTIME_BLASLT_H
 
 #include "te/runtime/Device.h"
-#include "te/runtime/Scheme.h"
+#include "te/formats/Scheme.h"
 
 #include <memory>
 

@@ -14,7 +14,7 @@
 #ifndef TE_RUNTIME_DEVICE_H
 #define TE_RUNTIME_DEVICE_H
 
-#include "te/runtime/Scheme.h"
+#include "te/formats/Scheme.h"
 #include "te/runtime/Status.h"
 
 #include <cstddef>

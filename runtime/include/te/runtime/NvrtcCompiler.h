@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Compiles generated CUDA C++ to a CUBIN for one exact architecture
-// (sm_90a on Hopper). The device library headers (codegen/device) are passed
+// (sm_90a on Hopper). The device library headers (device) are passed
 // to NVRTC as in-memory headers, so generated code includes
 // "te/device/Device.cuh" without touching the file system. NVRTC needs no
 // GPU: every kernel can be compile-checked in CI.

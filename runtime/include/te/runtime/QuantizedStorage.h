@@ -6,10 +6,10 @@
 //===----------------------------------------------------------------------===//
 //
 // The device buffers of one quantized M x K tensor: per direction its data,
-// scale-inverse and amax, shaped by storageFor (NUMERICS.md §2). A direction
-// that shares the rowwise data or scale (per-tensor FP8 on non-TN targets,
-// identity, the per-tensor scale) gets no buffer of its own - but only when
-// both directions use the same scheme: a hybrid's directions never share.
+// scale-inverse and amax, shaped by storageFor (docs/Numerics.md §2). A
+// direction that shares the rowwise data or scale (per-tensor FP8 on non-TN
+// targets, identity, the per-tensor scale) gets no buffer of its own - but only
+// when both directions use the same scheme: a hybrid's directions never share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +17,7 @@
 #define TE_RUNTIME_QUANTIZEDSTORAGE_H
 
 #include "te/runtime/Device.h"
-#include "te/runtime/Scheme.h"
+#include "te/formats/Scheme.h"
 
 #include <array>
 

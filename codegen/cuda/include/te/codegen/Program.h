@@ -18,12 +18,13 @@
 #ifndef TE_CODEGEN_PROGRAM_H
 #define TE_CODEGEN_PROGRAM_H
 
-#include "te/runtime/Scheme.h"
+#include "te/formats/Scheme.h"
 
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace te::cg {
@@ -96,7 +97,7 @@ struct AdamHyper {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weightDecay = 0.0f;
   bool adamW = true;
   /// TE-compatible fast-math arithmetic (flush-to-zero, TE's contractions);
-  /// else IEEE fp32 (NUMERICS.md 9, ref::AdamConfig).
+  /// else IEEE fp32 (docs/Numerics.md §9, ref::AdamConfig).
   bool fastMath = false;
   bool operator==(const AdamHyper &o) const {
     return beta1 == o.beta1 && beta2 == o.beta2 && eps == o.eps &&
@@ -133,28 +134,22 @@ struct AdamKernel {
   std::vector<Stage> stages;
 };
 
-struct Kernel {
-  enum class Kind : uint8_t { Quantize, Dequantize, Gemm, Adam };
-  Kind kind = Kind::Quantize;
-  QuantizeKernel quantize;
-  DequantizeKernel dequantize;
-  GemmKernel gemm;
-  AdamKernel adam;
+/// One kernel of an entry. A std::variant, so a new kernel kind is a compile
+/// error in every std::visit that does not handle it yet.
+using Kernel =
+    std::variant<QuantizeKernel, DequantizeKernel, GemmKernel, AdamKernel>;
 
-  const std::string &name() const {
-    switch (kind) {
-    case Kind::Quantize:
-      return quantize.name;
-    case Kind::Dequantize:
-      return dequantize.name;
-    case Kind::Gemm:
-      return gemm.name;
-    case Kind::Adam:
-      break;
-    }
-    return adam.name;
-  }
+/// The kernel's C identifier.
+inline const std::string &kernelName(const Kernel &k) {
+  return std::visit(
+      [](const auto &kernel) -> const std::string & { return kernel.name; }, k);
+}
+
+/// Overloaded lambdas for std::visit over a Kernel.
+template <typename... Fs> struct Overloaded : Fs... {
+  using Fs::operator()...;
 };
+template <typename... Fs> Overloaded(Fs...) -> Overloaded<Fs...>;
 
 struct Entry {
   std::string name;
@@ -172,7 +167,7 @@ struct Entry {
 };
 
 /// Random state of NVFP4 stochastic rounding: one (seed, offset) for the
-/// whole program (NUMERICS.md 6.5).
+/// whole program (docs/Numerics.md §6.5).
 struct RandomState {
   uint64_t seed = 0x7e5eed;
   uint64_t offset = 0;
@@ -201,7 +196,12 @@ bool updatesInPlace(const Entry &e, int in, int out);
 
 /// Checks an entry: value indices in range, kernel inputs and outputs of the
 /// right kinds and shapes, schemes valid for their shapes. "" when valid.
-std::string validate(const Entry &e, const rt::Target &target);
+std::string validate(const Entry &e);
+
+/// Checks one kernel of `e` (its value indices, kinds, shapes and
+/// directions; "" when valid), for a producer that adds kernels one at a
+/// time and reports each where it came from.
+std::string validateKernel(const Entry &e, const Kernel &k);
 
 } // namespace te::cg
 

@@ -4,15 +4,15 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The per-element FusedAdam update of NUMERICS.md 9 in two arithmetic
+// The per-element FusedAdam update of docs/Numerics.md §9 in two arithmetic
 // flavours. The IEEE variant is the formula with plain fp32 operations,
 // sqrtf and correctly rounded division: the portable definition tejit's own
 // optimizer kernels (built without fast-math) must match bit for bit. The
 // fast-math variant models TE's adam.cu, which nvcc compiles with
 // --use_fast_math: every fp32 operation flushes subnormal inputs and results
 // to zero, and multiply-adds are contracted into FMAs exactly where
-// NUMERICS.md 9.2 lists them. Division and square root, which the GPU then
-// evaluates with div.approx / sqrt.approx, are modelled here by correctly
+// docs/Numerics.md §9.2 lists them. Division and square root, which the GPU
+// then evaluates with div.approx / sqrt.approx, are modelled here by correctly
 // rounded operations; results may therefore differ from TE's GPU by 1-2 ulp
 // in m_hat / denom / update (and what follows from them). It is a close
 // model for tolerance checks, not a bit-exact one.
@@ -30,7 +30,7 @@ namespace te {
 namespace rt {
 namespace ref {
 
-/// Hyper-parameters as the kernel sees them (fp32, NUMERICS.md 9.1).
+/// Hyper-parameters as the kernel sees them (fp32, docs/Numerics.md §9.1).
 struct AdamConfig {
   float lr = 1e-3f;
   float beta1 = 0.9f;
@@ -70,7 +70,7 @@ double powBySquaring(double base, int64_t e);
 /// Fast-math contractions: L2 g = fma(wd, p, g); m = fma(1-beta1, g,
 /// beta1*m); v = fma(g, (1-beta2)*g, beta2*v); AdamW upd = fma(p, wd,
 /// m_hat/denom); p = p - lr*upd stays unfused. The L2 contraction is not
-/// in NUMERICS.md's experiment and is an assumption.
+/// in the experiment of docs/Numerics.md §9.2 and is an assumption.
 void adamElement(float g, float &p, float &m, float &v,
                  const AdamConfig &config, const AdamBiasCorrection &bc);
 

@@ -3,7 +3,7 @@
 // Plain-C++ reference encoders and decoders for the element formats used by
 // low-precision training: FP8 (E4M3, E5M2), the E8M0 block-scale exponent,
 // FP4 (E2M1, round-to-nearest and stochastic), BF16 and F16. These functions
-// are the bit-level specification in code (NUMERICS.md section 1): generated
+// are the bit-level specification in code (docs/Numerics.md §1): generated
 // kernels are checked against them, so every function is exact for every
 // fp32 input and depends on neither the host FPU rounding of intermediate
 // results nor FMA contraction.
@@ -24,7 +24,7 @@ float bitsToFloat(uint32_t bits);
 uint32_t floatToBits(float value);
 
 //===----------------------------------------------------------------------===//
-// FP8 (NUMERICS.md 1.1, 1.2)
+// FP8 (docs/Numerics.md §1.1, 1.2)
 //===----------------------------------------------------------------------===//
 
 enum class Fp8Format { E4M3, E5M2 };
@@ -33,7 +33,7 @@ enum class Fp8Format { E4M3, E5M2 };
 /// subnormals are produced, |y| <= 2^-10 becomes a signed zero, finite
 /// overflow and +-Inf saturate to +-448 (0x7E | sign). NaN encodes as
 /// 0x7F | sign (the cuda_fp8.hpp software path; the hardware NaN payload is
-/// unverified, NUMERICS.md 13.1).
+/// unverified, docs/Numerics.md §1.6).
 uint8_t encodeE4M3(float y);
 /// fp32 -> E5M2 with RNE + SATFINITE: |y| <= 2^-17 becomes a signed zero,
 /// |y| >= 61440 and +-Inf saturate to +-57344 (0x7B | sign). NaN encodes as
@@ -51,7 +51,7 @@ float decodeFp8(Fp8Format format, uint8_t code);
 float fp8MaxNorm(Fp8Format format);
 
 //===----------------------------------------------------------------------===//
-// E8M0 block-scale exponent (NUMERICS.md 1.5)
+// E8M0 block-scale exponent (docs/Numerics.md §1.5)
 //===----------------------------------------------------------------------===//
 
 /// Smallest E with 2^(E-127) >= |v|, saturated at 0xFE (round toward +Inf,
@@ -67,25 +67,25 @@ float decodeE8M0(uint8_t e);
 float e8m0ReciprocalScale(uint8_t e);
 
 //===----------------------------------------------------------------------===//
-// E2M1 / FP4 (NUMERICS.md 1.1, 1.3, 1.4, 6.6)
+// E2M1 / FP4 (docs/Numerics.md §1.1, 1.3, 1.4, 6.6)
 //===----------------------------------------------------------------------===//
 
 /// fp32 -> 4-bit E2M1 code with RNE onto {0, .5, 1, 1.5, 2, 3, 4, 6} (ties to
 /// the even code) and saturation to +-6; -0.25 <= y < 0 gives code 8 (-0).
 /// +-Inf saturate to +-6. NaN -> code 7 (+6): TE's software SR emulation says
 /// satfinite maps NaN to positive MAX_NORM; for the RN hardware path this is
-/// unverified (NUMERICS.md 1.3) and we use the same rule.
+/// unverified (docs/Numerics.md §1.3) and we use the same rule.
 uint8_t encodeE2M1(float y);
 /// 4-bit code (high nibble ignored) -> fp32 (exact).
 float decodeE2M1(uint8_t code4);
 /// Stochastic rounding exactly as TE's software emulation of
-/// cvt.rs.satfinite.e2m1x4 (NUMERICS.md 1.4): the low 8 bits of rbits8 give
-/// u = rbits8 / 256, t = fmaf(u, step(|x|), |x|), the magnitude is t truncated
-/// onto the grid and clamped to 6. A NaN input gives +6 (code 7); a negative
-/// input that rounds to zero gives code 8 (-0).
+/// cvt.rs.satfinite.e2m1x4 (docs/Numerics.md §1.4): the low 8 bits of rbits8
+/// give u = rbits8 / 256, t = fmaf(u, step(|x|), |x|), the magnitude is t
+/// truncated onto the grid and clamped to 6. A NaN input gives +6 (code 7); a
+/// negative input that rounds to zero gives code 8 (-0).
 uint8_t encodeE2M1Stochastic(float x, uint8_t rbits8);
 /// Packs two E2M1 codes into a byte: the even element in the low nibble, the
-/// odd element in the high nibble (NUMERICS.md 6.6).
+/// odd element in the high nibble (docs/Numerics.md §6.6).
 uint8_t packE2M1(uint8_t even, uint8_t odd);
 uint8_t unpackE2M1Low(uint8_t byte);
 uint8_t unpackE2M1High(uint8_t byte);

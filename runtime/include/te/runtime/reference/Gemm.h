@@ -8,10 +8,10 @@
 // against: a plain GEMM on dequantized fp32 operands with a fixed summation
 // order (fp32 or fp64 accumulation), the block-scaled FP8 GEMM with exactly
 // the accumulation semantics TE's bit-exact test reference uses
-// (NUMERICS.md 7.3), and the bias gradient (NUMERICS.md 10.3).
+// (docs/Numerics.md §7.3), and the bias gradient (docs/Numerics.md §10).
 //
 // All matrices are row-major. TE's general_gemm(A, B, layout) computes, in
-// row-major terms, TN: B * A^T, NN: B * A, NT: B^T * A (NUMERICS.md 8.1);
+// row-major terms, TN: B * A^T, NN: B * A, NT: B^T * A (docs/Numerics.md §8.1);
 // e.g. TN is referenceGemm(B, false, A, true, ...).
 //
 //===----------------------------------------------------------------------===//
@@ -46,8 +46,8 @@ std::vector<float> referenceGemm(const float *a, bool transA, const float *b,
 
 /// One operand of a block-scaled FP8 GEMM in TN form: `rows` x `k` fp8 codes
 /// with K contiguous, and the fp32 scale_inv values in TE's GEMM_READY
-/// layout (NUMERICS.md 7.2), which is the same for a rowwise tensor and for
-/// the transposed columnwise data of one:
+/// layout (docs/Numerics.md §7.2), which is the same for a rowwise tensor and
+/// for the transposed columnwise data of one:
 ///   1x128:   scaleInv[(kk / 128) * scaleStride + row]
 ///   128x128: scaleInv[(row / 128) * scaleStride + kk / 128]
 struct BlockScaledOperand {
@@ -82,7 +82,7 @@ std::vector<uint16_t> roundToBF16(const std::vector<float> &values);
 
 /// dbias[c] = sum over r of dy[r][c] for the row-major M x N `dy`, in fp32.
 /// chunkRows == 0 (or >= M): rows 0..M-1 added sequentially. Otherwise the
-/// fused-kernel order of NUMERICS.md 10.3: each chunk of `chunkRows` rows
+/// fused-kernel order of docs/Numerics.md §10: each chunk of `chunkRows` rows
 /// sums sequentially into an fp32 partial, then the partials are summed
 /// sequentially (chunk 0 first). The caller casts to the activation dtype.
 std::vector<float> biasGrad(const void *dy, SourceType type, int64_t m,

@@ -2,7 +2,7 @@
 //
 // Counter-based Philox4x32-R generator (Salmon et al., "Parallel random
 // numbers: as easy as 1, 2, 3", the Random123 / cuRAND Philox) used for NVFP4
-// stochastic rounding (NUMERICS.md 6.5), plus the element -> random byte
+// stochastic rounding (docs/Numerics.md §6.5), plus the element -> random byte
 // mapping that tejit's generated kernels and this reference share. Being
 // counter based, any element's random bits can be recomputed on the host
 // without replaying a sequential stream.
@@ -19,7 +19,8 @@ namespace te {
 namespace rt {
 namespace ref {
 
-/// Philox constants (NUMERICS.md 6.5): Weyl key increments and multipliers.
+/// Philox constants (docs/Numerics.md §6.5): Weyl key increments and
+/// multipliers.
 constexpr uint32_t kPhiloxW0 = 0x9E3779B9u;
 constexpr uint32_t kPhiloxW1 = 0xBB67AE85u;
 constexpr uint32_t kPhiloxM0 = 0xD2511F53u;
@@ -55,7 +56,8 @@ inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter,
 }
 
 /// The 8 random bits used to stochastically round element `elementIndex`
-/// (NUMERICS.md 1.4) under the RNG state (seed, offset) of NUMERICS.md 6.5.
+/// (docs/Numerics.md §1.4) under the RNG state (seed, offset) of
+/// docs/Numerics.md §6.5.
 ///
 /// tejit's mapping: key = (lo32(seed), hi32(seed)), counter = (lo32(offset),
 /// hi32(offset), lo32(elementIndex / 16), hi32(elementIndex / 16)); the four

@@ -6,11 +6,11 @@
 //
 // The reference quantizer and dequantizer for whole M x K tensors, for every
 // scheme and direction, producing the raw storage bytes exactly as
-// NUMERICS.md section 2 lays them out (buffer shapes from te::rt::storageFor).
+// docs/Numerics.md §2 lays them out (buffer shapes from te::rt::storageFor).
 // This is the specification in code that generated GPU kernels are compared
 // against bit for bit, so every value goes through the element codecs and
-// scale functions of Codecs.h / Scales.h in the operation order NUMERICS.md
-// section 12b fixes, and every padding byte is defined (zero).
+// scale functions of Codecs.h / Scales.h in the operation order
+// docs/Numerics.md section 12b fixes, and every padding byte is defined (zero).
 //
 // Storage conventions of the returned bytes:
 //  * fp8 codes and E8M0 / E4M3 scale bytes: one byte per element;
@@ -28,7 +28,7 @@
 #ifndef TE_RUNTIME_REFERENCE_QUANTIZE_H
 #define TE_RUNTIME_REFERENCE_QUANTIZE_H
 
-#include "te/runtime/Scheme.h"
+#include "te/formats/Scheme.h"
 #include "te/runtime/reference/Scales.h"
 
 #include <cstdint>
@@ -81,7 +81,8 @@ struct QuantizedDirection {
   bool sharesRowwiseData = false;
   /// The scale_inv buffer is the rowwise one (per-tensor FP8); copied too.
   bool sharesRowwiseScale = false;
-  /// MXFP8 / NVFP4 scales are in the cuBLAS tile layout (NUMERICS.md 5.3).
+  /// MXFP8 / NVFP4 scales are in the cuBLAS tile layout (docs/Numerics.md
+  /// §5.3).
   bool swizzledScales = false;
 };
 
@@ -103,8 +104,8 @@ constexpr unsigned kBothDirections = 3u;
 
 struct QuantizeOptions {
   Target target = Target::sm90();
-  /// NVFP4 stochastic rounding state (NUMERICS.md 6.5). The random byte of
-  /// the element at linear index i of a direction's STORED data buffer, in
+  /// NVFP4 stochastic rounding state (docs/Numerics.md §6.5). The random byte
+  /// of the element at linear index i of a direction's STORED data buffer, in
   /// element (not byte) units (rowwise (r, c) -> r*K + c, transposed
   /// columnwise (r, c) -> c*M + r), is srRandomByte(seed, offset, i). Both
   /// directions use the same (seed, offset).
@@ -155,7 +156,7 @@ std::vector<float> dequantize(const QuantizedDirection &q, Direction d,
                               const Scheme &scheme, int64_t m, int64_t k);
 
 //===----------------------------------------------------------------------===//
-// Random Hadamard transform (NUMERICS.md 6.4)
+// Random Hadamard transform (docs/Numerics.md §6.4)
 //===----------------------------------------------------------------------===//
 
 /// Sign vector of TE's RHT as a mask: bit i set <=> s_i = -1.
@@ -170,7 +171,7 @@ float rhtMatrixEntry(int k, int j, uint16_t signMask = kRhtSignMask);
 /// order, each product and sum rounded to fp32 (no FMA: -ffp-contract=off
 /// semantics). The products are exact except for fp32 underflow, so only the
 /// sum order matters; the GPU MMA's internal order is hardware-defined
-/// (NUMERICS.md 13.7).
+/// (docs/Numerics.md §6.4).
 void rht16(const float *v, float *y, uint16_t signMask = kRhtSignMask);
 
 /// The columnwise NVFP4 RHT input: the K x M matrix RHT(x^T) whose row c
@@ -185,7 +186,7 @@ std::vector<float> rhtColumnwise(const float *x, int64_t m, int64_t k);
 void inverseRhtColumns(std::vector<float> &mk, int64_t m, int64_t k);
 
 //===----------------------------------------------------------------------===//
-// GEMM scale swizzle (NUMERICS.md 5.3, 6.6)
+// GEMM scale swizzle (docs/Numerics.md §5.3, 6.6)
 //===----------------------------------------------------------------------===//
 
 /// Position of compact scale S[i][j] in the cuBLAS VEC32_UE8M0 /

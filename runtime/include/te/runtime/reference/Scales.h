@@ -2,9 +2,9 @@
 //
 // Reference scale-factor math for every low-precision recipe: per-tensor
 // current scaling, delayed scaling, MXFP8 block exponents, NVFP4 two-level
-// scales and DeepSeek-style FP8 block scales (NUMERICS.md 3, 4, 5.1, 6.2,
+// scales and DeepSeek-style FP8 block scales (docs/Numerics.md §3, 4, 5.1, 6.2,
 // 7.1). Each function performs exactly the fp32 operations, in the order,
-// that NUMERICS.md lists, so a kernel that matches it bit for bit matches
+// that docs/Numerics.md lists, so a kernel that matches it bit for bit matches
 // TransformerEngine. Build without fast-math and with -ffp-contract=off.
 //
 //===----------------------------------------------------------------------===//
@@ -23,14 +23,14 @@ namespace rt {
 namespace ref {
 
 //===----------------------------------------------------------------------===//
-// Amax and per-tensor scales (NUMERICS.md 3, 7.1)
+// Amax and per-tensor scales (docs/Numerics.md §3, 7.1)
 //===----------------------------------------------------------------------===//
 
 /// max |x_i| (fmaxf semantics): NaN elements are ignored, an infinite element
-/// makes the result Inf, an empty range gives 0 (NUMERICS.md 3 step 1).
+/// makes the result Inf, an empty range gives 0 (docs/Numerics.md §3 step 1).
 float amaxOf(const float *data, size_t count);
 
-/// compute_scale_from_amax (NUMERICS.md 3 step 3, 7.1):
+/// compute_scale_from_amax (docs/Numerics.md §3 step 3, 7.1):
 ///   amax < eps -> amax = eps; amax 0, Inf or NaN -> 1;
 ///   s = div_rn(fp8Max, amax); Inf -> valueForInf;
 ///   pow2 -> s truncated to a power of two (mantissa bits cleared).
@@ -41,7 +41,7 @@ float computeScaleFromAmax(float amax, float fp8Max, bool pow2, float eps,
 float scaleInvFromScale(float scale);
 
 //===----------------------------------------------------------------------===//
-// Delayed scaling (NUMERICS.md 4)
+// Delayed scaling (docs/Numerics.md §4)
 //===----------------------------------------------------------------------===//
 
 enum class AmaxAlgo { Max, MostRecent };
@@ -55,7 +55,7 @@ struct DelayedScalingState {
 };
 
 /// The fused amax_and_scale_update_after_reduction kernel for one column
-/// (NUMERICS.md 4 step 2). `reducedAmax` is the all-reduced amax of this
+/// (docs/Numerics.md §4 step 2). `reducedAmax` is the all-reduced amax of this
 /// column, or 0 when there was no reduction (then history[0] is used). When
 /// the resulting last amax is 0 the history is NOT rolled; otherwise it
 /// becomes [0, old[2], ..., old[L-1], last]. The new scale is
@@ -65,7 +65,7 @@ void updateDelayedScaling(DelayedScalingState &state, AmaxAlgo algo,
                           float fp8Max, int margin, float reducedAmax);
 
 //===----------------------------------------------------------------------===//
-// MXFP8 (NUMERICS.md 5.1)
+// MXFP8 (docs/Numerics.md §5.1)
 //===----------------------------------------------------------------------===//
 
 /// fl(1 / fp8Max) as used by the MXFP8 kernels: E4M3 0x3B124925, E5M2
@@ -77,7 +77,7 @@ float mxfp8MaxNormReciprocal(Fp8Format format);
 uint8_t mxfp8BlockExponent(float blockAmax, Fp8Format format);
 
 //===----------------------------------------------------------------------===//
-// NVFP4 (NUMERICS.md 6.2)
+// NVFP4 (docs/Numerics.md §6.2)
 //===----------------------------------------------------------------------===//
 
 /// fl(1/6) = 0x3E2AAAAB and fl(1/2688) = 0x39C30C31.
@@ -99,7 +99,7 @@ float nvfp4BlockEncodeFactor(uint8_t sB, float sDec);
 float nvfp4DequantFactor(uint8_t sB, float globalAmax);
 
 //===----------------------------------------------------------------------===//
-// FP8 block scaling (NUMERICS.md 7.1)
+// FP8 block scaling (docs/Numerics.md §7.1)
 //===----------------------------------------------------------------------===//
 
 /// High-precision dtype of the tensor being quantized; selects the

@@ -1,0 +1,107 @@
+//===- te/device/Fp4.cuh - E2M1 codecs and packing --------------*- C++ -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// FP4 E2M1 (docs/Numerics.md §1.3, 1.4, 6.6). sm_90 has no E2M1 conversion, so
+// both roundings are exact software: round to nearest with three integer
+// roundings (encodeE2M1), stochastic rounding by counting the grid values
+// below the dithered magnitude. Every step is an exact compare or a single
+// IEEE rounding far above the subnormals (flush-to-zero cannot change it),
+// so host and device agree for every input.
+//
+// NaN encodes as code 7 (+6) under both roundings, as the reference does
+// (TE: satfinite maps NaN to positive MAX_NORM). +-Inf saturate to +-6.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_FP4_CUH
+#define TE_DEVICE_FP4_CUH
+
+#include "te/device/Arith.cuh"
+
+namespace te {
+namespace dev {
+
+/// fp32 -> 4-bit E2M1 code, round to nearest (ties to the even code) onto
+/// {0, .5, 1, 1.5, 2, 3, 4, 6}, saturating; -0.25 <= y < 0 gives 8 (-0).
+///
+/// The grid has step 0.5 on [0, 2), 1 on [2, 4) and 2 from 4, and a code's
+/// parity is its mantissa bit, so on each piece the code is an integer
+/// rounding: rint(2a), rint(a) + 2, rint(a / 2) + 4. Each piece's formula is
+/// <= the others exactly on that piece, so the code is their minimum (and 7).
+/// Each rint is one fma against 2^23 (+ the offset): the integer lands in
+/// the low mantissa bits, rounded to nearest even. Clamping a to 16 first
+/// keeps the sums below 2^24 and sends NaN to the saturated code.
+TE_HD u8 encodeE2M1(float y) {
+  u32 bits = floatToBits(y);
+  float a = absBitwise(y);
+  a = a < 16.0f ? a : 16.0f; // NaN compares false: 16
+  u32 c1 = floatToBits(fmaRn(a, 2.0f, 0x1p23f));
+  u32 c2 = floatToBits(fmaRn(a, 1.0f, 0x1p23f + 2.0f));
+  u32 c3 = floatToBits(fmaRn(a, 0.5f, 0x1p23f + 4.0f));
+  u32 code = c1 < c2 ? c1 : c2;
+  code = code < c3 ? code : c3;
+  code = (code < 0x4B000007u ? code : 0x4B000007u) & 0x7u;
+  return u8(code | (isNaNBits(bits) ? 0u : (bits >> 28) & 0x8u));
+}
+
+/// Stochastic rounding as TE's software emulation of cvt.rs.satfinite.e2m1x4
+/// (docs/Numerics.md §1.4): u = (rbits & 0xFF) / 256, t = fmaf(u, step(|x|),
+/// |x|), then |x| becomes the largest grid value <= t, clamped to 6. NaN ->
+/// code 7.
+TE_HD u8 encodeE2M1Stochastic(float x, u32 rbits) {
+  u32 bits = floatToBits(x);
+  if (isNaNBits(bits))
+    return 0x7;
+  float u = float(rbits & 0xFFu) * 0x1p-8f; // exact
+  float a = absBitwise(x);
+  float step = a >= 4.0f ? 2.0f : (a >= 2.0f ? 1.0f : 0.5f);
+  float t = fmaRn(u, step, a);
+  // floor(t / step(t)) * step(t) clamped to 6 == the grid values <= t.
+  u32 code = u32(t >= 0.5f) + u32(t >= 1.0f) + u32(t >= 1.5f) + u32(t >= 2.0f) +
+             u32(t >= 3.0f) + u32(t >= 4.0f) + u32(t >= 6.0f);
+  return u8(code | ((bits >> 28) & 0x8u));
+}
+
+/// 4-bit code (high nibble ignored) -> fp32, exact.
+TE_HD float decodeE2M1(u8 code4) {
+  u32 sign = u32(code4 & 0x8u) << 28;
+  u32 expField = (code4 >> 1) & 0x3u;
+  u32 manField = code4 & 0x1u;
+  // Code 1 is the subnormal 0.5; other codes are (1 + m/2) * 2^(e-1).
+  u32 magnitude = expField == 0 ? (manField ? 0x3F000000u : 0u)
+                                : ((expField + 126u) << 23) | (manField << 22);
+  return bitsToFloat(sign | magnitude);
+}
+
+/// Two codes in a byte: the even element in the low nibble (docs/Numerics.md
+/// §6.6).
+TE_HD u8 packE2M1(u8 even, u8 odd) {
+  return u8((even & 0xFu) | ((odd & 0xFu) << 4));
+}
+TE_HD u8 unpackE2M1Low(u8 byte) { return u8(byte & 0xFu); }
+TE_HD u8 unpackE2M1High(u8 byte) { return u8((byte >> 4) & 0xFu); }
+
+/// Encodes and packs two consecutive elements (`even` at the lower index).
+TE_HD u8 encodeE2M1x2(float even, float odd) {
+  return packE2M1(encodeE2M1(even), encodeE2M1(odd));
+}
+
+/// Stochastically rounds four consecutive elements with one 32-bit random
+/// word, element i using bits [8i, 8i+8) (docs/Numerics.md §1.4); returns the
+/// two packed bytes, x0/x1 in the low byte.
+TE_HD u16 encodeE2M1x4Stochastic(float x0, float x1, float x2, float x3,
+                                 u32 rbits) {
+  u32 lo = packE2M1(encodeE2M1Stochastic(x0, rbits),
+                    encodeE2M1Stochastic(x1, rbits >> 8));
+  u32 hi = packE2M1(encodeE2M1Stochastic(x2, rbits >> 16),
+                    encodeE2M1Stochastic(x3, rbits >> 24));
+  return u16(lo | (hi << 8));
+}
+
+} // namespace dev
+} // namespace te
+
+#endif // TE_DEVICE_FP4_CUH

@@ -1,0 +1,329 @@
+//===- te/device/QuantizeKernel.cuh - Fused quantize kernel -----*- C++ -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// The body of every generated quantize kernel: one CTA of 256 threads owns a
+// 128 x 128 tile of a row-major M x K bf16 / f16 / f32 tensor and produces,
+// from a single read of it, every requested output (any number of stages, each
+// one direction of one scheme, plus bias-gradient partial sums). The code
+// generator instantiates quantizeTile<> with the stage types of
+// QuantizeStages.cuh; nothing about a scheme is decided at run time.
+//
+// A tile goes through three phases:
+//  1. load: 16-byte read-only global loads (all eight of a thread in flight
+//     before the first shared-memory store) into a 32 KB shared tile;
+//  2. reduce: amaxes of the 16-element segments the stages need, rowwise
+//     (1x16, [128][8]) and/or columnwise (16x1, [8][128]), the tile amax, and
+//     the bias-gradient column sums. Every block shape of every scheme (1x16,
+//     1x32, 1x128, 16x1, 32x1, 128x1, 16x16, 128x128) is a union of those
+//     segments, so one reduction serves every stage;
+//  3. emit: each stage reads its block amax from the segment amaxes,
+//     computes the scale exactly as the reference does (Scales.cuh), encodes
+//     and stores.
+//
+// The tile, its layout and access helpers are in QuantizeTile.cuh, the
+// stages in QuantizeStages.cuh; this file holds the phases (load, reduce),
+// quantizeTile itself and the companion kernels (amax pre-passes, the bias
+// gradient's finalization).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_QUANTIZEKERNEL_CUH
+#define TE_DEVICE_QUANTIZEKERNEL_CUH
+
+#include "te/device/Hadamard.cuh"
+#include "te/device/QuantizeStages.cuh"
+
+namespace te {
+namespace dev {
+
+//===----------------------------------------------------------------------===//
+// The tile kernel
+//===----------------------------------------------------------------------===//
+
+/// Phase 1: the tile into shared memory, zero outside the tensor. Whole,
+/// aligned 16-byte chunks are cp.async copies (all eight of a thread in
+/// flight at once, no staging registers); edge chunks go through registers.
+/// The caller waits (cpAsyncWaitAll) before the barrier.
+__device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
+                                           i64 k, i64 r0, i64 c0, int tid) {
+  constexpr int kChunksPerRow = kTileCols / 8;
+  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
+  bool vector = k % 8 == 0 && aligned(x, 16);
+  TE_UNROLL
+  for (int i = 0; i < kPerThread; ++i) {
+    int id = i * kTileThreads + tid;
+    int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
+    i64 r = r0 + tr, c = c0 + tc;
+    u16 *dst = s.at(tr, tc);
+    if (vector && r < m && c + 8 <= k) {
+      cpAsync16(dst, x + r * k + c);
+    } else {
+      u32 h[8];
+      for (int e = 0; e < 8; ++e)
+        h[e] = r < m && c + e < k ? loadGlobalU16(x + r * k + c + e) : 0u;
+      *reinterpret_cast<U32x4 *>(dst) =
+          U32x4{h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16,
+                h[6] | h[7] << 16};
+    }
+  }
+}
+
+/// Phase 1 for an f32 tensor: each 8-element chunk is read as two 16-byte
+/// loads and split into its high halves (TileSmem::x) and low halves (`lo`).
+/// (One 16-byte quad per thread and step, a warp per 512-byte row piece,
+/// measured 15 % slower on the H100.)
+__device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
+                                            const float *x, i64 m, i64 k,
+                                            i64 r0, i64 c0, int tid) {
+  constexpr int kChunksPerRow = kTileCols / 8;
+  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
+  bool vector = k % 4 == 0 && aligned(x, 16);
+  TE_UNROLL
+  for (int i = 0; i < kPerThread; ++i) {
+    int id = i * kTileThreads + tid;
+    int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
+    i64 r = r0 + tr, c = c0 + tc;
+    u32 b[8];
+    if (vector && r < m && c + 8 <= k) {
+      U32x4 p = loadGlobal16(x + r * k + c),
+            q = loadGlobal16(x + r * k + c + 4);
+      u32 w[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+      TE_UNROLL
+      for (int e = 0; e < 8; ++e)
+        b[e] = w[e];
+    } else {
+      for (int e = 0; e < 8; ++e)
+        b[e] = r < m && c + e < k ? floatToBits(x[r * k + c + e]) : 0u;
+    }
+    u32 hi[4], lw[4];
+    TE_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      hi[e] = (b[2 * e] >> 16) | (b[2 * e + 1] & 0xFFFF0000u);
+      lw[e] = (b[2 * e] & 0xFFFFu) | (b[2 * e + 1] << 16);
+    }
+    int pc = swizzledColumn(tr, tc);
+    *reinterpret_cast<U32x4 *>(&s.x[tr][pc]) =
+        U32x4{hi[0], hi[1], hi[2], hi[3]};
+    *reinterpret_cast<U32x4 *>(&lo[tr][pc]) = U32x4{lw[0], lw[1], lw[2], lw[3]};
+  }
+}
+
+/// Phase 2: segment amaxes, the tile amax and bias-gradient partial sums
+/// (column sums over the tile's 128 rows, in row order: the reference's
+/// chunked sum with chunkRows = 128). Amaxes are taken on the packed 16-bit
+/// words (absMax2): exact, since widening to FP32 preserves order.
+template <SourceType Src, bool RowSegments, bool ColSegments, bool TileAmax,
+          bool BiasGrad>
+__device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
+  constexpr bool F16 = isF16(Src), F32 = Src == SourceType::F32;
+  float mine = 0.0f;
+  if (RowSegments) {
+    forRowTasks<true>(t, [&](int r, int j) {
+      float m = 0.0f;
+      if (F32) {
+        float v[kSegment];
+        loadRowSegment<Src>(t, r, j, v);
+        TE_UNROLL
+        for (int i = 0; i < kSegment; ++i)
+          m = amaxAccumulate(m, v[i]);
+      } else {
+        U32x4 a, b;
+        loadRowWords(t.s, r, j, a, b);
+        u32 w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        u32 both = absMaxWords<F16, 8>(w);
+        m = fmaxf(widenLo<F16>(both), widenHi<F16>(both));
+      }
+      t.s.rowAmax[r][j] = m;
+      mine = fmaxf(mine, m);
+    });
+  }
+  if (ColSegments || (TileAmax && !RowSegments)) {
+    forColumnTasks<true>(t, [&](int s, int c) {
+      u32 w[kSegment];
+      loadColumnWords(t.s, s, c, w);
+      float a0 = 0.0f, a1 = 0.0f;
+      if (F32) {
+        u32 l[kSegment];
+        loadColumnWords(*t.lo, s, c, l);
+        TE_UNROLL
+        for (int i = 0; i < kSegment; ++i) {
+          a0 = amaxAccumulate(a0, joinLo(w[i], l[i]));
+          a1 = amaxAccumulate(a1, joinHi(w[i], l[i]));
+        }
+      } else {
+        u32 both = absMaxWords<F16, kSegment>(w);
+        a0 = widenLo<F16>(both);
+        a1 = widenHi<F16>(both);
+      }
+      if (ColSegments) {
+        t.s.colAmax[s][c] = a0;
+        t.s.colAmax[s][c + 1] = a1;
+      }
+      mine = fmaxf(mine, fmaxf(a0, a1));
+    });
+  }
+  if (TileAmax) {
+    TE_UNROLL
+    for (int d = 16; d > 0; d /= 2)
+      mine = fmaxf(mine, __shfl_xor_sync(0xFFFFFFFFu, mine, d));
+    if (t.tid % 32 == 0)
+      atomicMax(&t.s.tileAmax, floatToBits(mine));
+  }
+  if (BiasGrad && t.tid < kTileCols && t.tid < t.cols) {
+    float sum = 0.0f;
+    for (int r = 0; r < kTileRows; ++r)
+      sum = sum + valueAt<Src>(t, r, t.tid);
+    biasPartial[(t.r0 / kTileRows) * t.k + t.c0 + t.tid] = sum;
+  }
+}
+
+/// The whole kernel: launch kTileThreads threads and one CTA per 128 x 128
+/// tile, column tiles fastest, with quantizeDynamicSmem(Src) bytes of
+/// dynamic shared memory. `args[i]` belongs to the i-th stage.
+template <SourceType Src, bool BiasGrad, class... Stages>
+__device__ __forceinline__ void quantizeTile(const void *x, i64 m, i64 k,
+                                             const StageArgs *args,
+                                             float *biasPartial) {
+  using List = StageList<Stages...>;
+  __shared__ TileSmem smem;
+  extern __shared__ __align__(16) u8 dynamicSmem[];
+  TilePlane *lo = Src == SourceType::F32
+                      ? reinterpret_cast<TilePlane *>(dynamicSmem)
+                      : nullptr;
+  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
+  i64 r0 = i64(blockIdx.x) / tilesAcross * kTileRows;
+  i64 c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
+  int tid = int(threadIdx.x);
+  Tile t = Tile::at(smem, m, k, r0, c0, tid, lo);
+
+  if (Src == SourceType::F32)
+    loadTileF32(smem, *lo, static_cast<const float *>(x), m, k, r0, c0, tid);
+  else
+    loadTile16(smem, static_cast<const u16 *>(x), m, k, r0, c0, tid);
+  if (tid == 0)
+    smem.tileAmax = 0u;
+  cpAsyncWaitAll();
+  __syncthreads();
+  reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
+             List::kNeedsTileAmax, BiasGrad>(t, biasPartial);
+  __syncthreads();
+  List::template emit<Src>(t, args);
+}
+
+//===----------------------------------------------------------------------===//
+// Companion kernels
+//===----------------------------------------------------------------------===//
+
+/// Amax pre-pass: max |x| over n elements, max-accumulated into *out (which
+/// the plan zeroes first). Grid-stride over 16-byte chunks, four in flight.
+__device__ __forceinline__ void warpAmaxToGlobal(float a, float *out) {
+  TE_UNROLL
+  for (int d = 16; d > 0; d /= 2)
+    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+  if (threadIdx.x % 32 == 0)
+    atomicMax(reinterpret_cast<unsigned *>(out), floatToBits(a));
+}
+
+/// The f32 amax pre-pass: 16-byte chunks of four, grid-stride.
+__device__ __forceinline__ void tensorAmaxF32(const float *x, i64 n,
+                                              float *out) {
+  i64 stride = i64(gridDim.x) * blockDim.x;
+  i64 tid = i64(blockIdx.x) * blockDim.x + threadIdx.x;
+  float a = 0.0f;
+  i64 chunks = aligned(x, 16) ? n / 4 : 0;
+  for (i64 c = tid; c < chunks; c += stride) {
+    U32x4 v = loadGlobal16(x + 4 * c);
+    u32 w[4] = {v.x, v.y, v.z, v.w};
+    TE_UNROLL
+    for (int e = 0; e < 4; ++e)
+      a = amaxAccumulate(a, bitsToFloat(w[e]));
+  }
+  for (i64 e = 4 * chunks + tid; e < n; e += stride)
+    a = amaxAccumulate(a, x[e]);
+  warpAmaxToGlobal(a, out);
+}
+
+template <SourceType Src>
+__device__ __forceinline__ void tensorAmax(const void *input, i64 n,
+                                           float *out) {
+  if (Src == SourceType::F32) {
+    tensorAmaxF32(static_cast<const float *>(input), n, out);
+    return;
+  }
+  constexpr bool F16 = isF16(Src);
+  const u16 *x = static_cast<const u16 *>(input);
+  i64 stride = i64(gridDim.x) * blockDim.x;
+  i64 tid = i64(blockIdx.x) * blockDim.x + threadIdx.x;
+  u32 acc = 0u; // packed running max of both halves (absMax2)
+  i64 chunks = aligned(x, 16) ? n / 8 : 0;
+  i64 c = tid;
+  for (; c + 3 * stride < chunks; c += 4 * stride) {
+    U32x4 v[4];
+    TE_UNROLL
+    for (int u = 0; u < 4; ++u)
+      v[u] = loadGlobal16(x + 8 * (c + u * stride));
+    TE_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      u32 w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+      acc = absMax2<F16>(acc, absMaxWords<F16, 4>(w));
+    }
+  }
+  for (; c < chunks; c += stride) {
+    U32x4 v = loadGlobal16(x + 8 * c);
+    u32 w[4] = {v.x, v.y, v.z, v.w};
+    acc = absMax2<F16>(acc, absMaxWords<F16, 4>(w));
+  }
+  for (i64 e = 8 * chunks + tid; e < n; e += stride)
+    acc = absMax2<F16>(acc, u32(loadGlobalU16(x + e)));
+  warpAmaxToGlobal(fmaxf(widenLo<F16>(acc), widenHi<F16>(acc)), out);
+}
+
+/// Amax pre-pass of an RHT columnwise direction: max |x| over the
+/// bf16-rounded transform of every 16-row run of every column (M % 16 ==
+/// 0), max-accumulated into *out (zeroed by the plan). Consecutive threads
+/// take consecutive columns, so each of the 16 row reads is coalesced.
+template <SourceType Src>
+__device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
+                                              float *out) {
+  i64 tasks = (m / 16) * k;
+  i64 stride = i64(gridDim.x) * blockDim.x;
+  float a = 0.0f;
+  for (i64 task = i64(blockIdx.x) * blockDim.x + threadIdx.x; task < tasks;
+       task += stride) {
+    i64 c = task % k, r0 = task / k * 16;
+    float v[16], y[16];
+    TE_UNROLL
+    for (int i = 0; i < 16; ++i) {
+      i64 at = (r0 + i) * k + c;
+      v[i] = Src == SourceType::F32 ? static_cast<const float *>(x)[at]
+                                    : widen<isF16(Src)>(loadGlobalU16(
+                                          static_cast<const u16 *>(x) + at));
+    }
+    rht16Bf16(v, y);
+    TE_UNROLL
+    for (int i = 0; i < 16; ++i)
+      a = amaxAccumulate(a, y[i]);
+  }
+  warpAmaxToGlobal(a, out);
+}
+
+/// Bias gradient: out[c] = sum over chunks of partial[chunk][c], in chunk
+/// order from +0 (the reference's total).
+__device__ __forceinline__ void
+biasGradFinalize(const float *partial, i64 chunks, i64 k, float *out) {
+  i64 c = i64(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= k)
+    return;
+  float sum = 0.0f;
+  for (i64 i = 0; i < chunks; ++i)
+    sum = sum + partial[i * k + c];
+  out[c] = sum;
+}
+
+} // namespace dev
+} // namespace te
+
+#endif // TE_DEVICE_QUANTIZEKERNEL_CUH

@@ -1,0 +1,136 @@
+//===- BackendSession.cpp - Calls on one or both backends -----------------===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/exec/BackendSession.h"
+
+#include <cstring>
+
+namespace te::exec {
+
+using namespace cg;
+
+rt::Expected<BackendSession> BackendSession::create(const Program &program,
+                                                    bool cpu,
+                                                    const rt::Device *device,
+                                                    rt::KernelCache *cache) {
+  if (!cpu && !device)
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "a session needs the CPU backend or a device");
+  if (device && !cache)
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "the CUDA backend needs a kernel cache");
+  BackendSession s;
+  s.program_ = &program;
+  s.cpu_ = cpu;
+  s.device_ = device;
+  s.cache_ = cache;
+  s.deviceStore_ = std::make_unique<DeviceStore>();
+  if (device) {
+    auto stream = rt::Stream::create(*device);
+    if (!stream)
+      return stream.status();
+    s.stream_.emplace(std::move(*stream));
+  }
+  return s;
+}
+
+void BackendSession::setArguments(const Entry &e,
+                                  std::vector<std::vector<uint8_t>> arguments) {
+  PerEntry &pe = entries_[&e];
+  pe.args = std::move(arguments);
+  pe.inexact.assign(pe.args.size(), false);
+}
+
+CudaRunner *BackendSession::runner(const Entry &e) {
+  auto it = entries_.find(&e);
+  return it == entries_.end() || !it->second.runner ? nullptr
+                                                    : &*it->second.runner;
+}
+
+rt::Expected<BackendSession::Call> BackendSession::call(const Entry &e) {
+  PerEntry &pe = entries_[&e];
+  if (pe.args.size() != e.args.size())
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "'" + e.name + "' takes " +
+                          std::to_string(e.args.size()) + " arguments, " +
+                          std::to_string(pe.args.size()) + " given");
+  std::vector<std::vector<uint8_t>> &args = pe.args;
+  int stepArg = stepArgument(e);
+  if (stepArg >= 0 && pe.calls > 0) { // the step counts up per call
+    int64_t v;
+    std::memcpy(&v, args[size_t(stepArg)].data(), 8);
+    ++v;
+    std::memcpy(args[size_t(stepArg)].data(), &v, 8);
+  }
+  ++pe.calls;
+  std::vector<CarriedState> carried = carriedState(e);
+
+  Call out;
+  CpuState state;
+  if (cpu_) {
+    auto r = runCpu(*program_, e, args, &state, &pe.inexact, &hostStore_);
+    if (!r)
+      return r.status();
+    out.cpu = std::move(*r);
+  }
+  if (device_) {
+    const rt::Stream &s = *stream_;
+    if (!pe.runner) {
+      auto r = CudaRunner::create(*program_, e, *device_, *cache_,
+                                  deviceStore_.get());
+      if (!r)
+        return r.status();
+      pe.runner.emplace(std::move(*r));
+      TE_RETURN_IF_ERROR(pe.runner->poison(0xA5, s));
+      for (size_t i = 0; i < args.size(); ++i)
+        if (!e.values[e.args[i]].isQuantized() &&
+            !deviceStore_->holds(e.persistentArg(i)))
+          TE_RETURN_IF_ERROR(pe.runner->setArgument(i, args[i], s));
+    } else if (stepArg >= 0) {
+      TE_RETURN_IF_ERROR(
+          pe.runner->setArgument(size_t(stepArg), args[size_t(stepArg)], s));
+    }
+    TE_RETURN_IF_ERROR(pe.runner->run(s));
+    auto r = pe.runner->results(s);
+    if (!r)
+      return r.status();
+    out.cuda = std::move(*r);
+    out.ranCuda = true;
+    TE_RETURN_IF_ERROR(pe.runner->carry(carried, s));
+  }
+  // The CPU's carried state replaces the arguments only now: the CUDA
+  // runner of a first call uploads them above.
+  if (cpu_)
+    for (const CarriedState &c : carried) {
+      args[c.argument] = state.tensors[size_t(c.value)];
+      // Computed from GEMM outputs, it differs between backends: what the
+      // next call computes from it is not compared.
+      pe.inexact[c.argument] = state.inexact[size_t(c.value)];
+    }
+
+  if (cpu_ && device_) {
+    out.comparison = compareResults(out.cpu, out.cuda, "cpu", "cuda");
+    if (!out.comparison->difference.empty())
+      return out;
+    total_.accumulate(*out.comparison);
+    // A persistent value only bounded against the CPU's (a GEMM output) is
+    // replaced on the device by the CPU's bytes, so every later call starts
+    // both backends from the same state and compares bit for bit.
+    for (size_t i = 0; i < e.results.size(); ++i) {
+      const std::string &n = e.persistentResult(i);
+      bool inexact = false;
+      for (const NamedBuffer &b : out.cpu[i])
+        inexact |= b.unbounded || !b.tolerance.empty();
+      if (n.empty() || !inexact)
+        continue;
+      TE_RETURN_IF_ERROR(deviceStore_->upload(n, out.cpu[i], *stream_));
+      hostStore_.markExact(n);
+    }
+  }
+  return out;
+}
+
+} // namespace te::exec

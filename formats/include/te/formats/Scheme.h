@@ -1,0 +1,176 @@
+//===- te/formats/Scheme.h - Quantization schemes and layouts ---*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR and no CUDA.
+//
+//===----------------------------------------------------------------------===//
+//
+// A Scheme is the run-time description of one quantization format for one
+// direction of a tensor (the compiler's `#te.*` attributes lower to it). This
+// file is the single source of truth for which buffers a quantized tensor has
+// and how large they are (docs/Guide.md "Storage layouts", docs/Numerics.md
+// §2): the dialect's verifiers and storage queries, the reference numerics and
+// the runtime's buffer allocation all call these functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_FORMATS_SCHEME_H
+#define TE_FORMATS_SCHEME_H
+
+#include <cstdint>
+#include <string>
+
+namespace te::rt {
+
+/// Element types of every buffer a quantized tensor can own.
+enum class DType : uint8_t {
+  F32,
+  F16,
+  BF16,
+  E4M3,   ///< FP8 E4M3 ("fn": no Inf)
+  E5M2,   ///< FP8 E5M2
+  E8M0,   ///< unsigned power-of-two scale byte (MXFP8)
+  E2M1x2, ///< two FP4 E2M1 codes per byte, even element in the low nibble
+  I64,    ///< a 64-bit integer scalar (an optimizer's step count)
+};
+
+/// Size in bytes of one stored element of `t` (E2M1x2 holds two codes).
+int64_t dtypeSize(DType t);
+const char *dtypeName(DType t);
+
+/// The axis along which scaling blocks run and a GEMM contracts.
+enum class Direction : uint8_t {
+  Rowwise = 1,    ///< blocks along the last (contiguous) dimension
+  Columnwise = 2, ///< blocks along the flattened first dimensions
+};
+const char *directionName(Direction d);
+
+enum class SchemeKind : uint8_t {
+  Fp8Current, ///< FP8, per-tensor current scaling
+  Fp8Delayed, ///< FP8, per-tensor delayed scaling (amax history)
+  Mxfp8,      ///< FP8 with E8M0 scales per 32 elements
+  Nvfp4,      ///< E2M1 with E4M3 scales per 16 elements + FP32 tensor amax
+  Fp8Block,   ///< FP8 with FP32 scales per 1x128 or 128x128 tile
+  Identity,   ///< high-precision passthrough
+};
+const char *schemeKindName(SchemeKind k);
+
+enum class AmaxAlgo : uint8_t { Max, MostRecent };
+
+/// One (non-hybrid) quantization scheme with all of its options. Options that
+/// do not apply to `kind` keep their defaults.
+struct Scheme {
+  SchemeKind kind = SchemeKind::Identity;
+  /// E4M3/E5M2 for the FP8 kinds, E2M1x2 for NVFP4, F32/F16/BF16 for identity.
+  DType element = DType::BF16;
+  bool pow2 = false;      ///< fp8_current, fp8_block: power-of-two scales
+  double eps = 0.0;       ///< fp8_current, fp8_block: amax lower bound
+  int64_t history = 1024; ///< fp8_delayed: amax history length
+  AmaxAlgo algo = AmaxAlgo::Max; ///< fp8_delayed
+  int64_t margin = 0;            ///< fp8_delayed: scale = max/amax/2^margin
+  bool rht = false; ///< nvfp4: random Hadamard transform (columnwise only)
+  bool stochasticRounding = false;      ///< nvfp4
+  bool block2d = false;                 ///< nvfp4: 16x16 blocks
+  int64_t tileRows = 1, tileCols = 128; ///< fp8_block tile: 1x128 or 128x128
+
+  static Scheme fp8Current(DType element, bool pow2 = false, double eps = 0.0);
+  static Scheme fp8Delayed(DType element, int64_t history = 1024,
+                           AmaxAlgo algo = AmaxAlgo::Max, int64_t margin = 0);
+  static Scheme mxfp8(DType element);
+  static Scheme nvfp4(bool rht = false, bool sr = false, bool block2d = false);
+  static Scheme fp8Block(DType element, int64_t tileRows, int64_t tileCols,
+                         bool pow2 = false, double eps = 0.0);
+  static Scheme identity(DType element);
+
+  bool isPerTensor() const {
+    return kind == SchemeKind::Fp8Current || kind == SchemeKind::Fp8Delayed;
+  }
+  /// Scales by the amax of the whole tensor (FP8 current scaling, NVFP4's
+  /// global scale): a quantize kernel needs that amax before its first cast.
+  bool scalesByTensorAmax() const {
+    return kind == SchemeKind::Fp8Current || kind == SchemeKind::Nvfp4;
+  }
+
+  /// The type of the scale-inverse buffer, or false if the scheme has none.
+  bool hasScale() const { return kind != SchemeKind::Identity; }
+  DType scaleType() const;
+
+  /// Checks the options on their own (history >= 1, margin >= 0, eps finite
+  /// and >= 0, formats the kind allows, tile shapes). Returns "" when valid,
+  /// else a message naming the bad option.
+  std::string validate() const;
+
+  bool operator==(const Scheme &o) const;
+  bool operator!=(const Scheme &o) const { return !(*this == o); }
+};
+
+/// Shape of a scaling block in the original M x K matrix. A value of 0 means
+/// "the whole extent" (per-tensor scaling uses {0, 0}).
+struct BlockShape {
+  int64_t rows = 0, cols = 0;
+  bool operator==(const BlockShape &o) const {
+    return rows == o.rows && cols == o.cols;
+  }
+};
+BlockShape blockShape(const Scheme &s, Direction d);
+
+/// The SM number of a target architecture "sm_XY" or "sm_XYa" (90 for
+/// "sm_90a"), or -1 when `arch` is not of that form.
+int smVersion(const std::string &arch);
+
+/// The code-generation target facts that change storage. The one home of
+/// the rule: the dialect's #te.target, the lowering and the backends all
+/// call forArch.
+struct Target {
+  /// True on Hopper/Ada (sm_89, sm_90, sm_12x): FP8 GEMMs are TN-only, so the
+  /// columnwise per-tensor FP8 data is stored as an explicit transpose.
+  bool tnOnlyFp8Gemm = true;
+  static Target sm90() { return Target{true}; }
+  static Target sm100() { return Target{false}; }
+  /// The facts of `arch` (smVersion(arch) >= 0): FP8 GEMMs take any layout
+  /// on sm_100..sm_119 and sm_130+, else they are TN-only (docs/Numerics.md).
+  static Target forArch(const std::string &arch);
+};
+
+/// A 2-D buffer; `rows == 0` marks an absent buffer.
+struct BufferDesc {
+  DType dtype = DType::F32;
+  int64_t rows = 0, cols = 0;
+  bool present() const { return rows > 0 && cols > 0; }
+  int64_t numElements() const { return rows * cols; }
+  int64_t bytes() const { return rows * cols * dtypeSize(dtype); }
+  bool operator==(const BufferDesc &o) const {
+    return dtype == o.dtype && rows == o.rows && cols == o.cols;
+  }
+};
+
+/// What one direction of a quantized M x K tensor stores.
+struct DirectionStorage {
+  BufferDesc data;     ///< quantized (or passthrough) elements
+  BufferDesc scaleInv; ///< dequantization scales, padded as the format needs
+  BufferDesc amax;     ///< FP32 amax(es) the format keeps, if any
+  /// The data buffer holds the K x M transpose of the logical matrix.
+  bool dataTransposed = false;
+  /// No buffer of its own: this direction reads the rowwise data (per-tensor
+  /// FP8 on targets whose FP8 GEMM accepts any layout; identity always).
+  bool sharesRowwiseData = false;
+  /// The scale-inverse is the rowwise one (per-tensor FP8).
+  bool sharesRowwiseScale = false;
+};
+
+/// Storage of direction `d` for a logical M x K tensor (M = product of all but
+/// the last dimension). Call validateShape first: the result is unspecified
+/// for shapes the scheme rejects.
+DirectionStorage storageFor(const Scheme &s, Direction d, int64_t m, int64_t k,
+                            const Target &target = Target::sm90());
+
+/// Checks that an M x K tensor can be quantized in direction `d`. Returns ""
+/// when it can, else a message naming the dimension and the reason.
+std::string validateShape(const Scheme &s, Direction d, int64_t m, int64_t k);
+
+/// Smallest multiple of `m` that is >= `v` (m > 0, v >= 0).
+inline int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+inline int64_t ceilDiv(int64_t v, int64_t m) { return (v + m - 1) / m; }
+
+} // namespace te::rt
+
+#endif // TE_FORMATS_SCHEME_H

@@ -1,0 +1,21 @@
+//===- Bench.h - te-run --bench ---------------------------------*- C++ -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_TOOLS_TE_RUN_BENCH_H
+#define TE_TOOLS_TE_RUN_BENCH_H
+
+#include "te/exec/CudaRunner.h"
+
+namespace te::run {
+
+/// Times every kernel of `runner` on its own, `runs` times each (GEMMs in
+/// TFLOP/s, the others in GB/s and % of the copy ceiling), then the whole
+/// entry back to back, after warming up with the whole entry.
+void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs);
+
+} // namespace te::run
+
+#endif // TE_TOOLS_TE_RUN_BENCH_H

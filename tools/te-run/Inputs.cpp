@@ -1,0 +1,247 @@
+//===- Inputs.cpp - te-run's argument data --------------------------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Inputs.h"
+
+#include "Npy.h"
+
+#include "te/runtime/reference/Codecs.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <set>
+#include <variant>
+
+namespace te::run {
+
+void die(const std::string &msg) {
+  llvm::errs() << "te-run: " << msg << "\n";
+  std::exit(1);
+}
+
+const char *npyDescr(rt::DType t) {
+  switch (t) {
+  case rt::DType::F32:
+    return "<f4";
+  case rt::DType::F16:
+    return "<f2";
+  case rt::DType::BF16:
+    return "<u2";
+  case rt::DType::I64:
+    return "<i8";
+  default:
+    return "|u1";
+  }
+}
+
+/// Argument bytes from an .npy file, converting f32 to bf16/f16 (RNE).
+static std::vector<uint8_t> loadArgument(const cg::Value &v,
+                                         const std::string &path) {
+  npy::Array a;
+  std::string error;
+  if (!npy::read(path, a, error))
+    die(error);
+  if (a.shape != v.shape) {
+    std::string want, got;
+    for (int64_t d : v.shape)
+      want += (want.empty() ? "" : "x") + std::to_string(d);
+    for (int64_t d : a.shape)
+      got += (got.empty() ? "" : "x") + std::to_string(d);
+    die("'" + path + "' has shape " + got + ", argument '" + v.name +
+        "' needs " + want);
+  }
+  std::string want = npyDescr(v.dtype);
+  if (a.descr == want)
+    return a.bytes;
+  if (a.descr == "<f4" &&
+      (v.dtype == rt::DType::BF16 || v.dtype == rt::DType::F16)) {
+    llvm::errs() << "te-run: note: '" << path << "' is float32; rounding it to "
+                 << rt::dtypeName(v.dtype) << " (nearest even) for '" << v.name
+                 << "'\n";
+    size_t n = a.bytes.size() / 4;
+    std::vector<uint8_t> out(n * 2);
+    for (size_t i = 0; i < n; ++i) {
+      float f;
+      std::memcpy(&f, &a.bytes[4 * i], 4);
+      uint16_t h = v.dtype == rt::DType::BF16 ? rt::ref::floatToBF16(f)
+                                              : rt::ref::floatToF16(f);
+      out[2 * i] = uint8_t(h);
+      out[2 * i + 1] = uint8_t(h >> 8);
+    }
+    return out;
+  }
+  die("'" + path + "' has dtype " + a.descr + ", argument '" + v.name +
+      "' is " + rt::dtypeName(v.dtype) + " (give " + want +
+      (v.dtype == rt::DType::BF16 ? " bf16 bit patterns" : "") +
+      (v.dtype == rt::DType::BF16 || v.dtype == rt::DType::F16 ? " or <f4"
+                                                               : "") +
+      ")");
+}
+
+/// Seeded values: sign, magnitude 2^-8 .. 2^8 with a random mantissa. A
+/// scalar is an optimizer's: an i64 step 1 + seed % 10, an f32 lr 1e-3.
+static std::vector<uint8_t> randomArgument(const cg::Value &v, uint64_t seed) {
+  if (v.shape.empty()) {
+    std::vector<uint8_t> out(size_t(rt::dtypeSize(v.dtype)));
+    if (v.dtype == rt::DType::I64) {
+      int64_t step = 1 + int64_t(seed % 10);
+      std::memcpy(out.data(), &step, 8);
+    } else {
+      float lr = 1e-3f;
+      std::memcpy(out.data(), &lr, 4);
+    }
+    return out;
+  }
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  int64_t n = v.rows() * v.cols();
+  std::vector<uint8_t> out(size_t(n * rt::dtypeSize(v.dtype)));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t r = next();
+    uint32_t bits = uint32_t(r & 0x80000000u) |
+                    (uint32_t(119 + (r >> 32) % 17) << 23) |
+                    uint32_t((r >> 8) & 0x7FFFFF);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (v.dtype == rt::DType::F32) {
+      std::memcpy(&out[4 * size_t(i)], &f, 4);
+    } else {
+      uint16_t h = v.dtype == rt::DType::BF16 ? rt::ref::floatToBF16(f)
+                                              : rt::ref::floatToF16(f);
+      out[2 * size_t(i)] = uint8_t(h);
+      out[2 * size_t(i) + 1] = uint8_t(h >> 8);
+    }
+  }
+  return out;
+}
+
+/// Dies if a call reads a persistent quantized value before any earlier
+/// call of the sequence wrote it (it has no initial data to upload).
+static void
+checkPersistentReads(const cg::Program &program,
+                     const std::vector<const cg::Entry *> &sequence) {
+  // Which persistent values some entry writes (for error messages).
+  std::map<std::string, std::string> writers;
+  for (const cg::Entry &e : program.entries)
+    for (size_t i = 0; i < e.results.size(); ++i)
+      if (!e.persistentResult(i).empty()) {
+        std::string &w = writers[e.persistentResult(i)];
+        w += (w.empty() ? "" : ", ") + e.name;
+      }
+
+  std::set<std::string> held;
+  for (const cg::Entry *e : sequence) {
+    for (size_t i = 0; i < e->args.size(); ++i) {
+      const std::string &n = e->persistentArg(i);
+      if (n.empty() || held.count(n))
+        continue;
+      if (e->values[e->args[i]].isQuantized())
+        die("'" + e->name + "' reads the persistent quantized '" + n +
+            "' before any entry wrote it" +
+            (writers.count(n)
+                 ? "; run one that writes it first (" + writers[n] + ")"
+                 : "; no entry writes it"));
+      held.insert(n);
+    }
+    for (size_t i = 0; i < e->results.size(); ++i)
+      if (!e->persistentResult(i).empty())
+        held.insert(e->persistentResult(i));
+  }
+}
+
+std::map<const cg::Entry *, std::vector<std::vector<uint8_t>>>
+argumentsOf(const cg::Program &program,
+            const std::vector<const cg::Entry *> &sequence,
+            const std::vector<std::string> &inputs, int64_t randomSeed) {
+  std::vector<const cg::Entry *> distinct;
+  for (const cg::Entry *e : sequence)
+    if (std::find(distinct.begin(), distinct.end(), e) == distinct.end())
+      distinct.push_back(e);
+
+  // --input NAME=FILE: NAME is an argument of a single entry (arg0 or 0),
+  // ENTRY.argN, or a persistent value's name.
+  std::map<std::string, std::string> given;
+  for (const std::string &in : inputs) {
+    size_t eq = in.find('=');
+    if (eq == std::string::npos)
+      die("--input wants NAME=FILE.npy, got '" + in + "'");
+    std::string name = in.substr(0, eq);
+    if (!name.empty() && name[0] == '%')
+      name = name.substr(1);
+    if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0])))
+      name = "arg" + name;
+    given[name] = in.substr(eq + 1);
+  }
+  std::set<std::string> used;
+  auto inputFor = [&](const cg::Entry &e, size_t i) -> const std::string * {
+    const cg::Value &v = e.values[e.args[i]];
+    for (const std::string &key :
+         {e.name + "." + v.name, distinct.size() == 1 ? v.name : std::string(),
+          e.persistentArg(i)}) {
+      auto it = key.empty() ? given.end() : given.find(key);
+      if (it != given.end()) {
+        used.insert(key);
+        return &it->second;
+      }
+    }
+    return nullptr;
+  };
+
+  // Arguments of each entry, built once: from --input, else seeded random
+  // data (entry k's argument i from seed + 100 k + i). A persistent
+  // quantized value has no such data: an entry must write it first.
+  std::map<const cg::Entry *, std::vector<std::vector<uint8_t>>> argsOf;
+  for (size_t k = 0; k < distinct.size(); ++k) {
+    const cg::Entry &e = *distinct[k];
+    // Random second moments must be non-negative (else sqrt gives NaN).
+    std::set<int> secondMoments;
+    for (const cg::Kernel &kn : e.kernels)
+      if (const auto *adam = std::get_if<cg::AdamKernel>(&kn))
+        for (const cg::AdamTensor &t : adam->tensors)
+          secondMoments.insert(t.expAvgSq);
+    std::vector<std::vector<uint8_t>> &args = argsOf[&e];
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const cg::Value &v = e.values[e.args[i]];
+      const std::string &persistent = e.persistentArg(i);
+      if (v.isQuantized()) {
+        if (persistent.empty())
+          die("argument '" + v.name + "' of '" + e.name +
+              "' is quantized: te-run holds quantized arguments only as "
+              "persistent values an earlier entry writes (te.persistent)");
+        args.emplace_back(); // the session's store provides it
+        continue;
+      }
+      if (const std::string *file = inputFor(e, i)) {
+        args.push_back(loadArgument(v, *file));
+      } else if (randomSeed >= 0) {
+        args.push_back(randomArgument(v, uint64_t(randomSeed) + 100 * k + i));
+        if (secondMoments.count(e.args[i]))
+          for (size_t b = 3; b < args.back().size(); b += 4)
+            args.back()[b] &= 0x7F; // Adam's v is a mean of squares: >= 0
+      } else {
+        die("argument '" + v.name + "' of '" + e.name +
+            "' has no data: give --input " +
+            (persistent.empty() ? v.name : persistent) +
+            "=FILE.npy or --random-inputs SEED");
+      }
+    }
+  }
+  for (auto &[name, file] : given)
+    if (!used.count(name))
+      die("--input names '" + name + "', which no entry run takes");
+  checkPersistentReads(program, sequence);
+  return argsOf;
+}
+
+} // namespace te::run
