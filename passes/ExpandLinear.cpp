@@ -101,10 +101,8 @@ private:
                                         : Directions::columnwise))
         continue;
       rt::Scheme s = scheme.getRuntimeScheme(d);
-      rt::DType own = element.isBF16()  ? rt::DType::BF16
-                      : element.isF16() ? rt::DType::F16
-                                        : rt::DType::F32;
-      if (s.kind != rt::SchemeKind::Identity || s.element != own)
+      if (s.kind != rt::SchemeKind::Identity ||
+          getRuntimeDType(element) != s.element)
         return false;
     }
     return true;

@@ -62,14 +62,8 @@ public:
 
 private:
   FailureOr<rt::DType> dtypeOf(Location loc, Type t) {
-    if (t.isBF16())
-      return rt::DType::BF16;
-    if (t.isF16())
-      return rt::DType::F16;
-    if (t.isF32())
-      return rt::DType::F32;
-    if (t.isInteger(64))
-      return rt::DType::I64;
+    if (std::optional<rt::DType> d = getRuntimeDType(t))
+      return *d;
     return emitError(loc)
            << "code generation supports bf16, f16 and f32 tensors "
               "(and i64 scalars), not "

@@ -17,17 +17,6 @@ using namespace mlir;
 using namespace mlir::te;
 namespace rt = ::te::rt;
 
-/// The run-time type of a high-precision element type.
-static std::optional<rt::DType> runtimeFloat(Type t) {
-  if (t.isBF16())
-    return rt::DType::BF16;
-  if (t.isF16())
-    return rt::DType::F16;
-  if (t.isF32())
-    return rt::DType::F32;
-  return std::nullopt;
-}
-
 /// The tensor a quantized value was quantized from, if a te.quantize or
 /// te.fused_quantize in this function defines it.
 static Value quantizedFrom(Value q) {
@@ -47,7 +36,7 @@ OpFoldResult DequantizeOp::fold(FoldAdaptor) {
   QTensorType q = getInput().getType();
   rt::Scheme s = q.getScheme().getRuntimeScheme(getDirection());
   if (s.kind != rt::SchemeKind::Identity ||
-      runtimeFloat(q.getElementType()) != s.element)
+      getRuntimeDType(q.getElementType()) != s.element)
     return {};
   return source;
 }

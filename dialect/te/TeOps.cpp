@@ -244,13 +244,6 @@ Direction GemmOp::getOperandDirection(unsigned index) {
   return getOperandDirection(index, getTransposeA(), getTransposeB());
 }
 
-/// A high-precision element type as the pairing rules compare it.
-static rt::DType runtimeFloat(Type t) {
-  return t.isBF16()  ? rt::DType::BF16
-         : t.isF16() ? rt::DType::F16
-                     : rt::DType::F32;
-}
-
 LogicalResult GemmOp::verify() {
   Value bias = getBias();
   return verifyTypes([&] { return emitOpError(); }, getA().getType(),
@@ -306,8 +299,11 @@ LogicalResult GemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
     operands[i].read = toRuntime(dirs[i]);
     auto q = llvm::dyn_cast<QTensorType>(types[i]);
     if (!q) {
+      // ODS admits only bf16, f16 and f32 high-precision operands.
       operands[i].element =
-          runtimeFloat(llvm::cast<RankedTensorType>(types[i]).getElementType());
+          getRuntimeDType(
+              llvm::cast<RankedTensorType>(types[i]).getElementType())
+              .value_or(rt::DType::F32);
       continue;
     }
     if (!q.hasDirection(dirs[i])) {

@@ -129,3 +129,16 @@ void QTensorType::print(AsmPrinter &p) const {
   p.printAttribute(getScheme());
   p << ", " << stringifyDirections(getDirections()) << '>';
 }
+
+std::optional<::te::rt::DType> mlir::te::getRuntimeDType(Type t) {
+  using ::te::rt::DType;
+  if (t.isBF16())
+    return DType::BF16;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isF32())
+    return DType::F32;
+  if (t.isInteger(64))
+    return DType::I64;
+  return std::nullopt;
+}
