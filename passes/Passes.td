@@ -162,9 +162,13 @@ def TeLowerToKernelsPass : Pass<"te-lower-to-kernels", "::mlir::func::FuncOp"> {
     become `tek.quantize_kernel` (one 128x128-tile pass over the input; one
     stage per held direction of each quantized result; `amax_prepass` when
     a stage scales by the tensor amax), `te.dequantize` becomes
-    `tek.dequantize_kernel`. Kernels are named `te_<op>_<n>` in program
-    order. Any other op of a function is a located error (GEMM and
-    optimizer lowering come with their issues), never a silent skip.
+    `tek.dequantize_kernel`, `te.gemm` a `tek.gemm_call` (an emulated GEMM
+    first dequantizes its quantized operands), and optimizer steps with the
+    same hyper-parameters, lr, step and requantization one
+    `tek.adam_kernel`. A dialect conversion: te ops are illegal, tek ops
+    legal. Kernels are named `te_<op>_<n>` in program order (optimizer
+    groups last). Any other op of a function is a located error, never a
+    silent skip.
   }];
   let dependentDialects = ["::mlir::tek::TekDialect"];
 }

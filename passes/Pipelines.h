@@ -19,8 +19,10 @@ struct TeToCudaPipelineOptions
                            llvm::cl::init("sm_90a")};
 };
 
-/// Adds te-resolve-recipe, te-infer-usage, te-fuse-quantize,
-/// te-legalize-target{arch}, canonicalize and cse to `pm`.
+/// Adds te-resolve-recipe, te-expand-linear, te-infer-usage,
+/// te-fuse-quantize, te-fuse-optimizer, te-legalize-target{arch},
+/// canonicalize, cse and te-lower-to-kernels to `pm` (function passes
+/// nested on func.func).
 void buildTeToCudaPipeline(OpPassManager &pm,
                            const TeToCudaPipelineOptions &options);
 
