@@ -57,6 +57,9 @@ public:
       if (failed(lower(op)))
         return failure();
     }
+    std::string why = cg::validate(entry);
+    if (!why.empty())
+      return fn.emitError() << why;
     return entry;
   }
 
@@ -139,11 +142,13 @@ private:
     return success();
   }
 
+  /// Adds `kernel`, checked on its own (the whole entry is checked once,
+  /// at the end), so an error points at the op it came from.
   LogicalResult push(Operation *op, cg::Kernel kernel) {
-    entry.kernels.push_back(std::move(kernel));
-    std::string why = cg::validate(entry);
+    std::string why = cg::validateKernel(entry, kernel);
     if (!why.empty())
       return op->emitError() << why;
+    entry.kernels.push_back(std::move(kernel));
     return success();
   }
 
