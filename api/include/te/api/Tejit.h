@@ -15,6 +15,10 @@
 //   session->set("fc1.master", hostBytes, size, stream);        // state
 //   session->function("train_step")->run(args, results, stream);
 //
+//   auto cpu = te::api::HostSession::create(*module);           // no GPU
+//   cpu->set("fc1.master", hostBytes, size);
+//   auto out = cpu->call("train_step", hostArgs);               // bytes
+//
 // A CompiledModule is the kernel-level program of every function of the
 // module (the te-to-cuda pipeline has run). An Executable is one function
 // on one device: its kernels compiled through the KernelCache (memory, then
@@ -64,8 +68,18 @@ struct DeviceSpan {
   uint64_t bytes = 0;
 };
 
+/// A buffer in host memory: one result of the CPU backend.
+struct HostBuffer {
+  std::string name;    ///< as Slot::name: "result0", "result1.rowwise.data"
+  size_t index = 0;    ///< the result's position among the results
+  std::string part;    ///< "data", or "rowwise.data", "columnwise.amax", ...
+  rt::BufferDesc desc; ///< element type and 2-D shape of the storage
+  std::vector<uint8_t> bytes;
+};
+
 class Executable;
 class Session;
+class HostSession;
 
 class CompiledModule {
 public:
@@ -87,7 +101,18 @@ public:
                                 const rt::Device &device,
                                 rt::KernelCache &cache) const;
 
+  /// Runs `function` once on the CPU backend (the reference numerics: no
+  /// GPU, no driver needed). `args[i]` holds the bytes of argument i
+  /// (row-major, little-endian, its element type; exactly its size; a
+  /// bf16 argument as its bit patterns). Returns every result's storage
+  /// buffers, byte for byte as the GPU writes them (docs/Numerics.md §2).
+  /// Persistent markers are ignored: every argument is given.
+  rt::Expected<std::vector<HostBuffer>>
+  runOnCpu(const std::string &function,
+           const std::vector<std::vector<uint8_t>> &args) const;
+
 private:
+  friend class HostSession;
   std::shared_ptr<const cg::Program> program_;
 };
 
@@ -166,6 +191,39 @@ public:
 
 private:
   Session();
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// Session's twin on the CPU backend (the reference numerics; no GPU): every
+/// function of a module sharing its persistent values, which the session
+/// holds in host memory. Calls take and return only the other arguments
+/// and results, as a Session's functions do.
+class HostSession {
+public:
+  static rt::Expected<HostSession> create(const CompiledModule &module);
+  HostSession(HostSession &&) noexcept;
+  HostSession &operator=(HostSession &&) noexcept;
+  ~HostSession();
+
+  /// Calls `function`: `args` are its non-persistent arguments in order
+  /// (bytes as CompiledModule::runOnCpu takes them); returns its
+  /// non-persistent results. A persistent value it reads must be held: set,
+  /// or written by an earlier call.
+  rt::Expected<std::vector<HostBuffer>>
+  call(const std::string &function,
+       const std::vector<std::vector<uint8_t>> &args);
+  /// The persistent values' names.
+  std::vector<std::string> persistentNames() const;
+  /// Gives persistent tensor `name` its value (exactly its size).
+  rt::Status set(const std::string &name, const void *bytes, size_t size);
+  /// Persistent value `name` by part, as Session::read.
+  rt::Expected<std::vector<std::pair<std::string, std::vector<uint8_t>>>>
+  read(const std::string &name) const;
+  bool holds(const std::string &name) const;
+
+private:
+  HostSession();
   struct State;
   std::unique_ptr<State> state_;
 };
