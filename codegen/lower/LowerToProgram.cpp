@@ -8,6 +8,7 @@
 
 #include "dialect/te/TeDialect.h"
 #include "dialect/te/TeOps.h"
+#include "dialect/te/TeTraits.h"
 #include "dialect/te/TeTypes.h"
 #include "dialect/tek/TekOps.h"
 #include "te/codegen/DequantizeEmitter.h"
@@ -108,6 +109,11 @@ private:
     }
     FailureOr<rt::DType> dt = dtypeOf(v.getLoc(), elem);
     if (failed(dt))
+      return failure();
+    // Op verifiers check the values te ops touch; a function argument that
+    // is only returned reaches the runtime through here alone.
+    if (failed(verifyAddressable([&] { return emitError(v.getLoc()); },
+                                 v.getType(), "value " + out.name)))
       return failure();
     out.dtype = *dt;
     entry.values.push_back(out);

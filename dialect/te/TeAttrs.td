@@ -33,7 +33,9 @@ def Te_Fp8CurrentAttr : Te_SchemeAttr<"Fp8Current", "fp8_current"> {
     One FP32 scale for the whole tensor, computed from the amax of the very
     tensor being quantized: `scale = fp8_max / max(amax, eps)` (1 when amax
     is 0, Inf or NaN), optionally truncated to a power of two (`pow2`).
-    Elements are `e4m3` or `e5m2`.
+    Elements are `e4m3` or `e5m2`. `eps` (default 0) is an FP32 value,
+    finite and in [0, 1]: a floor for a near-zero amax, not a replacement for
+    an ordinary one.
 
     ```mlir
     #te.fp8_current<e4m3>
@@ -59,7 +61,9 @@ def Te_Fp8DelayedAttr : Te_SchemeAttr<"Fp8Delayed", "fp8_delayed"> {
     One FP32 scale for the whole tensor, taken from an amax history of
     `history` steps (`algo = max` over the window or `most_recent`),
     reduced by `2^margin`. The amax of the current step is recorded while
-    casting. Defaults: `history = 1024, algo = max, margin = 0`.
+    casting. Defaults: `history = 1024, algo = max, margin = 0`. Ranges:
+    `history` in [1, 65536] (one FP32 window per quantized tensor),
+    `margin` in [0, 32] (beyond it even an e5m2 amax quantizes to zero).
 
     ```mlir
     #te.fp8_delayed<e4m3, history = 1024, algo = max, margin = 0>
@@ -117,8 +121,9 @@ def Te_Fp8BlockAttr : Te_SchemeAttr<"Fp8Block", "fp8_block"> {
   let description = [{
     DeepSeek-style block scaling: `1x128` tiles (activations, gradients;
     128x1 in the columnwise direction) or `128x128` tiles (weights). Each
-    tile's scale is `fp8_max / max(amax, eps)`, optionally a power of two.
-    Partial edge tiles use only their valid elements.
+    tile's scale is `fp8_max / max(amax, eps)`, optionally a power of two;
+    `eps` (default 0) is an FP32 value, finite and in [0, 1]. Partial edge
+    tiles use only their valid elements.
 
     ```mlir
     #te.fp8_block<e4m3, 1x128>

@@ -42,8 +42,14 @@ def Te_Dialect : Dialect {
   }];
 }
 
+// Every value of a te or tek op must fit the runtime's buffers
+// (mlir::te::verifyAddressable, TeTraits.h).
+def Te_AddressableValues : NativeOpTrait<"AddressableValues"> {
+  let cppNamespace = "::mlir::te";
+}
+
 class Te_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Te_Dialect, mnemonic, traits>;
+    : Op<Te_Dialect, mnemonic, !listconcat([Te_AddressableValues], traits)>;
 
 class Te_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Te_Dialect, name, traits> {

@@ -8,6 +8,7 @@
 #define TE_DIALECT_TE_TEOPS_H
 
 #include "dialect/te/TeDialect.h"
+#include "dialect/te/TeTraits.h"
 #include "dialect/te/TeTypes.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

@@ -6,6 +6,7 @@
 
 #include "dialect/te/TeTypes.h"
 #include "dialect/te/TeDialect.h"
+#include "dialect/te/TeTraits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -24,6 +25,58 @@ void TeDialect::registerTypes() {
 #define GET_TYPEDEF_LIST
 #include "dialect/te/TeTypes.cpp.inc"
       >();
+}
+
+/// rt::validateSize of a tensor or `!te.qtensor` (with the scheme of each
+/// direction it stores); "" when addressable.
+static std::string addressable(ArrayRef<int64_t> shape, Type elementType,
+                               SchemeAttrInterface scheme = {},
+                               Directions directions = Directions::none) {
+  std::optional<rt::Scheme> schemes[2];
+  for (Direction dir : {Direction::rowwise, Direction::columnwise}) {
+    Directions bit = dir == Direction::rowwise ? Directions::rowwise
+                                               : Directions::columnwise;
+    if (scheme && bitEnumContainsAll(directions, bit))
+      schemes[dir == Direction::rowwise ? 0 : 1] = scheme.getRuntimeScheme(dir);
+  }
+  // Sub-byte or unusual element types count as one byte: the bound is on
+  // what the runtime could allocate for them at the least.
+  int64_t elementBytes = 1;
+  if (elementType.isIntOrFloat())
+    elementBytes = std::max<int64_t>(
+        1, llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8));
+  return rt::validateSize(shape.data(), shape.size(), elementBytes,
+                          schemes[0] ? &*schemes[0] : nullptr,
+                          schemes[1] ? &*schemes[1] : nullptr);
+}
+
+LogicalResult
+mlir::te::verifyAddressable(function_ref<InFlightDiagnostic()> emitError,
+                            Type type, StringRef what) {
+  std::string msg;
+  if (auto q = dyn_cast<QTensorType>(type))
+    msg = addressable(q.getShape(), q.getElementType(), q.getScheme(),
+                      q.getDirections());
+  else if (auto t = dyn_cast<RankedTensorType>(type))
+    msg = addressable(t.getShape(), t.getElementType());
+  if (msg.empty())
+    return success();
+  return emitError() << what << " " << type
+                     << " is too large for the runtime: " << msg;
+}
+
+LogicalResult mlir::te::verifyAddressableValues(Operation *op) {
+  auto check = [&](StringRef kind, unsigned i, Type t) {
+    return verifyAddressable([&] { return op->emitOpError(); }, t,
+                             (kind + " #" + Twine(i)).str());
+  };
+  for (auto [i, t] : llvm::enumerate(op->getOperandTypes()))
+    if (failed(check("operand", i, t)))
+      return failure();
+  for (auto [i, t] : llvm::enumerate(op->getResultTypes()))
+    if (failed(check("result", i, t)))
+      return failure();
+  return success();
 }
 
 bool QTensorType::hasDirection(Direction dir) const {
@@ -47,15 +100,10 @@ LogicalResult QTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "!te.qtensor needs at least 2 dimensions (it is "
                           "viewed as M x K), got rank "
                        << shape.size();
-  int64_t rows = 1;
-  for (auto [i, d] : llvm::enumerate(shape)) {
+  for (auto [i, d] : llvm::enumerate(shape))
     if (d <= 0)
       return emitError() << "!te.qtensor dimension " << i
                          << " must be static and positive, got " << d;
-    if (i + 1 < shape.size() && llvm::MulOverflow(rows, d, rows))
-      return emitError() << "!te.qtensor is too large: its leading dimensions "
-                            "overflow a 64-bit element count";
-  }
   if (!elementType ||
       !(elementType.isBF16() || elementType.isF16() || elementType.isF32()))
     return emitError() << "!te.qtensor source element type must be bf16, f16 "
@@ -65,6 +113,13 @@ LogicalResult QTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "!te.qtensor must hold at least one direction";
   if (!scheme)
     return emitError() << "!te.qtensor needs a quantization scheme";
+  // Sizes first: the block rules below take the product of the leading
+  // dimensions.
+  std::string tooLarge = addressable(shape, elementType, scheme, directions);
+  if (!tooLarge.empty())
+    return emitError() << "!te.qtensor<" << shape.size()
+                       << "-D> is too large for the runtime: " << tooLarge;
+  int64_t rows = flattenedRows(shape);
   for (Direction dir : {Direction::rowwise, Direction::columnwise}) {
     Directions bit = dir == Direction::rowwise ? Directions::rowwise
                                                : Directions::columnwise;

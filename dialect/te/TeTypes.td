@@ -18,7 +18,9 @@ def Te_QTensorType : Te_Type<"QTensor", "qtensor"> {
     (data, scale-inverse, amax; padding; transposition) - see
     docs/Guide.md. The tensor is viewed as M x K with K the last dimension
     and M the product of the others; the scheme's block rules apply to
-    every listed direction.
+    every listed direction. The element count must fit in int64, and the
+    source tensor and every stored buffer must fit in 2^48 bytes (the
+    runtime's addressable limit, `te::rt::validateSize`).
 
     ```mlir
     !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>

@@ -8,6 +8,7 @@
 #define TE_DIALECT_TEK_TEKOPS_H
 
 #include "dialect/te/TeAttrs.h"
+#include "dialect/te/TeTraits.h"
 #include "dialect/tek/TekDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

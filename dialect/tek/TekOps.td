@@ -7,6 +7,7 @@
 #ifndef TE_DIALECT_TEK_TEKOPS_TD
 #define TE_DIALECT_TEK_TEKOPS_TD
 
+include "dialect/te/TeBase.td"
 include "dialect/te/TeEnums.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
@@ -42,7 +43,7 @@ def Tek_StageAttr : AttrDef<Tek_Dialect, "Stage"> {
 def Tek_StageArray : TypedArrayAttrBase<Tek_StageAttr, "quantize stages">;
 
 class Tek_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Tek_Dialect, mnemonic, traits>;
+    : Op<Tek_Dialect, mnemonic, !listconcat([Te_AddressableValues], traits)>;
 
 def Tek_QuantizeKernelOp : Tek_Op<"quantize_kernel", [Pure]> {
   let summary = "one fused quantize kernel: a tile pass over one tensor";

@@ -16,6 +16,7 @@
 #include "te/formats/Scheme.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace te::rt {
 
@@ -154,6 +155,13 @@ DType Scheme::scaleType() const {
 
 static bool isFp8(DType t) { return t == DType::E4M3 || t == DType::E5M2; }
 
+/// The shortest %g text of `v` (diagnostics).
+static std::string formatDouble(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
+
 std::string Scheme::validate() const {
   switch (kind) {
   case SchemeKind::Fp8Current:
@@ -174,14 +182,23 @@ std::string Scheme::validate() const {
       return "identity keeps a high-precision type: f32, f16 or bf16";
     break;
   }
-  if (!std::isfinite(eps) || eps < 0.0)
-    return "eps must be a finite value >= 0 (it bounds amax from below)";
+  // eps floors a near-zero amax before scale = fp8_max / amax; above 1 it
+  // would replace the amax of ordinary tensors.
+  if (!std::isfinite(eps) || eps < 0.0 || eps > kMaxEps)
+    return "eps must be a finite value in [0, 1] (it bounds amax from "
+           "below), got " +
+           formatDouble(eps);
   if (kind == SchemeKind::Fp8Delayed) {
-    if (history < 1)
-      return "history must be >= 1 (the amax window holds at least the "
-             "current step)";
-    if (margin < 0)
-      return "margin must be >= 0 (the scale is divided by 2^margin)";
+    if (history < 1 || history > kMaxHistory)
+      return "history must be in [1, " + std::to_string(kMaxHistory) +
+             "] (the amax window holds at least the current step and is "
+             "kept per tensor), got " +
+             std::to_string(history);
+    if (margin < 0 || margin > kMaxMargin)
+      return "margin must be in [0, " + std::to_string(kMaxMargin) +
+             "] (the scale is divided by 2^margin; beyond that even the "
+             "amax quantizes to zero), got " +
+             std::to_string(margin);
   }
   if (kind == SchemeKind::Fp8Block &&
       !(tileCols == 128 && (tileRows == 1 || tileRows == 128)))
@@ -321,6 +338,58 @@ std::string validateShape(const Scheme &s, Direction d, int64_t m, int64_t k) {
   case SchemeKind::Fp8Block: // partial edge blocks use only valid elements
   case SchemeKind::Identity:
     return "";
+  }
+  return "";
+}
+
+/// a * b, or false when it overflows int64.
+static bool mulChecked(int64_t a, int64_t b, int64_t &out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+
+std::string validateSize(const int64_t *dims, size_t rank, int64_t elementBytes,
+                         const Scheme *rowwise, const Scheme *columnwise) {
+  int64_t count = 1, rows = 1;
+  for (size_t i = 0; i < rank; ++i)
+    if (dims[i] <= 0) // dynamic, or no elements at all
+      return "";
+  for (size_t i = 0; i < rank; ++i) {
+    if (!mulChecked(count, dims[i], count))
+      return "its element count overflows a 64-bit integer";
+    if (i + 1 < rank)
+      rows = count;
+  }
+  int64_t bytes;
+  if (!mulChecked(count, elementBytes, bytes) || bytes > kMaxBufferBytes)
+    return "its " + std::to_string(count) + " elements of " +
+           std::to_string(elementBytes) +
+           " bytes exceed the 2^48 bytes one buffer may hold";
+  if (rank < 2)
+    return "";
+  // Padded scale buffers can outgrow the data: check each one. With the
+  // data within 2^48 bytes every extent below is too, so storageFor's
+  // rounding cannot overflow; only the products are checked.
+  int64_t k = dims[rank - 1];
+  const Scheme *schemes[] = {rowwise, columnwise};
+  for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
+    const Scheme *s = schemes[d == Direction::Rowwise ? 0 : 1];
+    if (!s)
+      continue;
+    DirectionStorage st = storageFor(*s, d, rows, k);
+    std::pair<const char *, const BufferDesc *> buffers[] = {
+        {"data", &st.data}, {"scale_inv", &st.scaleInv}, {"amax", &st.amax}};
+    for (auto [name, b] : buffers) {
+      int64_t n, size;
+      if (!b->present())
+        continue;
+      if (!mulChecked(b->rows, b->cols, n) ||
+          !mulChecked(n, dtypeSize(b->dtype), size) || size > kMaxBufferBytes)
+        return std::string("its ") + directionName(d) + " " +
+               schemeKindName(s->kind) + " " + name + " buffer (" +
+               std::to_string(b->rows) + " x " + std::to_string(b->cols) + " " +
+               dtypeName(b->dtype) +
+               ") exceeds the 2^48 bytes one buffer may hold";
+    }
   }
   return "";
 }

@@ -3,23 +3,61 @@
 // RUN: te-opt %s -split-input-file -verify-diagnostics
 
 // History 0 would leave no amax to scale from.
-// expected-error @+1 {{invalid #te.fp8_delayed: history must be >= 1}}
+// expected-error @+1 {{invalid #te.fp8_delayed: history must be in [1, 65536] (the amax window holds at least the current step and is kept per tensor), got 0}}
 func.func private @history_zero(!te.qtensor<16x16xbf16, #te.fp8_delayed<e4m3, history = 0>, rowwise>)
 
 // -----
 
-// expected-error @+1 {{invalid #te.fp8_delayed: margin must be >= 0}}
+// The window is kept per quantized tensor: 2e9 steps would be 8 GB each.
+// expected-error @+1 {{invalid #te.fp8_delayed: history must be in [1, 65536] (the amax window holds at least the current step and is kept per tensor), got 2000000000}}
+func.func private @history_huge(!te.qtensor<16x16xbf16, #te.fp8_delayed<e4m3, history = 2000000000>, rowwise>)
+
+// -----
+
+// The largest history is accepted.
+func.func private @history_max(!te.qtensor<16x16xbf16, #te.fp8_delayed<e4m3, history = 65536, margin = 32>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{invalid #te.fp8_delayed: margin must be in [0, 32] (the scale is divided by 2^margin; beyond that even the amax quantizes to zero), got -1}}
 func.func private @negative_margin(!te.qtensor<16x16xbf16, #te.fp8_delayed<e4m3, margin = -1>, rowwise>)
 
 // -----
 
-// expected-error @+1 {{invalid #te.fp8_current: eps must be a finite value >= 0}}
+// expected-error @+1 {{invalid #te.fp8_delayed: margin must be in [0, 32] (the scale is divided by 2^margin; beyond that even the amax quantizes to zero), got 1000}}
+func.func private @margin_huge(!te.qtensor<16x16xbf16, #te.fp8_delayed<e5m2, margin = 1000>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{invalid #te.fp8_current: eps must be a finite value in [0, 1] (it bounds amax from below), got -1e-12}}
 func.func private @negative_eps(!te.qtensor<16x16xbf16, #te.fp8_current<e4m3, eps = -1.0e-12>, rowwise>)
 
 // -----
 
-// expected-error @+1 {{invalid #te.fp8_block: eps must be a finite value >= 0}}
+// An eps of 1e38 would floor every amax: the scale would be ~4e-36.
+// expected-error @+1 {{invalid #te.fp8_current: eps must be a finite value in [0, 1] (it bounds amax from below), got 1e+38}}
+func.func private @eps_huge(!te.qtensor<16x16xbf16, #te.fp8_current<e4m3, eps = 1.0e38>, rowwise>)
+
+// -----
+
+// eps is an FP32 value: 1e39 rounds to Inf.
+// expected-error @+1 {{invalid #te.fp8_current: eps must be a finite value in [0, 1] (it bounds amax from below), got inf}}
+func.func private @eps_inf(!te.qtensor<16x16xbf16, #te.fp8_current<e4m3, eps = 1.0e39>, rowwise>)
+
+// -----
+
+// eps = 1 is the largest accepted.
+func.func private @eps_one(!te.qtensor<16x16xbf16, #te.fp8_current<e4m3, eps = 1.0>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{invalid #te.fp8_block: eps must be a finite value in [0, 1] (it bounds amax from below), got -0.5}}
 func.func private @negative_block_eps(!te.qtensor<16x16xbf16, #te.fp8_block<e4m3, 1x128, eps = -0.5>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{invalid #te.fp8_block: eps must be a finite value in [0, 1] (it bounds amax from below), got 2}}
+func.func private @block_eps_two(!te.qtensor<128x128xbf16, #te.fp8_block<e4m3, 128x128, pow2, eps = 2.0>, rowwise>)
 
 // -----
 

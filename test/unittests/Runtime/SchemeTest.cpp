@@ -215,4 +215,49 @@ TEST(SchemeOptions, RejectsBadValues) {
   EXPECT_NE(Scheme::identity(DType::E4M3).validate(), "");
 }
 
+TEST(SchemeOptions, RangesAtTheirBounds) {
+  EXPECT_EQ(
+      Scheme::fp8Delayed(DType::E4M3, 65536, AmaxAlgo::Max, 32).validate(), "");
+  EXPECT_NE(Scheme::fp8Delayed(DType::E4M3, 65537)
+                .validate()
+                .find("history must be in [1, 65536]"),
+            std::string::npos);
+  EXPECT_NE(Scheme::fp8Delayed(DType::E4M3, 2000000000).validate(), "");
+  EXPECT_NE(Scheme::fp8Delayed(DType::E5M2, 16, AmaxAlgo::Max, 33)
+                .validate()
+                .find("margin must be in [0, 32]"),
+            std::string::npos);
+  EXPECT_EQ(Scheme::fp8Current(DType::E4M3, false, 1.0).validate(), "");
+  EXPECT_NE(Scheme::fp8Current(DType::E4M3, false, 1.0e38)
+                .validate()
+                .find("eps must be a finite value in [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(Scheme::fp8Block(DType::E4M3, 1, 128, false, INFINITY).validate(),
+            "");
+}
+
+TEST(SchemeSizes, ElementCountAndBytes) {
+  int64_t fits[] = {int64_t(1) << 24, int64_t(1) << 23};
+  EXPECT_EQ(validateSize(fits, 2, 2), ""); // exactly 2^48 bytes
+  EXPECT_NE(validateSize(fits, 2, 4).find("exceed the 2^48 bytes"),
+            std::string::npos);
+  int64_t overflow[] = {4000000000, 4000000000};
+  EXPECT_NE(validateSize(overflow, 2, 2).find("overflows a 64-bit integer"),
+            std::string::npos);
+  int64_t dynamicOrEmpty[] = {-1, 4000000000, 4000000000};
+  EXPECT_EQ(validateSize(dynamicOrEmpty, 3, 2), "");
+  dynamicOrEmpty[0] = 0;
+  EXPECT_EQ(validateSize(dynamicOrEmpty, 3, 2), "");
+}
+
+TEST(SchemeSizes, StorageBuffersCount) {
+  // 1 x 2^47: the data fits, the rowwise MXFP8 scales padded to 128 rows
+  // (128 x 2^42 bytes) do not.
+  int64_t shape[] = {1, int64_t(1) << 47};
+  Scheme mx = Scheme::mxfp8(DType::E4M3);
+  EXPECT_EQ(validateSize(shape, 2, 2), "");
+  std::string e = validateSize(shape, 2, 2, &mx);
+  EXPECT_NE(e.find("rowwise mxfp8 scale_inv buffer"), std::string::npos) << e;
+}
+
 } // namespace

@@ -94,9 +94,20 @@ struct Scheme {
   bool hasScale() const { return kind != SchemeKind::Identity; }
   DType scaleType() const;
 
-  /// Checks the options on their own (history >= 1, margin >= 0, eps finite
-  /// and >= 0, formats the kind allows, tile shapes). Returns "" when valid,
-  /// else a message naming the bad option.
+  /// Valid option ranges (docs/Guide.md "Schemes"). history: the CPU
+  /// backend keeps a window of that many floats per quantized direction and
+  /// TransformerEngine's default is 1024. margin: the scale is
+  /// fp8_max * 2^-margin / amax; past 32 even an e5m2 amax rounds to zero.
+  /// eps: a floor for a near-zero amax; above 1 it would replace the amax
+  /// of ordinary tensors (at 1e38 the scale is ~4e-36, its inverse ~2e35).
+  static constexpr int64_t kMaxHistory = 65536;
+  static constexpr int64_t kMaxMargin = 32;
+  static constexpr double kMaxEps = 1.0;
+
+  /// Checks the options on their own (history in [1, kMaxHistory], margin
+  /// in [0, kMaxMargin], eps finite in [0, kMaxEps], formats the kind
+  /// allows, tile shapes). Returns "" when valid, else a message naming the
+  /// bad option and its value.
   std::string validate() const;
 
   bool operator==(const Scheme &o) const;
@@ -166,6 +177,23 @@ DirectionStorage storageFor(const Scheme &s, Direction d, int64_t m, int64_t k,
 /// Checks that an M x K tensor can be quantized in direction `d`. Returns ""
 /// when it can, else a message naming the dimension and the reason.
 std::string validateShape(const Scheme &s, Direction d, int64_t m, int64_t k);
+
+/// The largest buffer, in bytes, a tensor or one buffer of a quantized
+/// tensor may need: 2^48 (256 TiB). The runtime counts bytes in int64 /
+/// uint64 and CUDA's unified virtual address space is 48 bits wide, so no
+/// device allocation (and no index computed from one) can exceed it.
+constexpr int64_t kMaxBufferBytes = int64_t(1) << 48;
+
+/// Checks that the runtime can address a tensor of shape `dims[0..rank)`
+/// with `elementBytes`-byte elements: its element count must not overflow
+/// int64 and its size must stay within kMaxBufferBytes. When `rowwise` /
+/// `columnwise` are given, every buffer storageFor lays out for that
+/// direction (viewing the tensor as M x K) must fit as well. A shape with a
+/// dynamic (negative) or zero dimension passes. Returns "" when addressable,
+/// else a message naming the count or buffer that does not fit.
+std::string validateSize(const int64_t *dims, size_t rank, int64_t elementBytes,
+                         const Scheme *rowwise = nullptr,
+                         const Scheme *columnwise = nullptr);
 
 /// Smallest multiple of `m` that is >= `v` (m > 0, v >= 0).
 inline int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
