@@ -32,7 +32,10 @@ def TeResolveRecipePass : Pass<"te-resolve-recipe", "::mlir::ModuleOp"> {
            input = #te.fp8_block<e4m3, 1x128>,
            weight = #te.fp8_block<e4m3, 128x128>}} : ...
     ```
-    A recipe without a rule for a role is an error at the op's location.
+    A recipe without a rule for a role is an error at the op's location. A
+    rule whose module kind no op of the module uses (say `grouped_linear`
+    in a module of `te.linear` layers) gets a warning at the rule: it would
+    otherwise be ignored silently while the layers fall through to `"*"`.
   }];
   let dependentDialects = ["::mlir::te::TeDialect"];
 }

@@ -17,6 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "te-resolve-recipe"
@@ -28,6 +29,23 @@ namespace mlir::te {
 
 using namespace mlir;
 using namespace mlir::te;
+
+/// The module kind te.linear and te.linear_grad look their roles up under.
+static constexpr StringLiteral kLinearKind = "linear";
+
+/// Warns on every rule whose module kind no op of the module looks up: such
+/// a rule is silently dead while the layers fall through to later rules.
+static void warnUnusedKinds(ModuleOp module,
+                            const llvm::StringSet<> &usedKinds) {
+  module.walk([&](RuleOp rule) {
+    StringRef kind = rule.getModuleKind();
+    if (kind != "*" && !usedKinds.contains(kind))
+      rule.emitWarning() << "rule for module kind \"" << kind
+                         << "\" has no effect: no op of the module uses that "
+                            "kind (te.linear and te.linear_grad are \""
+                         << kLinearKind << "\")";
+  });
+}
 
 /// Builds the `schemes` dictionary of `op` from its recipe, or reports the
 /// first role without a rule.
@@ -41,11 +59,11 @@ static FailureOr<DictionaryAttr> resolve(Operation *op, FlatSymbolRefAttr name,
   Builder b(op->getContext());
   SmallVector<NamedAttribute> entries;
   for (StringRef role : roles) {
-    SchemeAttrInterface scheme = recipe.lookup("linear", role);
+    SchemeAttrInterface scheme = recipe.lookup(kLinearKind, role);
     if (!scheme)
       return op->emitOpError()
-             << "recipe " << name << " has no rule for the role (\"linear\", \""
-             << role << "\")";
+             << "recipe " << name << " has no rule for the role (\""
+             << kLinearKind << "\", \"" << role << "\")";
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
                             << op->getLoc() << ": " << role << " -> " << scheme
                             << " (recipe " << name << ")\n");
@@ -59,8 +77,11 @@ struct TeResolveRecipePass
     : mlir::te::impl::TeResolveRecipePassBase<TeResolveRecipePass> {
   void runOnOperation() override {
     SymbolTableCollection symbols;
+    llvm::StringSet<> usedKinds;
     WalkResult walk = getOperation().walk([&](Operation *op) {
       FailureOr<DictionaryAttr> dict = failure();
+      if (isa<LinearOp, LinearGradOp>(op))
+        usedKinds.insert(kLinearKind);
       if (auto lin = dyn_cast<LinearOp>(op)) {
         dict = resolve(op, lin.getRecipeAttr(), LinearOp::getQuantizedRoles(),
                        symbols);
@@ -77,7 +98,8 @@ struct TeResolveRecipePass
       return failed(dict) ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (walk.wasInterrupted())
-      signalPassFailure();
+      return signalPassFailure();
+    warnUnusedKinds(getOperation(), usedKinds);
   }
 };
 } // namespace
