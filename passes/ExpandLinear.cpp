@@ -16,7 +16,8 @@
 // te-infer-usage and te-fuse-quantize then merge what several layers (or
 // the forward and backward of one) read of the same tensor into one kernel.
 // A role whose scheme is #te.identity of the tensor's own type is read in
-// high precision without a copy. A GEMM whose operands do not pair (the
+// high precision without a copy, and a quantized primary weight (a
+// !te.qtensor weight) as stored. A GEMM whose operands do not pair (the
 // te.gemm verifier's rules) is a located error on the layer, naming the GEMM.
 //
 //===----------------------------------------------------------------------===//
@@ -47,12 +48,16 @@ public:
       : op(op), schemes(schemes), b(op) {}
 
   /// What a GEMM reads for `tensor` (role `role`) in `dirs`: the tensor when
-  /// its scheme is identity of the tensor's own type, else a te.quantize.
+  /// its scheme is identity of the tensor's own type or it is already
+  /// quantized (a quantized primary weight, which the layer's verifier holds
+  /// to the recipe's rule in `dirs`), else a te.quantize.
   FailureOr<Value> operand(Value tensor, StringRef role, Directions dirs) {
     auto scheme = dyn_cast_or_null<SchemeAttrInterface>(schemes.get(role));
     if (!scheme)
       return op->emitOpError() << "has no resolved scheme for the role \""
                                << role << "\"; run te-resolve-recipe first";
+    if (isa<QTensorType>(tensor.getType()))
+      return tensor;
     auto type = cast<RankedTensorType>(tensor.getType());
     if (isOwnIdentity(scheme, type.getElementType(), dirs))
       return tensor;

@@ -384,7 +384,10 @@ LogicalResult BiasGradOp::verify() {
 
 /// Checks x [..., in] and W [out, in]; returns {in, out} on success.
 static FailureOr<std::pair<int64_t, int64_t>>
-verifyLinearOperands(Operation *op, RankedTensorType x, RankedTensorType w) {
+verifyLinearOperands(Operation *op, RankedTensorType x, Type weight) {
+  // A quantized primary weight has the same logical [out, in] shape.
+  auto q = llvm::dyn_cast<QTensorType>(weight);
+  auto w = q ? q.getTensorType() : llvm::cast<RankedTensorType>(weight);
   if (x.getRank() < 2)
     return op->emitOpError() << "input must be at least 2-D ([..., in]), got "
                              << shapeStr(x.getShape());
@@ -398,6 +401,59 @@ verifyLinearOperands(Operation *op, RankedTensorType x, RankedTensorType w) {
            << " (weight is [out, in] = " << shapeStr(w.getShape()) << ")";
   return std::make_pair(w.getDimSize(1), w.getDimSize(0));
 }
+
+/// A quantized primary weight (a `!te.qtensor` weight operand) is read by
+/// the layer's GEMMs as stored: it must hold every direction `read` (what
+/// `gemms` contract) and, when `rule` (the recipe's weight scheme) is known,
+/// be quantized exactly as `rule` says in each of them. A tensor passes.
+static LogicalResult verifyQuantizedWeight(Operation *op, Type weight,
+                                           Directions read, StringRef gemms,
+                                           SchemeAttrInterface rule) {
+  auto q = llvm::dyn_cast<QTensorType>(weight);
+  if (!q)
+    return success();
+  for (Direction dir : {Direction::rowwise, Direction::columnwise}) {
+    Directions bit = dir == Direction::rowwise ? Directions::rowwise
+                                               : Directions::columnwise;
+    if (!bitEnumContainsAll(read, bit))
+      continue;
+    if (!q.hasDirection(dir))
+      return op->emitOpError()
+             << "reads its quantized weight " << stringifyDirection(dir) << " ("
+             << gemms << "), but the weight holds only "
+             << stringifyDirections(q.getDirections());
+    if (!rule ||
+        q.getScheme().getRuntimeScheme(dir) == rule.getRuntimeScheme(dir))
+      continue;
+    return op->emitOpError()
+           << "has a quantized weight whose " << stringifyDirection(dir)
+           << " scheme " << q.getScheme().getDirectionScheme(dir)
+           << " differs from the recipe's (\"linear\", \"weight\") rule, "
+           << rule.getDirectionScheme(dir) << " (" << gemms
+           << "): the layer reads the stored weight as is, so it must be "
+              "quantized as the recipe says";
+  }
+  return success();
+}
+
+/// The weight scheme te-resolve-recipe recorded, or null.
+static SchemeAttrInterface resolvedWeightScheme(DictionaryAttr schemes) {
+  return schemes ? llvm::dyn_cast_or_null<SchemeAttrInterface>(
+                       schemes.get("weight"))
+                 : SchemeAttrInterface();
+}
+
+/// The recipe's weight rule (the recipe exists: verifyRecipeRoles passed).
+static SchemeAttrInterface recipeWeightRule(Operation *op,
+                                            FlatSymbolRefAttr name,
+                                            SymbolTableCollection &symbols) {
+  auto recipe = symbols.lookupNearestSymbolFrom<RecipeOp>(op, name);
+  return recipe ? recipe.lookup("linear", "weight") : SchemeAttrInterface();
+}
+
+static constexpr StringLiteral kFpropReads = "fprop y = x W^T reads W rowwise";
+static constexpr StringLiteral kDgradReads =
+    "dgrad dx = dy W reads W columnwise";
 
 ArrayRef<StringRef> LinearOp::getQuantizedRoles() {
   static constexpr StringRef roles[] = {"input", "weight"};
@@ -416,7 +472,9 @@ LogicalResult LinearOp::verify() {
   auto x = getInput().getType();
   auto w = getWeight().getType();
   auto dims = verifyLinearOperands(*this, x, w);
-  if (failed(dims))
+  if (failed(dims) ||
+      failed(verifyQuantizedWeight(*this, w, Directions::rowwise, kFpropReads,
+                                   resolvedWeightScheme(getSchemesAttr()))))
     return failure();
   int64_t out = dims->second;
   if (Value b = getBias()) {
@@ -435,8 +493,12 @@ LogicalResult LinearOp::verify() {
 }
 
 LogicalResult LinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyRecipeRoles(*this, getRecipeAttr(), getQuantizedRoles(),
-                           symbolTable);
+  if (failed(verifyRecipeRoles(*this, getRecipeAttr(), getQuantizedRoles(),
+                               symbolTable)))
+    return failure();
+  return verifyQuantizedWeight(
+      *this, getWeight().getType(), Directions::rowwise, kFpropReads,
+      recipeWeightRule(*this, getRecipeAttr(), symbolTable));
 }
 
 LogicalResult LinearGradOp::verify() {
@@ -447,9 +509,13 @@ LogicalResult LinearGradOp::verify() {
   auto x = getInput().getType();
   auto w = getWeight().getType();
   auto dims = verifyLinearOperands(*this, x, w);
-  if (failed(dims))
+  if (failed(dims) || failed(verifyQuantizedWeight(
+                          *this, w, Directions::columnwise, kDgradReads,
+                          resolvedWeightScheme(getSchemesAttr()))))
     return failure();
   auto [in, out] = *dims;
+  auto q = llvm::dyn_cast<QTensorType>(w);
+  RankedTensorType wt = q ? q.getTensorType() : llvm::cast<RankedTensorType>(w);
   SmallVector<int64_t> expectedDy(x.getShape().drop_back());
   expectedDy.push_back(out);
   if (dy.getShape() != ArrayRef<int64_t>(expectedDy))
@@ -458,9 +524,17 @@ LogicalResult LinearGradOp::verify() {
   if (getGradInput().getType().getShape() != x.getShape())
     return emitOpError() << "grad_input must have the input's shape "
                          << shapeStr(x.getShape());
-  if (getGradWeight().getType().getShape() != w.getShape())
+  // A quantized weight's gradient is of the tensor it quantizes.
+  RankedTensorType dw = getGradWeight().getType();
+  if (dw.getShape() != wt.getShape())
     return emitOpError() << "grad_weight must have the weight's shape "
-                         << shapeStr(w.getShape());
+                         << shapeStr(wt.getShape());
+  if (!dw.getElementType().isF32() &&
+      dw.getElementType() != wt.getElementType())
+    return emitOpError() << "grad_weight must be f32 or the weight's element "
+                            "type "
+                         << wt.getElementType() << ", got "
+                         << dw.getElementType();
   if (getBias() != static_cast<bool>(getGradBias()))
     return emitOpError() << (getBias() ? "has the 'bias' flag but no grad_bias "
                                          "result"
@@ -478,8 +552,12 @@ LogicalResult LinearGradOp::verify() {
 
 LogicalResult
 LinearGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyRecipeRoles(*this, getRecipeAttr(), getQuantizedRoles(),
-                           symbolTable);
+  if (failed(verifyRecipeRoles(*this, getRecipeAttr(), getQuantizedRoles(),
+                               symbolTable)))
+    return failure();
+  return verifyQuantizedWeight(
+      *this, getWeight().getType(), Directions::columnwise, kDgradReads,
+      recipeWeightRule(*this, getRecipeAttr(), symbolTable));
 }
 
 //===----------------------------------------------------------------------===//

@@ -248,7 +248,7 @@ def Te_LinearOp : Te_Op<"linear", [
            -> tensor<4096x4096xbf16>
     ```
   }];
-  let arguments = (ins Te_FloatTensor:$input, Te_FloatTensor:$weight,
+  let arguments = (ins Te_FloatTensor:$input, Te_GemmOperand:$weight,
                        Optional<Te_FloatTensor>:$bias,
                        FlatSymbolRefAttr:$recipe,
                        OptionalAttr<DictionaryAttr>:$schemes);
@@ -280,7 +280,7 @@ def Te_LinearGradOp : Te_Op<"linear_grad", [
     ```
   }];
   let arguments = (ins Te_FloatTensor:$grad_output, Te_FloatTensor:$input,
-                       Te_FloatTensor:$weight, FlatSymbolRefAttr:$recipe,
+                       Te_GemmOperand:$weight, FlatSymbolRefAttr:$recipe,
                        UnitAttr:$bias, OptionalAttr<DictionaryAttr>:$schemes);
   let results = (outs Te_FloatTensor:$grad_input,
                       Te_FloatTensor:$grad_weight,

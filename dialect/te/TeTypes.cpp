@@ -85,6 +85,10 @@ bool QTensorType::hasDirection(Direction dir) const {
   return bitEnumContainsAll(getDirections(), bit);
 }
 
+RankedTensorType QTensorType::getTensorType() const {
+  return RankedTensorType::get(getShape(), getElementType());
+}
+
 int64_t QTensorType::getRows() const { return flattenedRows(getShape()); }
 
 rt::DirectionStorage QTensorType::getStorage(Direction dir,

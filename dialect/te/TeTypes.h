@@ -9,6 +9,7 @@
 
 #include "dialect/te/TeAttrs.h"
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Types.h"
 
 #define GET_TYPEDEF_CLASSES

@@ -41,6 +41,9 @@ def Te_QTensorType : Te_Type<"QTensor", "qtensor"> {
     int64_t getRows() const;
     /// Columns of the M x K view (the last dimension).
     int64_t getCols() const { return getShape().back(); }
+    /// The high-precision tensor this value quantizes (its shape and
+    /// element type): what dequantizing it, or a gradient for it, yields.
+    ::mlir::RankedTensorType getTensorType() const;
     /// The buffers of direction `dir` (which must be present).
     ::te::rt::DirectionStorage getStorage(Direction dir,
         const ::te::rt::Target &target = ::te::rt::Target::sm90()) const;
