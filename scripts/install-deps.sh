@@ -34,6 +34,20 @@ else
   echo "install-deps: all Debian packages present"
 fi
 
+# The Python package: nanobind builds its extension, NumPy and pytest run
+# its tests (python/tests), scikit-build-core builds the wheel (pip install .).
+PY_PACKAGES=(nanobind numpy pytest scikit-build-core)
+py_missing=()
+for p in "${PY_PACKAGES[@]}"; do
+  python3 -c "import ${p//-/_}" 2>/dev/null || py_missing+=("$p")
+done
+if ((${#py_missing[@]})); then
+  echo "install-deps: pip installing ${py_missing[*]}"
+  python3 -m pip install -q "${py_missing[@]}"
+else
+  echo "install-deps: all Python packages present"
+fi
+
 # ccache is optional: it only speeds up rebuilds.
 command -v ccache >/dev/null || {
   if [[ $(id -u) -eq 0 ]]; then apt-get install -y -qq ccache >/dev/null 2>&1 || true; fi

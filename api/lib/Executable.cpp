@@ -8,6 +8,7 @@
 
 #include "te/exec/DeviceEntry.h"
 
+#include <map>
 #include <optional>
 
 namespace te::api {
@@ -237,6 +238,39 @@ rt::Status Session::set(const std::string &name, const void *bytes, size_t size,
                           std::to_string(buf.size()) + " bytes, got " +
                           std::to_string(size));
   TE_RETURN_IF_ERROR(buf.copyFromHost(bytes, size, stream));
+  state_->store->written.insert(name);
+  return rt::Status::ok();
+}
+
+rt::Status Session::setFromDevice(
+    const std::string &name,
+    const std::vector<std::pair<std::string, DeviceSpan>> &parts,
+    const rt::Stream &stream) {
+  auto it = state_->store->values.find(name);
+  if (it == state_->store->values.end())
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "no persistent value '" + name + "'");
+  std::map<std::string, uint64_t> given;
+  for (const auto &[part, span] : parts) {
+    auto buf = it->second.find(part);
+    if (buf == it->second.end())
+      return rt::Status(rt::StatusCode::InvalidArgument,
+                        "persistent '" + name + "' has no part '" + part +
+                            "'");
+    if (span.ptr == 0 || span.bytes < buf->second->size())
+      return rt::Status(rt::StatusCode::InvalidArgument,
+                        "persistent '" + name + "' part '" + part +
+                            "' needs " + std::to_string(buf->second->size()) +
+                            " bytes, got " + std::to_string(span.bytes) +
+                            (span.ptr ? "" : " at address 0"));
+    given[part] = span.ptr;
+  }
+  for (const auto &[part, buf] : it->second)
+    if (!given.count(part))
+      return rt::Status(rt::StatusCode::InvalidArgument,
+                        "persistent '" + name + "' needs part '" + part + "'");
+  for (const auto &[part, buf] : it->second)
+    TE_RETURN_IF_ERROR(buf->copyFromDevice(given[part], buf->size(), stream));
   state_->store->written.insert(name);
   return rt::Status::ok();
 }

@@ -82,6 +82,7 @@ private:
   FailureOr<int> addValue(Value v, std::string name) {
     cg::Value out;
     out.name = std::move(name);
+    llvm::raw_string_ostream(out.type) << v.getType();
     Type elem;
     if (auto q = dyn_cast<QTensorType>(v.getType())) {
       out.kind = cg::Value::Kind::Quantized;

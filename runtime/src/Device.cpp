@@ -107,15 +107,23 @@ Expected<Stream> Stream::create(const Device &device) {
   return s;
 }
 
-Stream::Stream(Stream &&o) noexcept : stream_(o.stream_) {
+Stream Stream::borrow(void *handle) {
+  Stream s;
+  s.stream_ = handle;
+  s.owned_ = false;
+  return s;
+}
+
+Stream::Stream(Stream &&o) noexcept : stream_(o.stream_), owned_(o.owned_) {
   o.stream_ = nullptr;
 }
 Stream &Stream::operator=(Stream &&o) noexcept {
   std::swap(stream_, o.stream_);
+  std::swap(owned_, o.owned_);
   return *this;
 }
 Stream::~Stream() {
-  if (stream_)
+  if (stream_ && owned_)
     if (Expected<const DriverApi *> api = detail::driverApi())
       (*api)->cuStreamDestroy(static_cast<CUstream>(stream_));
 }
@@ -194,6 +202,16 @@ Status DeviceBuffer::copyFrom(const DeviceBuffer &src, size_t bytes,
   return cuCheck(api,
                  api.cuMemcpyDtoDAsync(ptr_, src.ptr_, bytes,
                                        static_cast<CUstream>(s.handle())),
+                 "cuMemcpyDtoDAsync");
+}
+
+Status DeviceBuffer::copyFromDevice(uint64_t src, size_t bytes,
+                                    const Stream &s) {
+  TE_DRIVER(api);
+  TE_RETURN_IF_ERROR(checkRange(bytes, size_, "copy"));
+  return cuCheck(api,
+                 api.cuMemcpyDtoDAsync(ptr_, static_cast<CUdeviceptr>(src),
+                                       bytes, static_cast<CUstream>(s.handle())),
                  "cuMemcpyDtoDAsync");
 }
 

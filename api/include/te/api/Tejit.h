@@ -181,6 +181,14 @@ public:
   /// `name`, its initial value (a master weight, zero moments).
   rt::Status set(const std::string &name, const void *bytes, size_t size,
                  const rt::Stream &stream);
+  /// Copies every part of persistent value `name` (as buffers() names
+  /// them; each of the part's size) from device memory the caller owns -
+  /// a quantized weight loaded from a checkpoint, or quantized by another
+  /// library in tejit's layout (docs/Numerics.md §2) - and marks it held.
+  rt::Status
+  setFromDevice(const std::string &name,
+                const std::vector<std::pair<std::string, DeviceSpan>> &parts,
+                const rt::Stream &stream);
   /// Copies persistent value `name` to the host, by part as buffers()
   /// (synchronises `stream`): a checkpoint, or a weight to inspect.
   rt::Expected<std::vector<std::pair<std::string, std::vector<uint8_t>>>>

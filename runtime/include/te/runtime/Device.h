@@ -59,6 +59,10 @@ private:
 class Stream {
 public:
   static Expected<Stream> create(const Device &device);
+  /// A stream someone else created and destroys (a framework's current
+  /// stream, e.g. torch.cuda.current_stream().cuda_stream; 0 is the legacy
+  /// default stream): work is enqueued on it, the handle is not destroyed.
+  static Stream borrow(void *handle);
   Stream(Stream &&) noexcept;
   Stream &operator=(Stream &&) noexcept;
   Stream(const Stream &) = delete;
@@ -69,6 +73,7 @@ public:
 private:
   Stream() = default;
   void *stream_ = nullptr;
+  bool owned_ = true;
 };
 
 /// A device allocation freed when the handle dies.
@@ -87,6 +92,9 @@ public:
   Status copyFromHost(const void *src, size_t bytes, const Stream &s);
   Status copyToHost(void *dst, size_t bytes, const Stream &s) const;
   Status copyFrom(const DeviceBuffer &src, size_t bytes, const Stream &s);
+  /// Copies `bytes` from device address `src` (memory this buffer does not
+  /// own: a framework's tensor).
+  Status copyFromDevice(uint64_t src, size_t bytes, const Stream &s);
   Status fill(uint8_t byte, const Stream &s);
 
 private:

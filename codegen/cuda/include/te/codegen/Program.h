@@ -34,6 +34,9 @@ struct Value {
   enum class Kind : uint8_t { Tensor, Quantized };
   Kind kind = Kind::Tensor;
   std::string name;                  ///< for diagnostics and dump files
+  /// The value's type as the IR wrote it ("!te.qtensor<...>"), for front
+  /// ends that build programs over it; empty for a program built in C++.
+  std::string type;
   std::vector<int64_t> shape;        ///< logical shape
   rt::DType dtype = rt::DType::BF16; ///< tensor element / high-precision type
   /// Quantized: the scheme of each direction held (absent: not held).

@@ -1,0 +1,443 @@
+"""tejit from Python: compile a te program, call its functions on torch
+CUDA tensors (generated kernels, zero-copy, on torch's current stream) or on
+NumPy arrays (the CPU backend: the reference numerics, no GPU needed).
+
+    import tejit
+    mod = tejit.compile(open("examples/quantize_hybrid.mlir").read())
+    q, db = mod.quantize_grad(dy)          # dy: torch.Tensor (cuda) or numpy
+    q.rowwise_data, q.rowwise_scale_inv    # views of tejit's buffers
+    x = q.dequantize("rowwise")
+
+Functions that share ``te.persistent`` values run in a session
+(``mod.session("cuda")`` or ``mod.session("cpu")``), which holds those values
+between calls; the module's own calls use one session per backend.
+Compiler errors raise :class:`CompileError` with the located diagnostics.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _tejit
+from ._tejit import CompileError, Error
+
+__all__ = [
+    "compile",
+    "CompileError",
+    "Error",
+    "Module",
+    "Session",
+    "QuantizedTensor",
+    "gpu_available",
+]
+
+__version__ = "0.1.0"
+
+
+def gpu_available() -> bool:
+    """Whether a CUDA driver and a GPU are present (tejit loads the driver
+    lazily: importing tejit never needs one)."""
+    return _tejit.gpu_available()
+
+
+def compile(program: str, target: str = "sm_90a", name: Optional[str] = None) -> "Module":
+    """Compiles te IR text, or the .mlir file at that path, for ``target``.
+
+    Raises :class:`CompileError` whose message holds every diagnostic with
+    its ``file:line:col``.
+    """
+    if "\n" not in program and program.endswith(".mlir") and os.path.isfile(program):
+        with open(program, "r", encoding="utf-8") as f:
+            text = f.read()
+        name = name or program
+    else:
+        text = program
+        name = name or "<tejit.compile>"
+    return Module(_tejit.CompiledModule.from_source(text, target, name))
+
+
+# -- element types -------------------------------------------------------------
+
+_NUMPY = {
+    "f32": np.float32,
+    "f16": np.float16,
+    "bf16": np.uint16,  # bit patterns: NumPy has no bfloat16
+    "e4m3": np.uint8,
+    "e5m2": np.uint8,
+    "e8m0": np.uint8,
+    "e2m1x2": np.uint8,
+    "i64": np.int64,
+}
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {
+        "f32": torch.float32,
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "e4m3": getattr(torch, "float8_e4m3fn", torch.uint8),
+        "e5m2": getattr(torch, "float8_e5m2", torch.uint8),
+        "e8m0": getattr(torch, "float8_e8m0fnu", torch.uint8),
+        "e2m1x2": torch.uint8,
+        "i64": torch.int64,
+    }[name]
+
+
+def float_to_bf16_bits(a: np.ndarray) -> np.ndarray:
+    """float32 -> bf16 bit patterns (uint16), rounded to nearest even; NaN
+    stays a quiet NaN. What te-run does with a float32 .npy for a bf16
+    argument."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    nan = np.isnan(a)
+    out = rounded.astype(np.uint16)
+    out[nan] = ((bits[nan] >> np.uint32(16)) | np.uint32(0x40)).astype(np.uint16)
+    return out
+
+
+def bf16_bits_to_float(a: np.ndarray) -> np.ndarray:
+    """bf16 bit patterns (uint16) -> float32, exactly."""
+    return (np.asarray(a, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+# -- quantized values -------------------------------------------------------------
+
+
+class QuantizedTensor:
+    """A quantized value as tejit stores it: per held direction its data,
+    scale inverses and amax, each a torch tensor (CUDA) or NumPy array (CPU)
+    that IS tejit's buffer (no copy). ``parts`` maps "rowwise.data",
+    "columnwise.scale_inv", ... to them; layouts are docs/Numerics.md §2's.
+    """
+
+    def __init__(self, module: "Module", info: Dict[str, Any], parts: Dict[str, Any], device: str):
+        self._module = module
+        self._info = info
+        self.parts = parts
+        self.device = device
+        self.shape = tuple(info["shape"])
+        self.dtype = info["dtype"]  # the high-precision element type
+        self.type = info["type"]  # the !te.qtensor type as written in IR
+
+    def _part(self, name: str):
+        return self.parts.get(name)
+
+    rowwise_data = property(lambda self: self._part("rowwise.data"))
+    rowwise_scale_inv = property(lambda self: self._part("rowwise.scale_inv"))
+    rowwise_amax = property(lambda self: self._part("rowwise.amax"))
+    columnwise_data = property(lambda self: self._part("columnwise.data"))
+    columnwise_scale_inv = property(lambda self: self._part("columnwise.scale_inv"))
+    columnwise_amax = property(lambda self: self._part("columnwise.amax"))
+
+    @property
+    def directions(self) -> List[str]:
+        return [d for d in ("rowwise", "columnwise") if f"{d}.data" in self.parts]
+
+    def dequantize(self, direction: Optional[str] = None):
+        """The logical values of one held direction (default: the first),
+        computed by a compiled ``te.dequantize`` on this tensor's backend,
+        as a tensor of the high-precision element type."""
+        direction = direction or self.directions[0]
+        if direction not in self.directions:
+            raise Error(f"the tensor holds {self.directions}, not {direction}")
+        return _dequantizer(self._module, self.type, self.shape, self.dtype, direction).run(self)
+
+    def __repr__(self) -> str:
+        return f"QuantizedTensor({self.type}, device={self.device})"
+
+
+_DEQUANTIZERS: Dict[Tuple[str, str, str, str], "_Dequantizer"] = {}
+
+
+class _Dequantizer:
+    """A te.dequantize program for one quantized type and direction, its
+    input a persistent value set from the tensor's buffers."""
+
+    def __init__(self, arch: str, qtype: str, shape: Tuple[int, ...], dtype: str, direction: str):
+        dims = "x".join(str(d) for d in shape)
+        out = f"tensor<{dims}x{dtype}>"
+        text = (
+            f'func.func @dequantize(%q: {qtype} {{te.persistent = "q"}}) -> {out} {{\n'
+            f"  %d = te.dequantize %q {direction} : {qtype} -> {out}\n"
+            f"  return %d : {out}\n}}\n"
+        )
+        self.module = compile(text, arch, "<tejit.dequantize>")
+
+    def run(self, q: QuantizedTensor):
+        session = self.module.session(q.device)
+        session._set_quantized("q", q)
+        return session.dequantize()
+
+
+def _dequantizer(module: "Module", qtype, shape, dtype, direction) -> _Dequantizer:
+    key = (module.arch, qtype, dtype, direction)
+    if key not in _DEQUANTIZERS:
+        _DEQUANTIZERS[key] = _Dequantizer(module.arch, qtype, shape, dtype, direction)
+    return _DEQUANTIZERS[key]
+
+
+# -- modules, sessions, entries ----------------------------------------------------------
+
+
+class Module:
+    """A compiled te module. Its functions are attributes; each call runs in
+    the module's session for the backend of its arguments (torch CUDA
+    tensors: the GPU; NumPy arrays: the CPU backend)."""
+
+    def __init__(self, compiled):
+        self._compiled = compiled
+        self.arch = compiled.arch()
+        self.functions: List[str] = compiled.functions()
+        self._describe: Dict[str, Dict[str, Any]] = {}
+        self._sessions: Dict[str, Session] = {}
+
+    def describe(self, function: str) -> Dict[str, Any]:
+        """The signature of ``function``: arguments and results with shapes,
+        element types, persistent names and storage parts."""
+        if function not in self._describe:
+            self._describe[function] = self._compiled.describe(function)
+        return self._describe[function]
+
+    def session(self, device: str = "cuda") -> "Session":
+        """The module's session on ``device`` ("cuda" or "cpu"): created on
+        first use, shared by every call of the module on that backend."""
+        if device not in self._sessions:
+            self._sessions[device] = Session(self, device)
+        return self._sessions[device]
+
+    def new_session(self, device: str = "cuda") -> "Session":
+        """A session of its own (its own persistent values)."""
+        return Session(self, device)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name not in self.__dict__.get("functions", ()):
+            raise AttributeError(name)
+        return _ModuleEntry(self, name)
+
+    def __dir__(self):
+        return list(super().__dir__()) + list(self.functions)
+
+
+class _ModuleEntry:
+    def __init__(self, module: Module, name: str):
+        self.module = module
+        self.name = name
+
+    def __call__(self, *args):
+        device = "cpu"
+        if any(_is_torch(a) and a.is_cuda for a in args):
+            device = "cuda"
+        elif not args and gpu_available():
+            device = "cuda"
+        return getattr(self.module.session(device), self.name)(*args)
+
+
+class Session:
+    """Every function of a module on one backend, sharing the module's
+    persistent values (te.persistent: master weights, moments, quantized
+    weights), which the session holds between calls. A function takes and
+    returns only its other arguments and results."""
+
+    def __init__(self, module: Module, device: str = "cuda"):
+        if device not in ("cuda", "cpu"):
+            raise Error(f"device must be 'cuda' or 'cpu', not {device!r}")
+        self.module = module
+        self.device = device
+        if device == "cuda":
+            self._s = _tejit.Session.create(module._compiled)
+        else:
+            self._s = _tejit.HostSession.create(module._compiled)
+        self._entries: Dict[str, _Entry] = {}
+
+    def persistent_names(self) -> List[str]:
+        return list(self._s.persistent_names())
+
+    def holds(self, name: str) -> bool:
+        return self._s.holds(name)
+
+    def set(self, name: str, value) -> None:
+        """Gives persistent tensor ``name`` its value (a torch tensor or a
+        NumPy array of its shape and element type; bf16 as torch.bfloat16,
+        or NumPy uint16 bit patterns / float32 rounded to nearest even)."""
+        info = self._persistent_info(name)
+        host = _host_array(value, info)
+        if self.device == "cuda":
+            self._s.set(name, host, _current_stream())
+        else:
+            self._s.set(name, host)
+
+    def read(self, name: str):
+        """Persistent value ``name`` as a host copy (NumPy): a tensor, or a
+        dict of parts for a quantized value."""
+        info = self._persistent_info(name)
+        if self.device == "cuda":
+            parts = dict(self._s.read(name, _current_stream()))
+        else:
+            parts = dict(self._s.read(name))
+        if not info["quantized"]:
+            return _shape(parts["data"], info["dtype"], info["shape"])
+        return {p: _shape(parts[p], d, (r, c)) for p, d, r, c in info["parts"]}
+
+    def buffers(self, name: str):
+        """CUDA: persistent value ``name``'s device buffers as torch tensors
+        that alias them (no copy): a tensor, or a QuantizedTensor."""
+        if self.device != "cuda":
+            raise Error("buffers() is the CUDA session's; use read() on the CPU")
+        info = self._persistent_info(name)
+        spans = {p: (ptr, n) for p, ptr, n in self._s.buffers(name)}
+        if not info["quantized"]:
+            ptr, n = spans["data"]
+            return _torch_view(ptr, n, info["dtype"], info["shape"], self._s)
+        parts = {p: _torch_view(spans[p][0], spans[p][1], d, (r, c), self._s) for p, d, r, c in info["parts"]}
+        return QuantizedTensor(self.module, info, parts, "cuda")
+
+    def _set_quantized(self, name: str, q: QuantizedTensor) -> None:
+        if self.device != "cuda":
+            raise Error("setting a quantized value is supported on the CUDA backend")
+        parts = []
+        for p, t in q.parts.items():
+            parts.append((p, t.data_ptr(), t.numel() * t.element_size()))
+        self._s.set_from_device(name, parts, _current_stream())
+
+    def _persistent_info(self, name: str) -> Dict[str, Any]:
+        for fn in self.module.functions:
+            d = self.module.describe(fn)
+            for v in d["arguments"] + d["results"]:
+                if v["persistent"] == name:
+                    return v
+        raise Error(f"no persistent value '{name}' in the module")
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name not in self.module.functions:
+            raise AttributeError(name)
+        if name not in self._entries:
+            self._entries[name] = _Entry(self, name)
+        return self._entries[name]
+
+
+def _current_stream() -> int:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.current_stream().cuda_stream
+    except ImportError:
+        pass
+    return 0
+
+
+def _torch_view(ptr: int, nbytes: int, dtype: str, shape, owner):
+    """A torch tensor aliasing device memory tejit owns (through DLPack),
+    keeping ``owner`` (the session holding the memory) alive."""
+    import torch
+
+    t = _tejit.device_array(ptr, nbytes, torch.cuda.current_device(), owner)
+    t = t.view(_torch_dtype(dtype))
+    return t.view(*shape) if shape else t.view(())
+
+
+def _shape(raw: np.ndarray, dtype: str, shape):
+    return raw.view(_NUMPY[dtype]).reshape(tuple(shape))
+
+
+def _host_array(value, info) -> np.ndarray:
+    """``value`` as a C-contiguous NumPy array of the argument's bytes."""
+    dtype, shape = info["dtype"], tuple(info["shape"])
+    if _is_torch(value):
+        import torch
+
+        t = value.detach().contiguous().cpu()
+        if t.dtype == torch.bfloat16:
+            t = t.view(torch.uint16) if hasattr(torch, "uint16") else t.view(torch.int16)
+        a = t.numpy()
+    else:
+        a = np.asarray(value)
+    if dtype == "bf16" and a.dtype == np.float32:
+        a = float_to_bf16_bits(a)
+    want = np.dtype(_NUMPY[dtype])
+    if a.dtype.itemsize != want.itemsize or (a.dtype.kind != want.kind and dtype != "bf16"):
+        raise Error(f"'{info['name']}' is {dtype}{list(shape)}, got an array of {a.dtype}")
+    if tuple(a.shape) != shape:
+        raise Error(f"'{info['name']}' has shape {list(shape)}, got {list(a.shape)}")
+    return np.ascontiguousarray(a)
+
+
+class _Entry:
+    """One function of a session, callable."""
+
+    def __init__(self, session: Session, name: str):
+        self.session = session
+        self.name = name
+        d = session.module.describe(name)
+        self.arguments = [a for a in d["arguments"] if not a["persistent"]]
+        self.results = [r for r in d["results"] if not r["persistent"]]
+        self.result_index = [i for i, r in enumerate(d["results"]) if not r["persistent"]]
+        if session.device == "cuda":
+            self._exe = session._s.function(name)
+            self._result_slots = self._exe.results()
+            self._arg_bytes = [s[6] for s in self._exe.arguments()]
+
+    def __call__(self, *args):
+        if len(args) != len(self.arguments):
+            raise Error(f"{self.name} takes {len(self.arguments)} argument(s), got {len(args)}")
+        out = self._call_cuda(args) if self.session.device == "cuda" else self._call_cpu(args)
+        return out[0] if len(out) == 1 else tuple(out)
+
+    # CPU: bytes in, NumPy arrays out (each owning its buffer).
+    def _call_cpu(self, args):
+        arrays = [_host_array(a, info) for a, info in zip(args, self.arguments)]
+        buffers = self.session._s.call(self.name, arrays)
+        return self._assemble(buffers, lambda raw, d, shape: _shape(raw, d, shape), "cpu")
+
+    # CUDA: the kernels read the torch tensors' memory and write into
+    # tensors allocated here, on torch's current stream.
+    def _call_cuda(self, args):
+        import torch
+
+        ptrs, sizes = [], []
+        for a, info, nbytes in zip(args, self.arguments, self._arg_bytes):
+            if not (_is_torch(a) and a.is_cuda):
+                raise Error(f"{self.name}: argument '{info['name']}' must be a CUDA torch tensor")
+            if a.dtype != _torch_dtype(info["dtype"]) or tuple(a.shape) != tuple(info["shape"]):
+                raise Error(
+                    f"{self.name}: argument '{info['name']}' must be {info['dtype']}{list(info['shape'])}, "
+                    f"got {a.dtype}{list(a.shape)}"
+                )
+            if not a.is_contiguous():
+                raise Error(f"{self.name}: argument '{info['name']}' must be contiguous")
+            ptrs.append(a.data_ptr())
+            sizes.append(nbytes)
+        outs = []
+        for name, index, part, dtype, rows, cols, nbytes in self._result_slots:
+            outs.append(torch.empty((rows, cols), dtype=_torch_dtype(dtype), device="cuda"))
+        self._exe.run(ptrs, sizes, [t.data_ptr() for t in outs], [s[6] for s in self._result_slots], _current_stream())
+        buffers = [
+            (s[0], s[1], s[2], s[3], s[4], s[5], t) for s, t in zip(self._result_slots, outs)
+        ]
+        return self._assemble(buffers, lambda t, d, shape: t.view(*shape) if shape else t.view(()), "cuda")
+
+    def _assemble(self, buffers, shape_fn, device):
+        by_result: Dict[int, Dict[str, Any]] = {}
+        for name, index, part, dtype, rows, cols, raw in buffers:
+            by_result.setdefault(index, {})[part] = (raw, dtype, rows, cols)
+        out = []
+        d = self.session.module.describe(self.name)
+        for i in self.result_index:
+            info = d["results"][i]
+            parts = by_result.get(i, {})
+            if not info["quantized"]:
+                raw, dtype, _, _ = parts["data"]
+                out.append(shape_fn(raw, dtype, tuple(info["shape"])))
+            else:
+                views = {p: shape_fn(raw, dt, (r, c)) for p, (raw, dt, r, c) in parts.items()}
+                out.append(QuantizedTensor(self.session.module, info, views, device))
+        return out

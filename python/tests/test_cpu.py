@@ -1,0 +1,149 @@
+"""The Python package on the CPU backend (NumPy, no GPU): compiling, calling,
+sessions with persistent values, results byte for byte as te-run writes them,
+and every error path."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import tejit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TE_RUN = os.environ.get("TEJIT_TE_RUN", os.path.join(ROOT, "build", "bin", "te-run"))
+
+QUANTIZE = """
+func.func @quantize(%x: tensor<128x256xbf16>)
+    -> (!te.qtensor<128x256xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.fp8_block<e4m3, 1x128>>, rowwise|columnwise>,
+        tensor<256xf32>) {
+  %q = te.quantize %x : tensor<128x256xbf16>
+         -> !te.qtensor<128x256xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.fp8_block<e4m3, 1x128>>, rowwise|columnwise>
+  %db = te.bias_grad %x : tensor<128x256xbf16> -> tensor<256xf32>
+  return %q, %db : !te.qtensor<128x256xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.fp8_block<e4m3, 1x128>>, rowwise|columnwise>,
+                   tensor<256xf32>
+}
+"""
+
+SESSION = """
+func.func @sums(%w: tensor<64x128xf32> {te.persistent = "w"}, %x: tensor<64x128xf32>)
+    -> (tensor<128xf32>, tensor<128xf32>) {
+  %a = te.bias_grad %w : tensor<64x128xf32> -> tensor<128xf32>
+  %b = te.bias_grad %x : tensor<64x128xf32> -> tensor<128xf32>
+  return %a, %b : tensor<128xf32>, tensor<128xf32>
+}
+"""
+
+
+def random_bf16(shape, seed):
+    rng = np.random.default_rng(seed)
+    return tejit.float_to_bf16_bits(rng.standard_normal(shape).astype(np.float32))
+
+
+def test_compile_lists_functions_and_signatures():
+    m = tejit.compile(QUANTIZE)
+    assert m.functions == ["quantize"]
+    assert m.arch == "sm_90a"
+    d = m.describe("quantize")
+    assert d["arguments"][0]["shape"] == (128, 256)
+    assert d["arguments"][0]["dtype"] == "bf16"
+    q = d["results"][0]
+    assert q["quantized"] and q["type"].startswith("!te.qtensor<128x256xbf16")
+    assert [p[0] for p in q["parts"]] == [
+        "rowwise.data", "rowwise.scale_inv", "columnwise.data", "columnwise.scale_inv"]
+
+
+def test_compile_from_a_path():
+    m = tejit.compile(os.path.join(ROOT, "examples", "quantize_hybrid.mlir"))
+    assert m.functions == ["quantize_grad"]
+
+
+def test_compile_error_carries_the_location():
+    with pytest.raises(tejit.CompileError) as e:
+        tejit.compile("func.func @f(%x: tensor<4x4xbf16>) {\n  te.nonsense %x\n}\n", name="bad.mlir")
+    assert "bad.mlir:2:" in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_verifier_error_carries_the_location():
+    bad = QUANTIZE.replace("tensor<256xf32>) {", "tensor<255xf32>) {", 1)
+    with pytest.raises(tejit.CompileError) as e:
+        tejit.compile(bad, name="q.mlir")
+    assert "q.mlir:" in str(e.value) and "error" in str(e.value)
+
+
+def test_cpu_results_have_shapes_dtypes_and_parts():
+    m = tejit.compile(QUANTIZE)
+    x = random_bf16((128, 256), 1)
+    q, db = m.quantize(x)
+    assert isinstance(q, tejit.QuantizedTensor)
+    assert q.directions == ["rowwise", "columnwise"]
+    assert q.rowwise_data.shape == (128, 256) and q.rowwise_data.dtype == np.uint8
+    assert q.rowwise_scale_inv.dtype == np.uint8  # E8M0 bytes
+    assert q.columnwise_scale_inv.dtype == np.float32
+    assert db.shape == (256,) and db.dtype == np.float32
+    want = tejit.bf16_bits_to_float(x).astype(np.float64).sum(axis=0)
+    np.testing.assert_allclose(db, want, rtol=1e-5, atol=1e-4)
+
+
+def test_float32_input_rounds_to_bf16_like_te_run():
+    m = tejit.compile(QUANTIZE)
+    f = np.random.default_rng(2).standard_normal((128, 256)).astype(np.float32)
+    _, a = m.quantize(f)
+    _, b = m.quantize(tejit.float_to_bf16_bits(f))
+    assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.skipif(not os.path.exists(TE_RUN), reason="te-run not built")
+def test_results_equal_te_run_byte_for_byte(tmp_path):
+    m = tejit.compile(QUANTIZE)
+    x = random_bf16((128, 256), 3)
+    np.save(tmp_path / "x.npy", x)
+    src = tmp_path / "q.mlir"
+    src.write_text(QUANTIZE)
+    subprocess.run([TE_RUN, str(src), "--backend", "cpu", "--input", f"arg0={tmp_path / 'x.npy'}",
+                    "--dump", str(tmp_path / "out")], check=True, capture_output=True)
+    q, db = m.quantize(x)
+    for part, arr in q.parts.items():
+        dumped = np.load(tmp_path / "out" / f"result0.{part}.npy")
+        assert dumped.tobytes() == arr.tobytes(), part
+    assert np.load(tmp_path / "out" / "result1.npy").tobytes() == db.tobytes()
+
+
+def test_session_keeps_persistent_values():
+    m = tejit.compile(SESSION)
+    s = m.new_session("cpu")
+    assert s.persistent_names() == ["w"]
+    assert not s.holds("w")
+    s.set("w", np.full((64, 128), 0.25, np.float32))
+    assert s.holds("w")
+    x = np.ones((64, 128), np.float32)
+    for _ in range(2):
+        a, b = s.sums(x)
+        assert a[0] == 16.0 and b[0] == 64.0
+    np.testing.assert_array_equal(s.read("w"), np.full((64, 128), 0.25, np.float32))
+    s.set("w", np.full((64, 128), 2.0, np.float32))
+    assert s.sums(x)[0][0] == 128.0
+    # The module's own calls use its default CPU session.
+    m.session("cpu").set("w", np.zeros((64, 128), np.float32))
+    assert m.sums(x)[0][0] == 0.0
+
+
+def test_errors_are_exceptions():
+    m = tejit.compile(SESSION)
+    s = m.new_session("cpu")
+    x = np.ones((64, 128), np.float32)
+    with pytest.raises(tejit.Error, match="persistent 'w'"):
+        s.sums(x)
+    with pytest.raises(tejit.Error, match="shape"):
+        s.set("w", np.zeros((64, 127), np.float32))
+    with pytest.raises(tejit.Error, match="no persistent value"):
+        s.set("v", x)
+    with pytest.raises(tejit.Error, match="takes 1 argument"):
+        s.sums()
+    with pytest.raises(tejit.Error, match="float64"):
+        s.set("w", np.zeros((64, 128), np.float64))
+    with pytest.raises(AttributeError):
+        m.nope
+    with pytest.raises(tejit.Error, match="device"):
+        m.new_session("tpu")
