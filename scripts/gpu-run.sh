@@ -40,6 +40,8 @@ run "te-run-session-block" "$PACK/bin/te-run" test/Tools/te-run-session.mlir --r
   --entry init,train_step,eval_step,train_step,optimizer_step,eval_step,train_step,optimizer_step,train_step
 run "te-run-session-copy" "$PACK/bin/te-run" test/Tools/te-run-session.mlir --random-inputs 3 --check \
   --entry init,snap_master,snap_master,init,eval_step
+run "te-run-session-qweight" "$PACK/bin/te-run" examples/quantized_weight_adamw.mlir --random-inputs 1 --check \
+  --entry init,train_step,optimizer_step,train_step,optimizer_step,train_step
 # TE_GPU_BENCH: 1 every benchmark, linear / adam one of them, 0 none.
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == adam ]]; then
   python3 bench/gen_adam.py 128 8192 1024 > "$LOG/adam_1b.mlir"
@@ -57,7 +59,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
   run "quantize-bench" sh -c "for e in mxfp8 fp8_block_1x128 fp8_block_128x128 nvfp4 fp8_current; do echo \$e; $PACK/bin/te-run bench/quantize_16384x8192.mlir --entry \$e --random-inputs 3 --bench 30 | grep -E 'bench|copy'; done"
   run "quantize_torch.py" python3 bench/quantize_torch.py 16384 8192 30
 fi
-for b in te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
+for b in te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
   [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
 done
 echo

@@ -5,6 +5,8 @@
 // RUN: te-opt %te_src_root/examples/hybrid_linear.mlir --te-to-cuda | FileCheck %s --check-prefix=HYBRIDK
 // RUN: te-opt %te_src_root/examples/delayed_fp8_linear.mlir --te-to-cuda | FileCheck %s --check-prefix=DELAYED
 // RUN: te-opt %te_src_root/examples/quantize_hybrid.mlir --te-resolve-recipe --te-infer-usage --te-fuse-quantize --canonicalize | FileCheck %s --check-prefix=QUANT
+// RUN: te-opt %te_src_root/examples/quantized_weight_adamw.mlir --te-to-cuda | FileCheck %s --check-prefix=QWEIGHT
+// RUN: te-run %te_src_root/examples/quantized_weight_adamw.mlir --random-inputs 1 --entry init,train_step,optimizer_step,train_step | FileCheck %s --check-prefix=QSESSION
 
 // HYBRID-LABEL: func.func @train_step
 // HYBRID: te.linear {{.*}}schemes = {input = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>, weight = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>}
@@ -54,3 +56,20 @@
 // QUANT: te.fused_quantize %{{.*}} {bias_grad}
 // QUANT-NOT: te.quantize
 // QUANT-NOT: te.bias_grad
+
+// A quantized primary weight: the training step reads the stored MXFP8
+// weight (rowwise for fprop, columnwise for dgrad) and never quantizes it;
+// the optimizer requantizes it in the fused Adam kernel.
+// QWEIGHT-LABEL: func.func @train_step
+// QWEIGHT-NOT: tek.quantize_kernel {{.*}} %arg2
+// QWEIGHT: tek.dequantize_kernel {{.*}} %arg2 rowwise
+// QWEIGHT-NOT: tek.quantize_kernel {{.*}} %arg2
+// QWEIGHT: tek.dequantize_kernel {{.*}} %arg2 columnwise
+// QWEIGHT: tek.gemm_call {{.*}} {transpose_a} : {{.*}} -> tensor<1024x512xf32>
+// QWEIGHT-LABEL: func.func @optimizer_step
+// QWEIGHT: tek.adam_kernel {{.*}} stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>]
+// QSESSION: call 1 init:
+// QSESSION: call 2 train_step: rms(result0)=
+// QSESSION: call 3 optimizer_step: rms(result0)=
+// QSESSION: call 4 train_step: rms(result0)=
+// QSESSION: result2 ({{.*}}): data[1024x512 f32]
