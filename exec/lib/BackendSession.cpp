@@ -71,7 +71,8 @@ rt::Expected<BackendSession::Call> BackendSession::call(const Entry &e) {
   Call out;
   CpuState state;
   if (cpu_) {
-    auto r = runCpu(*program_, e, args, &state, &pe.inexact, &hostStore_);
+    auto r = runCpu(*program_, e, args, &state, &pe.inexact, &hostStore_,
+                    cpuProgress_);
     if (!r)
       return r.status();
     out.cpu = std::move(*r);

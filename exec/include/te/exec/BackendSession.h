@@ -17,6 +17,7 @@
 #define TE_EXEC_BACKENDSESSION_H
 
 #include "te/exec/Compare.h"
+#include "te/exec/CpuBackend.h"
 #include "te/exec/CudaRunner.h"
 
 #include <map>
@@ -33,6 +34,10 @@ public:
                                              rt::KernelCache *cache);
 
   bool runsCpu() const { return cpu_; }
+  /// Hears of every kernel of every CPU call (runCpu's `progress`).
+  void setCpuProgress(CpuProgressFn progress) {
+    cpuProgress_ = std::move(progress);
+  }
   bool runsCuda() const { return device_ != nullptr; }
 
   /// The arguments of entry `e` (host bytes, argument order; empty for a
@@ -82,6 +87,7 @@ private:
   rt::KernelCache *cache_ = nullptr;
   std::optional<rt::Stream> stream_;
   HostStore hostStore_;
+  CpuProgressFn cpuProgress_;
   /// Shared by the runners: kept at one address (they point into it).
   std::unique_ptr<DeviceStore> deviceStore_;
   std::map<const cg::Entry *, PerEntry> entries_;

@@ -18,6 +18,8 @@
 #include "te/exec/Persistent.h"
 #include "te/exec/ValueData.h"
 
+#include <functional>
+
 namespace te::exec {
 
 /// Every tensor value's final bytes after runCpu (by value index; empty
@@ -28,6 +30,36 @@ struct CpuState {
   std::vector<bool> inexact;
 };
 
+/// What runCpu reports before each kernel (kernel < kernels) and once when
+/// the call is done (kernel == kernels). The library prints nothing itself:
+/// a tool decides what to show (te-run prints a line per kernel once a call
+/// runs long).
+struct CpuProgress {
+  const cg::Entry *entry = nullptr;
+  size_t kernel = 0, kernels = 0;
+  /// The kernel's name and size, e.g. "te_gemm_2 (1024x1024x1024)"; empty
+  /// when done.
+  std::string what;
+  /// Seconds since the call began.
+  double elapsed = 0;
+};
+using CpuProgressFn = std::function<void(const CpuProgress &)>;
+
+/// The bytes the CPU backend holds at most while running `e` once: every
+/// value's storage (rt::storageFor for quantized values), the caller's
+/// argument and result copies, GEMM bounds, and the largest kernel's fp32
+/// working copies. An estimate, rounded up.
+uint64_t cpuMemoryBytes(const cg::Program &p, const cg::Entry &e);
+/// Host memory available now (MemAvailable, capped by a cgroup limit); 0
+/// when unknown.
+uint64_t availableHostMemory();
+/// Unsupported ("the CPU backend needs N GiB for 'e' (M GiB available)")
+/// when cpuMemoryBytes exceeds availableHostMemory; ok otherwise or when
+/// the available memory is unknown.
+rt::Status checkCpuMemory(const cg::Program &p, const cg::Entry &e);
+/// "N.N GiB".
+std::string formatGiB(uint64_t bytes);
+
 /// Runs `e` with the reference numerics. `args[i]` holds the raw bytes of
 /// argument i (row-major, little-endian, its dtype). `inexactArgs` (if
 /// given) marks arguments that came from inexact values of an earlier call
@@ -36,11 +68,14 @@ struct CpuState {
 /// persistent argument the store holds is read from it (`args[i]` may be
 /// empty) and every persistent result is written to it; a persistent
 /// tensor argument it does not hold yet is initialised from `args[i]`.
+/// Refuses up front what does not fit in memory (checkCpuMemory) and
+/// returns an allocation failure as a Status. `progress`, if set, hears of
+/// every kernel.
 rt::Expected<std::vector<ValueData>>
 runCpu(const cg::Program &p, const cg::Entry &e,
        const std::vector<std::vector<uint8_t>> &args, CpuState *state = nullptr,
        const std::vector<bool> *inexactArgs = nullptr,
-       HostStore *store = nullptr);
+       HostStore *store = nullptr, const CpuProgressFn &progress = {});
 
 /// Optimizer state an entry carries from one call to the next: after a
 /// call, value `value` (a new parameter or moment) becomes argument
