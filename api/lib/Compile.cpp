@@ -7,7 +7,9 @@
 #include "te/api/FromMlir.h"
 
 #include "codegen/lower/LowerToProgram.h"
+#include "dialect/te/TeAttrs.h"
 #include "dialect/te/TeDialect.h"
+#include "dialect/tek/TekDialect.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,14 +23,53 @@
 
 namespace te::api {
 
+/// Whether a function of `module` still holds graph-level (te) ops; the
+/// module's own te ops (recipes) stay after lowering.
+static bool hasGraphLevelOps(mlir::ModuleOp module) {
+  mlir::Dialect *te =
+      module->getContext()->getLoadedDialect<mlir::te::TeDialect>();
+  bool found = false;
+  module.walk([&](mlir::func::FuncOp fn) {
+    found |= fn.walk([&](mlir::Operation *op) {
+                 return op->getDialect() == te ? mlir::WalkResult::interrupt()
+                                               : mlir::WalkResult::advance();
+               }).wasInterrupted();
+  });
+  return found;
+}
+
 mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
                                               llvm::StringRef arch) {
-  mlir::PassManager pm(module->getContext());
-  mlir::te::TeToCudaPipelineOptions options;
-  options.arch = arch.str();
-  mlir::te::buildTeToCudaPipeline(pm, options);
-  if (mlir::failed(pm.run(module)))
-    return mlir::failure();
+  mlir::MLIRContext *context = module->getContext();
+  context->getOrLoadDialect<mlir::tek::TekDialect>();
+  auto existing = module->getAttrOfType<mlir::te::TargetAttr>("te.target");
+  if (existing && !arch.empty() && existing.getArch() != arch)
+    return mlir::emitError(module.getLoc())
+           << "the module was compiled for " << existing.getArch()
+           << " (its te.target) and cannot be compiled for " << arch
+           << "; drop the architecture or start from its te source";
+  std::string target = !arch.empty() ? arch.str()
+                       : existing    ? existing.getArch().str()
+                                     : std::string("sm_90a");
+  // The pipeline's passes leave what they already did alone, so a module
+  // te-opt printed at any stage compiles like its source. One whose
+  // functions are all at the kernel level (tek) goes straight to the
+  // lowering.
+  if (hasGraphLevelOps(module)) {
+    mlir::PassManager pm(context);
+    mlir::te::TeToCudaPipelineOptions options;
+    options.arch = target;
+    mlir::te::buildTeToCudaPipeline(pm, options);
+    if (mlir::failed(pm.run(module)))
+      return mlir::failure();
+  } else if (!existing) {
+    auto attr = mlir::te::TargetAttr::getChecked(
+        [&] { return mlir::emitError(module.getLoc()); }, context,
+        llvm::StringRef(target));
+    if (!attr)
+      return mlir::failure();
+    module->setAttr("te.target", attr);
+  }
   return mlir::te::lowerToProgram(module);
 }
 
