@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 3 --check --entry init,train_step,eval_step,train_step,optimizer_step,eval_step,train_step,optimizer_step,train_step | FileCheck %s
+// RUN: te-run %s --random-inputs 3 --check-if-gpu --entry init,train_step,eval_step,train_step,optimizer_step,eval_step,train_step,optimizer_step,train_step | FileCheck %s
 // RUN: te-run %s --random-inputs 3 --entry optimizer_step --dump %t | FileCheck %s --check-prefix=DUMP
 // RUN: te-run %s --random-inputs 3 --input fc1.master=%t/result0.npy --entry init,eval_step | FileCheck %s --check-prefix=INPUT
 // RUN: not te-run %s --random-inputs 3 --input eval_step.arg0=%t/x.npy --entry init,eval_step 2>&1 | FileCheck %s --check-prefix=NOFILE
@@ -6,7 +6,10 @@
 // RUN: not te-run %s --random-inputs 3 --entry init --input fc1.moment=%t/result0.npy 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not te-run %s --random-inputs 3 --entry takes_quantized 2>&1 | FileCheck %s --check-prefix=QARG
 // RUN: te-run %s --random-inputs 3 --entry optimizer_step --steps 3 | FileCheck %s --check-prefix=STEPS
-// RUN: te-run %s --random-inputs 3 --check --entry init,snap_master,snap_master,init,eval_step | FileCheck %s --check-prefix=SNAP
+// RUN: te-run %s --random-inputs 3 --check-if-gpu --entry init,snap_master,snap_master,init,eval_step | FileCheck %s --check-prefix=SNAP
+// RUN: mkdir -p %t.in && %python %S/Inputs/npy.py %t.in/master.npy '<f4' 384x256 && %python %S/Inputs/npy.py %t.in/x.npy '<u2' 256x256 && %python %S/Inputs/npy.py %t.in/dy.npy '<u2' 256x384 && %python %S/Inputs/npy.py %t.in/lr.npy '<f4' '' 0.001 && %python %S/Inputs/npy.py %t.in/step.npy '<i8' '' 1
+// RUN: te-run %s --entry init,train_step,optimizer_step --input fc1.master=%t.in/master.npy --input train_step.arg0=%t.in/x.npy --input train_step.arg1=%t.in/dy.npy --input optimizer_step.arg0=%t.in/lr.npy --input optimizer_step.arg1=%t.in/step.npy --input fc1.exp_avg=%t.in/master.npy --input fc1.exp_avg_sq=%t.in/master.npy | FileCheck %s --check-prefix=WRITTEN
+// RUN: not te-run %s --random-inputs 3 --entry init,train_step,optimizer_step --input optimizer_step.arg3=%t.in/master.npy 2>&1 | FileCheck %s --check-prefix=OVERWRITTEN
 
 // Tests a session of calls sharing persistent values (te.persistent): the
 // FP32 master weight and moments, the block-FP8 weight the GEMMs read and
@@ -14,7 +17,7 @@
 // declare the weight rowwise only; the store holds the union, so the
 // training step after an eval step still reads the columnwise data, and an
 // eval step changes nothing: calls 2 and 4 give the same results. With a
-// GPU, --check compares every call of the CUDA session (device-resident
+// GPU, --check-if-gpu compares every call of the CUDA session (device-resident
 // state, in-place optimizer) with the CPU one.
 // CHECK: call 1 init:
 // CHECK-NEXT: call 2 train_step: [[TRAIN:rms\(result0\)=[^ ]+ rms\(result1\)=[^ ]+]] rms(result2)=
@@ -47,6 +50,12 @@
 // SNAP: call 2 snap_master: rms(result0)=[[SNAPPED:[^ ]+]]
 // SNAP-NEXT: call 3 snap_master: rms(result0)=[[SNAPPED]]{{$}}
 // SNAP: call 5 eval_step: rms(result0)=
+
+// A persistent value an earlier call writes needs no data of its own
+// (optimizer_step reads fc1.grad, which train_step writes); naming it for
+// the later call is an error.
+// WRITTEN: call 3 optimizer_step: rms(result0)=
+// OVERWRITTEN: te-run: --input names 'optimizer_step.arg3', the persistent 'fc1.grad', which an earlier call writes before 'optimizer_step' reads it
 
 // UNWRITTEN: te-run: 'train_step' reads the persistent quantized 'fc1.weight' before any entry wrote it; run one that writes it first (init, optimizer_step)
 // UNKNOWN: te-run: --input names 'fc1.moment', which no entry run takes

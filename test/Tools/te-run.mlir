@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 7 --check --dump %t | FileCheck %s
+// RUN: te-run %s --random-inputs 7 --check-if-gpu --dump %t | FileCheck %s
 // RUN: ls %t | FileCheck %s --check-prefix=FILES
 // RUN: not te-run %s 2>&1 | FileCheck %s --check-prefix=NODATA
 // RUN: not te-run %s --input arg0=%t/missing.npy 2>&1 | FileCheck %s --check-prefix=MISSING

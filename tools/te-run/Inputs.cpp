@@ -8,6 +8,7 @@
 
 #include "Npy.h"
 
+#include "te/exec/CpuBackend.h"
 #include "te/runtime/reference/Codecs.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -40,52 +41,58 @@ const char *npyDescr(rt::DType t) {
   }
 }
 
-/// Argument bytes from an .npy file, converting f32 to bf16/f16 (RNE).
+/// Argument bytes from an .npy file, converting f32 to bf16/f16 (RNE). The
+/// header's shape and dtype are checked before the payload is read, so a
+/// file never costs more memory than the argument it is for.
 static std::vector<uint8_t> loadArgument(const cg::Value &v,
                                          const std::string &path) {
+  std::string want = npyDescr(v.dtype);
+  bool narrows = v.dtype == rt::DType::BF16 || v.dtype == rt::DType::F16;
+  auto accept = [&](const npy::Array &a) -> std::string {
+    if (a.shape != v.shape) {
+      std::string need, got;
+      for (int64_t d : v.shape)
+        need += (need.empty() ? "" : "x") + std::to_string(d);
+      for (int64_t d : a.shape)
+        got += (got.empty() ? "" : "x") + std::to_string(d);
+      return "'" + path + "' has shape " + got + ", argument '" + v.name +
+             "' needs " + need;
+    }
+    if (a.descr == want || (a.descr == "<f4" && narrows))
+      return "";
+    return "'" + path + "' has dtype " + a.descr + ", argument '" + v.name +
+           "' is " + rt::dtypeName(v.dtype) + " (give " + want +
+           (v.dtype == rt::DType::BF16 ? " bf16 bit patterns" : "") +
+           (narrows ? " or <f4" : "") + ")";
+  };
   npy::Array a;
   std::string error;
-  if (!npy::read(path, a, error))
+  if (!npy::read(path, a, error, accept))
     die(error);
-  if (a.shape != v.shape) {
-    std::string want, got;
-    for (int64_t d : v.shape)
-      want += (want.empty() ? "" : "x") + std::to_string(d);
-    for (int64_t d : a.shape)
-      got += (got.empty() ? "" : "x") + std::to_string(d);
-    die("'" + path + "' has shape " + got + ", argument '" + v.name +
-        "' needs " + want);
-  }
-  std::string want = npyDescr(v.dtype);
   if (a.descr == want)
     return a.bytes;
-  if (a.descr == "<f4" &&
-      (v.dtype == rt::DType::BF16 || v.dtype == rt::DType::F16)) {
-    llvm::errs() << "te-run: note: '" << path << "' is float32; rounding it to "
-                 << rt::dtypeName(v.dtype) << " (nearest even) for '" << v.name
-                 << "'\n";
-    size_t n = a.bytes.size() / 4;
-    std::vector<uint8_t> out(n * 2);
-    for (size_t i = 0; i < n; ++i) {
-      float f;
-      std::memcpy(&f, &a.bytes[4 * i], 4);
-      uint16_t h = v.dtype == rt::DType::BF16 ? rt::ref::floatToBF16(f)
-                                              : rt::ref::floatToF16(f);
-      out[2 * i] = uint8_t(h);
-      out[2 * i + 1] = uint8_t(h >> 8);
-    }
-    return out;
+  llvm::errs() << "te-run: note: '" << path << "' is float32; rounding it to "
+               << rt::dtypeName(v.dtype) << " (nearest even) for '" << v.name
+               << "'\n";
+  size_t n = a.bytes.size() / 4;
+  std::vector<uint8_t> out(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    float f;
+    std::memcpy(&f, &a.bytes[4 * i], 4);
+    uint16_t h = v.dtype == rt::DType::BF16 ? rt::ref::floatToBF16(f)
+                                            : rt::ref::floatToF16(f);
+    out[2 * i] = uint8_t(h);
+    out[2 * i + 1] = uint8_t(h >> 8);
   }
-  die("'" + path + "' has dtype " + a.descr + ", argument '" + v.name +
-      "' is " + rt::dtypeName(v.dtype) + " (give " + want +
-      (v.dtype == rt::DType::BF16 ? " bf16 bit patterns" : "") +
-      (v.dtype == rt::DType::BF16 || v.dtype == rt::DType::F16 ? " or <f4"
-                                                               : "") +
-      ")");
+  return out;
 }
 
-/// Seeded values: sign, magnitude 2^-8 .. 2^8 with a random mantissa. A
-/// scalar is an optimizer's: an i64 step 1 + seed % 10, an f32 lr 1e-3.
+/// Seeded values like activations and gradients of a trained model:
+/// approximately normal with mean 0 and standard deviation 1 (Irwin-Hall:
+/// the sum of 12 uniforms in (0, 1) minus 6, hence within +-6), rounded to
+/// the dtype (nearest even). Integer arithmetic and exact sums only, so the
+/// data is the same on every machine. A scalar is an optimizer's: an i64
+/// step 1 + seed % 10, an f32 lr 1e-3.
 static std::vector<uint8_t> randomArgument(const cg::Value &v, uint64_t seed) {
   if (v.shape.empty()) {
     std::vector<uint8_t> out(size_t(rt::dtypeSize(v.dtype)));
@@ -108,12 +115,15 @@ static std::vector<uint8_t> randomArgument(const cg::Value &v, uint64_t seed) {
   int64_t n = v.rows() * v.cols();
   std::vector<uint8_t> out(size_t(n * rt::dtypeSize(v.dtype)));
   for (int64_t i = 0; i < n; ++i) {
-    uint64_t r = next();
-    uint32_t bits = uint32_t(r & 0x80000000u) |
-                    (uint32_t(119 + (r >> 32) % 17) << 23) |
-                    uint32_t((r >> 8) & 0x7FFFFF);
-    float f;
-    std::memcpy(&f, &bits, 4);
+    // Twelve 16-bit uniforms from three draws; their sum is exact in fp64.
+    uint64_t sum = 0;
+    for (int draw = 0; draw < 3; ++draw) {
+      uint64_t r = next();
+      for (int part = 0; part < 4; ++part, r >>= 16)
+        sum += r & 0xFFFF;
+    }
+    // Each uniform is (u + 1/2) / 2^16: mean 1/2, variance ~1/12.
+    float f = float((double(sum) + 6.0) * 0x1p-16 - 6.0);
     if (v.dtype == rt::DType::F32) {
       std::memcpy(&out[4 * size_t(i)], &f, 4);
     } else {
@@ -124,6 +134,22 @@ static std::vector<uint8_t> randomArgument(const cg::Value &v, uint64_t seed) {
     }
   }
   return out;
+}
+
+/// For each entry of `sequence`, the persistent values some call before its
+/// first call writes: the session's store holds them when it runs, so they
+/// need no data of their own.
+static std::map<const cg::Entry *, std::set<std::string>>
+writtenBefore(const std::vector<const cg::Entry *> &sequence) {
+  std::map<const cg::Entry *, std::set<std::string>> before;
+  std::set<std::string> written;
+  for (const cg::Entry *e : sequence) {
+    before.emplace(e, written); // only the first call's counts
+    for (size_t i = 0; i < e->results.size(); ++i)
+      if (!e->persistentResult(i).empty())
+        written.insert(e->persistentResult(i));
+  }
+  return before;
 }
 
 /// Dies if a call reads a persistent quantized value before any earlier
@@ -199,9 +225,25 @@ argumentsOf(const cg::Program &program,
   };
 
   // Arguments of each entry, built once: from --input, else seeded random
-  // data (entry k's argument i from seed + 100 k + i). A persistent
-  // quantized value has no such data: an entry must write it first.
+  // data (entry k's argument i from seed + 100 k + i). A persistent value
+  // an earlier call writes needs none (nor may a quantized one have any:
+  // an entry must write it first).
   std::map<const cg::Entry *, std::vector<std::vector<uint8_t>>> argsOf;
+  std::map<const cg::Entry *, std::set<std::string>> held =
+      writtenBefore(sequence);
+  // Refuse what cannot fit before allocating any of it.
+  uint64_t argumentBytes = 0;
+  for (const cg::Entry *e : distinct)
+    for (int a : e->args) {
+      const cg::Value &v = e->values[size_t(a)];
+      if (!v.isQuantized())
+        argumentBytes += uint64_t(v.rows()) * uint64_t(v.cols()) *
+                         uint64_t(rt::dtypeSize(v.dtype));
+    }
+  uint64_t available = exec::availableHostMemory();
+  if (available && argumentBytes > available)
+    die("the arguments need " + exec::formatGiB(argumentBytes) +
+        " of host memory (" + exec::formatGiB(available) + " available)");
   for (size_t k = 0; k < distinct.size(); ++k) {
     const cg::Entry &e = *distinct[k];
     // Random second moments must be non-negative (else sqrt gives NaN).
@@ -214,6 +256,15 @@ argumentsOf(const cg::Program &program,
     for (size_t i = 0; i < e.args.size(); ++i) {
       const cg::Value &v = e.values[e.args[i]];
       const std::string &persistent = e.persistentArg(i);
+      if (!persistent.empty() && held[&e].count(persistent)) {
+        if (given.count(e.name + "." + v.name))
+          die("--input names '" + e.name + "." + v.name +
+              "', the persistent '" + persistent +
+              "', which an earlier call writes before '" + e.name +
+              "' reads it");
+        args.emplace_back(); // the session's store provides it
+        continue;
+      }
       if (v.isQuantized()) {
         if (persistent.empty())
           die("argument '" + v.name + "' of '" + e.name +

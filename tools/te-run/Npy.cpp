@@ -7,8 +7,8 @@
 #include "Npy.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace te::npy {
 
@@ -50,37 +50,93 @@ static bool field(const std::string &header, const std::string &key,
   return end != std::string::npos;
 }
 
-bool read(const std::string &path, Array &out, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+/// The dimensions of a header's shape tuple ("3, 4" or "3,"); false on
+/// anything but non-negative decimal integers.
+static bool parseShape(const std::string &text, std::vector<int64_t> &dims) {
+  dims.clear();
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string dim = text.substr(at, end - at);
+    size_t first = dim.find_first_not_of(' ');
+    at = end + 1;
+    if (first == std::string::npos) { // "(3,)": nothing after the comma
+      if (end != text.size())
+        return false;
+      continue;
+    }
+    size_t last = dim.find_last_not_of(' ');
+    dim = dim.substr(first, last - first + 1);
+    if (!dim.empty() && dim.back() == 'L') // Python 2's long
+      dim.pop_back();
+    if (dim.empty() || dim.size() > 18 ||
+        dim.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    dims.push_back(std::stoll(dim));
+  }
+  return true;
+}
+
+bool read(const std::string &path, Array &out, std::string &error,
+          const Accept &accept) {
+  // Only a regular file has a size to check the header against before
+  // reading (a directory, /dev/zero or a pipe would abort or never end).
+  std::error_code ec;
+  std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) {
     error = "cannot open '" + path + "'";
     return false;
   }
-  std::string all((std::istreambuf_iterator<char>(in)),
-                  std::istreambuf_iterator<char>());
-  if (all.size() < 10 || all.compare(0, 6, "\x93NUMPY") != 0) {
+  if (std::filesystem::is_directory(status)) {
+    error = "'" + path + "' is a directory, not an .npy file";
+    return false;
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    error = "'" + path + "' is not a regular file";
+    return false;
+  }
+  uint64_t size = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  if (ec || !in) {
+    error = "cannot open '" + path + "'";
+    return false;
+  }
+  char prefix[12] = {};
+  in.read(prefix, sizeof(prefix));
+  if (size < 10 || std::memcmp(prefix, "\x93NUMPY", 6) != 0) {
     error = "'" + path + "' is not a .npy file";
     return false;
   }
-  uint8_t major = uint8_t(all[6]);
-  size_t headerLen, start;
+  uint8_t major = uint8_t(prefix[6]);
+  if (major < 1 || major > 3) {
+    error = "'" + path + "' is .npy version " + std::to_string(major) +
+            "; te-run reads versions 1 to 3";
+    return false;
+  }
+  uint64_t headerLen, start;
   if (major == 1) {
-    headerLen = uint8_t(all[8]) | uint8_t(all[9]) << 8;
+    headerLen = uint8_t(prefix[8]) | uint8_t(prefix[9]) << 8;
     start = 10;
   } else {
-    if (all.size() < 12) {
-      error = "'" + path + "' is truncated";
-      return false;
-    }
-    headerLen = size_t(uint8_t(all[8])) | size_t(uint8_t(all[9])) << 8 |
-                size_t(uint8_t(all[10])) << 16 | size_t(uint8_t(all[11])) << 24;
+    headerLen = uint64_t(uint8_t(prefix[8])) |
+                uint64_t(uint8_t(prefix[9])) << 8 |
+                uint64_t(uint8_t(prefix[10])) << 16 |
+                uint64_t(uint8_t(prefix[11])) << 24;
     start = 12;
   }
-  if (all.size() < start + headerLen) {
+  if (size < start + headerLen) {
     error = "'" + path + "' is truncated";
     return false;
   }
-  std::string header = all.substr(start, headerLen), order, shape;
+  std::string header(size_t(headerLen), '\0'), order, shape;
+  in.seekg(std::streamoff(start));
+  in.read(header.data(), std::streamsize(headerLen));
+  if (!in) {
+    error = "cannot read '" + path + "'";
+    return false;
+  }
   if (!field(header, "descr", out.descr) ||
       !field(header, "fortran_order", order) ||
       !field(header, "shape", shape)) {
@@ -96,24 +152,36 @@ bool read(const std::string &path, Array &out, std::string &error) {
             "'; te-run reads <f4, <f2, <u2 (bf16 bits), |u1 and <i8";
     return false;
   }
-  out.shape.clear();
-  std::stringstream ss(shape);
-  std::string dim;
-  int64_t count = 1;
-  while (std::getline(ss, dim, ',')) {
-    if (dim.find_first_not_of(' ') == std::string::npos)
-      continue;
-    out.shape.push_back(std::stoll(dim));
-    count *= out.shape.back();
+  if (!parseShape(shape, out.shape)) {
+    error = "'" + path + "' has a malformed shape (" + shape + ")";
+    return false;
   }
-  size_t bytes = size_t(count) * size_t(itemSize(out.descr));
-  if (all.size() - start - headerLen != bytes) {
-    error = "'" + path + "' holds " +
-            std::to_string(all.size() - start - headerLen) +
+  // The payload the header declares, checked against the file's size (and
+  // by `accept` against what the caller wants) before a byte is read.
+  uint64_t payload = size - start - headerLen;
+  uint64_t bytes = uint64_t(itemSize(out.descr));
+  for (int64_t d : out.shape)
+    if (__builtin_mul_overflow(bytes, uint64_t(d), &bytes)) {
+      error =
+          "'" + path + "' has a shape of more than 2^64 bytes (" + shape + ")";
+      return false;
+    }
+  if (payload != bytes) {
+    error = "'" + path + "' holds " + std::to_string(payload) +
             " data bytes, its header says " + std::to_string(bytes);
     return false;
   }
-  out.bytes.assign(all.begin() + long(start + headerLen), all.end());
+  if (accept) {
+    error = accept(out);
+    if (!error.empty())
+      return false;
+  }
+  out.bytes.resize(size_t(bytes));
+  in.read(reinterpret_cast<char *>(out.bytes.data()), std::streamsize(bytes));
+  if (!in) {
+    error = "cannot read '" + path + "'";
+    return false;
+  }
   return true;
 }
 

@@ -13,6 +13,7 @@
 #define TE_TOOLS_TE_RUN_NPY_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,15 @@ struct Array {
   std::vector<uint8_t> bytes;
 };
 
-/// Reads `path`; on failure returns false with a one-line reason in `error`.
-bool read(const std::string &path, Array &out, std::string &error);
+/// Checks a header (descr and shape; no bytes yet) before the payload is
+/// read: "" to go on, else the reason to stop.
+using Accept = std::function<std::string(const Array &header)>;
+
+/// Reads `path`, a regular file whose payload is exactly what its header
+/// declares; `accept` (if given) vets the header first. On failure returns
+/// false with a one-line reason in `error`.
+bool read(const std::string &path, Array &out, std::string &error,
+          const Accept &accept = {});
 /// Writes `a`; false with a reason on failure.
 bool write(const std::string &path, const Array &a, std::string &error);
 /// Bytes per element of a supported descr, 0 if unsupported.

@@ -6,15 +6,16 @@
 //
 // te-run FILE.mlir [--entry NAME[,NAME...]] [--backend cuda|cpu|both]
 //        [--input NAME=FILE.npy]... [--random-inputs SEED] [--dump DIR]
-//        [--check] [--bench N] [--steps N] [--arch sm_90a] [--cache-dir DIR]
+//        [--check | --check-if-gpu] [--bench N] [--steps N] [--arch sm_90a]
+//        [--cache-dir DIR]
 //
-// Parses FILE, runs the te-to-cuda pipeline, lowers the entry to the kernel
-// level, then runs it on the CUDA backend (generated kernels, NVRTC, the
-// kernel cache), the CPU backend (reference numerics) or both. Without a
-// GPU it still JIT-compiles every kernel and runs the CPU backend.
-// Several entries run as one session, in order: persistent values
-// (te.persistent) carry from call to call on both backends.
-// Bad input gets one line on stderr and exit code 1.
+// Parses FILE (te IR at any stage te-opt prints, "-" for stdin), runs the
+// te-to-cuda pipeline, lowers the entry to the kernel level, then runs it on
+// the CUDA backend (generated kernels, NVRTC, the kernel cache), the CPU
+// backend (reference numerics) or both. Without a GPU it still JIT-compiles
+// every kernel and runs the CPU backend. Several entries run as one session, in
+// order: persistent values (te.persistent) carry from call to call on both
+// backends. Bad input gets one line on stderr and exit code 1.
 //
 // This file is option handling: the calls run on the execution layer
 // (te::exec::BackendSession); Inputs.h loads arguments, Report.h prints and
@@ -26,7 +27,10 @@
 #include "Inputs.h"
 #include "Report.h"
 
+#include "ProgramFile.h"
+
 #include "dialect/te/TeDialect.h"
+#include "dialect/tek/TekDialect.h"
 #include "te/api/FromMlir.h"
 #include "te/exec/BackendSession.h"
 
@@ -35,10 +39,12 @@
 #include "mlir/Parser/Parser.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <new>
 
 namespace cl = llvm::cl;
 namespace cg = te::cg;
@@ -61,18 +67,32 @@ static cl::list<std::string>
     inputs("input", cl::desc("NAME=FILE.npy for argument NAME (arg0, arg1, "
                              "... or 0, 1, ...; ENTRY.argN in a sequence) or "
                              "for a persistent value's initial data"));
-static cl::opt<int64_t> randomSeed("random-inputs",
-                                   cl::desc("Seeded random data for arguments "
-                                            "without --input"),
-                                   cl::init(-1));
+static cl::opt<int64_t> randomSeed(
+    "random-inputs",
+    cl::desc("Seeded random data (SEED >= 0) for arguments without --input: "
+             "approximately normal, mean 0, standard deviation 1 (the sum of "
+             "12 uniforms minus 6, so within +-6), rounded to the argument's "
+             "dtype; an Adam second moment gets the absolute value, a scalar "
+             "step is 1 + SEED % 10 and a scalar learning rate 1e-3"),
+    cl::value_desc("SEED"), cl::init(-1));
 static cl::opt<std::string> dumpDir("dump", cl::desc("Write results as .npy"),
                                     cl::init(""));
-static cl::opt<bool>
-    check("check", cl::desc("Run CUDA and CPU and compare bit for bit"));
-static cl::opt<int> benchRuns("bench", cl::desc("Time each kernel N times"),
+static cl::opt<bool> check("check",
+                           cl::desc("Run CUDA and CPU and compare bit for bit "
+                                    "(fails without a GPU)"));
+static cl::opt<bool> checkIfGpu(
+    "check-if-gpu",
+    cl::desc("--check where a GPU is present; without one, compile every "
+             "kernel with NVRTC and run the CPU backend only"));
+static cl::opt<int> benchRuns("bench",
+                              cl::desc("Time each kernel N times (CUDA "
+                                       "backend)"),
                               cl::init(0));
-static cl::opt<std::string> arch("arch", cl::desc("Target architecture"),
-                                 cl::init("sm_90a"));
+static cl::opt<std::string>
+    arch("arch",
+         cl::desc("Target architecture (default: the module's te.target, "
+                  "else sm_90a)"),
+         cl::init(""));
 static cl::opt<std::string>
     cacheDir("cache-dir", cl::desc("Kernel cache directory"), cl::init(""));
 static cl::opt<int> steps(
@@ -88,6 +108,8 @@ static cl::opt<int> steps(
 static std::vector<const cg::Entry *> sequenceOf(const cg::Program &program) {
   std::vector<const cg::Entry *> sequence;
   if (entryName.empty()) {
+    if (program.entries.empty())
+      die("'" + inputFile + "' has no functions");
     if (program.entries.size() != 1)
       die("the module has " + std::to_string(program.entries.size()) +
           " functions; pick one with --entry");
@@ -132,27 +154,66 @@ static void compileOnly(const cg::Program &program,
   else
     llvm::outs() << unsupported;
   llvm::outs() << "; running the CPU backend"
-               << (check ? " only (--check needs a GPU to compare)" : "")
+               << (checkIfGpu ? " only (--check-if-gpu: no GPU to compare)"
+                              : "")
                << "\n";
 }
 
-int main(int argc, char **argv) {
+/// te-run's progress lines for the CPU backend: one per kernel once a call
+/// has run a few seconds, or from the start when it holds a lot of memory
+/// (then even its first kernel takes a while).
+static exec::CpuProgressFn cpuProgress(const cg::Program &program) {
+  return [&program](const exec::CpuProgress &p) {
+    constexpr double lateSeconds = 3;
+    constexpr uint64_t bigBytes = uint64_t(1) << 30;
+    if (p.kernel == p.kernels) {
+      if (p.elapsed >= lateSeconds)
+        llvm::errs() << llvm::format("te-run: cpu: done in %.1f s\n",
+                                     p.elapsed);
+      return;
+    }
+    if (p.elapsed < lateSeconds &&
+        exec::cpuMemoryBytes(program, *p.entry) < bigBytes)
+      return;
+    llvm::errs() << "te-run: cpu: '" << p.entry->name << "' kernel "
+                 << p.kernel + 1 << "/" << p.kernels << " " << p.what
+                 << " ...\n";
+  };
+}
+
+static int run(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "tejit: compile, run, check and time "
                               "a te program\n");
   if (!backend.empty() && backend != "cuda" && backend != "cpu" &&
       backend != "both")
     die("--backend must be cuda, cpu or both");
+  if (benchRuns < 0)
+    die("--bench wants a number of runs >= 0, got " +
+        std::to_string(benchRuns));
+  if (randomSeed.getNumOccurrences() && randomSeed < 0)
+    die("--random-inputs wants a seed >= 0, got " +
+        std::to_string(int64_t(randomSeed)));
+  if (steps < 1)
+    die("--steps must be at least 1");
+  if (benchRuns > 0 && backend == "cpu")
+    die("--bench times the CUDA backend's kernels; --backend cpu runs none "
+        "(use --backend cuda or both)");
+  if (check && checkIfGpu)
+    die("give --check or --check-if-gpu, not both");
 
   mlir::MLIRContext context;
   context.getOrLoadDialect<mlir::te::TeDialect>();
+  context.getOrLoadDialect<mlir::tek::TekDialect>();
   context.getOrLoadDialect<mlir::func::FuncDialect>();
   llvm::SourceMgr sources;
   mlir::SourceMgrDiagnosticHandler handler(sources, &context);
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
+      te::tools::readProgramFile(inputFile, error);
   if (!buffer)
-    die("cannot read '" + inputFile + "'");
-  sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+    die(error);
+  sources.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module)
@@ -163,28 +224,44 @@ int main(int argc, char **argv) {
     return 1;
 
   std::vector<const cg::Entry *> sequence = sequenceOf(*program);
-  if (steps < 1)
-    die("--steps must be at least 1");
-  auto argsOf =
-      te::run::argumentsOf(*program, sequence, inputs, int64_t(randomSeed));
 
   // Backends.
-  rt::KernelCache cache(cacheDir.empty() ? rt::KernelCache::defaultDiskDir()
-                                         : std::string(cacheDir));
+  bool compare = check || checkIfGpu;
   rt::Expected<rt::Device> device = rt::Device::open();
-  bool wantCuda = backend == "cuda" || backend == "both" || check ||
-                  benchRuns > 0 || (backend.empty() && device);
-  bool wantCpu = backend == "cpu" || backend == "both" || check || !device;
   std::string noGpu;
   if (!device) {
     noGpu = device.status().message();
     noGpu = noGpu.substr(0, noGpu.find_first_of(":\n"));
   }
+  bool wantCuda = backend == "cuda" || backend == "both" || compare ||
+                  benchRuns > 0 || (backend.empty() && device);
+  bool wantCpu = backend == "cpu" || backend == "both" || compare || !device;
   if (wantCuda && !device) {
     if (backend == "cuda" || backend == "both" || benchRuns > 0)
       die("the CUDA backend needs a GPU (" + noGpu + ")");
-    wantCuda = false; // --check: compile and run the CPU side, say so below
+    if (check)
+      die("--check compared nothing: no GPU (" + noGpu +
+          "); --check-if-gpu compiles the kernels and runs the CPU backend "
+          "only where there is none");
+    wantCuda = false; // --check-if-gpu: compile, run the CPU side, say so
   }
+
+  // Refuse what cannot fit before allocating any argument.
+  std::vector<const cg::Entry *> distinct;
+  for (const cg::Entry *e : sequence)
+    if (std::find(distinct.begin(), distinct.end(), e) == distinct.end())
+      distinct.push_back(e);
+  if (wantCpu)
+    for (const cg::Entry *e : distinct) {
+      rt::Status fits = exec::checkCpuMemory(*program, *e);
+      if (!fits.isOk())
+        die(fits.message());
+    }
+
+  auto argsOf =
+      te::run::argumentsOf(*program, sequence, inputs, int64_t(randomSeed));
+  rt::KernelCache cache(cacheDir.empty() ? rt::KernelCache::defaultDiskDir()
+                                         : std::string(cacheDir));
   if (!device)
     compileOnly(*program, sequence, cache, noGpu);
 
@@ -200,6 +277,7 @@ int main(int argc, char **argv) {
       *program, wantCpu, wantCuda ? &*device : nullptr, &cache);
   if (!session)
     die(session.status().toString());
+  session->setCpuProgress(cpuProgress(*program));
   for (auto &[entry, args] : argsOf)
     session->setArguments(*entry, std::move(args));
 
@@ -233,4 +311,17 @@ int main(int argc, char **argv) {
   if (wantCuda && wantCpu)
     te::run::printCheck(session->total(), totalCalls);
   return 0;
+}
+
+/// What escaped the up-front estimates still ends in one line (te-run is
+/// built without exceptions: a new-handler, not a catch).
+static void outOfMemory() {
+  std::set_new_handler(nullptr); // die() itself may allocate
+  die("out of host memory (" + exec::formatGiB(exec::availableHostMemory()) +
+      " available)");
+}
+
+int main(int argc, char **argv) {
+  std::set_new_handler(outOfMemory);
+  return run(argc, argv);
 }

@@ -7,11 +7,15 @@
 // te-translate --te-to-cuda FILE.mlir [--arch sm_90a]
 // Runs the te-to-cuda pipeline, lowers every function to the kernel level
 // and prints the CUDA C++ of each kernel, preceded by a comment naming the
-// function, the kernel and its launches.
+// function, the kernel and its launches. FILE may be at any stage te-opt
+// prints (te, partly lowered, or tek).
 //
 //===----------------------------------------------------------------------===//
 
+#include "ProgramFile.h"
+
 #include "dialect/te/TeDialect.h"
+#include "dialect/tek/TekDialect.h"
 #include "te/api/FromMlir.h"
 #include "te/codegen/PlanBuilder.h"
 #include "te/runtime/BlasLt.h"
@@ -30,8 +34,11 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<file.mlir>"),
                                       cl::init("-"));
 static cl::opt<bool> toCuda("te-to-cuda",
                             cl::desc("Print the generated CUDA C++"));
-static cl::opt<std::string> arch("arch", cl::desc("Target architecture"),
-                                 cl::init("sm_90a"));
+static cl::opt<std::string>
+    arch("arch",
+         cl::desc("Target architecture (default: the module's te.target, "
+                  "else sm_90a)"),
+         cl::init(""));
 
 int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "tejit translator\n");
@@ -41,15 +48,18 @@ int main(int argc, char **argv) {
   }
   mlir::MLIRContext context;
   context.getOrLoadDialect<mlir::te::TeDialect>();
+  context.getOrLoadDialect<mlir::tek::TekDialect>();
   context.getOrLoadDialect<mlir::func::FuncDialect>();
   llvm::SourceMgr sources;
   mlir::SourceMgrDiagnosticHandler handler(sources, &context);
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
+      te::tools::readProgramFile(inputFile, error);
   if (!buffer) {
-    llvm::errs() << "te-translate: cannot read '" << inputFile << "'\n";
+    llvm::errs() << "te-translate: " << error << "\n";
     return 1;
   }
-  sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  sources.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module)
     return 1;

@@ -1,0 +1,3 @@
+// A module without functions (te-run-errors.mlir).
+module {
+}
