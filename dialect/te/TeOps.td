@@ -79,8 +79,10 @@ def Te_RuleOp : Te_Op<"rule", [HasParent<"RecipeOp">]> {
   let summary = "one rule of a recipe";
   let description = [{
     ```mlir
-    te.rule "linear", "weight" -> #te.fp8_block<e4m3, 128x128>
-    te.rule "*", "*" -> #te.identity<bf16>
+    te.recipe @deepseek {
+      te.rule "linear", "weight" -> #te.fp8_block<e4m3, 128x128>
+      te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
+    }
     ```
   }];
   let arguments = (ins StrAttr:$module_kind, StrAttr:$tensor_kind,
@@ -105,8 +107,12 @@ def Te_QuantizeOp : Te_Op<"quantize", [Pure]> {
   let summary = "quantize a tensor into the directions of the result type";
   let description = [{
     ```mlir
-    %q = te.quantize %x : tensor<4096x1024xbf16>
-           -> !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>
+    func.func @quantize(%x: tensor<4096x1024xbf16>)
+        -> !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise> {
+      %q = te.quantize %x : tensor<4096x1024xbf16>
+             -> !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>
+      return %q : !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>
+    }
     ```
   }];
   let arguments = (ins Te_FloatTensor:$input);
@@ -124,10 +130,16 @@ def Te_FusedQuantizeOp : Te_Op<"fused_quantize", [Pure]> {
     `bias_grad`, the FP32 column sums as the last result.
 
     ```mlir
-    %row, %col, %db = te.fused_quantize %dy {bias_grad} : tensor<256x128xbf16>
-        -> !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>,
-           !te.qtensor<256x128xbf16, #te.nvfp4<rht, sr>, columnwise>,
-           tensor<128xf32>
+    func.func @fused_quantize(%dy: tensor<256x128xbf16>)
+        -> (!te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+            !te.qtensor<256x128xbf16, #te.nvfp4<rht, sr>, columnwise>, tensor<128xf32>) {
+      %row, %col, %db = te.fused_quantize %dy {bias_grad} : tensor<256x128xbf16>
+          -> !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+             !te.qtensor<256x128xbf16, #te.nvfp4<rht, sr>, columnwise>,
+             tensor<128xf32>
+      return %row, %col, %db : !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+          !te.qtensor<256x128xbf16, #te.nvfp4<rht, sr>, columnwise>, tensor<128xf32>
+    }
     ```
   }];
   let arguments = (ins Te_FloatTensor:$input, UnitAttr:$bias_grad);
@@ -146,9 +158,14 @@ def Te_DequantizeOp : Te_Op<"dequantize", [Pure]> {
   let summary = "back to high precision, reading one direction";
   let description = [{
     ```mlir
-    %y = te.dequantize %q rowwise
-           : !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>
-           -> tensor<4096x1024xbf16>
+    func.func @dequantize(
+        %q: !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>)
+        -> tensor<4096x1024xbf16> {
+      %y = te.dequantize %q rowwise
+             : !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>
+             -> tensor<4096x1024xbf16>
+      return %y : tensor<4096x1024xbf16>
+    }
     ```
   }];
   let arguments = (ins Te_QTensor:$input, Te_Direction:$direction);
@@ -175,13 +192,20 @@ def Te_GemmOp : Te_Op<"gemm", [Pure]> {
     a native cuBLASLt kernel or emulates it.
 
     ```mlir
-    %y = te.gemm %x, %w {transpose_b}
-           : !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
-             !te.qtensor<2048x1024xbf16, #te.mxfp8<e4m3>, rowwise>
-           -> tensor<4096x2048xbf16>
-    %z = te.gemm %a, %b bias %bias {transpose_b}
-           : tensor<64x32xbf16>, tensor<16x32xbf16>, tensor<16xbf16>
-           -> tensor<64x16xbf16>
+    func.func @gemm(%x: !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
+                    %w: !te.qtensor<2048x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
+                    %a: tensor<64x32xbf16>, %b: tensor<16x32xbf16>,
+                    %bias: tensor<16xbf16>)
+        -> (tensor<4096x2048xbf16>, tensor<64x16xbf16>) {
+      %y = te.gemm %x, %w {transpose_b}
+             : !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
+               !te.qtensor<2048x1024xbf16, #te.mxfp8<e4m3>, rowwise>
+             -> tensor<4096x2048xbf16>
+      %z = te.gemm %a, %b bias %bias {transpose_b}
+             : tensor<64x32xbf16>, tensor<16x32xbf16>, tensor<16xbf16>
+             -> tensor<64x16xbf16>
+      return %y, %z : tensor<4096x2048xbf16>, tensor<64x16xbf16>
+    }
     ```
   }];
   let arguments = (ins Te_GemmOperand:$a, Te_GemmOperand:$b,
@@ -216,7 +240,10 @@ def Te_BiasGradOp : Te_Op<"bias_grad", [Pure]> {
     with the quantization of the same tensor.
 
     ```mlir
-    %db = te.bias_grad %dy : tensor<4096x4096xbf16> -> tensor<4096xf32>
+    func.func @bias_grad(%dy: tensor<4096x4096xbf16>) -> tensor<4096xf32> {
+      %db = te.bias_grad %dy : tensor<4096x4096xbf16> -> tensor<4096xf32>
+      return %db : tensor<4096xf32>
+    }
     ```
   }];
   let arguments = (ins Te_FloatTensor:$input);
@@ -240,12 +267,30 @@ def Te_LinearOp : Te_Op<"linear", [
     `x` is [..., in], `W` is [out, in], `b` is [out], `y` is [..., out].
     The recipe (a `te.recipe` symbol) must have rules for the roles
     ("linear", "input") and ("linear", "weight"). `te-resolve-recipe`
-    records the scheme of each role in `schemes`.
+    records the scheme of each role in `schemes`. `W` may be a quantized
+    primary weight (`!te.qtensor`): fprop reads it rowwise as stored, so it
+    must hold the rowwise direction, quantized as the weight rule says.
 
     ```mlir
-    %y = te.linear %x, %w bias %b {recipe = @mxfp8_fwd_nvfp4_bwd}
-           : tensor<4096x1024xbf16>, tensor<4096x1024xbf16>, tensor<4096xbf16>
-           -> tensor<4096x4096xbf16>
+    te.recipe @mxfp8 {
+      te.rule "*", "*" -> #te.mxfp8<e4m3>
+    }
+    func.func @linear(%x: tensor<256x1024xbf16>, %w: tensor<512x1024xbf16>,
+                      %b: tensor<512xbf16>) -> tensor<256x512xbf16> {
+      %y = te.linear %x, %w bias %b {recipe = @mxfp8}
+             : tensor<256x1024xbf16>, tensor<512x1024xbf16>, tensor<512xbf16>
+             -> tensor<256x512xbf16>
+      return %y : tensor<256x512xbf16>
+    }
+    // A quantized primary weight, read as stored (rowwise for fprop).
+    func.func @linear_quantized_weight(%x: tensor<256x1024xbf16>,
+        %w: !te.qtensor<512x1024xf32, #te.mxfp8<e4m3>, rowwise>)
+        -> tensor<256x512xbf16> {
+      %y = te.linear %x, %w {recipe = @mxfp8}
+             : tensor<256x1024xbf16>, !te.qtensor<512x1024xf32, #te.mxfp8<e4m3>, rowwise>
+             -> tensor<256x512xbf16>
+      return %y : tensor<256x512xbf16>
+    }
     ```
   }];
   let arguments = (ins Te_FloatTensor:$input, Te_GemmOperand:$weight,
@@ -268,15 +313,31 @@ def Te_LinearGradOp : Te_Op<"linear_grad", [
     Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "backward of te.linear: dx, dW and (with `bias`) db";
   let description = [{
+    Operands in the order `dy` [..., out], `x` [..., in], `W` [out, in].
     `dx = dy W`, `dW = dy^T x` (FP32 or the weight's type), and with the
     `bias` flag `db = bias_grad(dy)` (FP32). The recipe must have rules for
     ("linear", "grad_output"), ("linear", "input") and ("linear", "weight");
-    `te-resolve-recipe` records the scheme of each role in `schemes`.
+    `te-resolve-recipe` records the scheme of each role in `schemes`. `W`
+    may be a quantized primary weight (`!te.qtensor`): dgrad reads it
+    columnwise as stored (it must hold that direction, quantized as the
+    weight rule says) and `dW` has the shape of the tensor it quantizes,
+    in FP32 or that tensor's element type.
 
     ```mlir
-    %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @r, bias}
-           : tensor<4096x4096xbf16>, tensor<4096x1024xbf16>, tensor<4096x1024xbf16>
-           -> tensor<4096x1024xbf16>, tensor<4096x1024xf32>, tensor<4096xf32>
+    te.recipe @mxfp8 {
+      te.rule "*", "*" -> #te.mxfp8<e4m3>
+    }
+    // Operands dy [tokens, out], x [tokens, in], W [out, in]; dW in f32 (or
+    // the weight's type), db always f32.
+    func.func @linear_grad(%dy: tensor<256x512xbf16>, %x: tensor<256x1024xbf16>,
+                           %w: tensor<512x1024xbf16>)
+        -> (tensor<256x1024xbf16>, tensor<512x1024xf32>, tensor<512xf32>) {
+      %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @mxfp8, bias}
+             : tensor<256x512xbf16>, tensor<256x1024xbf16>, tensor<512x1024xbf16>
+             -> tensor<256x1024xbf16>, tensor<512x1024xf32>, tensor<512xf32>
+      return %dx, %dw, %db
+          : tensor<256x1024xbf16>, tensor<512x1024xf32>, tensor<512xf32>
+    }
     ```
   }];
   let arguments = (ins Te_FloatTensor:$grad_output, Te_FloatTensor:$input,
@@ -311,11 +372,18 @@ def Te_AdamStepOp : Te_Op<"adam_step", [Pure]> {
     written `{..., mode = adamw, fast_math}`.
 
     ```mlir
-    %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step
-           {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
-           : tensor<4096x1024xf32>, tensor<4096x1024xbf16>, tensor<4096x1024xf32>,
-             tensor<4096x1024xf32>, tensor<f32>, tensor<i64>
-           -> tensor<4096x1024xf32>, tensor<4096x1024xf32>, tensor<4096x1024xf32>
+    func.func @adam_step(%p: tensor<4096x1024xf32>, %g: tensor<4096x1024xbf16>,
+                         %m: tensor<4096x1024xf32>, %v: tensor<4096x1024xf32>,
+                         %lr: tensor<f32>, %step: tensor<i64>)
+        -> (tensor<4096x1024xf32>, tensor<4096x1024xf32>, tensor<4096x1024xf32>) {
+      %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step
+             {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
+             : tensor<4096x1024xf32>, tensor<4096x1024xbf16>, tensor<4096x1024xf32>,
+               tensor<4096x1024xf32>, tensor<f32>, tensor<i64>
+             -> tensor<4096x1024xf32>, tensor<4096x1024xf32>, tensor<4096x1024xf32>
+      return %p1, %m1, %v1
+          : tensor<4096x1024xf32>, tensor<4096x1024xf32>, tensor<4096x1024xf32>
+    }
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$param, Te_FloatTensor:$grad,
@@ -348,12 +416,18 @@ def Te_FusedAdamOp : Te_Op<"fused_adam", [Pure]> {
     and writes p, m, v and every quantized output.
 
     ```mlir
-    %p1, %m1, %v1, %q = te.fused_adam %p, %g, %m, %v, %lr, %step
-           {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
-           : tensor<4096x1024xf32>, tensor<4096x1024xbf16>, tensor<4096x1024xf32>,
-             tensor<4096x1024xf32>, tensor<f32>, tensor<i64>
-           -> tensor<4096x1024xf32>, tensor<4096x1024xf32>, tensor<4096x1024xf32>,
-              !te.qtensor<4096x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+    func.func @fused_adam(%p: tensor<4096x1024xf32>, %g: tensor<4096x1024xbf16>,
+                          %m: tensor<4096x1024xf32>, %v: tensor<4096x1024xf32>,
+                          %lr: tensor<f32>, %step: tensor<i64>)
+        -> !te.qtensor<4096x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise> {
+      %p1, %m1, %v1, %q = te.fused_adam %p, %g, %m, %v, %lr, %step
+             {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
+             : tensor<4096x1024xf32>, tensor<4096x1024xbf16>, tensor<4096x1024xf32>,
+               tensor<4096x1024xf32>, tensor<f32>, tensor<i64>
+             -> tensor<4096x1024xf32>, tensor<4096x1024xf32>, tensor<4096x1024xf32>,
+                !te.qtensor<4096x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+      return %q : !te.qtensor<4096x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+    }
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$param, Te_FloatTensor:$grad,

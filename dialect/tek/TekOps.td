@@ -57,13 +57,16 @@ def Tek_QuantizeKernelOp : Tek_Op<"quantize_kernel", [Pure]> {
     NVFP4), so a grid-stride amax launch runs first.
 
     ```mlir
-    %q, %db = tek.quantize_kernel "te_fused_quantize_0" %dy {
-        amax_prepass, bias_grad, grid = array<i64: 2, 1>,
-        stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>],
-        threads = 256 : i64, tile = array<i64: 128, 128>}
-        : tensor<256x128xbf16>
-        -> !te.qtensor<256x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>,
-               columnwise = #te.nvfp4<>>, rowwise|columnwise>, tensor<128xf32>
+    func.func @quantize_kernel(%dy: tensor<256x128xbf16>) -> tensor<128xf32> {
+      %q, %db = tek.quantize_kernel "te_fused_quantize_0" %dy {
+          amax_prepass, bias_grad, grid = array<i64: 2, 1>,
+          stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>],
+          threads = 256 : i64, tile = array<i64: 128, 128>}
+          : tensor<256x128xbf16>
+          -> !te.qtensor<256x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>,
+                 columnwise = #te.nvfp4<>>, rowwise|columnwise>, tensor<128xf32>
+      return %db : tensor<128xf32>
+    }
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$kernel_name,
@@ -90,9 +93,13 @@ def Tek_DequantizeKernelOp : Tek_Op<"dequantize_kernel", [Pure]> {
     the M x K elements.
 
     ```mlir
-    %y = tek.dequantize_kernel "te_dequantize_1" %q columnwise {
-        grid = array<i64: 32>, threads = 256 : i64}
-        : !te.qtensor<64x128xbf16, #te.nvfp4<>, columnwise> -> tensor<64x128xf32>
+    func.func @dequantize_kernel(
+        %q: !te.qtensor<64x128xbf16, #te.nvfp4<>, columnwise>) -> tensor<64x128xf32> {
+      %y = tek.dequantize_kernel "te_dequantize_1" %q columnwise {
+          grid = array<i64: 32>, threads = 256 : i64}
+          : !te.qtensor<64x128xbf16, #te.nvfp4<>, columnwise> -> tensor<64x128xf32>
+      return %y : tensor<64x128xf32>
+    }
     ```
   }];
   let arguments = (ins AnyType:$input, StrAttr:$kernel_name,
@@ -115,10 +122,16 @@ def Tek_GemmCallOp : Tek_Op<"gemm_call", [Pure]> {
     produced by `tek.dequantize_kernel`: the emulation is explicit in the IR.
 
     ```mlir
-    %y = tek.gemm_call "te_gemm_2" %x, %w bias %b {transpose_b}
-        : !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
-          !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>,
-          tensor<64xbf16> -> tensor<256x64xbf16>
+    func.func @gemm_call(
+        %x: !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
+        %w: !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>,
+        %b: tensor<64xbf16>) -> tensor<256x64xbf16> {
+      %y = tek.gemm_call "te_gemm_2" %x, %w bias %b {transpose_b}
+          : !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
+            !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>,
+            tensor<64xbf16> -> tensor<256x64xbf16>
+      return %y : tensor<256x64xbf16>
+    }
     ```
   }];
   let arguments = (ins AnyType:$a, AnyType:$b,
@@ -152,12 +165,27 @@ def Tek_AdamKernelOp : Tek_Op<"adam_kernel", [Pure]> {
     the amax of each new parameter runs first.
 
     ```mlir
-    %p1, %m1, %v1, %q1, %p2, %m2, %v2, %q2 = tek.adam_kernel "te_adam_0"
-        %lr, %step, (%p, %g, %m, %v, %pb, %gb, %mb, %vb) {
-        beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01,
-        mode = adamw, grid = 24, stages = [#tek.stage<0, rowwise>],
-        threads = 256 : i64, tile = array<i64: 128, 128>}
-        : tensor<f32>, tensor<i64>, (...) -> (...)
+    func.func @adam_kernel(%lr: tensor<f32>, %step: tensor<i64>,
+        %p: tensor<256x64xf32>, %g: tensor<256x64xbf16>,
+        %m: tensor<256x64xf32>, %v: tensor<256x64xf32>,
+        %pb: tensor<32x64xf32>, %gb: tensor<32x64xbf16>,
+        %mb: tensor<32x64xf32>, %vb: tensor<32x64xf32>) {
+      %p1, %m1, %v1, %q1, %p2, %m2, %v2, %q2 = tek.adam_kernel "te_adam_0"
+          %lr, %step, (%p, %g, %m, %v, %pb, %gb, %mb, %vb) {
+          beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32,
+          weight_decay = 0.01 : f32, mode = 1 : i32, grid = 3 : i64,
+          stages = [#tek.stage<0, rowwise>],
+          threads = 256 : i64, tile = array<i64: 128, 128>}
+          : tensor<f32>, tensor<i64>,
+            (tensor<256x64xf32>, tensor<256x64xbf16>, tensor<256x64xf32>,
+             tensor<256x64xf32>, tensor<32x64xf32>, tensor<32x64xbf16>,
+             tensor<32x64xf32>, tensor<32x64xf32>)
+          -> (tensor<256x64xf32>, tensor<256x64xf32>, tensor<256x64xf32>,
+              !te.qtensor<256x64xf32, #te.mxfp8<e4m3>, rowwise>,
+              tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>,
+              !te.qtensor<32x64xf32, #te.mxfp8<e4m3>, rowwise>)
+      return
+    }
     ```
   }];
   let arguments = (ins 0DTensorOf<[F32]>:$lr, 0DTensorOf<[I64]>:$step,

@@ -1,0 +1,41 @@
+// Every op's description carries a complete example (```mlir block in
+// dialect/te/TeOps.td and dialect/tek/TekOps.td) that parses and verifies as
+// written: the blocks are taken from the .td files themselves, so they
+// cannot rot.
+// RUN: awk '/```mlir/{on=1; if (n++) print "// -----"; next} /```/{on=0} on' %te_src_root/dialect/te/TeOps.td %te_src_root/dialect/tek/TekOps.td > %t.mlir
+// RUN: te-opt %t.mlir -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: te-opt %t.mlir -split-input-file | te-opt -split-input-file | FileCheck %s
+// No op of either dialect lacks an example.
+// RUN: awk '/^def /{ if (name != "" && !seen) print name; name = ($0 ~ /: Tek?_Op</) ? $2 : ""; seen = 0 } /```mlir/{ seen = 1 } END { if (name != "" && !seen) print name }' %te_src_root/dialect/te/TeOps.td %te_src_root/dialect/tek/TekOps.td | count 0
+
+// CHECK: te.recipe @mxfp8_fwd_nvfp4_bwd
+// CHECK: te.recipe @deepseek
+// CHECK: te.rule "linear", "weight" -> #te.fp8_block<e4m3, 128x128>
+// CHECK-LABEL: func.func @quantize
+// CHECK: te.quantize
+// CHECK-LABEL: func.func @fused_quantize
+// CHECK: te.fused_quantize
+// CHECK-LABEL: func.func @dequantize
+// CHECK: te.dequantize
+// CHECK-LABEL: func.func @gemm
+// CHECK-COUNT-2: te.gemm
+// CHECK-LABEL: func.func @bias_grad
+// CHECK: te.bias_grad
+// CHECK-LABEL: func.func @linear(
+// CHECK: te.linear
+// CHECK-LABEL: func.func @linear_quantized_weight
+// CHECK: te.linear {{.*}} !te.qtensor<512x1024xf32, #te.mxfp8<e4m3>, rowwise>
+// CHECK-LABEL: func.func @linear_grad
+// CHECK: te.linear_grad %arg0, %arg1, %arg2 {bias, recipe = @mxfp8} : tensor<256x512xbf16>, tensor<256x1024xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>, tensor<512x1024xf32>, tensor<512xf32>
+// CHECK-LABEL: func.func @adam_step
+// CHECK: te.adam_step
+// CHECK-LABEL: func.func @fused_adam
+// CHECK: te.fused_adam
+// CHECK-LABEL: func.func @quantize_kernel
+// CHECK: tek.quantize_kernel
+// CHECK-LABEL: func.func @dequantize_kernel
+// CHECK: tek.dequantize_kernel
+// CHECK-LABEL: func.func @gemm_call
+// CHECK: tek.gemm_call
+// CHECK-LABEL: func.func @adam_kernel
+// CHECK: tek.adam_kernel
