@@ -392,6 +392,23 @@ class _Entry:
         out = self._call_cuda(args) if self.session.device == "cuda" else self._call_cpu(args)
         return out[0] if len(out) == 1 else tuple(out)
 
+    def call_into(self, args, outs) -> None:
+        """CUDA: runs with ``outs`` (torch tensors, one per result slot in
+        order) as the result buffers: e.g. the arguments themselves, for an
+        update in place (an optimizer step)."""
+        if self.session.device != "cuda":
+            raise Error("call_into runs on the CUDA backend")
+        ptrs, sizes = self._argument_pointers(args)
+        if len(outs) != len(self._result_slots):
+            raise Error(f"{self.name} writes {len(self._result_slots)} buffers, got {len(outs)}")
+        rptrs, rsizes = [], []
+        for t, slot in zip(outs, self._result_slots):
+            if t.numel() * t.element_size() < slot[6] or not t.is_contiguous():
+                raise Error(f"{self.name}: {slot[0]} needs a contiguous buffer of {slot[6]} bytes")
+            rptrs.append(t.data_ptr())
+            rsizes.append(slot[6])
+        self._exe.run(ptrs, sizes, rptrs, rsizes, _current_stream())
+
     # CPU: bytes in, NumPy arrays out (each owning its buffer).
     def _call_cpu(self, args):
         arrays = [_host_array(a, info) for a, info in zip(args, self.arguments)]
@@ -400,9 +417,9 @@ class _Entry:
 
     # CUDA: the kernels read the torch tensors' memory and write into
     # tensors allocated here, on torch's current stream.
-    def _call_cuda(self, args):
-        import torch
-
+    def _argument_pointers(self, args):
+        if len(args) != len(self.arguments):
+            raise Error(f"{self.name} takes {len(self.arguments)} argument(s), got {len(args)}")
         ptrs, sizes = [], []
         for a, info, nbytes in zip(args, self.arguments, self._arg_bytes):
             if not (_is_torch(a) and a.is_cuda):
@@ -416,6 +433,12 @@ class _Entry:
                 raise Error(f"{self.name}: argument '{info['name']}' must be contiguous")
             ptrs.append(a.data_ptr())
             sizes.append(nbytes)
+        return ptrs, sizes
+
+    def _call_cuda(self, args):
+        import torch
+
+        ptrs, sizes = self._argument_pointers(args)
         outs = []
         for name, index, part, dtype, rows, cols, nbytes in self._result_slots:
             outs.append(torch.empty((rows, cols), dtype=_torch_dtype(dtype), device="cuda"))

@@ -1,0 +1,288 @@
+"""tejit in a PyTorch training loop: a drop-in ``Linear`` whose forward and
+backward are tejit's compiled linear program under a quantization recipe, and
+a ``FusedAdam`` whose step is tejit's fused multi-tensor Adam kernel.
+
+    layer = tejit.torch.Linear(4096, 4096, recipe="mxfp8").cuda()
+    opt = tejit.torch.FusedAdam(layer.parameters(), lr=1e-3)
+    loss = layer(x).float().square().mean(); loss.backward(); opt.step()
+
+A recipe is a preset name ("bf16", "fp8_block", "mxfp8", "nvfp4",
+"mxfp8_nvfp4"), a dict of scheme attributes per role ("input", "weight",
+"grad_output"; a role may map to {"rowwise": ..., "columnwise": ...} for a
+hybrid), or te IR text holding one ``te.recipe``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, Optional, Tuple, Union
+
+import torch
+
+from . import Error, compile as _compile
+
+# -- recipes ----------------------------------------------------------------------
+
+PRESETS: Dict[str, Dict[str, object]] = {
+    "bf16": {"input": "#te.identity<bf16>", "weight": "#te.identity<bf16>",
+             "grad_output": "#te.identity<bf16>"},
+    # DeepSeek-style block scaling: 1x128 activations and gradients, 128x128
+    # weight tiles, power-of-two scales.
+    "fp8_block": {"input": "#te.fp8_block<e4m3, 1x128, pow2>",
+                  "weight": "#te.fp8_block<e4m3, 128x128, pow2>",
+                  "grad_output": "#te.fp8_block<e4m3, 1x128, pow2>"},
+    "mxfp8": {"input": "#te.mxfp8<e4m3>", "weight": "#te.mxfp8<e4m3>",
+              "grad_output": "#te.mxfp8<e4m3>"},
+    "nvfp4": {"input": "#te.nvfp4<>", "weight": "#te.nvfp4<>",
+              "grad_output": "#te.nvfp4<rht, sr>"},
+    # MXFP8 forward, NVFP4 backward (examples/hybrid_linear.mlir).
+    "mxfp8_nvfp4": {
+        "input": {"rowwise": "#te.mxfp8<e4m3>", "columnwise": "#te.nvfp4<rht>"},
+        "weight": {"rowwise": "#te.mxfp8<e4m3>", "columnwise": "#te.nvfp4<>"},
+        "grad_output": "#te.nvfp4<rht, sr>"},
+}
+
+
+def _scheme(s) -> str:
+    if isinstance(s, dict):
+        return f"#te.hybrid<rowwise = {s['rowwise']}, columnwise = {s['columnwise']}>"
+    return str(s)
+
+
+class Recipe:
+    """A recipe as te IR: the ``te.recipe`` op text and the weight's scheme
+    (the type of the quantized weight the layer keeps)."""
+
+    def __init__(self, recipe: Union[str, Dict[str, object]] = "bf16"):
+        if isinstance(recipe, str) and "te.recipe" in recipe:
+            m = re.search(r"te\.recipe\s+@([\w.$-]+)", recipe)
+            if not m:
+                raise Error("the recipe text has no te.recipe @name")
+            self.name = m.group(1)
+            self.text = recipe
+            self.weight = self._rule(recipe, "weight")
+            return
+        rules = PRESETS[recipe] if isinstance(recipe, str) else recipe
+        if isinstance(recipe, str) and recipe not in PRESETS:
+            raise Error(f"unknown recipe {recipe!r}; presets: {sorted(PRESETS)}")
+        missing = {"input", "weight", "grad_output"} - set(rules)
+        if missing:
+            raise Error(f"the recipe names no scheme for {sorted(missing)}")
+        self.name = "r"
+        lines = [f'  te.rule "linear", "{role}" -> {_scheme(rules[role])}'
+                 for role in ("input", "weight", "grad_output")]
+        lines.append('  te.rule "*", "*" -> #te.identity<bf16>')
+        self.text = "te.recipe @r {\n" + "\n".join(lines) + "\n}\n"
+        self.weight = _scheme(rules["weight"])
+
+    @staticmethod
+    def _rule(text: str, role: str) -> str:
+        # The most specific rule wins, as te-resolve-recipe resolves it.
+        for kind, r in (("linear", role), ("*", role), ("linear", "*"), ("*", "*")):
+            m = re.search(rf'te\.rule\s+"{re.escape(kind)}"\s*,\s*"{re.escape(r)}"\s*->\s*(#te\.[^\n]*)', text)
+            if m:
+                return m.group(1).strip()
+        raise Error(f"the recipe has no rule for the linear {role}")
+
+
+def linear_program(m: int, k: int, n: int, recipe: Recipe, bias: bool) -> str:
+    """The te program of a linear layer on an m x k input: ``forward``
+    quantizes the FP32 master weight into the persistent "weight" (both
+    directions: fprop reads it rowwise, dgrad columnwise) and computes
+    y = x W^T (+ b); ``backward`` reads that weight; ``evaluate`` is the
+    forward of an eval step (nothing kept)."""
+    x, y = f"tensor<{m}x{k}xbf16>", f"tensor<{m}x{n}xbf16>"
+    w = f"tensor<{n}x{k}xf32>"
+    qw = f"!te.qtensor<{n}x{k}xf32, {recipe.weight}, rowwise|columnwise>"
+    b_arg = f", %b: tensor<{n}xbf16>" if bias else ""
+    b_use = " bias %b" if bias else ""
+    b_type = f", tensor<{n}xbf16>" if bias else ""
+    grads = f"tensor<{m}x{k}xbf16>, tensor<{n}x{k}xf32>" + (f", tensor<{n}xf32>" if bias else "")
+    names = "%dx, %dw" + (", %db" if bias else "")
+    return f"""{recipe.text}
+func.func @forward(%x: {x}, %w: {w}{b_arg})
+    -> ({y}, {qw} {{te.persistent = "weight"}}) {{
+  %qw = te.quantize %w : {w} -> {qw}
+  %y = te.linear %x, %qw{b_use} {{recipe = @{recipe.name}}} : {x}, {qw}{b_type} -> {y}
+  return %y, %qw : {y}, {qw}
+}}
+
+func.func @backward(%dy: {y}, %x: {x}, %qw: {qw} {{te.persistent = "weight"}})
+    -> ({grads}) {{
+  {names} = te.linear_grad %dy, %x, %qw {{recipe = @{recipe.name}{", bias" if bias else ""}}}
+      : {y}, {x}, {qw} -> {grads}
+  return {names} : {grads}
+}}
+
+func.func @evaluate(%x: {x}, %w: {w}{b_arg}) -> {y} {{
+  %y = te.linear %x, %w{b_use} {{recipe = @{recipe.name}}} : {x}, {w}{b_type} -> {y}
+  return %y : {y}
+}}
+"""
+
+
+# -- Linear -----------------------------------------------------------------------
+
+
+class _LinearFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x2d, weight, bias, layer):
+        session = layer._session(x2d.shape[0])
+        args = (x2d, weight) + ((bias.to(torch.bfloat16),) if bias is not None else ())
+        y = session.forward(*args)
+        ctx.save_for_backward(x2d)
+        ctx.session = session
+        ctx.has_bias = bias is not None
+        ctx.bias_dtype = bias.dtype if bias is not None else None
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x2d,) = ctx.saved_tensors
+        out = ctx.session.backward(dy.to(torch.bfloat16).contiguous(), x2d)
+        dx, dw = out[0], out[1]
+        db = out[2].to(ctx.bias_dtype) if ctx.has_bias else None
+        return dx, dw, db, None
+
+
+class Linear(torch.nn.Module):
+    """``torch.nn.Linear`` run by tejit: y = x W^T + b with the GEMMs and
+    quantizations of ``recipe``. The weight is an FP32 master parameter;
+    each training forward quantizes it (every direction the backward
+    reads) into the layer's compiled session, which the backward reads, so
+    train and eval steps alternate safely. Inputs are bf16 (other float
+    types are cast), the output is bf16. Each input shape compiles once
+    (then the kernel cache serves it)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 recipe: Union[str, Dict[str, object], Recipe] = "bf16",
+                 device=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.recipe = recipe if isinstance(recipe, Recipe) else Recipe(recipe)
+        self.weight = torch.nn.Parameter(torch.empty(out_features, in_features, dtype=torch.float32, device=device))
+        self.bias = (torch.nn.Parameter(torch.empty(out_features, dtype=torch.float32, device=device))
+                     if bias else None)
+        self._modules_by_rows: Dict[int, object] = {}
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        torch.nn.init.kaiming_uniform_(self.weight, a=5 ** 0.5)
+        if self.bias is not None:
+            bound = 1 / self.in_features ** 0.5
+            torch.nn.init.uniform_(self.bias, -bound, bound)
+
+    def program(self, rows: int) -> str:
+        return linear_program(rows, self.in_features, self.out_features, self.recipe, self.bias is not None)
+
+    def _module(self, rows: int):
+        if rows not in self._modules_by_rows:
+            self._modules_by_rows[rows] = _compile(self.program(rows), name=f"<tejit.torch.Linear {rows}x{self.in_features}>")
+        return self._modules_by_rows[rows]
+
+    def _session(self, rows: int):
+        return self._module(rows).session("cuda")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not x.is_cuda:
+            raise Error("tejit.torch.Linear runs on CUDA tensors")
+        lead = x.shape[:-1]
+        x2d = x.reshape(-1, self.in_features).to(torch.bfloat16).contiguous()
+        if self.training and torch.is_grad_enabled():
+            y = _LinearFunction.apply(x2d, self.weight, self.bias, self)
+        else:
+            args = (x2d, self.weight.detach()) + (
+                (self.bias.detach().to(torch.bfloat16),) if self.bias is not None else ())
+            y = self._session(x2d.shape[0]).evaluate(*args)
+        return y.reshape(*lead, self.out_features)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+# -- FusedAdam --------------------------------------------------------------------
+
+
+def adam_program(shapes, grad_dtypes, betas, eps, weight_decay, adamw: bool) -> str:
+    """One multi-tensor Adam step over FP32 parameters of ``shapes``: lr and
+    step are device scalars; each parameter, gradient and moment is an
+    argument and each new value a result (the caller binds results to the
+    argument's own memory: an in-place update)."""
+    args, results, body, ret, rtypes = ["%lr: tensor<f32>", "%step: tensor<i64>"], [], [], [], []
+    mode = "adamw" if adamw else "adam"
+    for i, (shape, g) in enumerate(zip(shapes, grad_dtypes)):
+        dims = "x".join(str(d) for d in shape)
+        t = f"tensor<{dims}xf32>"
+        gt = f"tensor<{dims}x{g}>"
+        args += [f"%p{i}: {t}", f"%g{i}: {gt}", f"%m{i}: {t}", f"%v{i}: {t}"]
+        body.append(
+            f"  %np{i}, %nm{i}, %nv{i} = te.adam_step %p{i}, %g{i}, %m{i}, %v{i}, %lr, %step\n"
+            f"      {{beta1 = {betas[0]!r}, beta2 = {betas[1]!r}, eps = {eps!r}, weight_decay = {weight_decay!r}, mode = {mode}}}\n"
+            f"      : {t}, {gt}, {t}, {t}, tensor<f32>, tensor<i64> -> {t}, {t}, {t}")
+        ret += [f"%np{i}", f"%nm{i}", f"%nv{i}"]
+        rtypes += [t, t, t]
+    return (f"func.func @step({', '.join(args)})\n    -> ({', '.join(rtypes)}) {{\n"
+            + "\n".join(body) + f"\n  return {', '.join(ret)} : {', '.join(rtypes)}\n}}\n")
+
+
+_GRAD_TYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
+
+
+class FusedAdam(torch.optim.Optimizer):
+    """Adam / AdamW over FP32 master parameters in one tejit kernel launch per
+    parameter group (te.adam_step, IEEE fp32 arithmetic as
+    docs/Numerics.md §9 states). lr and step live on the device, so the step
+    is ``capturable``: it records into a CUDA graph and replays with a new
+    lr (``set_lr``) and the step counting up on the device."""
+
+    def __init__(self, params: Iterable, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0, adamw: bool = True):
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, adamw=adamw)
+        super().__init__(params, defaults)
+        self._programs: Dict[tuple, object] = {}
+
+    def _group_state(self, group):
+        params = [p for p in group["params"] if p.grad is not None]
+        for p in params:
+            if p.dtype != torch.float32 or not p.is_cuda:
+                raise Error("FusedAdam updates FP32 CUDA master parameters")
+        key = (tuple(tuple(p.shape) for p in params), tuple(_GRAD_TYPES[p.grad.dtype] for p in params),
+               tuple(group["betas"]), group["eps"], group["weight_decay"], group["adamw"])
+        if key not in self._programs:
+            text = adam_program(key[0], key[1], key[2], key[3], key[4], key[5])
+            self._programs[key] = _compile(text, name="<tejit.torch.FusedAdam>").session("cuda").step
+        dev = params[0].device
+        if "lr_tensor" not in group:
+            group["lr_tensor"] = torch.tensor(group["lr"], dtype=torch.float32, device=dev)
+            group["step_tensor"] = torch.zeros((), dtype=torch.int64, device=dev)
+        for p in params:
+            st = self.state[p]
+            if not st:
+                st["exp_avg"] = torch.zeros_like(p)
+                st["exp_avg_sq"] = torch.zeros_like(p)
+        return params, self._programs[key]
+
+    def set_lr(self, lr: float) -> None:
+        """Writes a new lr into the device scalar (graph-safe)."""
+        for group in self.param_groups:
+            group["lr"] = lr
+            if "lr_tensor" in group:
+                group["lr_tensor"].fill_(lr)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            params, entry = self._group_state(group)
+            if not params:
+                continue
+            group["step_tensor"] += 1
+            args = [group["lr_tensor"], group["step_tensor"]]
+            outs = []
+            for p in params:
+                st = self.state[p]
+                args += [p, p.grad.contiguous(), st["exp_avg"], st["exp_avg_sq"]]
+                outs += [p, st["exp_avg"], st["exp_avg_sq"]]
+            entry.call_into(args, outs)
+        return loss

@@ -1,0 +1,179 @@
+"""The Python package on the GPU (torch CUDA tensors): results bit for bit
+against the CPU backend and te-run, Linear forward/backward, a small MLP
+trained with block-FP8 and MXFP8 recipes against BF16, FusedAdam against
+torch.optim.AdamW, and FusedAdam replayed from a CUDA graph. Skipped
+without torch and a GPU."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import tejit
+
+torch = pytest.importorskip("torch")
+if not (torch.cuda.is_available() and tejit.gpu_available()):
+    pytest.skip("no GPU", allow_module_level=True)
+
+import tejit.torch as tt  # noqa: E402
+
+from test_cpu import QUANTIZE, TE_RUN  # noqa: E402
+
+
+def bf16(shape, seed, scale=1.0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(*shape, generator=g, device="cuda") * scale).to(torch.bfloat16)
+
+
+def host_bits(t):
+    """A bf16 CUDA tensor as NumPy uint16 bit patterns."""
+    return t.view(torch.int16).cpu().numpy().view(np.uint16)
+
+
+def test_gpu_results_equal_the_cpu_backend_bit_for_bit():
+    m = tejit.compile(QUANTIZE)
+    x = bf16((128, 256), 1)
+    q_gpu, db_gpu = m.quantize(x)
+    q_cpu, db_cpu = m.quantize(host_bits(x))
+    assert q_gpu.device == "cuda" and q_gpu.rowwise_data.is_cuda
+    for part, arr in q_cpu.parts.items():
+        got = q_gpu.parts[part].contiguous().view(torch.uint8).cpu().numpy().tobytes()
+        assert got == arr.tobytes(), part
+    assert db_gpu.cpu().numpy().tobytes() == db_cpu.tobytes()
+
+
+def test_dequantize_runs_the_compiled_te_dequantize():
+    m = tejit.compile(QUANTIZE)
+    x = bf16((128, 256), 2)
+    q, _ = m.quantize(x)
+    for direction in ("rowwise", "columnwise"):
+        d = q.dequantize(direction)
+        assert d.shape == (128, 256) and d.dtype == torch.bfloat16 and d.is_cuda
+        err = (d.float() - x.float()).abs().max().item()
+        assert err <= x.float().abs().max().item() * 2 ** -3, (direction, err)
+    # The same round trip as one program on the CPU backend, bit for bit.
+    rt = tejit.compile("""
+func.func @rt(%x: tensor<128x256xbf16>) -> tensor<128x256xbf16> {
+  %q = te.quantize %x : tensor<128x256xbf16> -> !te.qtensor<128x256xbf16, #te.mxfp8<e4m3>, rowwise>
+  %d = te.dequantize %q rowwise : !te.qtensor<128x256xbf16, #te.mxfp8<e4m3>, rowwise> -> tensor<128x256xbf16>
+  return %d : tensor<128x256xbf16>
+}""")
+    want = rt.rt(host_bits(x))
+    assert host_bits(q.dequantize("rowwise")).tobytes() == want.tobytes()
+
+
+def test_session_buffers_alias_the_persistent_values():
+    m = tejit.compile("""
+func.func @sums(%w: tensor<64x128xf32> {te.persistent = "w"}) -> tensor<128xf32> {
+  %a = te.bias_grad %w : tensor<64x128xf32> -> tensor<128xf32>
+  return %a : tensor<128xf32>
+}""")
+    s = m.new_session("cuda")
+    s.set("w", np.ones((64, 128), np.float32))
+    view = s.buffers("w")
+    assert view.shape == (64, 128) and view.is_cuda
+    view.fill_(0.5)  # writes tejit's own buffer
+    assert s.sums()[0].item() == 32.0
+    np.testing.assert_array_equal(s.read("w"), np.full((64, 128), 0.5, np.float32))
+
+
+@pytest.mark.skipif(not os.path.exists(TE_RUN), reason="te-run not here")
+@pytest.mark.parametrize("recipe", ["fp8_block", "mxfp8", "mxfp8_nvfp4"])
+def test_linear_matches_te_run_bit_for_bit(tmp_path, recipe):
+    torch.manual_seed(0)
+    layer = tt.Linear(256, 384, bias=True, recipe=recipe).cuda()
+    x = bf16((256, 256), 3).requires_grad_()
+    y = layer(x)
+    dy = bf16((256, 384), 4, 0.01)
+    y.backward(dy)
+    src = tmp_path / "linear.mlir"
+    src.write_text(layer.program(256))
+    inputs = {"forward.arg0": host_bits(x.detach()), "forward.arg1": layer.weight.detach().cpu().numpy(),
+              "forward.arg2": host_bits(layer.bias.detach().to(torch.bfloat16)),
+              "backward.arg0": host_bits(dy), "backward.arg1": host_bits(x.detach())}
+    flags = []
+    for name, arr in inputs.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+        flags += ["--input", f"{name}={tmp_path / name}.npy"]
+    for entries, out in (("forward", "fwd"), ("forward,backward", "bwd")):
+        subprocess.run([TE_RUN, str(src), "--backend", "cuda", "--entry", entries, "--dump",
+                        str(tmp_path / out)] + flags, check=True, capture_output=True)
+    assert np.load(tmp_path / "fwd" / "result0.npy").tobytes() == host_bits(y.detach()).tobytes()
+    assert np.load(tmp_path / "bwd" / "result0.npy").tobytes() == host_bits(x.grad).tobytes()
+    assert np.load(tmp_path / "bwd" / "result1.npy").tobytes() == layer.weight.grad.cpu().numpy().tobytes()
+    assert np.load(tmp_path / "bwd" / "result2.npy").tobytes() == layer.bias.grad.cpu().numpy().tobytes()
+
+
+def train_mlp(recipe, steps=200):
+    torch.manual_seed(1234)
+    x = torch.randn(1024, 256, device="cuda")
+    teacher = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.Tanh(), torch.nn.Linear(512, 128)).cuda()
+    with torch.no_grad():
+        target = teacher(x)
+    l1, l2 = tt.Linear(256, 512, recipe=recipe).cuda(), tt.Linear(512, 128, recipe=recipe).cuda()
+    opt = tt.FusedAdam(list(l1.parameters()) + list(l2.parameters()), lr=2e-3)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        y = l2(torch.relu(l1(x)))
+        loss = (y.float() - target).square().mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_mlp_with_fp8_recipes_tracks_bf16():
+    base = train_mlp("bf16")
+    assert base[-1] < 0.5 * base[0], "the BF16 run must learn"
+    for recipe in ("fp8_block", "mxfp8"):
+        losses = train_mlp(recipe)
+        rel = abs(losses[-1] - base[-1]) / base[-1]
+        print(f"{recipe}: final loss {losses[-1]:.5f} vs bf16 {base[-1]:.5f} ({100 * rel:.2f} %)")
+        assert rel <= 0.05, (recipe, losses[-1], base[-1])
+
+
+def test_fused_adam_matches_torch_adamw():
+    torch.manual_seed(7)
+    shapes = [(256, 128), (512,), (33, 65)]
+    ours = [torch.randn(*s, device="cuda", requires_grad=True) for s in shapes]
+    ref = [p.detach().clone().requires_grad_() for p in ours]
+    kw = dict(lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    opt = tt.FusedAdam(ours, **kw)
+    ref_opt = torch.optim.AdamW(ref, **kw)
+    for step in range(10):
+        grads = [torch.randn(*s, device="cuda") for s in shapes]
+        for p, q, g in zip(ours, ref, grads):
+            p.grad, q.grad = g.clone(), g.clone()
+        opt.step()
+        ref_opt.step()
+    for p, q in zip(ours, ref):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_adam_replays_from_a_cuda_graph():
+    torch.manual_seed(8)
+    p = torch.randn(512, 256, device="cuda", requires_grad=True)
+    eager = p.detach().clone().requires_grad_()
+    opt, eager_opt = tt.FusedAdam([p], lr=1e-3), tt.FusedAdam([eager], lr=1e-3)
+    g = torch.randn(512, 256, device="cuda")
+    p.grad, eager.grad = g.clone(), g.clone()
+    # Warm up (compiles and allocates state) on a side stream, then capture.
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        opt.step()
+    torch.cuda.current_stream().wait_stream(s)
+    eager_opt.step()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        opt.step()
+    for lr in (1e-3, 5e-4, 2e-4):
+        opt.set_lr(lr)
+        eager_opt.set_lr(lr)
+        graph.replay()
+        eager_opt.step()
+    torch.cuda.synchronize()
+    assert torch.equal(p, eager)
+    assert opt.param_groups[0]["step_tensor"].item() == 4
