@@ -42,6 +42,17 @@ run "te-run-session-copy" "$PACK/bin/te-run" test/Tools/te-run-session.mlir --ra
   --entry init,snap_master,snap_master,init,eval_step
 run "te-run-session-qweight" "$PACK/bin/te-run" examples/quantized_weight_adamw.mlir --random-inputs 1 --check \
   --entry init,train_step,optimizer_step,train_step,optimizer_step,train_step
+# The Python package, built here against this machine's Python and the
+# packed libtejit.so (no MLIR needed), then its tests on the GPU.
+PYBUILD="${TMPDIR:-/tmp}/tejit-python"
+if [[ -d "$PACK/tejit" && -d "$PACK/nanobind" ]]; then
+  run "python-build" cmake -S python -B "$PYBUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$PWD/$PACK/tejit" -Dnanobind_DIR="$PWD/$PACK/nanobind/cmake" \
+    -DPython_EXECUTABLE="$(command -v python3)"
+  run "python-build-ninja" cmake --build "$PYBUILD"
+  run "pytest" env PYTHONPATH="$PYBUILD/python" TEJIT_TE_RUN="$PWD/$PACK/bin/te-run" \
+    python3 -m pytest -v -p no:cacheprovider python/tests
+fi
 # TE_GPU_BENCH: 1 every benchmark, linear / adam one of them, 0 none.
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == adam ]]; then
   python3 bench/gen_adam.py 128 8192 1024 > "$LOG/adam_1b.mlir"
@@ -53,13 +64,19 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == linear ]]; then
   run "linear-bench" "$PACK/bin/te-run" bench/linear_block_fp8_8192.mlir --random-inputs 1 --bench 20 --backend cuda
   run "linear_torch.py" python3 bench/linear_torch.py 8192 20
 fi
+if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == python ]]; then
+  [[ -f "$PYBUILD/python/tejit/__init__.py" ]] && {
+    run "python_overhead.py" env PYTHONPATH="$PYBUILD/python" python3 bench/python_overhead.py "$PACK/bin/te-api-overhead" 20000
+    run "linear_vs_torch.py" env PYTHONPATH="$PYBUILD/python" python3 bench/linear_vs_torch.py 8192 20
+  }
+fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
   run "te-rt-bench" "$PACK/bin/te-rt-bench"
   run "gemm_torch.py" python3 bench/gemm_torch.py
   run "quantize-bench" sh -c "for e in mxfp8 fp8_block_1x128 fp8_block_128x128 nvfp4 fp8_current; do echo \$e; $PACK/bin/te-run bench/quantize_16384x8192.mlir --entry \$e --random-inputs 3 --bench 30 | grep -E 'bench|copy'; done"
   run "quantize_torch.py" python3 bench/quantize_torch.py 16384 8192 30
 fi
-for b in te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
+for b in pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
   [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
 done
 echo

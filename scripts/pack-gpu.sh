@@ -18,4 +18,13 @@ done
 find "$BUILD_DIR/test" -maxdepth 3 -type f -perm -u+x \( -name '*Tests' -o -name '*GpuTest' \) \
   -exec sh -c 'strip -o "$0/tests/$(basename "$1")" "$1"' "$PACK" {} \;
 cp scripts/gpu-run.sh "$PACK/"
+# The Python package is built on the GPU machine against its own Python
+# (scripts/gpu-run.sh): carry the installed host library and nanobind.
+cmake --install "$BUILD_DIR" --prefix "$PACK/tejit" > /dev/null
+strip "$PACK"/tejit/lib/libtejit.so.*
+NANOBIND=$(python3 -m nanobind --cmake_dir 2>/dev/null || true)
+if [[ -n "$NANOBIND" ]]; then
+  cp -r "$(dirname "$NANOBIND")" "$PACK/nanobind"
+  rm -rf "$PACK/nanobind/__pycache__"
+fi
 du -sh "$PACK"
