@@ -88,6 +88,7 @@ CompiledModule::fromSource(const std::string &text, const CompileOptions &opts,
                            const std::string &bufferName) {
   mlir::MLIRContext context;
   context.getOrLoadDialect<mlir::te::TeDialect>();
+  context.getOrLoadDialect<mlir::tek::TekDialect>(); // te-opt's output too
   context.getOrLoadDialect<mlir::func::FuncDialect>();
   llvm::SourceMgr sources;
   std::string diagnostics;
