@@ -147,3 +147,82 @@ def test_errors_are_exceptions():
         m.nope
     with pytest.raises(tejit.Error, match="device"):
         m.new_session("tpu")
+
+
+def test_float_literals_read_back_exactly():
+    from tejit.programs import float_literal
+
+    for x in (0.9, 0.999, 1e-8, 0.0, 0.1, 1e-12, 123456.75, 3.0):
+        lit = float_literal(x)
+        assert float(lit) == x and ("e" not in lit or "." in lit.split("e")[0]), lit
+    with pytest.raises(tejit.Error):
+        float_literal(float("inf"))
+
+
+def adamw_reference(p, g, m, v, lr, step, beta1, beta2, eps, wd):
+    """torch.optim.AdamW's update in float64 (the reference the fused kernel
+    must stay within float32 rounding of)."""
+    p, g, m, v = (a.astype(np.float64) for a in (p, g, m, v))
+    p = p * (1 - lr * wd)
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    mhat = m / (1 - beta1 ** step)
+    vhat = v / (1 - beta2 ** step)
+    return p - lr * mhat / (np.sqrt(vhat) + eps), m, v
+
+
+def test_adam_program_on_the_cpu_backend_matches_adamw():
+    from tejit.programs import adam_program
+
+    shapes = [(64, 128), (96,)]
+    text = adam_program(shapes, ["f32", "f32"], (0.9, 0.95), 1e-8, 0.1, True)
+    m = tejit.compile(text)
+    rng = np.random.default_rng(5)
+    state = [[rng.standard_normal(s).astype(np.float32), np.zeros(s, np.float32), np.zeros(s, np.float32)]
+             for s in shapes]
+    for step in range(1, 4):
+        grads = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        args = [np.array(1e-2, np.float32), np.array(step, np.int64)]
+        for (p, mo, v), g in zip(state, grads):
+            args += [p, g, mo, v]
+        out = m.step(*args)
+        for i, ((p, mo, v), g) in enumerate(zip(state, grads)):
+            want = adamw_reference(p, g, mo, v, 1e-2, step, 0.9, 0.95, 1e-8, 0.1)
+            for got, ref in zip(out[3 * i:3 * i + 3], want):
+                np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-7)
+            state[i] = list(out[3 * i:3 * i + 3])
+
+
+@pytest.mark.parametrize("recipe", ["bf16", "fp8_block", "mxfp8", "mxfp8_nvfp4"])
+def test_linear_program_compiles_and_runs_on_the_cpu_backend(recipe):
+    from tejit.programs import Recipe, linear_program
+
+    m = tejit.compile(linear_program(128, 256, 128, Recipe(recipe), True))
+    s = m.new_session("cpu")
+    rng = np.random.default_rng(6)
+    x = tejit.float_to_bf16_bits(rng.standard_normal((128, 256)).astype(np.float32))
+    w = (rng.standard_normal((128, 256)) * 0.05).astype(np.float32)
+    b = tejit.float_to_bf16_bits(np.zeros(128, np.float32))
+    y = s.forward(x, w, b)
+    assert y.shape == (128, 128) and s.holds("weight")
+    dy = tejit.float_to_bf16_bits((rng.standard_normal((128, 128)) * 0.01).astype(np.float32))
+    dx, dw, db = s.backward(dy, x)
+    assert dx.shape == (128, 256) and dw.shape == (128, 256) and db.shape == (128,)
+    # y approximates x W^T within the recipe's precision.
+    ref = tejit.bf16_bits_to_float(x).astype(np.float64) @ w.T.astype(np.float64)
+    err = np.abs(tejit.bf16_bits_to_float(y) - ref).max() / np.abs(ref).max()
+    assert err < (0.02 if recipe == "bf16" else 0.25), err
+    # The eval function needs no persistent state.
+    y2 = m.new_session("cpu").evaluate(x, w, b)
+    assert y2.shape == (128, 128)
+
+
+def test_recipe_errors():
+    from tejit.programs import Recipe
+
+    with pytest.raises(tejit.Error, match="unknown recipe"):
+        Recipe("fp9")
+    with pytest.raises(tejit.Error, match="grad_output"):
+        Recipe({"input": "#te.mxfp8<e4m3>", "weight": "#te.mxfp8<e4m3>"})
+    r = Recipe('te.recipe @mine {\n  te.rule "linear", "weight" -> #te.mxfp8<e4m3>\n  te.rule "*", "*" -> #te.identity<bf16>\n}')
+    assert r.name == "mine" and r.weight == "#te.mxfp8<e4m3>"
