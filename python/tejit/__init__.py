@@ -382,14 +382,40 @@ class _Entry:
         self.results = [r for r in d["results"] if not r["persistent"]]
         self.result_index = [i for i, r in enumerate(d["results"]) if not r["persistent"]]
         if session.device == "cuda":
-            self._exe = session._s.function(name)
-            self._result_slots = self._exe.results()
-            self._arg_bytes = [s[6] for s in self._exe.arguments()]
+            self._prepare_cuda()
+
+    def _prepare_cuda(self) -> None:
+        """Everything a CUDA call needs that does not change between calls,
+        worked out once: the per-call cost is the host overhead users see."""
+        import torch
+
+        self._torch = torch
+        self._exe = self.session._s.function(self.name)
+        self._result_slots = self._exe.results()
+        self._arg_bytes = [s[6] for s in self._exe.arguments()]
+        self._arg_checks = [(_torch_dtype(a["dtype"]), tuple(a["shape"])) for a in self.arguments]
+        self._result_alloc = [((s[4], s[5]), _torch_dtype(s[3])) for s in self._result_slots]
+        self._result_bytes = [s[6] for s in self._result_slots]
+        # How the results are put together from the slots: a tensor is one
+        # slot reshaped, a quantized value a QuantizedTensor of its slots.
+        slot_of = {(s[1], s[2]): i for i, s in enumerate(self._result_slots)}
+        d = self.session.module.describe(self.name)
+        self._assembly = []
+        for i in self.result_index:
+            info = d["results"][i]
+            if not info["quantized"]:
+                self._assembly.append((False, slot_of[(i, "data")], tuple(info["shape"]), info))
+            else:
+                parts = [(p, slot_of[(i, p)], (r, c)) for p, _, r, c in info["parts"]]
+                self._assembly.append((True, parts, None, info))
 
     def __call__(self, *args):
-        if len(args) != len(self.arguments):
-            raise Error(f"{self.name} takes {len(self.arguments)} argument(s), got {len(args)}")
-        out = self._call_cuda(args) if self.session.device == "cuda" else self._call_cpu(args)
+        if self.session.device == "cuda":
+            out = self._call_cuda(args)
+        else:
+            if len(args) != len(self.arguments):
+                raise Error(f"{self.name} takes {len(self.arguments)} argument(s), got {len(args)}")
+            out = self._call_cpu(args)
         return out[0] if len(out) == 1 else tuple(out)
 
     def call_into(self, args, outs) -> None:
@@ -401,13 +427,13 @@ class _Entry:
         ptrs, sizes = self._argument_pointers(args)
         if len(outs) != len(self._result_slots):
             raise Error(f"{self.name} writes {len(self._result_slots)} buffers, got {len(outs)}")
-        rptrs, rsizes = [], []
+        rptrs = []
         for t, slot in zip(outs, self._result_slots):
-            if t.numel() * t.element_size() < slot[6] or not t.is_contiguous():
-                raise Error(f"{self.name}: {slot[0]} needs a contiguous buffer of {slot[6]} bytes")
+            if not t.is_cuda or t.numel() * t.element_size() < slot[6] or not t.is_contiguous():
+                raise Error(f"{self.name}: {slot[0]} needs a contiguous CUDA buffer of {slot[6]} bytes")
             rptrs.append(t.data_ptr())
-            rsizes.append(slot[6])
-        self._exe.run(ptrs, sizes, rptrs, rsizes, _current_stream())
+        rsizes = self._result_bytes
+        self._exe.run(ptrs, sizes, rptrs, rsizes, self._torch.cuda.current_stream().cuda_stream)
 
     # CPU: bytes in, NumPy arrays out (each owning its buffer).
     def _call_cpu(self, args):
@@ -420,33 +446,32 @@ class _Entry:
     def _argument_pointers(self, args):
         if len(args) != len(self.arguments):
             raise Error(f"{self.name} takes {len(self.arguments)} argument(s), got {len(args)}")
-        ptrs, sizes = [], []
-        for a, info, nbytes in zip(args, self.arguments, self._arg_bytes):
-            if not (_is_torch(a) and a.is_cuda):
-                raise Error(f"{self.name}: argument '{info['name']}' must be a CUDA torch tensor")
-            if a.dtype != _torch_dtype(info["dtype"]) or tuple(a.shape) != tuple(info["shape"]):
+        ptrs = []
+        for a, (dtype, shape), info in zip(args, self._arg_checks, self.arguments):
+            if not (_is_torch(a) and a.is_cuda) or a.dtype != dtype or a.shape != shape \
+                    or not a.is_contiguous():
                 raise Error(
-                    f"{self.name}: argument '{info['name']}' must be {info['dtype']}{list(info['shape'])}, "
-                    f"got {a.dtype}{list(a.shape)}"
-                )
-            if not a.is_contiguous():
-                raise Error(f"{self.name}: argument '{info['name']}' must be contiguous")
+                    f"{self.name}: argument '{info['name']}' must be a contiguous CUDA tensor of "
+                    f"{info['dtype']}{list(info['shape'])}, got "
+                    + (f"{a.dtype}{list(a.shape)} on {a.device}" if _is_torch(a) else type(a).__name__))
             ptrs.append(a.data_ptr())
-            sizes.append(nbytes)
-        return ptrs, sizes
+        return ptrs, self._arg_bytes
 
     def _call_cuda(self, args):
-        import torch
-
+        torch = self._torch
         ptrs, sizes = self._argument_pointers(args)
-        outs = []
-        for name, index, part, dtype, rows, cols, nbytes in self._result_slots:
-            outs.append(torch.empty((rows, cols), dtype=_torch_dtype(dtype), device="cuda"))
-        self._exe.run(ptrs, sizes, [t.data_ptr() for t in outs], [s[6] for s in self._result_slots], _current_stream())
-        buffers = [
-            (s[0], s[1], s[2], s[3], s[4], s[5], t) for s, t in zip(self._result_slots, outs)
-        ]
-        return self._assemble(buffers, lambda t, d, shape: t.view(*shape) if shape else t.view(()), "cuda")
+        outs = [torch.empty(shape, dtype=dtype, device="cuda") for shape, dtype in self._result_alloc]
+        self._exe.run(ptrs, sizes, [t.data_ptr() for t in outs], self._result_bytes,
+                      torch.cuda.current_stream().cuda_stream)
+        results = []
+        for quantized, where, shape, info in self._assembly:
+            if not quantized:
+                t = outs[where]
+                results.append(t.view(shape) if t.shape != shape else t)
+            else:
+                views = {p: outs[i] for p, i, _ in where}
+                results.append(QuantizedTensor(self.session.module, info, views, "cuda"))
+        return results
 
     def _assemble(self, buffers, shape_fn, device):
         by_result: Dict[int, Dict[str, Any]] = {}

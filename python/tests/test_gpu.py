@@ -92,13 +92,16 @@ def test_linear_matches_te_run_bit_for_bit(tmp_path, recipe):
     inputs = {"forward.arg0": host_bits(x.detach()), "forward.arg1": layer.weight.detach().cpu().numpy(),
               "forward.arg2": host_bits(layer.bias.detach().to(torch.bfloat16)),
               "backward.arg0": host_bits(dy), "backward.arg1": host_bits(x.detach())}
-    flags = []
     for name, arr in inputs.items():
         np.save(tmp_path / f"{name}.npy", arr)
-        flags += ["--input", f"{name}={tmp_path / name}.npy"]
     for entries, out in (("forward", "fwd"), ("forward,backward", "bwd")):
-        subprocess.run([TE_RUN, str(src), "--backend", "cuda", "--entry", entries, "--dump",
-                        str(tmp_path / out)] + flags, check=True, capture_output=True)
+        flags = []
+        for name in inputs:
+            if name.split(".")[0] in entries.split(","):
+                flags += ["--input", f"{name}={tmp_path / name}.npy"]
+        run = subprocess.run([TE_RUN, str(src), "--backend", "cuda", "--entry", entries, "--dump",
+                              str(tmp_path / out)] + flags, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
     assert np.load(tmp_path / "fwd" / "result0.npy").tobytes() == host_bits(y.detach()).tobytes()
     assert np.load(tmp_path / "bwd" / "result0.npy").tobytes() == host_bits(x.grad).tobytes()
     assert np.load(tmp_path / "bwd" / "result1.npy").tobytes() == layer.weight.grad.cpu().numpy().tobytes()
@@ -110,7 +113,9 @@ def train_mlp(recipe, steps=200):
     x = torch.randn(1024, 256, device="cuda")
     teacher = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.Tanh(), torch.nn.Linear(512, 128)).cuda()
     with torch.no_grad():
-        target = teacher(x)
+        # Label noise (variance 0.04) sets the loss floor, so the recipes are
+        # compared on what they learn, not on a near-zero residual.
+        target = teacher(x) + 0.2 * torch.randn(1024, 128, device="cuda")
     l1, l2 = tt.Linear(256, 512, recipe=recipe).cuda(), tt.Linear(512, 128, recipe=recipe).cuda()
     opt = tt.FusedAdam(list(l1.parameters()) + list(l2.parameters()), lr=2e-3)
     losses = []
