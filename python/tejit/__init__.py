@@ -394,7 +394,15 @@ class _Entry:
         self._result_slots = self._exe.results()
         self._arg_bytes = [s[6] for s in self._exe.arguments()]
         self._arg_checks = [(_torch_dtype(a["dtype"]), tuple(a["shape"])) for a in self.arguments]
-        self._result_alloc = [((s[4], s[5]), _torch_dtype(s[3])) for s in self._result_slots]
+        self._device = torch.device("cuda", torch.cuda.current_device())
+        # A tensor result is allocated in its own shape (no view per call).
+        shapes = {(s[1], "data"): None for s in self._result_slots}
+        d = self.session.module.describe(self.name)
+        for i, info in enumerate(d["results"]):
+            if not info["quantized"]:
+                shapes[(i, "data")] = tuple(info["shape"])
+        self._result_alloc = [(shapes.get((s[1], s[2])) or (s[4], s[5]), _torch_dtype(s[3]))
+                              for s in self._result_slots]
         self._result_bytes = [s[6] for s in self._result_slots]
         # How the results are put together from the slots: a tensor is one
         # slot reshaped, a quantized value a QuantizedTensor of its slots.
@@ -460,14 +468,14 @@ class _Entry:
     def _call_cuda(self, args):
         torch = self._torch
         ptrs, sizes = self._argument_pointers(args)
-        outs = [torch.empty(shape, dtype=dtype, device="cuda") for shape, dtype in self._result_alloc]
+        device = self._device
+        outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self._result_alloc]
         self._exe.run(ptrs, sizes, [t.data_ptr() for t in outs], self._result_bytes,
                       torch.cuda.current_stream().cuda_stream)
         results = []
         for quantized, where, shape, info in self._assembly:
             if not quantized:
-                t = outs[where]
-                results.append(t.view(shape) if t.shape != shape else t)
+                results.append(outs[where])
             else:
                 views = {p: outs[i] for p, i, _ in where}
                 results.append(QuantizedTensor(self.session.module, info, views, "cuda"))
