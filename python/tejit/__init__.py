@@ -395,6 +395,12 @@ class _Entry:
         self._arg_bytes = [s[6] for s in self._exe.arguments()]
         self._arg_checks = [(_torch_dtype(a["dtype"]), tuple(a["shape"])) for a in self.arguments]
         self._device = torch.device("cuda", torch.cuda.current_device())
+        # torch's current stream as a raw CUstream. current_stream() builds a
+        # Stream object per call (microseconds); the raw getter does not.
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        index = self._device.index
+        self._stream = ((lambda: raw(index)) if raw is not None
+                        else (lambda: torch.cuda.current_stream().cuda_stream))
         # A tensor result is allocated in its own shape (no view per call).
         shapes = {(s[1], "data"): None for s in self._result_slots}
         d = self.session.module.describe(self.name)
@@ -441,7 +447,7 @@ class _Entry:
                 raise Error(f"{self.name}: {slot[0]} needs a contiguous CUDA buffer of {slot[6]} bytes")
             rptrs.append(t.data_ptr())
         rsizes = self._result_bytes
-        self._exe.run(ptrs, sizes, rptrs, rsizes, self._torch.cuda.current_stream().cuda_stream)
+        self._exe.run(ptrs, sizes, rptrs, rsizes, self._stream())
 
     # CPU: bytes in, NumPy arrays out (each owning its buffer).
     def _call_cpu(self, args):
@@ -470,8 +476,7 @@ class _Entry:
         ptrs, sizes = self._argument_pointers(args)
         device = self._device
         outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self._result_alloc]
-        self._exe.run(ptrs, sizes, [t.data_ptr() for t in outs], self._result_bytes,
-                      torch.cuda.current_stream().cuda_stream)
+        self._exe.run(ptrs, sizes, [t.data_ptr() for t in outs], self._result_bytes, self._stream())
         results = []
         for quantized, where, shape, info in self._assembly:
             if not quantized:
