@@ -154,6 +154,20 @@ rt::Status HostSession::set(const std::string &name, const void *bytes,
   return rt::Status::ok();
 }
 
+rt::Status HostSession::setParts(
+    const std::string &name,
+    const std::vector<std::pair<std::string, std::vector<uint8_t>>> &parts) {
+  State &st = *state_;
+  auto it = st.declared.find(name);
+  if (it == st.declared.end())
+    return invalid("no persistent value '" + name + "'");
+  exec::ValueData data;
+  for (const auto &[part, bytes] : parts)
+    data.push_back({part, {}, bytes, {}, false});
+  st.initial.erase(name);
+  return st.store.write(name, it->second, data, st.program->target);
+}
+
 rt::Expected<std::vector<std::pair<std::string, std::vector<uint8_t>>>>
 HostSession::read(const std::string &name) const {
   const State &st = *state_;

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <new>
 #include <sstream>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -63,15 +64,67 @@ void HostStore::markExact(const std::string &name) {
   it->second->host.unbounded = false;
 }
 
+static rt::Status fail(const std::string &what) {
+  return rt::Status(rt::StatusCode::InvalidArgument, what);
+}
+
+rt::Status HostStore::write(const std::string &name, const Value &v,
+                            const ValueData &parts, const rt::Target &target) {
+  auto take = [&](const std::string &part, const rt::BufferDesc &desc,
+                  ref::HostBuffer &into) -> rt::Status {
+    for (const NamedBuffer &b : parts)
+      if (b.name == part) {
+        if (int64_t(b.bytes.size()) != desc.bytes())
+          return fail("'" + name + "' part " + part + " needs " +
+                      std::to_string(desc.bytes()) + " bytes, got " +
+                      std::to_string(b.bytes.size()));
+        into = {desc, b.bytes};
+        return rt::Status::ok();
+      }
+    return fail("'" + name + "' needs part " + part);
+  };
+  HostValue h;
+  if (!v.isQuantized()) {
+    ref::HostBuffer data;
+    TE_RETURN_IF_ERROR(take("data", {v.dtype, v.rows(), v.cols()}, data));
+    h.tensor = std::move(data.bytes);
+  }
+  for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
+    if (!v.isQuantized() || !v.scheme(d))
+      continue;
+    // The layout flags the reference quantizer would have set.
+    rt::DirectionStorage st = directionStorage(v, d, target);
+    ref::QuantizedDirection q;
+    q.dataTransposed = st.dataTransposed;
+    q.sharesRowwiseData = st.sharesRowwiseData;
+    q.sharesRowwiseScale = st.sharesRowwiseScale;
+    q.swizzledScales = ref::QuantizeOptions().swizzleScales;
+    std::string prefix = std::string(rt::directionName(d)) + ".";
+    for (auto [part, desc, buf] :
+         {std::tuple<const char *, rt::BufferDesc, ref::HostBuffer *>{
+              "data", st.data, &q.data},
+          {"scale_inv", st.scaleInv, &q.scaleInv},
+          {"amax", st.amax, &q.amax}})
+      if (desc.present())
+        TE_RETURN_IF_ERROR(take(prefix + part, desc, *buf));
+    // A direction that shares the rowwise buffers keeps a copy of them, as
+    // the reference does (each direction dequantizes on its own).
+    if (h.quantized.rowwise && q.sharesRowwiseData)
+      q.data = h.quantized.rowwise->data;
+    if (h.quantized.rowwise && q.sharesRowwiseScale)
+      q.scaleInv = h.quantized.rowwise->scaleInv;
+    (d == Direction::Rowwise ? h.quantized.rowwise : h.quantized.columnwise) =
+        std::move(q);
+  }
+  values[name] = std::make_shared<Held>(Held{v, std::move(h)});
+  return rt::Status::ok();
+}
+
 /// Whether a stored value can stand for `v`: same kind, shape, type and
 /// schemes (the IR gives every declaration of a persistent value one type).
 static bool sameType(const Value &a, const Value &b) {
   return a.kind == b.kind && a.shape == b.shape && a.dtype == b.dtype &&
          a.rowwise == b.rowwise && a.columnwise == b.columnwise;
-}
-
-static rt::Status fail(const std::string &what) {
-  return rt::Status(rt::StatusCode::InvalidArgument, what);
 }
 
 static ValueData toValueData(const Value &v, const HostValue &h) {

@@ -85,8 +85,8 @@ nb::dict describeValue(const cg::Value &v, const std::string &persistent,
   d["type"] = v.type;
   nb::list parts;
   if (!v.isQuantized()) {
-    parts.append(nb::make_tuple("data", rt::dtypeName(v.dtype), v.rows(),
-                                v.cols()));
+    parts.append(
+        nb::make_tuple("data", rt::dtypeName(v.dtype), v.rows(), v.cols()));
   } else {
     for (rt::Direction dir :
          {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
@@ -94,10 +94,10 @@ nb::dict describeValue(const cg::Value &v, const std::string &persistent,
         continue;
       rt::DirectionStorage st = cg::directionStorage(v, dir, target);
       std::string prefix = std::string(rt::directionName(dir)) + ".";
-      for (auto [name, desc] : {std::pair<const char *, rt::BufferDesc *>{
-                                    "data", &st.data},
-                                {"scale_inv", &st.scaleInv},
-                                {"amax", &st.amax}})
+      for (auto [name, desc] :
+           {std::pair<const char *, rt::BufferDesc *>{"data", &st.data},
+            {"scale_inv", &st.scaleInv},
+            {"amax", &st.amax}})
         if (desc->present())
           parts.append(nb::make_tuple(prefix + name, rt::dtypeName(desc->dtype),
                                       desc->rows, desc->cols));
@@ -142,8 +142,8 @@ nb::object ownedArray(std::vector<uint8_t> bytes) {
     delete static_cast<std::vector<uint8_t> *>(p);
   });
   size_t shape[1] = {held->size()};
-  return nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(
-      held->data(), 1, shape, owner));
+  return nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(held->data(), 1,
+                                                               shape, owner));
 }
 
 nb::list hostResults(std::vector<api::HostBuffer> buffers) {
@@ -243,6 +243,16 @@ NB_MODULE(_tejit, m) {
               nb::ndarray<nb::device::cpu, nb::c_contig> a) {
              check(s.set(name, a.data(), a.nbytes()));
            })
+      .def("set_parts",
+           [](api::HostSession &s, const std::string &name,
+              std::vector<std::pair<std::string,
+                                    nb::ndarray<nb::device::cpu, nb::c_contig>>>
+                  parts) {
+             std::vector<std::pair<std::string, std::vector<uint8_t>>> p;
+             for (auto &[part, a] : parts)
+               p.push_back({part, hostBytes(a)});
+             check(s.setParts(name, p));
+           })
       .def("read",
            [](const api::HostSession &s, const std::string &name) {
              nb::list out;
@@ -304,7 +314,8 @@ NB_MODULE(_tejit, m) {
       .def("set",
            [](GpuSession &s, const std::string &name,
               nb::ndarray<nb::device::cpu, nb::c_contig> a, uint64_t stream) {
-             rt::Stream st = rt::Stream::borrow(reinterpret_cast<void *>(stream));
+             rt::Stream st =
+                 rt::Stream::borrow(reinterpret_cast<void *>(stream));
              check(s.session.set(name, a.data(), a.nbytes(), st));
            })
       .def("set_from_device",
@@ -315,12 +326,14 @@ NB_MODULE(_tejit, m) {
              std::vector<std::pair<std::string, api::DeviceSpan>> p;
              for (auto &[part, ptr, bytes] : parts)
                p.push_back({part, {ptr, bytes}});
-             rt::Stream st = rt::Stream::borrow(reinterpret_cast<void *>(stream));
+             rt::Stream st =
+                 rt::Stream::borrow(reinterpret_cast<void *>(stream));
              check(s.session.setFromDevice(name, p, st));
            })
       .def("read",
            [](const GpuSession &s, const std::string &name, uint64_t stream) {
-             rt::Stream st = rt::Stream::borrow(reinterpret_cast<void *>(stream));
+             rt::Stream st =
+                 rt::Stream::borrow(reinterpret_cast<void *>(stream));
              nb::list out;
              for (auto &[part, bytes] : take(s.session.read(name, st)))
                out.append(nb::make_tuple(part, ownedArray(std::move(bytes))));

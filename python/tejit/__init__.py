@@ -301,8 +301,10 @@ class Session:
         return QuantizedTensor(self.module, info, parts, "cuda")
 
     def _set_quantized(self, name: str, q: QuantizedTensor) -> None:
-        if self.device != "cuda":
-            raise Error("setting a quantized value is supported on the CUDA backend")
+        if self.device == "cpu":
+            self._s.set_parts(name, [(p, np.ascontiguousarray(a).view(np.uint8).reshape(-1))
+                                     for p, a in q.parts.items()])
+            return
         parts = []
         for p, t in q.parts.items():
             parts.append((p, t.data_ptr(), t.numel() * t.element_size()))

@@ -226,3 +226,28 @@ def test_recipe_errors():
         Recipe({"input": "#te.mxfp8<e4m3>", "weight": "#te.mxfp8<e4m3>"})
     r = Recipe('te.recipe @mine {\n  te.rule "linear", "weight" -> #te.mxfp8<e4m3>\n  te.rule "*", "*" -> #te.identity<bf16>\n}')
     assert r.name == "mine" and r.weight == "#te.mxfp8<e4m3>"
+
+
+@pytest.mark.parametrize("scheme", [
+    "#te.mxfp8<e4m3>", "#te.fp8_block<e4m3, 1x128>", "#te.fp8_block<e4m3, 128x128, pow2>",
+    "#te.nvfp4<>", "#te.nvfp4<rht>", "#te.fp8_current<e5m2>",
+    "#te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>"])
+def test_dequantize_on_the_cpu_equals_one_program(scheme):
+    qtype = f"!te.qtensor<128x256xbf16, {scheme}, rowwise|columnwise>"
+    m = tejit.compile(f"""
+func.func @q(%x: tensor<128x256xbf16>) -> {qtype} {{
+  %q = te.quantize %x : tensor<128x256xbf16> -> {qtype}
+  return %q : {qtype}
+}}""")
+    x = random_bf16((128, 256), 11)
+    q = m.q(x)
+    for direction in ("rowwise", "columnwise"):
+        one = tejit.compile(f"""
+func.func @rt(%x: tensor<128x256xbf16>) -> tensor<128x256xbf16> {{
+  %q = te.quantize %x : tensor<128x256xbf16> -> {qtype}
+  %d = te.dequantize %q {direction} : {qtype} -> tensor<128x256xbf16>
+  return %d : tensor<128x256xbf16>
+}}""")
+        got = q.dequantize(direction)
+        assert got.dtype == np.uint16 and got.shape == (128, 256)
+        assert got.tobytes() == one.rt(x).tobytes(), direction

@@ -225,6 +225,11 @@ public:
   std::vector<std::string> persistentNames() const;
   /// Gives persistent tensor `name` its value (exactly its size).
   rt::Status set(const std::string &name, const void *bytes, size_t size);
+  /// Gives persistent value `name` - quantized or not - its storage
+  /// buffers by part, as read() returns them (each exactly its size).
+  rt::Status setParts(
+      const std::string &name,
+      const std::vector<std::pair<std::string, std::vector<uint8_t>>> &parts);
   /// Persistent value `name` by part, as Session::read.
   rt::Expected<std::vector<std::pair<std::string, std::vector<uint8_t>>>>
   read(const std::string &name) const;

@@ -37,6 +37,11 @@ struct HostStore {
   bool holds(const std::string &name) const { return values.count(name) != 0; }
   /// The storage buffers of `name` (empty if not held).
   ValueData read(const std::string &name) const;
+  /// Gives `name` the value `v` (its type) whose storage buffers are
+  /// `parts`, named as read() names them (each exactly its size): a
+  /// quantized value loaded from a checkpoint or another backend.
+  rt::Status write(const std::string &name, const cg::Value &v,
+                   const ValueData &parts, const rt::Target &target);
   /// From now on `name`'s value counts as exact: the other backend was given
   /// these very bytes, so what later calls compute from it compares bit for
   /// bit.
