@@ -434,6 +434,11 @@ class _Entry:
             out = self._call_cpu(args)
         return out[0] if len(out) == 1 else tuple(out)
 
+    def result_slots(self):
+        """CUDA: the result buffers a call writes, in order: (name, result
+        index, part, element type, rows, cols, bytes)."""
+        return self._result_slots
+
     def call_into(self, args, outs) -> None:
         """CUDA: runs with ``outs`` (torch tensors, one per result slot in
         order) as the result buffers: e.g. the arguments themselves, for an
@@ -463,8 +468,9 @@ class _Entry:
         if len(args) != len(self.arguments):
             raise Error(f"{self.name} takes {len(self.arguments)} argument(s), got {len(args)}")
         ptrs = []
+        tensor = self._torch.Tensor
         for a, (dtype, shape), info in zip(args, self._arg_checks, self.arguments):
-            if not (_is_torch(a) and a.is_cuda) or a.dtype != dtype or a.shape != shape \
+            if not isinstance(a, tensor) or not a.is_cuda or a.dtype != dtype or a.shape != shape \
                     or not a.is_contiguous():
                 raise Error(
                     f"{self.name}: argument '{info['name']}' must be a contiguous CUDA tensor of "

@@ -88,15 +88,22 @@ class Recipe:
         raise Error(f"the recipe has no rule for the linear {role}")
 
 
+def weight_type(n: int, k: int, recipe: Recipe) -> str:
+    """The type of a linear layer's stored weight: the FP32 master quantized
+    by the recipe's weight rule, both directions (fprop and dgrad)."""
+    return f"!te.qtensor<{n}x{k}xf32, {recipe.weight}, rowwise|columnwise>"
+
+
 def linear_program(m: int, k: int, n: int, recipe: Recipe, bias: bool) -> str:
     """The te program of a linear layer on an m x k input: ``forward``
     quantizes the FP32 master weight into the persistent "weight" (both
     directions: fprop reads it rowwise, dgrad columnwise) and computes
-    y = x W^T (+ b); ``backward`` reads that weight; ``evaluate`` is the
+    y = x W^T (+ b); ``forward_stored`` computes y from the stored weight
+    (an optimizer requantized it); ``backward`` reads that weight; ``evaluate`` is the
     forward of an eval step (nothing kept)."""
     x, y = f"tensor<{m}x{k}xbf16>", f"tensor<{m}x{n}xbf16>"
     w = f"tensor<{n}x{k}xf32>"
-    qw = f"!te.qtensor<{n}x{k}xf32, {recipe.weight}, rowwise|columnwise>"
+    qw = weight_type(n, k, recipe)
     b_arg = f", %b: tensor<{n}xbf16>" if bias else ""
     b_use = " bias %b" if bias else ""
     b_type = f", tensor<{n}xbf16>" if bias else ""
@@ -108,6 +115,11 @@ func.func @forward(%x: {x}, %w: {w}{b_arg})
   %qw = te.quantize %w : {w} -> {qw}
   %y = te.linear %x, %qw{b_use} {{recipe = @{recipe.name}}} : {x}, {qw}{b_type} -> {y}
   return %y, %qw : {y}, {qw}
+}}
+
+func.func @forward_stored(%x: {x}, %qw: {qw} {{te.persistent = "weight"}}{b_arg}) -> {y} {{
+  %y = te.linear %x, %qw{b_use} {{recipe = @{recipe.name}}} : {x}, {qw}{b_type} -> {y}
+  return %y : {y}
 }}
 
 func.func @backward(%dy: {y}, %x: {x}, %qw: {qw} {{te.persistent = "weight"}})
@@ -124,11 +136,15 @@ func.func @evaluate(%x: {x}, %w: {w}{b_arg}) -> {y} {{
 """
 
 
-def adam_program(shapes, grad_dtypes, betas, eps, weight_decay, adamw: bool) -> str:
+def adam_program(shapes, grad_dtypes, betas, eps, weight_decay, adamw: bool,
+                 requantize=None) -> str:
     """One multi-tensor Adam step over FP32 parameters of ``shapes``: lr and
     step are device scalars; each parameter, gradient and moment is an
     argument and each new value a result (the caller binds results to the
-    argument's own memory: an in-place update)."""
+    argument's own memory: an in-place update). ``requantize[i]``, a
+    ``!te.qtensor`` type, also returns parameter i's new value quantized to
+    it, in the same kernel (te-fuse-optimizer)."""
+    requantize = requantize or [None] * len(shapes)
     args, results, body, ret, rtypes = ["%lr: tensor<f32>", "%step: tensor<i64>"], [], [], [], []
     mode = "adamw" if adamw else "adam"
     for i, (shape, g) in enumerate(zip(shapes, grad_dtypes)):
@@ -143,6 +159,10 @@ def adam_program(shapes, grad_dtypes, betas, eps, weight_decay, adamw: bool) -> 
             f"      : {t}, {gt}, {t}, {t}, tensor<f32>, tensor<i64> -> {t}, {t}, {t}")
         ret += [f"%np{i}", f"%nm{i}", f"%nv{i}"]
         rtypes += [t, t, t]
+        if requantize[i]:
+            body.append(f"  %q{i} = te.quantize %np{i} : {t} -> {requantize[i]}")
+            ret.append(f"%q{i}")
+            rtypes.append(requantize[i])
     return (f"func.func @step({', '.join(args)})\n    -> ({', '.join(rtypes)}) {{\n"
             + "\n".join(body) + f"\n  return {', '.join(ret)} : {', '.join(rtypes)}\n}}\n")
 

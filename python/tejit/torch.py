@@ -15,12 +15,13 @@ hybrid), or te IR text holding one ``te.recipe``.
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Dict, Iterable, Optional, Tuple, Union
 
 import torch
 
 from . import Error, compile as _compile
-from .programs import PRESETS, Recipe, adam_program, linear_program  # noqa: F401
+from .programs import PRESETS, Recipe, adam_program, linear_program, weight_type  # noqa: F401
 
 # -- Linear -----------------------------------------------------------------------
 
@@ -28,9 +29,16 @@ from .programs import PRESETS, Recipe, adam_program, linear_program  # noqa: F40
 class _LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2d, weight, bias, layer):
-        session = layer._session(x2d.shape[0])
-        args = (x2d, weight) + ((bias.to(torch.bfloat16),) if bias is not None else ())
-        y = session.forward(*args)
+        rows = x2d.shape[0]
+        session = layer._session(rows)
+        b = (bias.to(torch.bfloat16),) if bias is not None else ()
+        if layer._stored == (rows, weight._version):
+            # The session's weight is this master's quantization (written by
+            # FusedAdam's requantize or the last forward): use it as is.
+            y = session.forward_stored(x2d, *b)
+        else:
+            y = session.forward(x2d, weight, *b)
+            layer._stored = (rows, weight._version)
         ctx.save_for_backward(x2d)
         ctx.session = session
         ctx.has_bias = bias is not None
@@ -48,10 +56,13 @@ class _LinearFunction(torch.autograd.Function):
 
 class Linear(torch.nn.Module):
     """``torch.nn.Linear`` run by tejit: y = x W^T + b with the GEMMs and
-    quantizations of ``recipe``. The weight is an FP32 master parameter;
-    each training forward quantizes it (every direction the backward
-    reads) into the layer's compiled session, which the backward reads, so
-    train and eval steps alternate safely. Inputs are bf16 (other float
+    quantizations of ``recipe``. The weight is an FP32 master parameter,
+    kept quantized (every direction the backward reads) in the layer's
+    compiled session, which the backward reads: a training forward
+    quantizes it unless that stored weight is already the master's
+    quantization (FusedAdam requantized it in its step, or the master has
+    not changed since - torch's version counter tells), so train and eval
+    steps alternate safely. Inputs are bf16 (other float
     types are cast), the output is bf16. Each input shape compiles once
     (then the kernel cache serves it)."""
 
@@ -66,9 +77,14 @@ class Linear(torch.nn.Module):
         self.bias = (torch.nn.Parameter(torch.empty(out_features, dtype=torch.float32, device=device))
                      if bias else None)
         self._modules_by_rows: Dict[int, object] = {}
+        # (rows, weight._version) whose quantization the session of `rows`
+        # holds; None when no session holds the current master's.
+        self._stored = None
+        self.weight._tejit_linear = weakref.ref(self)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        self._stored = None
         torch.nn.init.kaiming_uniform_(self.weight, a=5 ** 0.5)
         if self.bias is not None:
             bound = 1 / self.in_features ** 0.5
@@ -111,25 +127,46 @@ _GRAD_TYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16
 class FusedAdam(torch.optim.Optimizer):
     """Adam / AdamW over FP32 master parameters in one tejit kernel launch per
     parameter group (te.adam_step, IEEE fp32 arithmetic as
-    docs/Numerics.md §9 states). lr and step live on the device, so the step
-    is ``capturable``: it records into a CUDA graph and replays with a new
-    lr (``set_lr``) and the step counting up on the device."""
+    docs/Numerics.md §9 states), updated in place. lr and step live on the
+    device, so the step is ``capturable``: it records into a CUDA graph and
+    replays with a new lr (``set_lr``) and the step counting up on the
+    device. With ``requantize`` (the default), the weight of a
+    ``tejit.torch.Linear`` is also requantized in the same kernel into the
+    layer's stored weight, so the next forward quantizes nothing."""
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, adamw: bool = True):
+                 eps: float = 1e-8, weight_decay: float = 0.0, adamw: bool = True,
+                 requantize: bool = True):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, adamw=adamw)
         super().__init__(params, defaults)
+        self.requantize = requantize
         self._programs: Dict[tuple, object] = {}
+
+    @staticmethod
+    def _layer_of(p):
+        ref = getattr(p, "_tejit_linear", None)
+        return ref() if ref is not None else None
+
+    def _target_of(self, p):
+        """The Linear session whose stored weight this step rewrites, as
+        (layer, rows), or None."""
+        layer = self._layer_of(p)
+        if not self.requantize or layer is None or layer._stored is None:
+            return None
+        return layer, layer._stored[0]
 
     def _group_state(self, group):
         params = [p for p in group["params"] if p.grad is not None]
         for p in params:
             if p.dtype != torch.float32 or not p.is_cuda:
                 raise Error("FusedAdam updates FP32 CUDA master parameters")
+        targets = [self._target_of(p) for p in params]
+        qtypes = tuple(weight_type(t[0].out_features, t[0].in_features, t[0].recipe) if t else None
+                       for t in targets)
         key = (tuple(tuple(p.shape) for p in params), tuple(_GRAD_TYPES[p.grad.dtype] for p in params),
-               tuple(group["betas"]), group["eps"], group["weight_decay"], group["adamw"])
+               tuple(group["betas"]), group["eps"], group["weight_decay"], group["adamw"], qtypes)
         if key not in self._programs:
-            text = adam_program(key[0], key[1], key[2], key[3], key[4], key[5])
+            text = adam_program(key[0], key[1], key[2], key[3], key[4], key[5], list(qtypes))
             self._programs[key] = _compile(text, name="<tejit.torch.FusedAdam>").session("cuda").step
         dev = params[0].device
         if "lr_tensor" not in group:
@@ -140,7 +177,7 @@ class FusedAdam(torch.optim.Optimizer):
             if not st:
                 st["exp_avg"] = torch.zeros_like(p)
                 st["exp_avg_sq"] = torch.zeros_like(p)
-        return params, self._programs[key]
+        return params, targets, self._programs[key]
 
     def set_lr(self, lr: float) -> None:
         """Writes a new lr into the device scalar (graph-safe)."""
@@ -153,15 +190,45 @@ class FusedAdam(torch.optim.Optimizer):
     def step(self, closure=None):
         loss = closure() if closure is not None else None
         for group in self.param_groups:
-            params, entry = self._group_state(group)
+            params, targets, entry = self._group_state(group)
             if not params:
                 continue
             group["step_tensor"] += 1
             args = [group["lr_tensor"], group["step_tensor"]]
-            outs = []
             for p in params:
                 st = self.state[p]
                 args += [p, p.grad.contiguous(), st["exp_avg"], st["exp_avg_sq"]]
-                outs += [p, st["exp_avg"], st["exp_avg_sq"]]
+            # One buffer per result slot: the parameter and moments in place,
+            # a requantized weight into the layer session's own buffers.
+            stored = {}
+            for i, t in enumerate(targets):
+                if t:
+                    stored[i] = t[0]._session(t[1]).buffers("weight").parts
+            outs = []
+            for name, index, part, *_ in entry.result_slots():
+                i, k = self._result_owner(index, targets)
+                if k < 3:
+                    p = params[i]
+                    outs.append(p if k == 0 else self.state[p]["exp_avg" if k == 1 else "exp_avg_sq"])
+                else:
+                    outs.append(stored[i][part].view(torch.uint8))
             entry.call_into(args, outs)
+            for p, t in zip(params, targets):
+                layer = self._layer_of(p)
+                if layer is not None:
+                    # The kernel wrote p in place (its version did not move):
+                    # the stored weight is current only where it was rewritten.
+                    layer._stored = (t[1], p._version) if t else None
         return loss
+
+    @staticmethod
+    def _result_owner(index, targets):
+        """(parameter, role) of result `index`: role 0-2 the new parameter
+        and moments, 3 the requantized weight."""
+        at = 0
+        for i, t in enumerate(targets):
+            n = 4 if t else 3
+            if index < at + n:
+                return i, index - at
+            at += n
+        raise Error(f"result {index} of the optimizer step has no owner")

@@ -251,3 +251,16 @@ func.func @rt(%x: tensor<128x256xbf16>) -> tensor<128x256xbf16> {{
         got = q.dequantize(direction)
         assert got.dtype == np.uint16 and got.shape == (128, 256)
         assert got.tobytes() == one.rt(x).tobytes(), direction
+
+
+def test_adam_program_with_requantize_runs_on_the_cpu_backend():
+    from tejit.programs import Recipe, adam_program, weight_type
+
+    qtype = weight_type(128, 256, Recipe("mxfp8"))
+    m = tejit.compile(adam_program([(128, 256)], ["f32"], (0.9, 0.999), 1e-8, 0.0, True, [qtype]))
+    rng = np.random.default_rng(9)
+    p = rng.standard_normal((128, 256)).astype(np.float32)
+    z = np.zeros((128, 256), np.float32)
+    out = m.step(np.array(1e-3, np.float32), np.array(1, np.int64), p, rng.standard_normal((128, 256)).astype(np.float32), z, z)
+    assert len(out) == 4 and isinstance(out[3], tejit.QuantizedTensor)
+    assert out[3].directions == ["rowwise", "columnwise"]

@@ -187,3 +187,30 @@ def test_fused_adam_replays_from_a_cuda_graph():
     torch.cuda.synchronize()
     assert torch.equal(p, eager)
     assert opt.param_groups[0]["step_tensor"].item() == 4
+
+
+@pytest.mark.parametrize("recipe", ["fp8_block", "mxfp8", "nvfp4"])
+def test_fused_adam_requantizes_the_linear_weight_bit_for_bit(recipe):
+    """With requantize the optimizer writes the layer's stored weight in its
+    kernel and the next forward quantizes nothing; the training run is bit
+    for bit the one that quantizes in every forward."""
+    runs = []
+    for requantize in (True, False):
+        torch.manual_seed(3)
+        layer = tt.Linear(256, 384, recipe=recipe).cuda()
+        opt = tt.FusedAdam(layer.parameters(), lr=1e-2, requantize=requantize)
+        x, dy = bf16((256, 256), 5), bf16((256, 384), 6, 0.01)
+        ys, stored = [], []
+        for _ in range(4):
+            opt.zero_grad(set_to_none=True)
+            y = layer(x)
+            y.backward(dy)
+            opt.step()
+            ys.append(y.detach().clone())
+            stored.append(layer._stored is not None)
+        runs.append((ys, layer.weight.detach().clone(), stored))
+    (ya, wa, sa), (yb, wb, sb) = runs
+    assert sa == [True] * 4 and sb == [False] * 4
+    for a, b in zip(ya, yb):
+        assert torch.equal(a, b)
+    assert torch.equal(wa, wb)
