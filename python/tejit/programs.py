@@ -36,8 +36,11 @@ PRESETS: Dict[str, Dict[str, object]] = {
                   "grad_output": "#te.fp8_block<e4m3, 1x128, pow2>"},
     "mxfp8": {"input": "#te.mxfp8<e4m3>", "weight": "#te.mxfp8<e4m3>",
               "grad_output": "#te.mxfp8<e4m3>"},
-    "nvfp4": {"input": "#te.nvfp4<>", "weight": "#te.nvfp4<>",
-              "grad_output": "#te.nvfp4<rht, sr>"},
+    # NVFP4 with the random Hadamard transform on both wgrad operands (the
+    # transform cancels only when both apply it) and stochastic rounding on
+    # the gradient.
+    "nvfp4": {"input": {"rowwise": "#te.nvfp4<>", "columnwise": "#te.nvfp4<rht>"},
+              "weight": "#te.nvfp4<>", "grad_output": "#te.nvfp4<rht, sr>"},
     # MXFP8 forward, NVFP4 backward (examples/hybrid_linear.mlir).
     "mxfp8_nvfp4": {
         "input": {"rowwise": "#te.mxfp8<e4m3>", "columnwise": "#te.nvfp4<rht>"},

@@ -193,7 +193,7 @@ def test_adam_program_on_the_cpu_backend_matches_adamw():
             state[i] = list(out[3 * i:3 * i + 3])
 
 
-@pytest.mark.parametrize("recipe", ["bf16", "fp8_block", "mxfp8", "mxfp8_nvfp4"])
+@pytest.mark.parametrize("recipe", ["bf16", "fp8_block", "mxfp8", "nvfp4", "mxfp8_nvfp4"])
 def test_linear_program_compiles_and_runs_on_the_cpu_backend(recipe):
     from tejit.programs import Recipe, linear_program
 
@@ -211,7 +211,7 @@ def test_linear_program_compiles_and_runs_on_the_cpu_backend(recipe):
     # y approximates x W^T within the recipe's precision.
     ref = tejit.bf16_bits_to_float(x).astype(np.float64) @ w.T.astype(np.float64)
     err = np.abs(tejit.bf16_bits_to_float(y) - ref).max() / np.abs(ref).max()
-    assert err < (0.02 if recipe == "bf16" else 0.25), err
+    assert err < (0.02 if recipe == "bf16" else 0.3), err
     # The eval function needs no persistent state.
     y2 = m.new_session("cpu").evaluate(x, w, b)
     assert y2.shape == (128, 128)
