@@ -13,26 +13,14 @@ import sys
 import torch
 
 import tejit.torch as tt
+from timing import timed
 
 
 def step_time(layer, x, dy, runs):
     def step():
-        y = layer(x)
-        y.backward(dy)
+        layer(x).backward(dy)
 
-    for _ in range(5):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+    return timed(step, runs, warmup=5)
 
 
 def main():

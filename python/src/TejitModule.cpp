@@ -130,7 +130,8 @@ nb::dict describeEntry(const api::CompiledModule &m, const std::string &fn) {
 
 /// Bytes of a C-contiguous host array (NumPy, or anything with the buffer
 /// protocol / DLPack on the CPU).
-std::vector<uint8_t> hostBytes(nb::ndarray<nb::device::cpu, nb::c_contig> a) {
+std::vector<uint8_t>
+hostBytes(const nb::ndarray<nb::device::cpu, nb::c_contig> &a) {
   const auto *p = static_cast<const uint8_t *>(a.data());
   return std::vector<uint8_t>(p, p + a.nbytes());
 }
@@ -153,6 +154,23 @@ nb::list hostResults(std::vector<api::HostBuffer> buffers) {
                               rt::dtypeName(b.desc.dtype), b.desc.rows,
                               b.desc.cols, ownedArray(std::move(b.bytes))));
   return out;
+}
+
+using HostArrays = std::vector<nb::ndarray<nb::device::cpu, nb::c_contig>>;
+
+/// Runs a CPU-backend call on the arrays' bytes without the GIL (the
+/// reference numerics take a while) and returns its result buffers.
+template <typename Call>
+nb::list callOnHost(const HostArrays &args, Call call) {
+  std::vector<std::vector<uint8_t>> bytes;
+  for (const auto &a : args)
+    bytes.push_back(hostBytes(a));
+  std::vector<api::HostBuffer> out;
+  {
+    nb::gil_scoped_release release;
+    out = take(call(bytes));
+  }
+  return hostResults(std::move(out));
 }
 
 nb::list slots(const std::vector<api::Slot> &s) {
@@ -205,19 +223,11 @@ NB_MODULE(_tejit, m) {
       .def("arch",
            [](const api::CompiledModule &c) { return c.program().arch; })
       .def("describe", &describeEntry)
-      .def("run_on_cpu",
-           [](const api::CompiledModule &c, const std::string &fn,
-              std::vector<nb::ndarray<nb::device::cpu, nb::c_contig>> args) {
-             std::vector<std::vector<uint8_t>> bytes;
-             for (auto &a : args)
-               bytes.push_back(hostBytes(a));
-             std::vector<api::HostBuffer> out;
-             {
-               nb::gil_scoped_release release;
-               out = take(c.runOnCpu(fn, bytes));
-             }
-             return hostResults(std::move(out));
-           });
+      .def("run_on_cpu", [](const api::CompiledModule &c, const std::string &fn,
+                            const HostArrays &args) {
+        return callOnHost(
+            args, [&](const auto &bytes) { return c.runOnCpu(fn, bytes); });
+      });
 
   nb::class_<api::HostSession>(m, "HostSession")
       .def_static("create",
@@ -226,16 +236,9 @@ NB_MODULE(_tejit, m) {
                   })
       .def("call",
            [](api::HostSession &s, const std::string &fn,
-              std::vector<nb::ndarray<nb::device::cpu, nb::c_contig>> args) {
-             std::vector<std::vector<uint8_t>> bytes;
-             for (auto &a : args)
-               bytes.push_back(hostBytes(a));
-             std::vector<api::HostBuffer> out;
-             {
-               nb::gil_scoped_release release;
-               out = take(s.call(fn, bytes));
-             }
-             return hostResults(std::move(out));
+              const HostArrays &args) {
+             return callOnHost(
+                 args, [&](const auto &bytes) { return s.call(fn, bytes); });
            })
       .def("persistent_names", &api::HostSession::persistentNames)
       .def("set",
