@@ -31,7 +31,6 @@ using namespace mlir;
 using namespace mlir::te;
 
 /// The module kind te.linear and te.linear_grad look their roles up under.
-static constexpr StringLiteral kLinearKind = "linear";
 
 /// Warns on every rule whose module kind no op of the module looks up: such
 /// a rule is silently dead while the layers fall through to later rules.

@@ -46,7 +46,8 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
 // RecipeOp / RuleOp
 //===----------------------------------------------------------------------===//
 
-static constexpr StringRef kModuleKinds[] = {"linear", "grouped_linear", "*"};
+static constexpr StringRef kModuleKinds[] = {kLinearKind, "grouped_linear",
+                                             "*"};
 static constexpr StringRef kTensorKinds[] = {
     "input", "weight", "output", "grad_output", "grad_input", "*"};
 
@@ -120,7 +121,7 @@ static LogicalResult verifyRecipeRoles(Operation *op, FlatSymbolRefAttr name,
     return op->emitOpError() << "names recipe " << name << ", but that is a '"
                              << target->getName() << "', not a te.recipe";
   for (StringRef role : roles) {
-    if (recipe.lookup("linear", role))
+    if (recipe.lookup(kLinearKind, role))
       continue;
     InFlightDiagnostic diag = op->emitOpError()
                               << "recipe " << name
@@ -448,7 +449,7 @@ static SchemeAttrInterface recipeWeightRule(Operation *op,
                                             FlatSymbolRefAttr name,
                                             SymbolTableCollection &symbols) {
   auto recipe = symbols.lookupNearestSymbolFrom<RecipeOp>(op, name);
-  return recipe ? recipe.lookup("linear", "weight") : SchemeAttrInterface();
+  return recipe ? recipe.lookup(kLinearKind, "weight") : SchemeAttrInterface();
 }
 
 static constexpr StringLiteral kFpropReads = "fprop y = x W^T reads W rowwise";

@@ -21,4 +21,10 @@
 #define GET_OP_CLASSES
 #include "dialect/te/TeOps.h.inc"
 
+namespace mlir::te {
+/// The module kind of te.linear / te.linear_grad in recipe rules
+/// (`te.rule "linear", "weight" -> ...`).
+inline constexpr llvm::StringLiteral kLinearKind = "linear";
+} // namespace mlir::te
+
 #endif // TE_DIALECT_TE_TEOPS_H

@@ -577,7 +577,7 @@ rt::Status checkCpuMemory(const Program &p, const Entry &e) {
   uint64_t need = cpuMemoryBytes(p, e), have = availableHostMemory();
   if (!have || need <= have)
     return rt::Status::ok();
-  return rt::Status(rt::StatusCode::Unsupported,
+  return rt::Status(rt::StatusCode::ResourceExhausted,
                     "the CPU backend needs " + formatGiB(need) + " for '" +
                         e.name + "' (" + formatGiB(have) + " available)");
 }
@@ -678,7 +678,7 @@ runCpu(const Program &p, const Entry &e,
   try {
     return runCpuChecked(p, e, args, state, inexactArgs, store, progress);
   } catch (const std::bad_alloc &) {
-    return rt::Status(rt::StatusCode::Unsupported,
+    return rt::Status(rt::StatusCode::ResourceExhausted,
                       "the CPU backend ran out of memory running '" + e.name +
                           "' (it estimated " + formatGiB(cpuMemoryBytes(p, e)) +
                           "; " + formatGiB(availableHostMemory()) +

@@ -30,6 +30,8 @@ const char *statusCodeName(StatusCode c) {
     return "I/O error";
   case StatusCode::Unsupported:
     return "unsupported";
+  case StatusCode::ResourceExhausted:
+    return "resource exhausted";
   }
   return "?";
 }

@@ -21,15 +21,16 @@ namespace te::rt {
 
 enum class StatusCode {
   Ok,
-  NoDriver,        ///< libcuda could not be loaded
-  NoDevice,        ///< a driver, but no usable GPU
-  LibraryMissing,  ///< NVRTC or cuBLASLt could not be loaded
-  CudaError,       ///< a driver call failed
-  CompileError,    ///< NVRTC rejected the source (log in the message)
-  BlasError,       ///< a cuBLASLt call failed or has no kernel
-  InvalidArgument, ///< the caller passed something wrong
-  IoError,         ///< file system trouble (cache, inputs)
-  Unsupported,     ///< valid, but not implemented for this target
+  NoDriver,          ///< libcuda could not be loaded
+  NoDevice,          ///< a driver, but no usable GPU
+  LibraryMissing,    ///< NVRTC or cuBLASLt could not be loaded
+  CudaError,         ///< a driver call failed
+  CompileError,      ///< NVRTC rejected the source (log in the message)
+  BlasError,         ///< a cuBLASLt call failed or has no kernel
+  InvalidArgument,   ///< the caller passed something wrong
+  IoError,           ///< file system trouble (cache, inputs)
+  Unsupported,       ///< valid, but not implemented for this target
+  ResourceExhausted, ///< valid, but more memory than the machine has
 };
 
 const char *statusCodeName(StatusCode c);
