@@ -383,7 +383,8 @@ class _Entry:
         self.arguments = [a for a in d["arguments"] if not a["persistent"]]
         self.results = [r for r in d["results"] if not r["persistent"]]
         self.result_index = [i for i, r in enumerate(d["results"]) if not r["persistent"]]
-        if session.device == "cuda":
+        self._cuda = session.device == "cuda"
+        if self._cuda:
             self._prepare_cuda()
 
     def _prepare_cuda(self) -> None:
@@ -395,6 +396,8 @@ class _Entry:
         self._exe = self.session._s.function(self.name)
         self._result_slots = self._exe.results()
         self._arg_bytes = [s[6] for s in self._exe.arguments()]
+        if len(self._arg_bytes) != len(self.arguments):
+            raise Error(f"{self.name}: a quantized argument must be a persistent value (te.persistent)")
         self._arg_checks = [(_torch_dtype(a["dtype"]), tuple(a["shape"])) for a in self.arguments]
         self._device = torch.device("cuda", torch.cuda.current_device())
         # torch's current stream as a raw CUstream. current_stream() builds a
@@ -424,9 +427,12 @@ class _Entry:
             else:
                 parts = [(p, slot_of[(i, p)], (r, c)) for p, _, r, c in info["parts"]]
                 self._assembly.append((True, parts, None, info))
+        # Only tensors, one slot each, in order: the buffers are the results.
+        self._plain = all(not q and where == n for n, (q, where, _, _) in enumerate(self._assembly)) \
+            and len(self._assembly) == len(self._result_slots)
 
     def __call__(self, *args):
-        if self.session.device == "cuda":
+        if self._cuda:
             out = self._call_cuda(args)
         else:
             if len(args) != len(self.arguments):
@@ -485,6 +491,8 @@ class _Entry:
         device = self._device
         outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self._result_alloc]
         self._exe.run(ptrs, sizes, [t.data_ptr() for t in outs], self._result_bytes, self._stream())
+        if self._plain:
+            return outs
         results = []
         for quantized, where, shape, info in self._assembly:
             if not quantized:
