@@ -12,6 +12,13 @@ LOG="${OUT:-/tmp/te-gpu}"
 mkdir -p "$LOG"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
   | tee "$LOG/device.txt"
+# The CUTLASS/CuTe headers generated GEMMs compile against (packed by
+# scripts/pack-gpu.sh).
+if [[ -f "$PACK/cutlass.tar.xz" ]]; then
+  mkdir -p "${TMPDIR:-/tmp}/tejit-deps"
+  tar -C "${TMPDIR:-/tmp}/tejit-deps" -xJf "$PACK/cutlass.tar.xz"
+  export TE_CUTLASS_DIR=$(ls -d "${TMPDIR:-/tmp}"/tejit-deps/cutlass-*/include | tail -1)
+fi
 declare -a rows
 run() { # name, command...
   local name=$1; shift

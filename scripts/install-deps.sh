@@ -48,6 +48,32 @@ else
   echo "install-deps: all Python packages present"
 fi
 
+# The CUTLASS/CuTe headers the generated GEMMs include (NVRTC reads them at
+# run time): the PyPI wheel nvidia-cutlass, unpacked into a cache directory
+# the build records (runtime/CMakeLists.txt; $TE_CUTLASS_DIR overrides).
+CUTLASS_VERSION=4.2.0.0
+CUTLASS_DIR="${TE_DEPS_DIR:-$HOME/.cache/tejit}/cutlass-$CUTLASS_VERSION"
+if [[ ! -f "$CUTLASS_DIR/include/cute/tensor.hpp" ]]; then
+  echo "install-deps: unpacking the CUTLASS/CuTe $CUTLASS_VERSION headers into $CUTLASS_DIR"
+  tmp=$(mktemp -d)
+  python3 -m pip download -q --no-deps -d "$tmp" "nvidia-cutlass==$CUTLASS_VERSION"
+  python3 - "$tmp" "$CUTLASS_DIR" <<'PY'
+import glob, os, sys, zipfile
+wheel, = glob.glob(os.path.join(sys.argv[1], "nvidia_cutlass-*.whl"))
+prefix = "cutlass_library/source/include/"
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith(prefix) and not name.endswith("/"):
+            out = os.path.join(sys.argv[2], "include", name[len(prefix):])
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            with z.open(name) as src, open(out, "wb") as dst:
+                dst.write(src.read())
+PY
+  rm -rf "$tmp"
+else
+  echo "install-deps: CUTLASS/CuTe $CUTLASS_VERSION headers in $CUTLASS_DIR"
+fi
+
 # ccache is optional: it only speeds up rebuilds.
 command -v ccache >/dev/null || {
   if [[ $(id -u) -eq 0 ]]; then apt-get install -y -qq ccache >/dev/null 2>&1 || true; fi

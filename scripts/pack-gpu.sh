@@ -24,6 +24,12 @@ cp scripts/gpu-run.sh "$PACK/"
 # (scripts/gpu-run.sh): carry the installed host library and nanobind.
 cmake --install "$BUILD_DIR" --prefix "$PACK/tejit" > /dev/null
 strip "$PACK"/tejit/lib/libtejit.so.*
+# The CUTLASS/CuTe headers (1 MB compressed; gpu-run.sh unpacks them and
+# points TE_CUTLASS_DIR there).
+CUTLASS_DIR=$(ls -d "${TE_DEPS_DIR:-$HOME/.cache/tejit}"/cutlass-* 2>/dev/null | tail -1)
+if [[ -n "$CUTLASS_DIR" ]]; then
+  tar -C "$(dirname "$CUTLASS_DIR")" -cJf "$PACK/cutlass.tar.xz" "$(basename "$CUTLASS_DIR")"
+fi
 NANOBIND=$(python3 -m nanobind --cmake_dir 2>/dev/null || true)
 if [[ -n "$NANOBIND" ]]; then
   cp -r "$(dirname "$NANOBIND")" "$PACK/nanobind"
