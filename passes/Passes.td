@@ -10,13 +10,14 @@
 include "mlir/Pass/PassBase.td"
 
 def TeResolveRecipePass : Pass<"te-resolve-recipe", "::mlir::ModuleOp"> {
-  let summary = "Give every tensor of te.linear / te.linear_grad its scheme";
+  let summary = "Give every quantized tensor of a (grouped) linear layer its scheme";
   let description = [{
     Looks up the op's recipe and records, for each role the op quantizes,
     the scheme of the first matching rule in the op's `schemes` dictionary
     (`input`, `weight` for `te.linear`; `grad_output`, `input`, `weight`
-    for `te.linear_grad`). A hybrid scheme is recorded whole: each direction
-    keeps its own scheme.
+    for `te.linear_grad`). `te.grouped_linear` / `te.grouped_linear_grad`
+    quantize the same roles under the module kind `grouped_linear`. A
+    hybrid scheme is recorded whole: each direction keeps its own scheme.
 
     Before:
     ```mlir
@@ -52,7 +53,9 @@ def TeExpandLinearPass : Pass<"te-expand-linear", "::mlir::func::FuncOp"> {
     `te-infer-usage` / `te-fuse-quantize` merge quantizations of one tensor
     across layers and across forward and backward. A GEMM whose operands
     do not pair (see `te.gemm`) is an error on the layer naming the GEMM.
-    Inputs must be 2-D.
+    Inputs must be 2-D. Grouped layers (`te.grouped_linear`,
+    `te.grouped_linear_grad`) are left as they are: they have no expansion
+    yet, and `te-lower-to-kernels` reports them.
   }];
   let dependentDialects = ["::mlir::te::TeDialect"];
 }

@@ -4,7 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Records the scheme of every quantized role of te.linear / te.linear_grad.
+// Records the scheme of every quantized role of te.linear / te.linear_grad
+// (module kind "linear") and te.grouped_linear / te.grouped_linear_grad
+// (module kind "grouped_linear").
 // The roles an op quantizes are declared once, on the op
 // (getQuantizedRoles), and shared with its symbol verifier.
 //
@@ -14,7 +16,6 @@
 
 #include "dialect/te/TeOps.h"
 
-#include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -30,8 +31,6 @@ namespace mlir::te {
 using namespace mlir;
 using namespace mlir::te;
 
-/// The module kind te.linear and te.linear_grad look their roles up under.
-
 /// Warns on every rule whose module kind no op of the module looks up: such
 /// a rule is silently dead while the layers fall through to later rules.
 static void warnUnusedKinds(ModuleOp module,
@@ -42,33 +41,30 @@ static void warnUnusedKinds(ModuleOp module,
       rule.emitWarning() << "rule for module kind \"" << kind
                          << "\" has no effect: no op of the module uses that "
                             "kind (te.linear and te.linear_grad are \""
-                         << kLinearKind << "\")";
+                         << kLinearKind
+                         << "\", te.grouped_linear and te.grouped_linear_grad "
+                            "\""
+                         << kGroupedLinearKind << "\")";
   });
 }
 
-/// Builds the `schemes` dictionary of `op` from its recipe, or reports the
-/// first role without a rule.
-static FailureOr<DictionaryAttr> resolve(Operation *op, FlatSymbolRefAttr name,
-                                         ArrayRef<StringRef> roles,
-                                         SymbolTableCollection &symbols) {
-  auto recipe = symbols.lookupNearestSymbolFrom<RecipeOp>(op, name);
-  if (!recipe)
-    return op->emitOpError()
-           << "names recipe " << name << ", which is not a te.recipe";
-  Builder b(op->getContext());
-  SmallVector<NamedAttribute> entries;
-  for (StringRef role : roles) {
-    SchemeAttrInterface scheme = recipe.lookup(kLinearKind, role);
-    if (!scheme)
-      return op->emitOpError()
-             << "recipe " << name << " has no rule for the role (\""
-             << kLinearKind << "\", \"" << role << "\")";
-    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
-                            << op->getLoc() << ": " << role << " -> " << scheme
-                            << " (recipe " << name << ")\n");
-    entries.push_back(b.getNamedAttr(role, scheme));
-  }
-  return b.getDictionaryAttr(entries);
+/// Records on `op` the schemes of its roles under `moduleKind` (the lookup
+/// its symbol verifier does), or reports the first role without a rule.
+template <typename LayerOp>
+static LogicalResult resolve(LayerOp op, StringRef moduleKind,
+                             SymbolTableCollection &symbols) {
+  FailureOr<DictionaryAttr> schemes =
+      resolveRecipeRoles(op, op.getRecipeAttr(), moduleKind,
+                         LayerOp::getQuantizedRoles(), symbols);
+  if (failed(schemes))
+    return failure();
+  LLVM_DEBUG(for (NamedAttribute entry
+                  : *schemes) llvm::dbgs()
+             << "[" DEBUG_TYPE "] " << op->getName() << " at " << op->getLoc()
+             << ": " << entry.getName() << " -> " << entry.getValue()
+             << " (recipe " << op.getRecipeAttr() << ")\n");
+  op.setSchemesAttr(*schemes);
+  return success();
 }
 
 namespace {
@@ -78,23 +74,20 @@ struct TeResolveRecipePass
     SymbolTableCollection symbols;
     llvm::StringSet<> usedKinds;
     WalkResult walk = getOperation().walk([&](Operation *op) {
-      FailureOr<DictionaryAttr> dict = failure();
-      if (isa<LinearOp, LinearGradOp>(op))
-        usedKinds.insert(kLinearKind);
-      if (auto lin = dyn_cast<LinearOp>(op)) {
-        dict = resolve(op, lin.getRecipeAttr(), LinearOp::getQuantizedRoles(),
-                       symbols);
-        if (succeeded(dict))
-          lin.setSchemesAttr(*dict);
-      } else if (auto grad = dyn_cast<LinearGradOp>(op)) {
-        dict = resolve(op, grad.getRecipeAttr(),
-                       LinearGradOp::getQuantizedRoles(), symbols);
-        if (succeeded(dict))
-          grad.setSchemesAttr(*dict);
-      } else {
+      LogicalResult result = success();
+      if (auto lin = dyn_cast<LinearOp>(op))
+        result = resolve(lin, kLinearKind, symbols);
+      else if (auto grad = dyn_cast<LinearGradOp>(op))
+        result = resolve(grad, kLinearKind, symbols);
+      else if (auto glin = dyn_cast<GroupedLinearOp>(op))
+        result = resolve(glin, kGroupedLinearKind, symbols);
+      else if (auto ggrad = dyn_cast<GroupedLinearGradOp>(op))
+        result = resolve(ggrad, kGroupedLinearKind, symbols);
+      else
         return WalkResult::advance();
-      }
-      return failed(dict) ? WalkResult::interrupt() : WalkResult::advance();
+      usedKinds.insert(isa<LinearOp, LinearGradOp>(op) ? kLinearKind
+                                                       : kGroupedLinearKind);
+      return failed(result) ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (walk.wasInterrupted())
       return signalPassFailure();

@@ -46,7 +46,7 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
 // RecipeOp / RuleOp
 //===----------------------------------------------------------------------===//
 
-static constexpr StringRef kModuleKinds[] = {kLinearKind, "grouped_linear",
+static constexpr StringRef kModuleKinds[] = {kLinearKind, kGroupedLinearKind,
                                              "*"};
 static constexpr StringRef kTensorKinds[] = {
     "input", "weight", "output", "grad_output", "grad_input", "*"};
@@ -107,11 +107,10 @@ LogicalResult RecipeOp::verifyRegions() {
   return success();
 }
 
-/// Checks that `name` resolves to a te.recipe with a rule for each of
-/// ("linear", role) in `roles`.
-static LogicalResult verifyRecipeRoles(Operation *op, FlatSymbolRefAttr name,
-                                       ArrayRef<StringRef> roles,
-                                       SymbolTableCollection &symbols) {
+FailureOr<DictionaryAttr>
+mlir::te::resolveRecipeRoles(Operation *op, FlatSymbolRefAttr name,
+                             StringRef moduleKind, ArrayRef<StringRef> roles,
+                             SymbolTableCollection &symbols) {
   Operation *target = symbols.lookupNearestSymbolFrom(op, name);
   if (!target)
     return op->emitOpError()
@@ -120,17 +119,21 @@ static LogicalResult verifyRecipeRoles(Operation *op, FlatSymbolRefAttr name,
   if (!recipe)
     return op->emitOpError() << "names recipe " << name << ", but that is a '"
                              << target->getName() << "', not a te.recipe";
+  Builder b(op->getContext());
+  SmallVector<NamedAttribute> entries;
   for (StringRef role : roles) {
-    if (recipe.lookup(kLinearKind, role))
+    if (SchemeAttrInterface scheme = recipe.lookup(moduleKind, role)) {
+      entries.push_back(b.getNamedAttr(role, scheme));
       continue;
+    }
     InFlightDiagnostic diag = op->emitOpError()
                               << "recipe " << name
-                              << " has no rule for the role (\"linear\", \""
-                              << role << "\")";
+                              << " has no rule for the role (\"" << moduleKind
+                              << "\", \"" << role << "\")";
     diag.attachNote(recipe.getLoc()) << "recipe defined here";
     return diag;
   }
-  return success();
+  return b.getDictionaryAttr(entries);
 }
 
 /// Checks a `schemes` dictionary recorded by te-resolve-recipe: exactly the
@@ -444,14 +447,6 @@ static SchemeAttrInterface resolvedWeightScheme(DictionaryAttr schemes) {
                  : SchemeAttrInterface();
 }
 
-/// The recipe's weight rule (the recipe exists: verifyRecipeRoles passed).
-static SchemeAttrInterface recipeWeightRule(Operation *op,
-                                            FlatSymbolRefAttr name,
-                                            SymbolTableCollection &symbols) {
-  auto recipe = symbols.lookupNearestSymbolFrom<RecipeOp>(op, name);
-  return recipe ? recipe.lookup(kLinearKind, "weight") : SchemeAttrInterface();
-}
-
 static constexpr StringLiteral kFpropReads = "fprop y = x W^T reads W rowwise";
 static constexpr StringLiteral kDgradReads =
     "dgrad dx = dy W reads W columnwise";
@@ -494,12 +489,13 @@ LogicalResult LinearOp::verify() {
 }
 
 LogicalResult LinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  if (failed(verifyRecipeRoles(*this, getRecipeAttr(), getQuantizedRoles(),
-                               symbolTable)))
+  FailureOr<DictionaryAttr> schemes = resolveRecipeRoles(
+      *this, getRecipeAttr(), kLinearKind, getQuantizedRoles(), symbolTable);
+  if (failed(schemes))
     return failure();
-  return verifyQuantizedWeight(
-      *this, getWeight().getType(), Directions::rowwise, kFpropReads,
-      recipeWeightRule(*this, getRecipeAttr(), symbolTable));
+  return verifyQuantizedWeight(*this, getWeight().getType(),
+                               Directions::rowwise, kFpropReads,
+                               resolvedWeightScheme(*schemes));
 }
 
 LogicalResult LinearGradOp::verify() {
@@ -553,12 +549,166 @@ LogicalResult LinearGradOp::verify() {
 
 LogicalResult
 LinearGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  if (failed(verifyRecipeRoles(*this, getRecipeAttr(), getQuantizedRoles(),
-                               symbolTable)))
+  FailureOr<DictionaryAttr> schemes = resolveRecipeRoles(
+      *this, getRecipeAttr(), kLinearKind, getQuantizedRoles(), symbolTable);
+  if (failed(schemes))
     return failure();
-  return verifyQuantizedWeight(
-      *this, getWeight().getType(), Directions::columnwise, kDgradReads,
-      recipeWeightRule(*this, getRecipeAttr(), symbolTable));
+  return verifyQuantizedWeight(*this, getWeight().getType(),
+                               Directions::columnwise, kDgradReads,
+                               resolvedWeightScheme(*schemes));
+}
+
+//===----------------------------------------------------------------------===//
+// GroupedLinearOp / GroupedLinearGradOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The static sizes of a grouped linear layer.
+struct GroupedDims {
+  int64_t experts, out, in;
+};
+} // namespace
+
+/// Checks x [M_total, K], W [G, N, K] and split sizes tensor<Gxi64>.
+static FailureOr<GroupedDims> verifyGroupedOperands(Operation *op,
+                                                    RankedTensorType x,
+                                                    RankedTensorType w,
+                                                    Type splitSizes) {
+  if (x.getRank() != 2)
+    return op->emitOpError() << "input must be 2-D ([M_total, K], tokens "
+                                "sorted by expert), got "
+                             << shapeStr(x.getShape());
+  if (w.getRank() != 3)
+    return op->emitOpError() << "weight must be 3-D ([G, N, K], one [N, K] "
+                                "weight per expert), got "
+                             << shapeStr(w.getShape());
+  GroupedDims dims{w.getDimSize(0), w.getDimSize(1), w.getDimSize(2)};
+  if (x.getDimSize(1) != dims.in)
+    return op->emitOpError()
+           << "input features " << x.getDimSize(1)
+           << " differ from the weight's input features " << dims.in
+           << " (weight is [G, N, K] = " << shapeStr(w.getShape()) << ")";
+  auto splits = llvm::cast<RankedTensorType>(splitSizes);
+  if (splits.getRank() != 1 || !splits.getElementType().isInteger(64))
+    return op->emitOpError()
+           << "split sizes must be tensor<" << dims.experts
+           << "xi64> (one token count per expert), got " << splitSizes;
+  if (splits.getDimSize(0) != dims.experts)
+    return op->emitOpError()
+           << "has " << splits.getDimSize(0) << " split sizes but "
+           << dims.experts
+           << " experts (weight is [G, N, K] = " << shapeStr(w.getShape())
+           << ")";
+  return dims;
+}
+
+/// Checks that `t` is [rows, cols] with rows == M_total and cols == `cols`.
+static LogicalResult verifyTokenRows(Operation *op, StringRef what,
+                                     RankedTensorType t, int64_t tokens,
+                                     int64_t cols, StringRef colsWhat) {
+  if (t.getRank() != 2)
+    return op->emitOpError() << what << " must be 2-D ([M_total, " << colsWhat
+                             << "]), got " << shapeStr(t.getShape());
+  if (t.getDimSize(0) != tokens)
+    return op->emitOpError()
+           << what << " has " << t.getDimSize(0)
+           << " rows but the input has M_total = " << tokens << " token rows";
+  if (t.getDimSize(1) != cols)
+    return op->emitOpError()
+           << what << " has " << t.getDimSize(1) << " columns but the weight's "
+           << colsWhat << " = " << cols;
+  return success();
+}
+
+ArrayRef<StringRef> GroupedLinearOp::getQuantizedRoles() {
+  return LinearOp::getQuantizedRoles();
+}
+
+ArrayRef<StringRef> GroupedLinearGradOp::getQuantizedRoles() {
+  return LinearGradOp::getQuantizedRoles();
+}
+
+LogicalResult GroupedLinearOp::verify() {
+  if (failed(
+          verifyResolvedSchemes(*this, getSchemesAttr(), getQuantizedRoles())))
+    return failure();
+  RankedTensorType x = getInput().getType();
+  auto dims = verifyGroupedOperands(*this, x, getWeight().getType(),
+                                    getSplitSizes().getType());
+  if (failed(dims))
+    return failure();
+  RankedTensorType y = getResult().getType();
+  if (Value b = getBias()) {
+    auto bt = llvm::cast<RankedTensorType>(b.getType());
+    if (bt.getRank() != 2 || bt.getDimSize(0) != dims->experts ||
+        bt.getDimSize(1) != dims->out)
+      return emitOpError() << "bias must be [G, N] = " << dims->experts << "x"
+                           << dims->out << ", got " << shapeStr(bt.getShape());
+    // As for te.gemm: the GEMM epilogue adds the bias in the output type.
+    if (bt.getElementType() != y.getElementType())
+      return emitOpError() << "bias element type " << bt.getElementType()
+                           << " must be the result's (" << y.getElementType()
+                           << "): the GEMM epilogue adds it in that type";
+  }
+  return verifyTokenRows(*this, "result", y, x.getDimSize(0), dims->out,
+                         "output features N");
+}
+
+LogicalResult
+GroupedLinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return resolveRecipeRoles(*this, getRecipeAttr(), kGroupedLinearKind,
+                            getQuantizedRoles(), symbolTable);
+}
+
+LogicalResult GroupedLinearGradOp::verify() {
+  if (failed(
+          verifyResolvedSchemes(*this, getSchemesAttr(), getQuantizedRoles())))
+    return failure();
+  RankedTensorType x = getInput().getType();
+  RankedTensorType w = getWeight().getType();
+  auto dims = verifyGroupedOperands(*this, x, w, getSplitSizes().getType());
+  if (failed(dims) ||
+      failed(verifyTokenRows(*this, "grad_output", getGradOutput().getType(),
+                             x.getDimSize(0), dims->out, "output features N")))
+    return failure();
+  if (getGradInput().getType().getShape() != x.getShape())
+    return emitOpError() << "grad_input must have the input's shape "
+                         << shapeStr(x.getShape()) << ", got "
+                         << shapeStr(getGradInput().getType().getShape());
+  RankedTensorType dw = getGradWeight().getType();
+  if (dw.getShape() != w.getShape())
+    return emitOpError() << "grad_weight must have the weight's shape "
+                         << shapeStr(w.getShape()) << ", got "
+                         << shapeStr(dw.getShape());
+  if (!dw.getElementType().isF32() && dw.getElementType() != w.getElementType())
+    return emitOpError() << "grad_weight must be f32 or the weight's element "
+                            "type "
+                         << w.getElementType() << ", got "
+                         << dw.getElementType();
+  if (getBias() != static_cast<bool>(getGradBias()))
+    return emitOpError() << (getBias() ? "has the 'bias' flag but no grad_bias "
+                                         "result"
+                                       : "has a grad_bias result but no 'bias' "
+                                         "flag");
+  if (Value db = getGradBias()) {
+    auto dbt = llvm::cast<RankedTensorType>(db.getType());
+    if (dbt.getRank() != 2 || dbt.getDimSize(0) != dims->experts ||
+        dbt.getDimSize(1) != dims->out)
+      return emitOpError() << "grad_bias must be [G, N] = " << dims->experts
+                           << "x" << dims->out << ", got "
+                           << shapeStr(dbt.getShape());
+    if (!dbt.getElementType().isF32())
+      return emitOpError() << "grad_bias must be f32 (bias gradients "
+                              "accumulate in FP32), got "
+                           << dbt.getElementType();
+  }
+  return success();
+}
+
+LogicalResult
+GroupedLinearGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return resolveRecipeRoles(*this, getRecipeAttr(), kGroupedLinearKind,
+                            getQuantizedRoles(), symbolTable);
 }
 
 //===----------------------------------------------------------------------===//

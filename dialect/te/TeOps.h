@@ -25,6 +25,16 @@ namespace mlir::te {
 /// The module kind of te.linear / te.linear_grad in recipe rules
 /// (`te.rule "linear", "weight" -> ...`).
 inline constexpr llvm::StringLiteral kLinearKind = "linear";
+/// The module kind of te.grouped_linear / te.grouped_linear_grad.
+inline constexpr llvm::StringLiteral kGroupedLinearKind = "grouped_linear";
+
+/// Resolves `name` from `op` to a te.recipe and looks up the scheme of each
+/// role (`moduleKind`, role) of `roles`: a dictionary role -> scheme, or a
+/// located error at `op` for a missing recipe or role. The layer verifiers
+/// and te-resolve-recipe share it, so they agree on what a role resolves to.
+FailureOr<DictionaryAttr>
+resolveRecipeRoles(Operation *op, FlatSymbolRefAttr name, StringRef moduleKind,
+                   ArrayRef<StringRef> roles, SymbolTableCollection &symbols);
 } // namespace mlir::te
 
 #endif // TE_DIALECT_TE_TEOPS_H

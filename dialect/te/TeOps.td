@@ -357,6 +357,117 @@ def Te_LinearGradOp : Te_Op<"linear_grad", [
   }];
 }
 
+def Te_GroupedLinearOp : Te_Op<"grouped_linear", [
+    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "G linear layers (experts) over token groups: y_g = x_g W_g^T (+ b_g)";
+  let description = [{
+    A Mixture-of-Experts layer: `x` is [M_total, K], tokens sorted by
+    expert; `W` stacks the G experts' weights, [G, N, K]; `split_sizes` (a
+    device `tensor<Gxi64>`) holds each expert's token count, so expert g
+    multiplies the `split_sizes[g]` rows that follow those of experts
+    0..g-1; `b` is [G, N]; `y` is [M_total, N]. The split sizes may sum to
+    less than M_total: the rows past their sum are padding and their output
+    rows are zeros. Only static shapes are verified (G agrees between `W`,
+    `split_sizes` and `b`; K and N as for `te.linear`); the split sizes
+    themselves are run-time values. The recipe must have rules for the
+    roles ("grouped_linear", "input") and ("grouped_linear", "weight");
+    `te-resolve-recipe` records the scheme of each role in `schemes`. The
+    weight is a tensor: a `!te.qtensor` of [G, N, K] would be quantized as
+    one [G*N, K] matrix, not per expert. No pass lowers this op yet.
+
+    ```mlir
+    te.recipe @moe {
+      te.rule "grouped_linear", "weight" -> #te.mxfp8<e4m3>
+      te.rule "*", "*" -> #te.mxfp8<e4m3>
+    }
+    // 4 experts, 1024 -> 512 features, 256 token rows (sorted by expert).
+    func.func @grouped_linear(%x: tensor<256x1024xbf16>,
+                              %w: tensor<4x512x1024xbf16>,
+                              %splits: tensor<4xi64>, %b: tensor<4x512xbf16>)
+        -> tensor<256x512xbf16> {
+      %y = te.grouped_linear %x, %w, %splits bias %b {recipe = @moe}
+             : tensor<256x1024xbf16>, tensor<4x512x1024xbf16>, tensor<4xi64>,
+               tensor<4x512xbf16> -> tensor<256x512xbf16>
+      return %y : tensor<256x512xbf16>
+    }
+    ```
+  }];
+  let arguments = (ins Te_FloatTensor:$input, Te_FloatTensor:$weight,
+                       AnyRankedTensor:$split_sizes,
+                       Optional<Te_FloatTensor>:$bias,
+                       FlatSymbolRefAttr:$recipe,
+                       OptionalAttr<DictionaryAttr>:$schemes);
+  let results = (outs Te_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $split_sizes (`bias` $bias^)? attr-dict `:`
+    type($input) `,` type($weight) `,` type($split_sizes)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The tensor kinds this op quantizes (roles ("grouped_linear", kind)).
+    static ::llvm::ArrayRef<::llvm::StringRef> getQuantizedRoles();
+  }];
+}
+
+def Te_GroupedLinearGradOp : Te_Op<"grouped_linear_grad", [
+    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "backward of te.grouped_linear: dx, dW and (with `bias`) db";
+  let description = [{
+    Operands in the order `dy` [M_total, N], `x` [M_total, K], `W`
+    [G, N, K], `split_sizes` (`tensor<Gxi64>`), as `te.linear_grad` plus
+    the split sizes. Per expert g over its rows: `dx_g = dy_g W_g`,
+    `dW_g = dy_g^T x_g` (`dW` [G, N, K], FP32 or the weight's type), and
+    with the `bias` flag `db_g = bias_grad(dy_g)` (`db` [G, N], FP32). Rows
+    past the sum of the split sizes are padding: their `dx` rows are zeros
+    and they add nothing to `dW` or `db`; an expert with no rows gets zero
+    gradients. The recipe must have rules for ("grouped_linear",
+    "grad_output"), ("grouped_linear", "input") and ("grouped_linear",
+    "weight"); `te-resolve-recipe` records the scheme of each role in
+    `schemes`. No pass lowers this op yet.
+
+    ```mlir
+    te.recipe @moe {
+      te.rule "grouped_linear", "grad_output" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.mxfp8<e5m2>>
+      te.rule "*", "*" -> #te.mxfp8<e4m3>
+    }
+    // Operands dy [M_total, N], x [M_total, K], W [G, N, K], split sizes;
+    // dW in f32 (or the weight's type), db always f32.
+    func.func @grouped_linear_grad(%dy: tensor<256x512xbf16>,
+                                   %x: tensor<256x1024xbf16>,
+                                   %w: tensor<4x512x1024xbf16>,
+                                   %splits: tensor<4xi64>)
+        -> (tensor<256x1024xbf16>, tensor<4x512x1024xf32>, tensor<4x512xf32>) {
+      %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %splits
+             {recipe = @moe, bias}
+             : tensor<256x512xbf16>, tensor<256x1024xbf16>,
+               tensor<4x512x1024xbf16>, tensor<4xi64>
+             -> tensor<256x1024xbf16>, tensor<4x512x1024xf32>, tensor<4x512xf32>
+      return %dx, %dw, %db
+          : tensor<256x1024xbf16>, tensor<4x512x1024xf32>, tensor<4x512xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Te_FloatTensor:$grad_output, Te_FloatTensor:$input,
+                       Te_FloatTensor:$weight, AnyRankedTensor:$split_sizes,
+                       FlatSymbolRefAttr:$recipe, UnitAttr:$bias,
+                       OptionalAttr<DictionaryAttr>:$schemes);
+  // grad_bias is checked to be f32 by the verifier, with a clearer message.
+  let results = (outs Te_FloatTensor:$grad_input,
+                      Te_FloatTensor:$grad_weight,
+                      Optional<Te_FloatTensor>:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $weight `,` $split_sizes attr-dict `:`
+    type($grad_output) `,` type($input) `,` type($weight) `,`
+    type($split_sizes) `->` type(results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The tensor kinds this op quantizes (roles ("grouped_linear", kind)).
+    static ::llvm::ArrayRef<::llvm::StringRef> getQuantizedRoles();
+  }];
+}
+
 def Te_AdamStepOp : Te_Op<"adam_step", [Pure]> {
   let summary = "one Adam/AdamW step on FP32 master weights";
   let description = [{
