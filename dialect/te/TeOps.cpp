@@ -572,8 +572,17 @@ struct GroupedDims {
 /// Checks x [M_total, K], W [G, N, K] and split sizes tensor<Gxi64>.
 static FailureOr<GroupedDims> verifyGroupedOperands(Operation *op,
                                                     RankedTensorType x,
-                                                    RankedTensorType w,
+                                                    Type weight,
                                                     Type splitSizes) {
+  // The stack would be quantized as one [G*N, K] matrix (one per-tensor
+  // scale, transposes across experts), not per expert as grouped GEMMs read.
+  if (llvm::isa<QTensorType>(weight))
+    return op->emitOpError()
+           << "weight must be a tensor, got " << weight
+           << ": a quantized weight of a grouped layer is not supported (a "
+              "!te.qtensor would quantize the [G, N, K] stack as one matrix, "
+              "not per expert)";
+  auto w = llvm::cast<RankedTensorType>(weight);
   if (x.getRank() != 2)
     return op->emitOpError() << "input must be 2-D ([M_total, K], tokens "
                                 "sorted by expert), got "
@@ -602,21 +611,22 @@ static FailureOr<GroupedDims> verifyGroupedOperands(Operation *op,
   return dims;
 }
 
-/// Checks that `t` is [rows, cols] with rows == M_total and cols == `cols`.
+/// Checks that `t` (the result or grad_output) is [M_total, N].
 static LogicalResult verifyTokenRows(Operation *op, StringRef what,
                                      RankedTensorType t, int64_t tokens,
-                                     int64_t cols, StringRef colsWhat) {
+                                     int64_t out) {
   if (t.getRank() != 2)
-    return op->emitOpError() << what << " must be 2-D ([M_total, " << colsWhat
-                             << "]), got " << shapeStr(t.getShape());
+    return op->emitOpError() << what << " must be 2-D ([M_total, N]), got "
+                             << shapeStr(t.getShape());
   if (t.getDimSize(0) != tokens)
     return op->emitOpError()
            << what << " has " << t.getDimSize(0)
            << " rows but the input has M_total = " << tokens << " token rows";
-  if (t.getDimSize(1) != cols)
-    return op->emitOpError()
-           << what << " has " << t.getDimSize(1) << " columns but the weight's "
-           << colsWhat << " = " << cols;
+  if (t.getDimSize(1) != out)
+    return op->emitOpError() << what << " has " << t.getDimSize(1)
+                             << " columns but the weight's output features "
+                                "are N = "
+                             << out;
   return success();
 }
 
@@ -650,8 +660,7 @@ LogicalResult GroupedLinearOp::verify() {
                            << " must be the result's (" << y.getElementType()
                            << "): the GEMM epilogue adds it in that type";
   }
-  return verifyTokenRows(*this, "result", y, x.getDimSize(0), dims->out,
-                         "output features N");
+  return verifyTokenRows(*this, "result", y, x.getDimSize(0), dims->out);
 }
 
 LogicalResult
@@ -665,12 +674,13 @@ LogicalResult GroupedLinearGradOp::verify() {
           verifyResolvedSchemes(*this, getSchemesAttr(), getQuantizedRoles())))
     return failure();
   RankedTensorType x = getInput().getType();
-  RankedTensorType w = getWeight().getType();
-  auto dims = verifyGroupedOperands(*this, x, w, getSplitSizes().getType());
+  auto dims = verifyGroupedOperands(*this, x, getWeight().getType(),
+                                    getSplitSizes().getType());
   if (failed(dims) ||
       failed(verifyTokenRows(*this, "grad_output", getGradOutput().getType(),
-                             x.getDimSize(0), dims->out, "output features N")))
+                             x.getDimSize(0), dims->out)))
     return failure();
+  auto w = llvm::cast<RankedTensorType>(getWeight().getType());
   if (getGradInput().getType().getShape() != x.getShape())
     return emitOpError() << "grad_input must have the input's shape "
                          << shapeStr(x.getShape()) << ", got "

@@ -392,7 +392,9 @@ def Te_GroupedLinearOp : Te_Op<"grouped_linear", [
     }
     ```
   }];
-  let arguments = (ins Te_FloatTensor:$input, Te_FloatTensor:$weight,
+  // A quantized weight parses, so that the verifier can say why it is not
+  // supported yet.
+  let arguments = (ins Te_FloatTensor:$input, Te_GemmOperand:$weight,
                        AnyRankedTensor:$split_sizes,
                        Optional<Te_FloatTensor>:$bias,
                        FlatSymbolRefAttr:$recipe,
@@ -449,7 +451,7 @@ def Te_GroupedLinearGradOp : Te_Op<"grouped_linear_grad", [
     ```
   }];
   let arguments = (ins Te_FloatTensor:$grad_output, Te_FloatTensor:$input,
-                       Te_FloatTensor:$weight, AnyRankedTensor:$split_sizes,
+                       Te_GemmOperand:$weight, AnyRankedTensor:$split_sizes,
                        FlatSymbolRefAttr:$recipe, UnitAttr:$bias,
                        OptionalAttr<DictionaryAttr>:$schemes);
   // grad_bias is checked to be f32 by the verifier, with a clearer message.

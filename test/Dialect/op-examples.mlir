@@ -27,6 +27,11 @@
 // CHECK: te.linear {{.*}} !te.qtensor<512x1024xf32, #te.mxfp8<e4m3>, rowwise>
 // CHECK-LABEL: func.func @linear_grad
 // CHECK: te.linear_grad %arg0, %arg1, %arg2 {bias, recipe = @mxfp8} : tensor<256x512xbf16>, tensor<256x1024xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>, tensor<512x1024xf32>, tensor<512xf32>
+// CHECK: te.recipe @moe
+// CHECK-LABEL: func.func @grouped_linear(
+// CHECK: te.grouped_linear %arg0, %arg1, %arg2 bias %arg3 {recipe = @moe} : tensor<256x1024xbf16>, tensor<4x512x1024xbf16>, tensor<4xi64>, tensor<4x512xbf16> -> tensor<256x512xbf16>
+// CHECK-LABEL: func.func @grouped_linear_grad
+// CHECK: te.grouped_linear_grad %arg0, %arg1, %arg2, %arg3 {bias, recipe = @moe} : tensor<256x512xbf16>, tensor<256x1024xbf16>, tensor<4x512x1024xbf16>, tensor<4xi64> -> tensor<256x1024xbf16>, tensor<4x512x1024xf32>, tensor<4x512xf32>
 // CHECK-LABEL: func.func @adam_step
 // CHECK: te.adam_step
 // CHECK-LABEL: func.func @fused_adam
