@@ -58,11 +58,13 @@ static LogicalResult resolve(LayerOp op, StringRef moduleKind,
                          LayerOp::getQuantizedRoles(), symbols);
   if (failed(schemes))
     return failure();
-  LLVM_DEBUG(for (NamedAttribute entry
-                  : *schemes) llvm::dbgs()
-             << "[" DEBUG_TYPE "] " << op->getName() << " at " << op->getLoc()
-             << ": " << entry.getName() << " -> " << entry.getValue()
-             << " (recipe " << op.getRecipeAttr() << ")\n");
+  LLVM_DEBUG({
+    for (NamedAttribute entry : *schemes)
+      llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
+                   << op->getLoc() << ": " << entry.getName() << " -> "
+                   << entry.getValue() << " (recipe " << op.getRecipeAttr()
+                   << ")\n";
+  });
   op.setSchemesAttr(*schemes);
   return success();
 }
