@@ -136,6 +136,32 @@ LogicalResult LinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                                resolvedWeightScheme(*schemes));
 }
 
+/// The gradient results both layer gradients share: dx of the input's
+/// shape, dW of the weight's shape in f32 or the weight's element type, and
+/// a grad_bias exactly when the `bias` flag is set (its shape is the op's).
+static LogicalResult verifyGradients(Operation *op, RankedTensorType x,
+                                     RankedTensorType w, RankedTensorType dx,
+                                     RankedTensorType dw, bool biasFlag,
+                                     Value gradBias) {
+  if (dx.getShape() != x.getShape())
+    return op->emitOpError()
+           << "grad_input must have the input's shape "
+           << shapeStr(x.getShape()) << ", got " << shapeStr(dx.getShape());
+  if (dw.getShape() != w.getShape())
+    return op->emitOpError()
+           << "grad_weight must have the weight's shape "
+           << shapeStr(w.getShape()) << ", got " << shapeStr(dw.getShape());
+  if (!dw.getElementType().isF32() && dw.getElementType() != w.getElementType())
+    return op->emitOpError()
+           << "grad_weight must be f32 or the weight's element type "
+           << w.getElementType() << ", got " << dw.getElementType();
+  if (biasFlag != static_cast<bool>(gradBias))
+    return op->emitOpError()
+           << (biasFlag ? "has the 'bias' flag but no grad_bias result"
+                        : "has a grad_bias result but no 'bias' flag");
+  return success();
+}
+
 LogicalResult LinearGradOp::verify() {
   if (failed(
           verifyResolvedSchemes(*this, getSchemesAttr(), getQuantizedRoles())))
@@ -148,7 +174,7 @@ LogicalResult LinearGradOp::verify() {
                           *this, w, Directions::columnwise, kDgradReads,
                           resolvedWeightScheme(getSchemesAttr()))))
     return failure();
-  auto [in, out] = *dims;
+  int64_t out = dims->second;
   auto q = llvm::dyn_cast<QTensorType>(w);
   RankedTensorType wt = q ? q.getTensorType() : llvm::cast<RankedTensorType>(w);
   SmallVector<int64_t> expectedDy(x.getShape().drop_back());
@@ -156,32 +182,17 @@ LogicalResult LinearGradOp::verify() {
   if (dy.getShape() != ArrayRef<int64_t>(expectedDy))
     return emitOpError() << "grad_output must be " << shapeStr(expectedDy)
                          << " ([..., out]), got " << shapeStr(dy.getShape());
-  if (getGradInput().getType().getShape() != x.getShape())
-    return emitOpError() << "grad_input must have the input's shape "
-                         << shapeStr(x.getShape());
   // A quantized weight's gradient is of the tensor it quantizes.
-  RankedTensorType dw = getGradWeight().getType();
-  if (dw.getShape() != wt.getShape())
-    return emitOpError() << "grad_weight must have the weight's shape "
-                         << shapeStr(wt.getShape());
-  if (!dw.getElementType().isF32() &&
-      dw.getElementType() != wt.getElementType())
-    return emitOpError() << "grad_weight must be f32 or the weight's element "
-                            "type "
-                         << wt.getElementType() << ", got "
-                         << dw.getElementType();
-  if (getBias() != static_cast<bool>(getGradBias()))
-    return emitOpError() << (getBias() ? "has the 'bias' flag but no grad_bias "
-                                         "result"
-                                       : "has a grad_bias result but no 'bias' "
-                                         "flag");
+  if (failed(verifyGradients(*this, x, wt, getGradInput().getType(),
+                             getGradWeight().getType(), getBias(),
+                             getGradBias())))
+    return failure();
   if (Value db = getGradBias()) {
     auto dbt = llvm::cast<RankedTensorType>(db.getType());
     if (dbt.getRank() != 1 || dbt.getDimSize(0) != out)
       return emitOpError() << "grad_bias must be [" << out << "], got "
                            << shapeStr(dbt.getShape());
   }
-  (void)in;
   return success();
 }
 
@@ -318,26 +329,11 @@ LogicalResult GroupedLinearGradOp::verify() {
       failed(verifyTokenRows(*this, "grad_output", getGradOutput().getType(),
                              x.getDimSize(0), dims->out)))
     return failure();
-  auto w = llvm::cast<RankedTensorType>(getWeight().getType());
-  if (getGradInput().getType().getShape() != x.getShape())
-    return emitOpError() << "grad_input must have the input's shape "
-                         << shapeStr(x.getShape()) << ", got "
-                         << shapeStr(getGradInput().getType().getShape());
-  RankedTensorType dw = getGradWeight().getType();
-  if (dw.getShape() != w.getShape())
-    return emitOpError() << "grad_weight must have the weight's shape "
-                         << shapeStr(w.getShape()) << ", got "
-                         << shapeStr(dw.getShape());
-  if (!dw.getElementType().isF32() && dw.getElementType() != w.getElementType())
-    return emitOpError() << "grad_weight must be f32 or the weight's element "
-                            "type "
-                         << w.getElementType() << ", got "
-                         << dw.getElementType();
-  if (getBias() != static_cast<bool>(getGradBias()))
-    return emitOpError() << (getBias() ? "has the 'bias' flag but no grad_bias "
-                                         "result"
-                                       : "has a grad_bias result but no 'bias' "
-                                         "flag");
+  if (failed(verifyGradients(
+          *this, x, llvm::cast<RankedTensorType>(getWeight().getType()),
+          getGradInput().getType(), getGradWeight().getType(), getBias(),
+          getGradBias())))
+    return failure();
   if (Value db = getGradBias()) {
     auto dbt = llvm::cast<RankedTensorType>(db.getType());
     if (dbt.getRank() != 2 || dbt.getDimSize(0) != dims->experts ||
