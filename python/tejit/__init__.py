@@ -418,7 +418,6 @@ class _Entry:
         # How the results are put together from the slots: a tensor is one
         # slot reshaped, a quantized value a QuantizedTensor of its slots.
         slot_of = {(s[1], s[2]): i for i, s in enumerate(self._result_slots)}
-        d = self.session.module.describe(self.name)
         self._assembly = []
         for i in self.result_index:
             info = d["results"][i]
