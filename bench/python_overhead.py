@@ -1,7 +1,7 @@
 """Host cost of one call of a tejit function from Python, against the same
 call through the C++ API (te-api-overhead) in the same run.
 
-    python3 bench/python_overhead.py PATH/TO/te-api-overhead [calls]
+    python3 bench/python_overhead.py PATH/TO/te-api-overhead [calls] [rounds]
 
 Both time back-to-back calls of a one-kernel function (the bias gradient of
 a 128x256 bf16 tensor) on one stream: "enqueue" is host wall time per call
@@ -28,11 +28,19 @@ func.func @dbias(%x: tensor<128x256xbf16>) -> tensor<256xf32> {
 def main():
     binary = sys.argv[1]
     calls = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
-    print(subprocess.run([binary, str(calls)], check=True, capture_output=True, text=True).stdout, end="")
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     m = tejit.compile(MODULE)
     x = torch.randn(128, 256, device="cuda").to(torch.bfloat16)
     fn = m.session("cuda").dbias
     out = torch.empty(256, device="cuda")
+    # C++ and Python alternate, so that both see the same state of the machine.
+    for r in range(rounds):
+        print(f"round {r + 1}")
+        print(subprocess.run([binary, str(calls)], check=True, capture_output=True, text=True).stdout, end="")
+        run_python(fn, x, out, calls)
+
+
+def run_python(fn, x, out, calls):
     for label, call in (("python (returns a new tensor)", lambda: fn(x)),
                         ("python call_into (caller's output)", lambda: fn.call_into([x], [out]))):
         for sync in (False, True):
