@@ -198,56 +198,6 @@ struct GpuSession {
   api::Session session;
 };
 
-/// One CUDA entry called with torch tensors, with everything that does not
-/// change between calls worked out once in Python (tejit/__init__.py's
-/// _Entry). The per-call work - argument checks, result allocation through
-/// torch, the launch - runs here, without the interpreter between steps:
-/// that is the host overhead users of `fn(x)` see.
-struct TorchEntry {
-  api::Executable *exe;
-  /// Per argument: the torch dtype (compared by identity) and torch.Size.
-  std::vector<std::pair<nb::object, nb::object>> argChecks;
-  std::vector<uint64_t> argBytes;
-  /// Per result slot: a callable allocating it (torch.empty bound to its
-  /// shape, dtype and device).
-  std::vector<nb::object> allocators;
-  std::vector<uint64_t> resultBytes;
-  /// Returns torch's current raw CUstream.
-  nb::object currentStream;
-
-  /// The result tensors, or the index of the first argument that is not a
-  /// contiguous CUDA tensor of the expected dtype and shape (Python words
-  /// the error).
-  nb::object call(nb::args args) {
-    if (args.size() != argChecks.size())
-      return nb::int_(args.size() < argChecks.size() ? args.size()
-                                                     : argChecks.size());
-    std::vector<api::DeviceSpan> in(args.size());
-    for (size_t i = 0; i < args.size(); ++i) {
-      nb::handle a = args[i];
-      if (!nb::hasattr(a, "data_ptr") ||
-          !a.attr("dtype").is(argChecks[i].first) ||
-          !a.attr("shape").equal(argChecks[i].second) ||
-          !nb::cast<bool>(a.attr("is_cuda")) ||
-          !nb::cast<bool>(a.attr("is_contiguous")()))
-        return nb::int_(i);
-      in[i] = {nb::cast<uint64_t>(a.attr("data_ptr")()), argBytes[i]};
-    }
-    nb::list outs;
-    std::vector<api::DeviceSpan> out(allocators.size());
-    for (size_t i = 0; i < allocators.size(); ++i) {
-      nb::object t = allocators[i]();
-      out[i] = {nb::cast<uint64_t>(t.attr("data_ptr")()), resultBytes[i]};
-      outs.append(t);
-    }
-    uint64_t stream = nb::cast<uint64_t>(currentStream());
-    check(gpu().device.makeCurrent());
-    check(exe->run(in, out,
-                   rt::Stream::borrow(reinterpret_cast<void *>(stream))));
-    return outs;
-  }
-};
-
 } // namespace
 
 NB_MODULE(_tejit, m) {
@@ -338,29 +288,6 @@ NB_MODULE(_tejit, m) {
           "Enqueues the function on CUDA stream `stream` (a CUstream handle, "
           "e.g. torch.cuda.current_stream().cuda_stream) with the given "
           "device buffers (pointers and byte sizes, one per slot).");
-
-  nb::class_<TorchEntry>(m, "TorchEntry")
-      .def(
-          "__init__",
-          [](TorchEntry *t, api::Executable *exe,
-             std::vector<std::pair<nb::object, nb::object>> argChecks,
-             std::vector<uint64_t> argBytes, std::vector<nb::object> allocators,
-             std::vector<uint64_t> resultBytes, nb::object currentStream) {
-            if (argChecks.size() != argBytes.size() ||
-                allocators.size() != resultBytes.size())
-              throw Error("TorchEntry: check and size lists differ in length");
-            new (t) TorchEntry{exe,
-                               std::move(argChecks),
-                               std::move(argBytes),
-                               std::move(allocators),
-                               std::move(resultBytes),
-                               std::move(currentStream)};
-          },
-          nb::keep_alive<1, 2>())
-      .def("__call__", &TorchEntry::call,
-           "Checks the arguments, allocates the results, enqueues the "
-           "entry on torch's current stream; returns the result tensors, or "
-           "the index of the first bad argument.");
 
   nb::class_<GpuSession>(m, "Session")
       .def_static("create",

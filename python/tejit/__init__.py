@@ -16,7 +16,6 @@ Compiler errors raise :class:`CompileError` with the located diagnostics.
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -427,13 +426,6 @@ class _Entry:
             else:
                 parts = [(p, slot_of[(i, p)], (r, c)) for p, _, r, c in info["parts"]]
                 self._assembly.append((True, parts, None, info))
-        # The per-call work (checks, allocation, launch) in C++.
-        self._fast = _tejit.TorchEntry(
-            self._exe, [(dt, shape) for dt, shape in self._arg_checks], self._arg_bytes,
-            [functools.partial(torch.empty, shape, dtype=dt, device=self._device)
-             for shape, dt in self._result_alloc],
-            self._result_bytes,
-            functools.partial(raw, index) if raw is not None else self._stream)
         # Only tensors, one slot each, in order: the buffers are the results.
         self._plain = all(not q and where == n for n, (q, where, _, _) in enumerate(self._assembly)) \
             and len(self._assembly) == len(self._result_slots)
@@ -493,10 +485,11 @@ class _Entry:
         return ptrs, self._arg_bytes
 
     def _call_cuda(self, args):
-        outs = self._fast(*args)
-        if isinstance(outs, int):
-            self._argument_pointers(args)  # raises the error naming the argument
-            raise Error(f"{self.name}: argument {outs} is not accepted")
+        torch = self._torch
+        ptrs, sizes = self._argument_pointers(args)
+        device = self._device
+        outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self._result_alloc]
+        self._exe.run(ptrs, sizes, [t.data_ptr() for t in outs], self._result_bytes, self._stream())
         if self._plain:
             return outs
         results = []
