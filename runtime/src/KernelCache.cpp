@@ -12,6 +12,9 @@
 
 #include "te/runtime/KernelCache.h"
 
+#include "te/device/EmbeddedHeaders.h"
+#include "te/runtime/Cutlass.h"
+
 #include "CudaApi.h"
 #include "Sha256.h"
 
@@ -50,6 +53,17 @@ static std::string defaultVersionTag() {
   tag += ";driver=";
   Expected<const detail::DriverApi *> d = detail::driverApi();
   tag += d ? std::to_string((*d)->driverVersion) : "none";
+  // A kernel's source includes the device library and (GEMMs) CUTLASS by
+  // name: a new tejit must not load CUBINs built from older headers.
+  static const std::string library = [] {
+    detail::Sha256 h;
+    for (size_t i = 0; i < numDeviceHeaders(); ++i) {
+      h.update(std::string(deviceHeaders()[i].name));
+      h.update(std::string(deviceHeaders()[i].contents));
+    }
+    return detail::Sha256::hex(h.finish()).substr(0, 16);
+  }();
+  tag += ";devlib=" + library + ";cutlass=" + kCutlassVersion;
   return tag;
 }
 
