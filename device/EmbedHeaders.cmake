@@ -2,7 +2,7 @@
 #
 # Run in script mode (cmake -DSOURCE_DIR=... -DOUTPUT=... -P this-file):
 # writes OUTPUT, a C++ file defining te::rt::deviceHeaders() with every
-# SOURCE_DIR/te/device/*.cuh as a raw string literal named by its include
+# SOURCE_DIR/te/device/*.cuh and gemm/*.cuh as a raw string literal named by its include
 # path. Fails if a header contains the raw-string terminator.
 #
 #===------------------------------------------------------------------------===#
@@ -11,7 +11,9 @@ if(NOT SOURCE_DIR OR NOT OUTPUT)
     "usage: cmake -DSOURCE_DIR=<dir> -DOUTPUT=<file> -P EmbedHeaders.cmake")
 endif()
 
-file(GLOB headers RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/te/device/*.cuh")
+# te/device/gemm/ holds the GEMM kernels, which also need CUTLASS/CuTe.
+file(GLOB headers RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/te/device/*.cuh"
+     "${SOURCE_DIR}/te/device/gemm/*.cuh")
 list(SORT headers)
 if(NOT headers)
   message(FATAL_ERROR "no .cuh files under ${SOURCE_DIR}/te/device")

@@ -14,7 +14,7 @@ PACK=.device-pack
 rm -rf "$PACK" && mkdir -p "$PACK/bin" "$PACK/tests"
 # The tools scripts/gpu-run.sh runs (the 64 MiB carry limit leaves no room
 # for the others).
-for t in te-opt te-run te-rt-bench te-api-overhead; do
+for t in te-opt te-run te-rt-bench te-api-overhead te-grouped-gemm-bench; do
   strip -o "$PACK/bin/$t" "$BUILD_DIR/bin/$t"
 done
 find "$BUILD_DIR/test" -maxdepth 3 -type f -perm -u+x \( -name '*Tests' -o -name '*GpuTest' \) \

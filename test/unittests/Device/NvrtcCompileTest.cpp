@@ -235,11 +235,14 @@ TEST(NvrtcDeviceLib, EmbeddedHeadersAreTheSourceFiles) {
         te::rt::deviceHeaders()[i].contents;
   size_t onDisk = 0;
   for (const auto &entry :
-       std::filesystem::directory_iterator(TE_DEVICE_SOURCE_DIR)) {
+       std::filesystem::recursive_directory_iterator(TE_DEVICE_SOURCE_DIR)) {
     if (entry.path().extension() != ".cuh")
       continue;
     ++onDisk;
-    std::string name = "te/device/" + entry.path().filename().string();
+    std::string name =
+        "te/device/" +
+        std::filesystem::relative(entry.path(), TE_DEVICE_SOURCE_DIR)
+            .generic_string();
     auto it = embedded.find(name);
     ASSERT_NE(it, embedded.end()) << name << " is not embedded";
     std::string file = readFile(entry.path());
@@ -265,6 +268,9 @@ TEST(NvrtcDeviceLib, EveryHeaderCompilesAlone) {
   SKIP_WITHOUT_NVRTC();
   for (size_t i = 0; i < te::rt::numDeviceHeaders(); ++i) {
     std::string name = te::rt::deviceHeaders()[i].name;
+    // The GEMM kernels need CUTLASS/CuTe: GroupedGemmTest compiles them.
+    if (name.rfind("te/device/gemm/", 0) == 0)
+      continue;
     // Twice, to check the include guard too.
     std::string source = "#include \"" + name + "\"\n#include \"" + name +
                          "\"\nextern \"C\" __global__ void k() {}\n";

@@ -1,0 +1,96 @@
+//===- te/codegen/GroupedGemmEmitter.h - Hopper grouped GEMMs ---*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The M-grouped GEMM of an MoE layer (fprop and dgrad: Y_g = X_g · W_g^T
+// for each expert's rows of X) as generated CUDA C++: an instantiation of
+// te::gemm::groupedGemmSm90 (te/device/gemm/GroupedGemmSm90.cuh, on
+// CUTLASS/CuTe) for one shape and operand recipe, and the launch
+// arguments for it - 2-D TMA descriptors over the caller's buffers, encoded
+// by the runtime, and plain pointers. The split sizes stay on the device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CODEGEN_GROUPEDGEMMEMITTER_H
+#define TE_CODEGEN_GROUPEDGEMMEMITTER_H
+
+#include "te/runtime/Device.h"
+#include "te/runtime/NvrtcCompiler.h"
+#include "te/runtime/TensorMap.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace te::cg {
+
+/// What one grouped GEMM kernel is specialised for.
+struct GroupedGemmSpec {
+  enum class Operands {
+    BF16,    ///< bf16 x bf16
+    Fp8Block ///< E4M3 x with 1x128 scales, E4M3 W with 128x128 scales
+  };
+  Operands operands = Operands::BF16;
+  int64_t groups = 1; ///< G experts
+  int64_t n = 0;      ///< output columns per expert
+  int64_t k = 0;      ///< reduction length
+  int stages = 6;     ///< depth of the TMA -> MMA ring
+
+  bool fp8() const { return operands == Operands::Fp8Block; }
+  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_s6".
+  std::string kernelName() const;
+};
+
+/// Threads per CTA: two math warpgroups and a producer warpgroup.
+constexpr unsigned kGroupedGemmThreads = 384;
+
+/// InvalidArgument naming the rule when the spec has no kernel: K a
+/// multiple of 128 (FP8) or 64 (BF16) with 16-byte rows, N even, G >= 1,
+/// the shared memory within an SM's.
+rt::Status checkGroupedGemm(const GroupedGemmSpec &s);
+
+/// Dynamic shared memory the kernel needs (stages, scales, barriers,
+/// per-expert tables).
+unsigned groupedGemmSharedBytes(const GroupedGemmSpec &s);
+
+/// The kernel's source (entry point s.kernelName()) and NVRTC options
+/// (sm_90a, the CUTLASS include directories).
+std::string emitGroupedGemm(const GroupedGemmSpec &s);
+rt::Expected<rt::CompileOptions> groupedGemmCompileOptions();
+
+/// The device buffers of one call. fp8: x and w are E4M3 codes, sx the
+/// 1x128 scales [ceil(K/128)][roundup(mTotal,4)] f32, sw the 128x128
+/// scales [G][ceil(N/128)][roundup(ceil(K/128),4)] f32; bf16: sx, sw unused.
+struct GroupedGemmBuffers {
+  uint64_t x = 0;      ///< [mTotal, K]
+  uint64_t w = 0;      ///< [G, N, K]
+  uint64_t sx = 0, sw = 0;
+  uint64_t splits = 0; ///< G int64 on the device, sum <= mTotal
+  uint64_t y = 0;      ///< [mTotal, N] bf16
+  int64_t mTotal = 0;
+};
+
+/// The launch of one call: its parameter block (three tensor maps, then
+/// pointers and M_total, in the kernel's order) and its grid.
+struct GroupedGemmLaunch {
+  std::array<rt::TensorMap, 3> maps;
+  uint64_t sw = 0, splits = 0, y = 0;
+  int32_t mTotal = 0;
+  rt::Dim3 grid, block;
+  unsigned sharedBytes = 0;
+  /// Pointers to each parameter, as cuLaunchKernel takes them (point into
+  /// this object: do not copy it between args() and the launch).
+  std::array<void *, 7> args();
+};
+
+/// Encodes the tensor maps for `b` (one CTA per SM of `device`, or fewer
+/// when `maxCtas` > 0).
+rt::Expected<GroupedGemmLaunch>
+prepareGroupedGemm(const GroupedGemmSpec &s, const GroupedGemmBuffers &b,
+                   const rt::Device &device, int maxCtas = 0);
+
+} // namespace te::cg
+
+#endif // TE_CODEGEN_GROUPEDGEMMEMITTER_H

@@ -1,0 +1,352 @@
+//===- te/device/gemm/GroupedGemmSm90.cuh - Hopper grouped GEMM -*- CUDA -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// The M-grouped GEMM of a Mixture-of-Experts layer on Hopper, written on
+// CuTe's SM90 atoms: TMA tile loads (SM90_TMA_LOAD_2D), warpgroup MMAs
+// (SM90::GMMA, both operands K-major in 128-byte-swizzled shared memory)
+// and CUTLASS's transaction barriers. Codegen (codegen/cuda's
+// GroupedGemmEmitter) instantiates it for one shape and recipe; the host
+// side is plain values and CUtensorMaps the runtime encodes, so no kernel
+// type is ever needed on the host.
+//
+// Problem: G experts; tokens X [M_total, K] sorted by expert; weights W
+// [G, N, K]; split sizes (int64, on the device) m_0..m_{G-1}, sum <= M_total:
+//   Y[r, :] = X[r, :] · W_g^T   for the rows r of expert g,
+//   Y[r, :] = 0                 for the padding rows past the sum.
+// Operands: BF16 x BF16, or FP8 block-scaled (X 1x128 blocks, scales in the
+// GEMM_READY layout [K/128][roundup(M_total,4)]; W 128x128 tiles, scales
+// [G][ceil(N/128)][roundup(K/128,4)]), docs/Numerics.md §7.
+//
+// Schedule: persistent CTAs (one per SM) walk the tiles of every expert
+// (BLOCK_M x BLOCK_N output tiles that never cross an expert boundary) in
+// one order worked out on the device from the split sizes, so the launch
+// needs no host synchronisation and replays in a CUDA graph with new split
+// sizes. Warpgroup 2 is the producer (one thread issues the TMA loads into
+// a ring of kStages stages); warpgroups 0 and 1 each own 64 rows of the
+// tile and run the MMAs. FP8: every 128-element K block is accumulated by
+// the tensor cores into a fresh partial sum P, then promoted in fp32 as
+// y = fma(P, s_x · s_w, y), the rule cuBLASLt's block-scaled GEMM follows
+// on the H100 (docs/Numerics.md §7.3).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH
+#define TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH
+
+#include "te/device/Bf16.cuh"
+
+#include <cute/arch/copy_sm90_desc.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cute/arch/mma_sm90_desc.hpp>
+#include <cute/arch/mma_sm90_gmma.hpp>
+#include <cute/numeric/integer_sequence.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+
+namespace te {
+namespace gemm {
+
+namespace GMMA = cute::SM90::GMMA;
+
+/// One instantiation's compile-time shape. N, K and G are the layer's; only
+/// the split sizes and M_total vary between calls.
+template <bool Fp8Block, int BlockN, int Stages, int N_, int K_, int Groups_>
+struct GroupedGemmConfig {
+  static constexpr bool kFp8Block = Fp8Block;
+  static constexpr int kBlockM = 128;
+  static constexpr int kBlockN = BlockN;
+  /// One 128-byte swizzle row of K per tile row: 128 FP8 or 64 BF16.
+  static constexpr int kElementBytes = Fp8Block ? 1 : 2;
+  static constexpr int kBlockK = 128 / kElementBytes;
+  static constexpr int kStages = Stages;
+  static constexpr int kN = N_, kK = K_, kGroups = Groups_;
+  static constexpr int kKBlocks = (kK + kBlockK - 1) / kBlockK;
+  static constexpr int kNBlocks = (kN + kBlockN - 1) / kBlockN;
+  static constexpr int kMathWarpgroups = 2;
+  static constexpr int kThreads = 128 * (kMathWarpgroups + 1);
+
+  static constexpr int kStageA = kBlockM * 128;      // bytes
+  static constexpr int kStageB = kBlockN * 128;      // bytes
+  /// The x scales of one stage: TMA reads a box whose start is 16-byte
+  /// aligned, so kBlockM + 4 floats from the row rounded down to a multiple
+  /// of 4 (a 128-byte aligned slot each).
+  static constexpr int kScaleBox = kBlockM + 4;
+  static constexpr int kStageSA = Fp8Block ? (kScaleBox * 4 + 127) / 128 * 128 : 0;
+  /// Row stride of the weight scales: roundup(ceil(K/128), 4).
+  static constexpr int kSwStride = ((kK + 127) / 128 + 3) / 4 * 4;
+  static constexpr int kTableBytes = 2 * 4 * (kGroups + 1);
+  /// Dynamic shared memory: the stage ring (1024-aligned for the swizzle),
+  /// the x scales, the barriers, the per-expert tables.
+  static constexpr int kSharedBytes = kStages * (kStageA + kStageB + kStageSA) +
+                                      2 * 8 * kStages + kTableBytes + 1024;
+
+  static_assert(kBlockN == 128, "the math warpgroups use the m64n128 atoms");
+  static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
+  static_assert(kSharedBytes <= 232448, "more shared memory than an SM has");
+};
+
+namespace detail {
+
+using namespace cute;
+
+/// The shared-memory descriptor of a K-major operand tile whose rows are
+/// 128 bytes, 128-byte swizzled, 8-row groups 1024 bytes apart.
+__device__ __forceinline__ uint64_t kMajorSw128Desc(const void *smem) {
+  GmmaDescriptor d;
+  d.bitfield.start_address_ =
+      static_cast<uint16_t>(cast_smem_ptr_to_uint(smem) >> 4);
+  d.bitfield.leading_byte_offset_ = 1; // unused by swizzled K-major layouts
+  d.bitfield.stride_byte_offset_ = 1024 >> 4;
+  d.bitfield.base_offset_ = 0;
+  d.bitfield.layout_type_ = static_cast<uint8_t>(GMMA::LayoutType::B128);
+  return d.desc_;
+}
+
+template <class Mma, size_t... I>
+__device__ __forceinline__ void gmma(uint64_t a, uint64_t b, float (&d)[64],
+                                     GMMA::ScaleOut scaleD,
+                                     index_sequence<I...>) {
+  Mma::fma(a, b, d[I]..., scaleD);
+}
+
+/// Where one output tile lies: its expert, first row, the end of that
+/// expert's rows, and its first column.
+struct Tile {
+  int expert, row0, rowEnd, col0;
+};
+
+/// Tile `t` of the schedule (n fastest, so consecutive CTAs share the x
+/// rows and walk one expert's weights). tileEnd[g] is the prefix sum of
+/// the experts' row-tile counts.
+template <class C>
+__device__ __forceinline__ Tile locate(int t, const int *tileEnd,
+                                       const int *rowEnd) {
+  int mt = t / C::kNBlocks;
+  int lo = 0, hi = C::kGroups - 1; // first expert with tileEnd > mt
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (tileEnd[mid] > mt)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  int firstTile = lo ? tileEnd[lo - 1] : 0;
+  int firstRow = lo ? rowEnd[lo - 1] : 0;
+  return {lo, firstRow + (mt - firstTile) * C::kBlockM, rowEnd[lo],
+          (t % C::kNBlocks) * C::kBlockN};
+}
+
+} // namespace detail
+
+/// The kernel body. `tmX`/`tmW`/`tmSX` are 2-D tensor maps over X [M_total,
+/// K], W [G·N, K] and (FP8) the x scales [K/128, roundup(M_total,4)], with
+/// boxes of one stage; `sw` the weight scales (FP8), `splits` G int64 on
+/// the device, `y` [M_total, N] bf16.
+template <class C>
+__device__ __forceinline__ void
+groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
+                const cute::TmaDescriptor *tmSX, const float *sw,
+                const long long *splits, dev::u16 *y, int mTotal) {
+  using namespace cute;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  extern __shared__ __align__(1024) unsigned char sharedRaw[];
+  // The swizzled stages need 1024-byte alignment of their start.
+  unsigned char *shared = reinterpret_cast<unsigned char *>(
+      (reinterpret_cast<uintptr_t>(sharedRaw) + 1023) & ~uintptr_t(1023));
+  unsigned char *stageA = shared;
+  unsigned char *stageB = stageA + C::kStages * C::kStageA;
+  float *stageSX =
+      reinterpret_cast<float *>(stageB + C::kStages * C::kStageB);
+  Barrier *full = reinterpret_cast<Barrier *>(
+      reinterpret_cast<unsigned char *>(stageSX) + C::kStages * C::kStageSA);
+  Barrier *empty = full + C::kStages;
+  int *tileEnd = reinterpret_cast<int *>(empty + C::kStages);
+  int *rowEnd = tileEnd + C::kGroups + 1;
+
+  const int warpgroup = threadIdx.x / 128;
+  const int lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::kStages; ++s) {
+      full[s].init(1);
+      empty[s].init(C::kMathWarpgroups);
+    }
+    cutlass::arch::fence_barrier_init();
+    // The experts' row ranges and tile counts, clamped so that bad split
+    // sizes (negative, or summing past M_total) never address memory
+    // outside the tensors.
+    int rows = 0, tiles = 0;
+    for (int g = 0; g < C::kGroups; ++g) {
+      long long m = splits[g];
+      m = m < 0 ? 0 : m;
+      m = m > mTotal - rows ? mTotal - rows : m;
+      rows += static_cast<int>(m);
+      tiles += static_cast<int>((m + C::kBlockM - 1) / C::kBlockM);
+      rowEnd[g] = rows;
+      tileEnd[g] = tiles;
+    }
+  }
+  __syncthreads();
+  const int numTiles = tileEnd[C::kGroups - 1] * C::kNBlocks;
+
+  if (warpgroup == C::kMathWarpgroups) {
+    // Producer: one thread issues every TMA load.
+    cutlass::arch::warpgroup_reg_dealloc<40>();
+    if (threadIdx.x % 128 != 0)
+      return;
+    prefetch_tma_descriptor(tmX);
+    prefetch_tma_descriptor(tmW);
+    if (C::kFp8Block)
+      prefetch_tma_descriptor(tmSX);
+    constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int t = blockIdx.x; t < numTiles; t += gridDim.x) {
+      detail::Tile tile = detail::locate<C>(t, tileEnd, rowEnd);
+      int wRow = tile.expert * C::kN + tile.col0;
+      for (int kb = 0; kb < C::kKBlocks; ++kb) {
+        empty[stage].wait(phase ^ 1);
+        uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
+        full[stage].arrive_and_expect_tx(C::kStageA + C::kStageB +
+                                         (C::kFp8Block ? C::kScaleBox * 4 : 0));
+        SM90_TMA_LOAD_2D::copy(tmX, bar, kEvictNormal,
+                               stageA + stage * C::kStageA, kb * C::kBlockK,
+                               tile.row0);
+        SM90_TMA_LOAD_2D::copy(tmW, bar, kEvictNormal,
+                               stageB + stage * C::kStageB, kb * C::kBlockK,
+                               wRow);
+        if (C::kFp8Block)
+          SM90_TMA_LOAD_2D::copy(
+              tmSX, bar, kEvictNormal,
+              reinterpret_cast<unsigned char *>(stageSX) + stage * C::kStageSA,
+              tile.row0 & ~3, kb);
+        if (++stage == C::kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    return;
+  }
+
+  // Math warpgroups: rows [64·warpgroup, +64) of each tile.
+  cutlass::arch::warpgroup_reg_alloc<232>();
+  using Mma = typename conditional<
+      C::kFp8Block, SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>,
+      SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<GMMA::Major::K,
+                                               GMMA::Major::K>>::type;
+  constexpr int kSteps = 128 / 32; // 32 bytes of K per MMA
+  const int wgThread = threadIdx.x % 128;
+  // This thread's accumulator rows within the warpgroup's 64: r and r + 8.
+  const int rowInWg = (wgThread / 32) * 16 + lane / 4;
+  const int colInTile = (lane % 4) * 2;
+
+  // Padding rows past the experts' rows are zeros.
+  {
+    int firstPad = rowEnd[C::kGroups - 1];
+    long long padWords = (long long)(mTotal - firstPad) * C::kN / 2;
+    unsigned *pad = reinterpret_cast<unsigned *>(y + (long long)firstPad * C::kN);
+    for (long long i = blockIdx.x * 256 + threadIdx.x; i < padWords;
+         i += (long long)gridDim.x * 256)
+      pad[i] = 0u;
+  }
+
+  float acc[64];
+  float total[64];
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int t = blockIdx.x; t < numTiles; t += gridDim.x) {
+    detail::Tile tile = detail::locate<C>(t, tileEnd, rowEnd);
+    const float *swTile =
+        sw + ((long long)tile.expert * C::kNBlocks + tile.col0 / 128) *
+                 C::kSwStride;
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+      total[i] = 0.f;
+    for (int kb = 0; kb < C::kKBlocks; ++kb) {
+      full[stage].wait(phase);
+      float s0 = 0.f, s1 = 0.f;
+      if (C::kFp8Block) {
+        float w = __ldg(swTile + kb);
+        const float *sx =
+            reinterpret_cast<const float *>(
+                reinterpret_cast<const unsigned char *>(stageSX) +
+                stage * C::kStageSA) +
+            (tile.row0 & 3) + warpgroup * 64;
+        s0 = sx[rowInWg] * w;
+        s1 = sx[rowInWg + 8] * w;
+      }
+      const unsigned char *a =
+          stageA + stage * C::kStageA + warpgroup * 64 * 128;
+      const unsigned char *b = stageB + stage * C::kStageB;
+      float(&d)[64] = *(C::kFp8Block ? &acc : &total);
+#pragma unroll
+      for (int i = 0; i < 64; ++i)
+        warpgroup_fence_operand(d[i]);
+      warpgroup_arrive();
+#pragma unroll
+      for (int k = 0; k < kSteps; ++k) {
+        bool zero = C::kFp8Block ? k == 0 : (kb == 0 && k == 0);
+        detail::gmma<Mma>(detail::kMajorSw128Desc(a + 32 * k),
+                          detail::kMajorSw128Desc(b + 32 * k), d,
+                          zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One,
+                          make_index_sequence<64>{});
+      }
+      warpgroup_commit_batch();
+      if (C::kFp8Block) {
+        // The block's partial sums are needed now: wait for them, hand the
+        // stage back (scales are in registers), promote.
+        warpgroup_wait<0>();
+#pragma unroll
+        for (int i = 0; i < 64; ++i)
+          warpgroup_fence_operand(d[i]);
+        if (wgThread == 0)
+          empty[stage].arrive();
+#pragma unroll
+        for (int i = 0; i < 64; ++i)
+          total[i] = fmaf(acc[i], (i & 2) ? s1 : s0, total[i]);
+      } else {
+        // BF16 accumulates in place: keep this batch in flight and hand
+        // back the stage the previous one read.
+        warpgroup_wait<1>();
+        if (kb > 0 && wgThread == 0)
+          empty[stage == 0 ? C::kStages - 1 : stage - 1].arrive();
+      }
+      if (++stage == C::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    if (!C::kFp8Block) {
+      warpgroup_wait<0>();
+#pragma unroll
+      for (int i = 0; i < 64; ++i)
+        warpgroup_fence_operand(total[i]);
+      if (wgThread == 0)
+        empty[stage == 0 ? C::kStages - 1 : stage - 1].arrive();
+    }
+    // Epilogue: bf16 (round to nearest even), rows of this expert only.
+    const int r0 = tile.row0 + warpgroup * 64 + rowInWg;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      int col = tile.col0 + j * 8 + colInTile;
+      if (col >= C::kN)
+        continue;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int row = r0 + 8 * h;
+        if (row < tile.rowEnd)
+          *reinterpret_cast<unsigned *>(y + (long long)row * C::kN + col) =
+              dev::floatToBF16x2(total[j * 4 + 2 * h],
+                                 total[j * 4 + 2 * h + 1]);
+      }
+    }
+  }
+}
+
+} // namespace gemm
+} // namespace te
+
+#endif // TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH

@@ -1,0 +1,290 @@
+//===- GroupedGemmTest.cpp - Generated Hopper grouped GEMMs ---------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Without a GPU: the generated kernels (BF16 and FP8 block-scaled) compile
+// with NVRTC for sm_90a on CUTLASS/CuTe, and shapes without a kernel are
+// refused with the rule. On a Hopper GPU: each expert's rows of the grouped
+// result equal the reference GEMM of that expert alone, bit for bit, and
+// the padding rows are zeros. The operands hold small multiples of 1/2, so
+// every 128-element partial sum is exact whatever order the tensor cores
+// add in; FP8 scales are not powers of two, so the promotion rule
+// (docs/Numerics.md §7.3: y = fma(P, s_x·s_w, y)) shows in every bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/codegen/GroupedGemmEmitter.h"
+#include "te/runtime/KernelCache.h"
+#include "te/runtime/reference/Codecs.h"
+#include "te/runtime/reference/Gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <random>
+
+using namespace te;
+using cg::GroupedGemmSpec;
+namespace ref = te::rt::ref;
+
+namespace {
+
+GroupedGemmSpec spec(GroupedGemmSpec::Operands op, int64_t g, int64_t n,
+                     int64_t k) {
+  GroupedGemmSpec s;
+  s.operands = op;
+  s.groups = g;
+  s.n = n;
+  s.k = k;
+  return s;
+}
+
+rt::Expected<rt::CompiledKernel> compile(const GroupedGemmSpec &s) {
+  rt::Expected<rt::CompileOptions> opts = cg::groupedGemmCompileOptions();
+  if (!opts)
+    return opts.status();
+  return rt::compileCuda(cg::emitGroupedGemm(s), s.kernelName() + ".cu",
+                         *opts);
+}
+
+uint16_t bf16Bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return static_cast<uint16_t>(b >> 16); // exact for the test's values
+}
+
+} // namespace
+
+TEST(GroupedGemm, BothOperandKindsCompileForSm90a) {
+  if (!rt::nvrtcVersion())
+    GTEST_SKIP() << rt::nvrtcVersion().status().message();
+  for (auto op : {GroupedGemmSpec::Operands::Fp8Block,
+                  GroupedGemmSpec::Operands::BF16}) {
+    GroupedGemmSpec s = spec(op, 8, 4096, 7168);
+    rt::Expected<rt::CompiledKernel> k = compile(s);
+    ASSERT_TRUE(k) << k.status().message();
+    std::printf("[   info   ] %s: NVRTC %.0f ms (cold), %zu-byte CUBIN\n",
+                s.kernelName().c_str(), k->compileMillis, k->cubin.size());
+  }
+}
+
+TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
+  auto msg = [](const GroupedGemmSpec &s) {
+    return cg::checkGroupedGemm(s).message();
+  };
+  EXPECT_NE(msg(spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 200))
+                .find("K must be a positive multiple of 128"),
+            std::string::npos);
+  EXPECT_NE(msg(spec(GroupedGemmSpec::Operands::BF16, 4, 256, 96))
+                .find("multiple of 64"),
+            std::string::npos);
+  EXPECT_NE(msg(spec(GroupedGemmSpec::Operands::BF16, 4, 255, 128))
+                .find("N must be even"),
+            std::string::npos);
+  EXPECT_NE(msg(spec(GroupedGemmSpec::Operands::BF16, 0, 256, 128))
+                .find("number of experts"),
+            std::string::npos);
+  GroupedGemmSpec deep = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
+  deep.stages = 8;
+  EXPECT_NE(msg(deep).find("227 KiB"), std::string::npos);
+  EXPECT_TRUE(
+      cg::checkGroupedGemm(spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128))
+          .isOk());
+}
+
+namespace {
+
+class GroupedGemmGpu : public ::testing::Test {
+protected:
+  void SetUp() override {
+    rt::Expected<rt::Device> d = rt::Device::open();
+    if (!d)
+      GTEST_SKIP() << d.status().toString();
+    if (d->info().major != 9)
+      GTEST_SKIP() << "the grouped GEMM kernels are for Hopper (sm_90a)";
+    device_ = std::make_unique<rt::Device>(*d);
+    rt::Expected<rt::Stream> s = rt::Stream::create(*device_);
+    ASSERT_TRUE(s);
+    stream_ = std::make_unique<rt::Stream>(std::move(*s));
+  }
+
+  template <typename T> rt::DeviceBuffer upload(const std::vector<T> &v) {
+    rt::Expected<rt::DeviceBuffer> b =
+        rt::DeviceBuffer::allocate(std::max<size_t>(16, v.size() * sizeof(T)));
+    EXPECT_TRUE(b);
+    EXPECT_TRUE(b->copyFromHost(v.data(), v.size() * sizeof(T), *stream_));
+    return std::move(*b);
+  }
+
+  /// Runs the grouped GEMM of `s` on M_total rows split as `splits` and
+  /// checks every row against the reference of its expert.
+  void check(const GroupedGemmSpec &s, int64_t mTotal,
+             const std::vector<int64_t> &splits, int maxCtas = 0) {
+    ASSERT_EQ(static_cast<int64_t>(splits.size()), s.groups);
+    const int64_t n = s.n, k = s.k, g = s.groups, kb = (k + 127) / 128;
+    const int64_t mPad = (mTotal + 3) / 4 * 4, nb = (n + 127) / 128,
+                  kbPad = (kb + 3) / 4 * 4;
+    std::mt19937 rng(static_cast<unsigned>(mTotal * 131 + g));
+    std::uniform_int_distribution<int> small(-8, 8);
+    std::uniform_real_distribution<float> scale(0.5f, 2.0f);
+    std::vector<float> xv(mTotal * k), wv(g * n * k);
+    for (float &v : xv)
+      v = small(rng) * 0.5f;
+    for (float &v : wv)
+      v = small(rng) * 0.5f;
+    std::vector<float> sx(kb * mPad), sw(g * nb * kbPad);
+    for (float &v : sx)
+      v = scale(rng);
+    for (float &v : sw)
+      v = scale(rng);
+
+    rt::DeviceBuffer x = s.fp8() ? upload(codes(xv)) : upload(bf16(xv));
+    rt::DeviceBuffer w = s.fp8() ? upload(codes(wv)) : upload(bf16(wv));
+    rt::DeviceBuffer sxBuf = upload(sx), swBuf = upload(sw);
+    rt::DeviceBuffer splitBuf = upload(splits);
+    rt::Expected<rt::DeviceBuffer> y =
+        rt::DeviceBuffer::allocate(mTotal * n * 2);
+    ASSERT_TRUE(y);
+    ASSERT_TRUE(y->fill(0xFF, *stream_)); // NaN: unwritten rows show
+
+    rt::KernelCache cache;
+    rt::Expected<rt::CompileOptions> opts = cg::groupedGemmCompileOptions();
+    ASSERT_TRUE(opts) << opts.status().message();
+    auto compiled = cache.getOrCompile(cg::emitGroupedGemm(s), *opts);
+    ASSERT_TRUE(compiled) << compiled.status().message();
+    rt::Expected<rt::Kernel> kernel =
+        rt::Kernel::load((*compiled)->cubin, s.kernelName());
+    ASSERT_TRUE(kernel) << kernel.status().message();
+    cg::GroupedGemmBuffers b{x.devicePtr(),     w.devicePtr(),
+                             sxBuf.devicePtr(), swBuf.devicePtr(),
+                             splitBuf.devicePtr(), y->devicePtr(), mTotal};
+    rt::Expected<cg::GroupedGemmLaunch> launch =
+        cg::prepareGroupedGemm(s, b, *device_, maxCtas);
+    ASSERT_TRUE(launch) << launch.status().message();
+    auto args = launch->args();
+    ASSERT_TRUE(kernel->launch(launch->grid, launch->block,
+                               launch->sharedBytes, *stream_, args.data()));
+    std::vector<uint16_t> got(mTotal * n);
+    ASSERT_TRUE(y->copyToHost(got.data(), got.size() * 2, *stream_));
+    ASSERT_TRUE(stream_->synchronize());
+
+    int64_t row0 = 0, wrong = 0;
+    for (int64_t e = 0; e < g; ++e) {
+      int64_t m = splits[e];
+      std::vector<uint16_t> want = expected(s, xv, wv, sx, sw, row0, m, e);
+      for (int64_t i = 0; i < m * n; ++i)
+        if (got[row0 * n + i] != want[i] && wrong++ < 5)
+          ADD_FAILURE() << "expert " << e << " row " << i / n << " col "
+                        << i % n << ": got 0x" << std::hex
+                        << got[row0 * n + i] << " want 0x" << want[i];
+      row0 += m;
+    }
+    for (int64_t i = row0 * n; i < mTotal * n; ++i)
+      if (got[i] != 0 && wrong++ < 5)
+        ADD_FAILURE() << "padding row " << i / n << " col " << i % n
+                      << " is 0x" << std::hex << got[i] << ", not zero";
+    EXPECT_EQ(wrong, 0) << s.kernelName() << " M_total " << mTotal;
+  }
+
+private:
+  static std::vector<uint8_t> codes(const std::vector<float> &v) {
+    std::vector<uint8_t> c(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      c[i] = ref::encodeE4M3(v[i]);
+    return c;
+  }
+  static std::vector<uint16_t> bf16(const std::vector<float> &v) {
+    std::vector<uint16_t> c(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      c[i] = bf16Bits(v[i]);
+    return c;
+  }
+
+  /// Expert `e`'s rows [row0, row0 + m) as their own GEMM, rounded to bf16.
+  static std::vector<uint16_t>
+  expected(const GroupedGemmSpec &s, const std::vector<float> &xv,
+           const std::vector<float> &wv, const std::vector<float> &sx,
+           const std::vector<float> &sw, int64_t row0, int64_t m, int64_t e) {
+    const int64_t n = s.n, k = s.k, kb = (k + 127) / 128;
+    const int64_t mTotalPad = static_cast<int64_t>(sx.size()) / kb;
+    const int64_t nb = (n + 127) / 128, kbPad = (kb + 3) / 4 * 4;
+    if (m == 0)
+      return {};
+    std::vector<float> out;
+    if (!s.fp8()) {
+      out = ref::referenceGemm(xv.data() + row0 * k, false,
+                               wv.data() + e * n * k, true, m, n, k);
+    } else {
+      ref::BlockScaledOperand xo, wo;
+      xo.rows = m;
+      xo.k = k;
+      xo.scaleStride = m;
+      xo.codes = codes({xv.begin() + row0 * k, xv.begin() + (row0 + m) * k});
+      xo.scaleInv.resize(kb * m);
+      for (int64_t b = 0; b < kb; ++b)
+        for (int64_t r = 0; r < m; ++r)
+          xo.scaleInv[b * m + r] = sx[b * mTotalPad + row0 + r];
+      wo.rows = n;
+      wo.k = k;
+      wo.tile2d = true;
+      wo.scaleStride = kbPad;
+      wo.codes = codes({wv.begin() + e * n * k, wv.begin() + (e + 1) * n * k});
+      wo.scaleInv.assign(sw.begin() + e * nb * kbPad,
+                         sw.begin() + (e + 1) * nb * kbPad);
+      std::string error;
+      out = ref::blockScaledGemm(xo, wo, nullptr, &error);
+      EXPECT_EQ(error, "");
+    }
+    return ref::roundToBF16(out);
+  }
+
+  std::unique_ptr<rt::Device> device_;
+  std::unique_ptr<rt::Stream> stream_;
+};
+
+} // namespace
+
+// Ragged splits, an expert without tokens, padding rows, M_total not a
+// multiple of 128.
+TEST_F(GroupedGemmGpu, Fp8BlockRaggedSplitsMatchEachExpertAlone) {
+  check(spec(GroupedGemmSpec::Operands::Fp8Block, 4, 384, 512), 700,
+        {0, 300, 1, 250});
+}
+
+// Expert boundaries on 16-row multiples, and fewer CTAs than tiles.
+TEST_F(GroupedGemmGpu, Fp8BlockAlignedSplits) {
+  check(spec(GroupedGemmSpec::Operands::Fp8Block, 4, 384, 512), 700,
+        {0, 304, 16, 240});
+}
+TEST_F(GroupedGemmGpu, Fp8BlockRaggedSplitsFewCtas) {
+  check(spec(GroupedGemmSpec::Operands::Fp8Block, 4, 384, 512), 700,
+        {0, 300, 1, 250}, 4);
+}
+
+TEST_F(GroupedGemmGpu, Bf16RaggedSplitsMatchEachExpertAlone) {
+  check(spec(GroupedGemmSpec::Operands::BF16, 4, 384, 512), 700,
+        {129, 0, 255, 200});
+}
+
+// One expert with every token; G = 1 is a plain GEMM.
+TEST_F(GroupedGemmGpu, OneExpertWithEveryToken) {
+  check(spec(GroupedGemmSpec::Operands::Fp8Block, 3, 256, 384), 333,
+        {0, 333, 0});
+  check(spec(GroupedGemmSpec::Operands::Fp8Block, 1, 256, 256), 200, {200});
+  check(spec(GroupedGemmSpec::Operands::BF16, 1, 128, 192), 130, {130});
+}
+
+// N not a multiple of the 128-column tile: the last tile's columns past N
+// read the next expert's weights (or zeros) and are not written.
+TEST_F(GroupedGemmGpu, NNotAMultipleOfTheTile) {
+  check(spec(GroupedGemmSpec::Operands::Fp8Block, 2, 200, 256), 300,
+        {150, 150});
+}
+
+// Bad split sizes are clamped, never read or written out of bounds.
+TEST_F(GroupedGemmGpu, SplitsPastMTotalAreClamped) {
+  check(spec(GroupedGemmSpec::Operands::BF16, 2, 128, 128), 256, {200, 56});
+}
