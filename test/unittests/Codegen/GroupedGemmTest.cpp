@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -120,9 +121,11 @@ protected:
   }
 
   /// Runs the grouped GEMM of `s` on M_total rows split as `splits` and
-  /// checks every row against the reference of its expert.
+  /// checks every row against the reference of its expert; with
+  /// `replaySplits`, through a CUDA graph replayed after those are written.
   void check(const GroupedGemmSpec &s, int64_t mTotal,
-             const std::vector<int64_t> &splits, int maxCtas = 0) {
+             const std::vector<int64_t> &splits, int maxCtas = 0,
+             const std::vector<int64_t> &replaySplits = {}) {
     ASSERT_EQ(static_cast<int64_t>(splits.size()), s.groups);
     const int64_t n = s.n, k = s.k, g = s.groups, kb = (k + 127) / 128;
     const int64_t mPad = (mTotal + 3) / 4 * 4, nb = (n + 127) / 128,
@@ -165,15 +168,40 @@ protected:
         cg::prepareGroupedGemm(s, b, *device_, maxCtas);
     ASSERT_TRUE(launch) << launch.status().message();
     auto args = launch->args();
-    ASSERT_TRUE(kernel->launch(launch->grid, launch->block,
-                               launch->sharedBytes, *stream_, args.data()));
-    std::vector<uint16_t> got(mTotal * n);
-    ASSERT_TRUE(y->copyToHost(got.data(), got.size() * 2, *stream_));
-    ASSERT_TRUE(stream_->synchronize());
+    auto enqueue = [&] {
+      return kernel->launch(launch->grid, launch->block, launch->sharedBytes,
+                            *stream_, args.data());
+    };
+    if (replaySplits.empty()) {
+      ASSERT_TRUE(enqueue());
+      verify(s, *y, xv, wv, sx, sw, mTotal, splits);
+      return;
+    }
+    // One captured graph, replayed after new split sizes are written into
+    // the device tensor: the kernel reads them on every launch.
+    rt::Expected<rt::Graph> graph = rt::Graph::capture(*stream_, enqueue);
+    ASSERT_TRUE(graph) << graph.status().message();
+    ASSERT_TRUE(graph->launch(*stream_));
+    verify(s, *y, xv, wv, sx, sw, mTotal, splits);
+    ASSERT_TRUE(splitBuf.copyFromHost(replaySplits.data(), g * 8, *stream_));
+    ASSERT_TRUE(y->fill(0xFF, *stream_));
+    ASSERT_TRUE(graph->launch(*stream_));
+    verify(s, *y, xv, wv, sx, sw, mTotal, replaySplits);
+  }
 
+  /// Every expert's rows against its own reference GEMM; the rows past the
+  /// experts' (split sizes clamped to [0, rows left]) are zeros.
+  void verify(const GroupedGemmSpec &s, const rt::DeviceBuffer &y,
+              const std::vector<float> &xv, const std::vector<float> &wv,
+              const std::vector<float> &sx, const std::vector<float> &sw,
+              int64_t mTotal, const std::vector<int64_t> &splits) {
+    const int64_t n = s.n;
+    std::vector<uint16_t> got(mTotal * n);
+    ASSERT_TRUE(y.copyToHost(got.data(), got.size() * 2, *stream_));
+    ASSERT_TRUE(stream_->synchronize());
     int64_t row0 = 0, wrong = 0;
-    for (int64_t e = 0; e < g; ++e) {
-      int64_t m = splits[e];
+    for (int64_t e = 0; e < s.groups; ++e) {
+      int64_t m = std::min(std::max<int64_t>(splits[e], 0), mTotal - row0);
       std::vector<uint16_t> want = expected(s, xv, wv, sx, sw, row0, m, e);
       for (int64_t i = 0; i < m * n; ++i)
         if (got[row0 * n + i] != want[i] && wrong++ < 5)
@@ -286,5 +314,16 @@ TEST_F(GroupedGemmGpu, NNotAMultipleOfTheTile) {
 
 // Bad split sizes are clamped, never read or written out of bounds.
 TEST_F(GroupedGemmGpu, SplitsPastMTotalAreClamped) {
-  check(spec(GroupedGemmSpec::Operands::BF16, 2, 128, 128), 256, {200, 56});
+  check(spec(GroupedGemmSpec::Operands::BF16, 2, 128, 128), 256, {200, 100});
+  check(spec(GroupedGemmSpec::Operands::BF16, 3, 128, 128), 256,
+        {-5, 100, 1000});
+}
+
+// The step captures into a CUDA graph: new split sizes (same M_total)
+// written into the device tensor take effect on the next replay.
+TEST_F(GroupedGemmGpu, AGraphReplaysWithNewSplitSizes) {
+  check(spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 384), 640,
+        {100, 200, 0, 340}, 0, {0, 17, 500, 123});
+  check(spec(GroupedGemmSpec::Operands::BF16, 2, 256, 128), 300, {300, 0}, 0,
+        {0, 299});
 }
