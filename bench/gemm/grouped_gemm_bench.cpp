@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// te-grouped-gemm-bench [iters]: the M-grouped GEMMs of an MoE layer
+// te-grouped-gemm-bench [iters] [--sweep]: the M-grouped GEMMs of an MoE layer
 // (DeepSeek-V3-like experts: N=4096 K=7168 and N=7168 K=2048; G = 8 and 32;
 // 32768 tokens split unevenly, and 256 tokens per expert) through tejit's
 // generated kernels (block FP8 1x128 x 128x128, and BF16) against a loop of
@@ -114,6 +114,8 @@ struct Case {
 
 int main(int argc, char **argv) {
   int iters = argc > 1 ? std::atoi(argv[1]) : 20;
+  // --sweep: also every FP8 tile width and cluster size.
+  bool sweep = argc > 2 && std::string(argv[2]) == "--sweep";
   rt::Device device = take(rt::Device::open());
   rt::Stream stream = take(rt::Stream::create(device));
   rt::BlasLt lt = take(rt::BlasLt::create(device));
@@ -156,12 +158,15 @@ int main(int argc, char **argv) {
     check(splitBuf.copyFromHost(splits.data(), c.g * 8, stream));
 
     auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,
-                            uint64_t w) {
+                            uint64_t w, int blockN = 0, int cluster = 0) {
       GroupedGemmSpec spec;
       spec.operands = op;
       spec.groups = c.g;
       spec.n = c.n;
       spec.k = c.k;
+      spec.blockN = blockN;
+      spec.cluster = cluster;
+      spec = spec.resolved();
       std::string source = cg::emitGroupedGemm(spec);
       auto t0 = std::chrono::steady_clock::now();
       auto compiled = take(cache.getOrCompile(source, opts));
@@ -180,17 +185,38 @@ int main(int argc, char **argv) {
           spec,
           {x, w, sx.devicePtr(), sw.devicePtr(), splitBuf.devicePtr(),
            y.devicePtr(), m},
-          device));
-      auto args = l.args();
+          device, kernel));
       double us = medianMicros(stream, iters, [&] {
-        check(kernel.launch(l.grid, l.block, l.sharedBytes, stream,
-                            args.data()));
+        check(cg::launchGroupedGemm(kernel, l, stream));
       });
       std::fprintf(stderr, "  %s: compile %.0f ms (cold, or memory hit), "
                    "disk hit %.2f ms, %.1f us\n",
                    spec.kernelName().c_str(), compileMs, diskMs, us);
       return us;
     };
+    if (sweep) {
+      // Every tile width and cluster the kernel has, on stderr.
+      for (auto [op, widths] :
+           {std::pair<GroupedGemmSpec::Operands, std::vector<int>>{
+                GroupedGemmSpec::Operands::Fp8Block, {128, 192}}}) {
+        for (int width : widths)
+          for (int cluster : {1, 2}) {
+            GroupedGemmSpec v;
+            v.operands = op;
+            v.groups = c.g;
+            v.n = c.n;
+            v.k = c.k;
+            v.blockN = width;
+            v.cluster = cluster;
+            if (!cg::checkGroupedGemm(v).isOk())
+              continue;
+            double us = runGenerated(op, x8.devicePtr(), w8.devicePtr(),
+                                     width, cluster);
+            std::fprintf(stderr, "  sweep %s: %.1f TFLOP/s\n",
+                         v.kernelName().c_str(), flops / us / 1e6);
+          }
+      }
+    }
     double fp8 = runGenerated(GroupedGemmSpec::Operands::Fp8Block,
                               x8.devicePtr(), w8.devicePtr());
     std::vector<uint16_t> generated(m * c.n), library(m * c.n);

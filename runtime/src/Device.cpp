@@ -280,17 +280,44 @@ Expected<Kernel> Kernel::load(const std::vector<char> &cubin,
   return k;
 }
 
+Status Kernel::allowSharedBytes(unsigned sharedBytes) const {
+  if (sharedBytes <= sharedLimit_)
+    return Status::ok();
+  TE_DRIVER(api);
+  TE_RETURN_IF_ERROR(cuCheck(
+      api,
+      api.cuFuncSetAttribute(static_cast<CUfunction>(function_),
+                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             sharedBytes),
+      "cuFuncSetAttribute(max dynamic shared memory)"));
+  sharedLimit_ = sharedBytes;
+  return Status::ok();
+}
+
 Status Kernel::launch(Dim3 grid, Dim3 block, unsigned sharedBytes,
-                      const Stream &s, void **args) const {
+                      const Stream &s, void **args, Dim3 cluster) const {
   TE_DRIVER(api);
   CUfunction fn = static_cast<CUfunction>(function_);
-  if (sharedBytes > sharedLimit_) {
-    TE_RETURN_IF_ERROR(cuCheck(
-        api,
-        api.cuFuncSetAttribute(
-            fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, sharedBytes),
-        "cuFuncSetAttribute(max dynamic shared memory)"));
-    sharedLimit_ = sharedBytes;
+  TE_RETURN_IF_ERROR(allowSharedBytes(sharedBytes));
+  if (cluster.x * cluster.y * cluster.z > 1) {
+    CUlaunchAttribute attr;
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster.x;
+    attr.value.clusterDim.y = cluster.y;
+    attr.value.clusterDim.z = cluster.z;
+    CUlaunchConfig config = {};
+    config.gridDimX = grid.x;
+    config.gridDimY = grid.y;
+    config.gridDimZ = grid.z;
+    config.blockDimX = block.x;
+    config.blockDimY = block.y;
+    config.blockDimZ = block.z;
+    config.sharedMemBytes = sharedBytes;
+    config.hStream = static_cast<CUstream>(s.handle());
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    return cuCheck(api, api.cuLaunchKernelEx(&config, fn, args, nullptr),
+                   "cuLaunchKernelEx (thread-block cluster)");
   }
   return cuCheck(api,
                  api.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x,
@@ -298,6 +325,33 @@ Status Kernel::launch(Dim3 grid, Dim3 block, unsigned sharedBytes,
                                     static_cast<CUstream>(s.handle()), args,
                                     nullptr),
                  "cuLaunchKernel");
+}
+
+Expected<int> Kernel::maxActiveClusters(Dim3 block, unsigned sharedBytes,
+                                         Dim3 cluster, unsigned gridX) const {
+  TE_DRIVER(api);
+  TE_RETURN_IF_ERROR(allowSharedBytes(sharedBytes));
+  CUlaunchAttribute attr;
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cluster.x;
+  attr.value.clusterDim.y = cluster.y;
+  attr.value.clusterDim.z = cluster.z;
+  CUlaunchConfig config = {};
+  config.gridDimX = gridX;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = block.x;
+  config.blockDimY = block.y;
+  config.blockDimZ = block.z;
+  config.sharedMemBytes = sharedBytes;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  int n = 0;
+  TE_RETURN_IF_ERROR(cuCheck(
+      api,
+      api.cuOccupancyMaxActiveClusters(
+          &n, static_cast<CUfunction>(function_), &config),
+      "cuOccupancyMaxActiveClusters"));
+  return n;
 }
 
 //===----------------------------------------------------------------------===//

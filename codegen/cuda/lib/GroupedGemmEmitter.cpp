@@ -8,6 +8,7 @@
 
 #include "te/runtime/Cutlass.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace te::cg {
@@ -16,27 +17,52 @@ using rt::Status;
 using rt::StatusCode;
 
 namespace {
-constexpr int64_t kBlockM = 128, kBlockN = 128;
+constexpr int64_t kBlockM = 128;
+constexpr unsigned kMaxShared = 232448; // an H100 SM's opt-in maximum
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t blockK(const GroupedGemmSpec &s) { return s.fp8() ? 128 : 64; }
+int64_t stageBytes(const GroupedGemmSpec &s) {
+  // x tile, w tile, x scales (kBlockM + 4 floats in a 128-byte slot).
+  return kBlockM * 128 + int64_t(s.blockN) * 128 + (s.fp8() ? 640 : 0);
+}
+int64_t fixedBytes(const GroupedGemmSpec &s) {
+  return 2 * 4 * (s.groups + 1) + 1024; // tables, alignment slack
+}
 } // namespace
 
+GroupedGemmSpec GroupedGemmSpec::resolved() const {
+  GroupedGemmSpec s = *this;
+  // Measured on the H100 (docs/Performance.md): BF16 gains 50 % from the
+  // 256-wide tile (fewer tile bytes per FLOP); FP8's 192-wide tile, whose
+  // two accumulators crowd the registers, is slower than 128.
+  if (s.blockN == 0)
+    s.blockN = s.fp8() ? 128 : 256;
+  if (s.cluster == 0)
+    s.cluster = (s.n > 0 && ceilDiv(s.n, s.blockN) % 2 == 0) ? 2 : 1;
+  if (s.stages == 0)
+    s.stages = static_cast<int>(
+        (kMaxShared - fixedBytes(s)) / (stageBytes(s) + 16));
+  return s;
+}
+
 std::string GroupedGemmSpec::kernelName() const {
+  GroupedGemmSpec r = resolved();
   std::ostringstream os;
   os << "te_grouped_gemm_" << (fp8() ? "fp8block" : "bf16") << "_g" << groups
-     << "_n" << n << "_k" << k << "_s" << stages;
+     << "_n" << n << "_k" << k << "_t" << r.blockN << "_c" << r.cluster
+     << "_s" << r.stages;
   return os.str();
 }
 
-unsigned groupedGemmSharedBytes(const GroupedGemmSpec &s) {
-  // x scales: kBlockM + 4 floats in a 128-byte aligned slot.
-  int64_t stage = kBlockM * 128 + kBlockN * 128 + (s.fp8() ? 640 : 0);
+unsigned groupedGemmSharedBytes(const GroupedGemmSpec &spec) {
+  GroupedGemmSpec s = spec.resolved();
   // GroupedGemmConfig::kSharedBytes; the generated source asserts they agree.
-  return static_cast<unsigned>(s.stages * stage + 2 * 8 * s.stages +
-                               2 * 4 * (s.groups + 1) + 1024);
+  return static_cast<unsigned>(s.stages * stageBytes(s) + 2 * 8 * s.stages +
+                               fixedBytes(s));
 }
 
-Status checkGroupedGemm(const GroupedGemmSpec &s) {
+Status checkGroupedGemm(const GroupedGemmSpec &spec) {
+  GroupedGemmSpec s = spec.resolved();
   auto bad = [&](const std::string &why) {
     return Status(StatusCode::InvalidArgument,
                   "grouped GEMM (" + s.kernelName() + "): " + why);
@@ -50,18 +76,28 @@ Status checkGroupedGemm(const GroupedGemmSpec &s) {
                std::to_string(blockK(s)));
   if (s.groups * s.n >= (int64_t(1) << 31) || s.k >= (int64_t(1) << 31))
     return bad("G*N and K must be below 2^31");
-  if (s.stages < 2 || groupedGemmSharedBytes(s) > 232448)
+  if (s.fp8() ? (s.blockN != 128 && s.blockN != 192)
+              : (s.blockN != 128 && s.blockN != 256))
+    return bad("the tile width must be 128 or " +
+               std::string(s.fp8() ? "192" : "256"));
+  if (s.cluster != 1 && s.cluster != 2)
+    return bad("a cluster is 1 or 2 CTAs");
+  if (s.cluster == 2 && ceilDiv(s.n, s.blockN) % 2 != 0)
+    return bad("a 2-CTA cluster needs an even number of column blocks");
+  if (s.stages < 2 || groupedGemmSharedBytes(s) > kMaxShared)
     return bad("the stage ring (" + std::to_string(s.stages) +
                " stages) does not fit an SM's 227 KiB of shared memory");
   return Status::ok();
 }
 
-std::string emitGroupedGemm(const GroupedGemmSpec &s) {
+std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
+  GroupedGemmSpec s = spec.resolved();
   std::ostringstream os;
   os << rt::cutlassPrelude()
      << "#include \"te/device/gemm/GroupedGemmSm90.cuh\"\n\n"
      << "using Config = te::gemm::GroupedGemmConfig<"
-     << (s.fp8() ? "true" : "false") << ", " << kBlockN << ", " << s.stages
+     << (s.fp8() ? "true" : "false") << ", " << s.blockN << ", "
+     << s.cluster << ", " << s.stages
      << ", " << s.n << ", " << s.k << ", " << s.groups << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedGemmSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
@@ -93,8 +129,10 @@ std::array<void *, 7> GroupedGemmLaunch::args() {
 }
 
 rt::Expected<GroupedGemmLaunch>
-prepareGroupedGemm(const GroupedGemmSpec &s, const GroupedGemmBuffers &b,
-                   const rt::Device &device, int maxCtas) {
+prepareGroupedGemm(const GroupedGemmSpec &spec, const GroupedGemmBuffers &b,
+                   const rt::Device &device, const rt::Kernel &kernel,
+                   int maxCtas) {
+  GroupedGemmSpec s = spec.resolved();
   if (Status st = checkGroupedGemm(s); !st.isOk())
     return st;
   if (b.mTotal < 1 || b.mTotal >= (int64_t(1) << 31))
@@ -106,13 +144,14 @@ prepareGroupedGemm(const GroupedGemmSpec &s, const GroupedGemmBuffers &b,
   int boxK = static_cast<int>(blockK(s));
   GroupedGemmLaunch l;
   rt::Expected<rt::TensorMap> x =
-      rt::encodeTensorMap2D(elem, b.x, b.mTotal, s.k, rowBytes, kBlockM, boxK,
+      rt::encodeTensorMap2D(elem, b.x, b.mTotal, s.k, rowBytes,
+                            static_cast<int>(kBlockM / s.cluster), boxK,
                             rt::TensorMapSwizzle::B128);
   if (!x)
     return x.status();
   rt::Expected<rt::TensorMap> w =
-      rt::encodeTensorMap2D(elem, b.w, s.groups * s.n, s.k, rowBytes, kBlockN,
-                            boxK, rt::TensorMapSwizzle::B128);
+      rt::encodeTensorMap2D(elem, b.w, s.groups * s.n, s.k, rowBytes,
+                            s.blockN, boxK, rt::TensorMapSwizzle::B128);
   if (!w)
     return w.status();
   l.maps[0] = *x;
@@ -130,13 +169,30 @@ prepareGroupedGemm(const GroupedGemmSpec &s, const GroupedGemmBuffers &b,
   l.splits = b.splits;
   l.y = b.y;
   l.mTotal = static_cast<int32_t>(b.mTotal);
+  l.block = {kGroupedGemmThreads, 1, 1};
+  l.cluster = {static_cast<unsigned>(s.cluster), 1, 1};
+  l.sharedBytes = groupedGemmSharedBytes(s);
   int ctas = device.info().smCount;
+  if (s.cluster > 1) {
+    // Clusters need their CTAs on SMs of one GPC: fewer may fit than SMs.
+    rt::Expected<int> clusters = kernel.maxActiveClusters(
+        l.block, l.sharedBytes, l.cluster, static_cast<unsigned>(ctas));
+    if (!clusters)
+      return clusters.status();
+    ctas = std::min(ctas, *clusters * s.cluster);
+  }
   if (maxCtas > 0 && maxCtas < ctas)
     ctas = maxCtas;
-  l.grid = {static_cast<unsigned>(ctas > 0 ? ctas : 1), 1, 1};
-  l.block = {kGroupedGemmThreads, 1, 1};
-  l.sharedBytes = groupedGemmSharedBytes(s);
+  ctas = std::max(ctas / s.cluster, 1) * s.cluster;
+  l.grid = {static_cast<unsigned>(ctas), 1, 1};
   return l;
+}
+
+rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,
+                             const rt::Stream &stream) {
+  std::array<void *, 7> args = l.args();
+  return kernel.launch(l.grid, l.block, l.sharedBytes, stream, args.data(),
+                       l.cluster);
 }
 
 } // namespace te::cg

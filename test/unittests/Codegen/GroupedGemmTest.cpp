@@ -64,7 +64,7 @@ TEST(GroupedGemm, BothOperandKindsCompileForSm90a) {
     GTEST_SKIP() << rt::nvrtcVersion().status().message();
   for (auto op : {GroupedGemmSpec::Operands::Fp8Block,
                   GroupedGemmSpec::Operands::BF16}) {
-    GroupedGemmSpec s = spec(op, 8, 4096, 7168);
+    GroupedGemmSpec s = spec(op, 8, 4096, 7168).resolved();
     rt::Expected<rt::CompiledKernel> k = compile(s);
     ASSERT_TRUE(k) << k.status().message();
     std::printf("[   info   ] %s: NVRTC %.0f ms (cold), %zu-byte CUBIN\n",
@@ -91,6 +91,24 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   GroupedGemmSpec deep = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
   deep.stages = 8;
   EXPECT_NE(msg(deep).find("227 KiB"), std::string::npos);
+  GroupedGemmSpec wide = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
+  wide.blockN = 256;
+  EXPECT_NE(msg(wide).find("tile width must be 128 or 192"), std::string::npos);
+  GroupedGemmSpec odd = spec(GroupedGemmSpec::Operands::BF16, 4, 384, 512);
+  odd.blockN = 128;
+  odd.cluster = 2; // 3 column blocks
+  EXPECT_NE(msg(odd).find("even number of column blocks"), std::string::npos);
+  // The picks: wide tiles, a cluster where the column blocks pair up.
+  GroupedGemmSpec fp8 =
+      spec(GroupedGemmSpec::Operands::Fp8Block, 8, 4096, 7168).resolved();
+  EXPECT_EQ(fp8.blockN, 128);
+  EXPECT_EQ(fp8.cluster, 2);
+  EXPECT_EQ(fp8.stages, 6);
+  GroupedGemmSpec bf16 =
+      spec(GroupedGemmSpec::Operands::BF16, 8, 768, 7168).resolved();
+  EXPECT_EQ(bf16.blockN, 256);
+  EXPECT_EQ(bf16.cluster, 1); // 3 column blocks
+  EXPECT_EQ(bf16.stages, 4);
   EXPECT_TRUE(
       cg::checkGroupedGemm(spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128))
           .isOk());
@@ -126,6 +144,28 @@ protected:
   void check(const GroupedGemmSpec &s, int64_t mTotal,
              const std::vector<int64_t> &splits, int maxCtas = 0,
              const std::vector<int64_t> &replaySplits = {}) {
+    // The tile and cluster the spec picks, and the other tile widths and
+    // cluster sizes where the shape allows them.
+    std::vector<GroupedGemmSpec> variants = {s.resolved()};
+    for (auto [width, cluster] : {std::pair<int, int>{128, 1}, {128, 2},
+                                  {s.fp8() ? 192 : 256, 1}}) {
+      GroupedGemmSpec v = s;
+      v.blockN = width;
+      v.cluster = cluster;
+      v = v.resolved();
+      if (cg::checkGroupedGemm(v).isOk() &&
+          v.kernelName() != variants[0].kernelName())
+        variants.push_back(v);
+    }
+    for (const GroupedGemmSpec &v : variants) {
+      SCOPED_TRACE(v.kernelName());
+      checkOne(v, mTotal, splits, maxCtas, replaySplits);
+    }
+  }
+
+  void checkOne(const GroupedGemmSpec &s, int64_t mTotal,
+                const std::vector<int64_t> &splits, int maxCtas,
+                const std::vector<int64_t> &replaySplits) {
     ASSERT_EQ(static_cast<int64_t>(splits.size()), s.groups);
     const int64_t n = s.n, k = s.k, g = s.groups, kb = (k + 127) / 128;
     const int64_t mPad = (mTotal + 3) / 4 * 4, nb = (n + 127) / 128,
@@ -165,12 +205,10 @@ protected:
                              sxBuf.devicePtr(), swBuf.devicePtr(),
                              splitBuf.devicePtr(), y->devicePtr(), mTotal};
     rt::Expected<cg::GroupedGemmLaunch> launch =
-        cg::prepareGroupedGemm(s, b, *device_, maxCtas);
+        cg::prepareGroupedGemm(s, b, *device_, *kernel, maxCtas);
     ASSERT_TRUE(launch) << launch.status().message();
-    auto args = launch->args();
     auto enqueue = [&] {
-      return kernel->launch(launch->grid, launch->block, launch->sharedBytes,
-                            *stream_, args.data());
+      return cg::launchGroupedGemm(*kernel, *launch, *stream_);
     };
     if (replaySplits.empty()) {
       ASSERT_TRUE(enqueue());

@@ -38,6 +38,7 @@
 
 #include "te/device/Bf16.cuh"
 
+#include <cute/arch/cluster_sm90.hpp>
 #include <cute/arch/copy_sm90_desc.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/arch/mma_sm90_desc.hpp>
@@ -52,12 +53,17 @@ namespace gemm {
 namespace GMMA = cute::SM90::GMMA;
 
 /// One instantiation's compile-time shape. N, K and G are the layer's; only
-/// the split sizes and M_total vary between calls.
-template <bool Fp8Block, int BlockN, int Stages, int N_, int K_, int Groups_>
+/// the split sizes and M_total vary between calls. Cluster 2: the two CTAs
+/// of a cluster compute the same rows and adjacent column blocks (always of
+/// one expert) and each loads half of the x tile for both (TMA multicast),
+/// which cuts the tile traffic from L2 by a quarter to a third.
+template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
+          int Groups_>
 struct GroupedGemmConfig {
   static constexpr bool kFp8Block = Fp8Block;
   static constexpr int kBlockM = 128;
   static constexpr int kBlockN = BlockN;
+  static constexpr int kCluster = Cluster;
   /// One 128-byte swizzle row of K per tile row: 128 FP8 or 64 BF16.
   static constexpr int kElementBytes = Fp8Block ? 1 : 2;
   static constexpr int kBlockK = 128 / kElementBytes;
@@ -67,6 +73,8 @@ struct GroupedGemmConfig {
   static constexpr int kNBlocks = (kN + kBlockN - 1) / kBlockN;
   static constexpr int kMathWarpgroups = 2;
   static constexpr int kThreads = 128 * (kMathWarpgroups + 1);
+  /// Accumulator floats per thread: a 64 x kBlockN tile per warpgroup.
+  static constexpr int kAccum = kBlockN / 2;
 
   static constexpr int kStageA = kBlockM * 128;      // bytes
   static constexpr int kStageB = kBlockN * 128;      // bytes
@@ -83,7 +91,13 @@ struct GroupedGemmConfig {
   static constexpr int kSharedBytes = kStages * (kStageA + kStageB + kStageSA) +
                                       2 * 8 * kStages + kTableBytes + 1024;
 
-  static_assert(kBlockN == 128, "the math warpgroups use the m64n128 atoms");
+  static_assert(Fp8Block ? (kBlockN == 128 || kBlockN == 192)
+                         : (kBlockN == 128 || kBlockN == 256),
+                "tile widths: FP8 128 or 192 (two accumulators), BF16 128 "
+                "or 256");
+  static_assert(Cluster == 1 || (Cluster == 2 && kNBlocks % 2 == 0),
+                "a 2-CTA cluster pairs column blocks: their count must be "
+                "even");
   static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
   static_assert(kSharedBytes <= 232448, "more shared memory than an SM has");
 };
@@ -105,12 +119,29 @@ __device__ __forceinline__ uint64_t kMajorSw128Desc(const void *smem) {
   return d.desc_;
 }
 
-template <class Mma, size_t... I>
-__device__ __forceinline__ void gmma(uint64_t a, uint64_t b, float (&d)[64],
+template <class Mma, int N, size_t... I>
+__device__ __forceinline__ void gmma(uint64_t a, uint64_t b, float (&d)[N],
                                      GMMA::ScaleOut scaleD,
                                      index_sequence<I...>) {
   Mma::fma(a, b, d[I]..., scaleD);
 }
+
+/// The warpgroup MMA of a 64 x BlockN tile, both operands K-major.
+template <bool Fp8, int BlockN> struct MmaFor;
+template <> struct MmaFor<true, 128> {
+  using type = SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>;
+};
+template <> struct MmaFor<true, 192> {
+  using type = SM90::GMMA::MMA_64x192x32_F32E4M3E4M3_SS_TN<>;
+};
+template <> struct MmaFor<false, 128> {
+  using type =
+      SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>;
+};
+template <> struct MmaFor<false, 256> {
+  using type =
+      SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>;
+};
 
 /// Where one output tile lies: its expert, first row, the end of that
 /// expert's rows, and its first column.
@@ -118,13 +149,15 @@ struct Tile {
   int expert, row0, rowEnd, col0;
 };
 
-/// Tile `t` of the schedule (n fastest, so consecutive CTAs share the x
-/// rows and walk one expert's weights). tileEnd[g] is the prefix sum of
-/// the experts' row-tile counts.
+/// Work item `t` of the schedule for cluster rank `rank` (n fastest, so
+/// consecutive CTAs share the x rows and walk one expert's weights). With
+/// 2-CTA clusters a work item is a pair of column blocks. tileEnd[g] is
+/// the prefix sum of the experts' row-tile counts.
 template <class C>
-__device__ __forceinline__ Tile locate(int t, const int *tileEnd,
+__device__ __forceinline__ Tile locate(int t, int rank, const int *tileEnd,
                                        const int *rowEnd) {
-  int mt = t / C::kNBlocks;
+  constexpr int kItemsPerRow = C::kNBlocks / C::kCluster;
+  int mt = t / kItemsPerRow;
   int lo = 0, hi = C::kGroups - 1; // first expert with tileEnd > mt
   while (lo < hi) {
     int mid = (lo + hi) / 2;
@@ -136,15 +169,160 @@ __device__ __forceinline__ Tile locate(int t, const int *tileEnd,
   int firstTile = lo ? tileEnd[lo - 1] : 0;
   int firstRow = lo ? rowEnd[lo - 1] : 0;
   return {lo, firstRow + (mt - firstTile) * C::kBlockM, rowEnd[lo],
-          (t % C::kNBlocks) * C::kBlockN};
+          ((t % kItemsPerRow) * C::kCluster + rank) * C::kBlockN};
 }
 
 } // namespace detail
 
+/// The math warpgroups: rows [64·warpgroup, +64) of each tile.
+template <class C>
+__device__ __forceinline__ void
+mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
+              int numItems, const int *tileEnd, const int *rowEnd,
+              const unsigned char *stageA, const unsigned char *stageB,
+              const unsigned char *stageSX,
+              cutlass::arch::ClusterTransactionBarrier *full,
+              cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
+              dev::u16 *y, int mTotal) {
+  using namespace cute;
+  cutlass::arch::warpgroup_reg_alloc<232>();
+  using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN>::type;
+  constexpr int kSteps = 128 / 32; // 32 bytes of K per MMA
+  constexpr int kAccum = C::kAccum;
+  const int wgThread = threadIdx.x % 128;
+  // This thread's accumulator rows within the warpgroup's 64: r and r + 8.
+  const int rowInWg = (wgThread / 32) * 16 + lane / 4;
+  const int colInTile = (lane % 4) * 2;
+  // Hands a stage back to every producer that writes into it.
+  auto release = [&](int stage) {
+    if (wgThread == 0) {
+      if (C::kCluster == 1)
+        empty[stage].arrive();
+      else
+        for (int peer = 0; peer < C::kCluster; ++peer)
+          empty[stage].arrive(peer);
+    }
+  };
+
+  // Padding rows past the experts' rows are zeros.
+  {
+    int firstPad = rowEnd[C::kGroups - 1];
+    long long padWords = (long long)(mTotal - firstPad) * C::kN / 2;
+    unsigned *pad =
+        reinterpret_cast<unsigned *>(y + (long long)firstPad * C::kN);
+    for (long long i = blockIdx.x * 256 + threadIdx.x; i < padWords;
+         i += (long long)gridDim.x * 256)
+      pad[i] = 0u;
+  }
+
+  float acc[kAccum];
+  float total[kAccum];
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int t = cluster; t < numItems; t += clusters) {
+    detail::Tile tile = detail::locate<C>(t, rank, tileEnd, rowEnd);
+    // The 128x128 weight-scale tile of each 128-column group this tile
+    // covers (a 192-wide tile spans two).
+    const float *swRow =
+        sw + (long long)tile.expert * ((C::kN + 127) / 128) * C::kSwStride;
+#pragma unroll
+    for (int i = 0; i < kAccum; ++i)
+      total[i] = 0.f;
+    for (int kb = 0; kb < C::kKBlocks; ++kb) {
+      full[stage].wait(phase);
+      float sxLo = 0.f, sxHi = 0.f, swA = 0.f, swB = 0.f;
+      if (C::kFp8Block) {
+        int group = tile.col0 / 128;
+        swA = __ldg(swRow + group * C::kSwStride + kb);
+        // Columns 128..191 of a 192-wide tile whose start is 64 past a
+        // 128 boundary... tiles start at multiples of kBlockN, so the
+        // second group is the next 128 columns when it exists.
+        int group2 = (tile.col0 + C::kBlockN - 1) / 128;
+        if (group2 >= (C::kN + 127) / 128)
+          group2 = group;
+        swB = __ldg(swRow + group2 * C::kSwStride + kb);
+        const float *sx =
+            reinterpret_cast<const float *>(stageSX + stage * C::kStageSA) +
+            (tile.row0 & 3) + warpgroup * 64;
+        sxLo = sx[rowInWg];
+        sxHi = sx[rowInWg + 8];
+      }
+      const unsigned char *a =
+          stageA + stage * C::kStageA + warpgroup * 64 * 128;
+      const unsigned char *b = stageB + stage * C::kStageB;
+      float(&d)[kAccum] = *(C::kFp8Block ? &acc : &total);
+#pragma unroll
+      for (int i = 0; i < kAccum; ++i)
+        warpgroup_fence_operand(d[i]);
+      warpgroup_arrive();
+#pragma unroll
+      for (int k = 0; k < kSteps; ++k) {
+        bool zero = C::kFp8Block ? k == 0 : (kb == 0 && k == 0);
+        detail::gmma<Mma>(detail::kMajorSw128Desc(a + 32 * k),
+                          detail::kMajorSw128Desc(b + 32 * k), d,
+                          zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One,
+                          make_index_sequence<kAccum>{});
+      }
+      warpgroup_commit_batch();
+      if (C::kFp8Block) {
+        // The block's partial sums are needed now: wait for them, hand the
+        // stage back (scales are in registers), promote.
+        warpgroup_wait<0>();
+#pragma unroll
+        for (int i = 0; i < kAccum; ++i)
+          warpgroup_fence_operand(d[i]);
+        release(stage);
+        const float s00 = sxLo * swA, s01 = sxHi * swA;
+        const float s10 = sxLo * swB, s11 = sxHi * swB;
+#pragma unroll
+        for (int i = 0; i < kAccum; ++i) {
+          // Accumulator i: column (i / 4) * 8 + ..., row +8 when i & 2.
+          bool second = (tile.col0 % 128) + (i / 4) * 8 >= 128;
+          float scale = second ? ((i & 2) ? s11 : s10) : ((i & 2) ? s01 : s00);
+          total[i] = fmaf(acc[i], scale, total[i]);
+        }
+      } else {
+        // BF16 accumulates in place: keep this batch in flight and hand
+        // back the stage the previous one read.
+        warpgroup_wait<1>();
+        if (kb > 0)
+          release(stage == 0 ? C::kStages - 1 : stage - 1);
+      }
+      if (++stage == C::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    if (!C::kFp8Block) {
+      warpgroup_wait<0>();
+#pragma unroll
+      for (int i = 0; i < kAccum; ++i)
+        warpgroup_fence_operand(total[i]);
+      release(stage == 0 ? C::kStages - 1 : stage - 1);
+    }
+    // Epilogue: bf16 (round to nearest even), rows of this expert only.
+    const int r0 = tile.row0 + warpgroup * 64 + rowInWg;
+#pragma unroll
+    for (int j = 0; j < C::kBlockN / 8; ++j) {
+      int col = tile.col0 + j * 8 + colInTile;
+      if (col >= C::kN)
+        continue;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int row = r0 + 8 * h;
+        if (row < tile.rowEnd)
+          *reinterpret_cast<unsigned *>(y + (long long)row * C::kN + col) =
+              dev::floatToBF16x2(total[j * 4 + 2 * h],
+                                 total[j * 4 + 2 * h + 1]);
+      }
+    }
+  }
+}
+
 /// The kernel body. `tmX`/`tmW`/`tmSX` are 2-D tensor maps over X [M_total,
-/// K], W [G·N, K] and (FP8) the x scales [K/128, roundup(M_total,4)], with
-/// boxes of one stage; `sw` the weight scales (FP8), `splits` G int64 on
-/// the device, `y` [M_total, N] bf16.
+/// K] (box: kBlockM / kCluster rows), W [G·N, K] (box: kBlockN rows) and
+/// (FP8) the x scales [K/128, roundup(M_total,4)]; `sw` the weight scales
+/// (FP8), `splits` G int64 on the device, `y` [M_total, N] bf16.
 template <class C>
 __device__ __forceinline__ void
 groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
@@ -153,25 +331,30 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   extern __shared__ __align__(1024) unsigned char sharedRaw[];
-  // The swizzled stages need 1024-byte alignment of their start.
+  // The swizzled stages need 1024-byte alignment of their start (the same
+  // offset in every CTA, as multicast writes need).
   unsigned char *shared = reinterpret_cast<unsigned char *>(
       (reinterpret_cast<uintptr_t>(sharedRaw) + 1023) & ~uintptr_t(1023));
   unsigned char *stageA = shared;
   unsigned char *stageB = stageA + C::kStages * C::kStageA;
-  float *stageSX =
-      reinterpret_cast<float *>(stageB + C::kStages * C::kStageB);
-  Barrier *full = reinterpret_cast<Barrier *>(
-      reinterpret_cast<unsigned char *>(stageSX) + C::kStages * C::kStageSA);
+  unsigned char *stageSX = stageB + C::kStages * C::kStageB;
+  Barrier *full =
+      reinterpret_cast<Barrier *>(stageSX + C::kStages * C::kStageSA);
   Barrier *empty = full + C::kStages;
   int *tileEnd = reinterpret_cast<int *>(empty + C::kStages);
   int *rowEnd = tileEnd + C::kGroups + 1;
 
   const int warpgroup = threadIdx.x / 128;
   const int lane = threadIdx.x % 32;
+  const int rank = C::kCluster == 1 ? 0 : int(block_rank_in_cluster());
+  const int cluster = blockIdx.x / C::kCluster;
+  const int clusters = gridDim.x / C::kCluster;
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::kStages; ++s) {
       full[s].init(1);
-      empty[s].init(C::kMathWarpgroups);
+      // Every math warpgroup of the cluster frees a stage: multicast
+      // writes into both CTAs' copies of it.
+      empty[s].init(C::kMathWarpgroups * C::kCluster);
     }
     cutlass::arch::fence_barrier_init();
     // The experts' row ranges and tile counts, clamped so that bad split
@@ -188,162 +371,65 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
       tileEnd[g] = tiles;
     }
   }
-  __syncthreads();
-  const int numTiles = tileEnd[C::kGroups - 1] * C::kNBlocks;
+  // The peer's barriers must be initialised before anything reaches them.
+  if (C::kCluster > 1)
+    cluster_sync();
+  else
+    __syncthreads();
+  const int numItems =
+      tileEnd[C::kGroups - 1] * (C::kNBlocks / C::kCluster);
 
   if (warpgroup == C::kMathWarpgroups) {
     // Producer: one thread issues every TMA load.
     cutlass::arch::warpgroup_reg_dealloc<40>();
-    if (threadIdx.x % 128 != 0)
-      return;
-    prefetch_tma_descriptor(tmX);
-    prefetch_tma_descriptor(tmW);
-    if (C::kFp8Block)
-      prefetch_tma_descriptor(tmSX);
-    constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
-    int stage = 0;
-    uint32_t phase = 0;
-    for (int t = blockIdx.x; t < numTiles; t += gridDim.x) {
-      detail::Tile tile = detail::locate<C>(t, tileEnd, rowEnd);
-      int wRow = tile.expert * C::kN + tile.col0;
-      for (int kb = 0; kb < C::kKBlocks; ++kb) {
-        empty[stage].wait(phase ^ 1);
-        uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
-        full[stage].arrive_and_expect_tx(C::kStageA + C::kStageB +
-                                         (C::kFp8Block ? C::kScaleBox * 4 : 0));
-        SM90_TMA_LOAD_2D::copy(tmX, bar, kEvictNormal,
-                               stageA + stage * C::kStageA, kb * C::kBlockK,
-                               tile.row0);
-        SM90_TMA_LOAD_2D::copy(tmW, bar, kEvictNormal,
-                               stageB + stage * C::kStageB, kb * C::kBlockK,
-                               wRow);
-        if (C::kFp8Block)
-          SM90_TMA_LOAD_2D::copy(
-              tmSX, bar, kEvictNormal,
-              reinterpret_cast<unsigned char *>(stageSX) + stage * C::kStageSA,
-              tile.row0 & ~3, kb);
-        if (++stage == C::kStages) {
-          stage = 0;
-          phase ^= 1;
+    if (threadIdx.x % 128 == 0) {
+      prefetch_tma_descriptor(tmX);
+      prefetch_tma_descriptor(tmW);
+      if (C::kFp8Block)
+        prefetch_tma_descriptor(tmSX);
+      constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
+      constexpr int kRowsPerCta = C::kBlockM / C::kCluster;
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int t = cluster; t < numItems; t += clusters) {
+        detail::Tile tile = detail::locate<C>(t, rank, tileEnd, rowEnd);
+        int wRow = tile.expert * C::kN + tile.col0;
+        for (int kb = 0; kb < C::kKBlocks; ++kb) {
+          empty[stage].wait(phase ^ 1);
+          uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
+          full[stage].arrive_and_expect_tx(
+              C::kStageA + C::kStageB + (C::kFp8Block ? C::kScaleBox * 4 : 0));
+          unsigned char *a =
+              stageA + stage * C::kStageA + rank * kRowsPerCta * 128;
+          if (C::kCluster == 1)
+            SM90_TMA_LOAD_2D::copy(tmX, bar, kEvictNormal, a, kb * C::kBlockK,
+                                   tile.row0);
+          else
+            SM90_TMA_LOAD_MULTICAST_2D::copy(
+                tmX, bar, uint16_t((1 << C::kCluster) - 1), kEvictNormal, a,
+                kb * C::kBlockK, tile.row0 + rank * kRowsPerCta);
+          SM90_TMA_LOAD_2D::copy(tmW, bar, kEvictNormal,
+                                 stageB + stage * C::kStageB, kb * C::kBlockK,
+                                 wRow);
+          if (C::kFp8Block)
+            SM90_TMA_LOAD_2D::copy(tmSX, bar, kEvictNormal,
+                                   stageSX + stage * C::kStageSA,
+                                   tile.row0 & ~3, kb);
+          if (++stage == C::kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
         }
       }
     }
-    return;
+  } else {
+    mathWarpgroup<C>(warpgroup, lane, rank, cluster, clusters, numItems,
+                     tileEnd, rowEnd, stageA, stageB, stageSX, full, empty, sw,
+                     y, mTotal);
   }
-
-  // Math warpgroups: rows [64·warpgroup, +64) of each tile.
-  cutlass::arch::warpgroup_reg_alloc<232>();
-  using Mma = typename conditional<
-      C::kFp8Block, SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>,
-      SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<GMMA::Major::K,
-                                               GMMA::Major::K>>::type;
-  constexpr int kSteps = 128 / 32; // 32 bytes of K per MMA
-  const int wgThread = threadIdx.x % 128;
-  // This thread's accumulator rows within the warpgroup's 64: r and r + 8.
-  const int rowInWg = (wgThread / 32) * 16 + lane / 4;
-  const int colInTile = (lane % 4) * 2;
-
-  // Padding rows past the experts' rows are zeros.
-  {
-    int firstPad = rowEnd[C::kGroups - 1];
-    long long padWords = (long long)(mTotal - firstPad) * C::kN / 2;
-    unsigned *pad = reinterpret_cast<unsigned *>(y + (long long)firstPad * C::kN);
-    for (long long i = blockIdx.x * 256 + threadIdx.x; i < padWords;
-         i += (long long)gridDim.x * 256)
-      pad[i] = 0u;
-  }
-
-  float acc[64];
-  float total[64];
-  int stage = 0;
-  uint32_t phase = 0;
-  for (int t = blockIdx.x; t < numTiles; t += gridDim.x) {
-    detail::Tile tile = detail::locate<C>(t, tileEnd, rowEnd);
-    const float *swTile =
-        sw + ((long long)tile.expert * C::kNBlocks + tile.col0 / 128) *
-                 C::kSwStride;
-#pragma unroll
-    for (int i = 0; i < 64; ++i)
-      total[i] = 0.f;
-    for (int kb = 0; kb < C::kKBlocks; ++kb) {
-      full[stage].wait(phase);
-      float s0 = 0.f, s1 = 0.f;
-      if (C::kFp8Block) {
-        float w = __ldg(swTile + kb);
-        const float *sx =
-            reinterpret_cast<const float *>(
-                reinterpret_cast<const unsigned char *>(stageSX) +
-                stage * C::kStageSA) +
-            (tile.row0 & 3) + warpgroup * 64;
-        s0 = sx[rowInWg] * w;
-        s1 = sx[rowInWg + 8] * w;
-      }
-      const unsigned char *a =
-          stageA + stage * C::kStageA + warpgroup * 64 * 128;
-      const unsigned char *b = stageB + stage * C::kStageB;
-      float(&d)[64] = *(C::kFp8Block ? &acc : &total);
-#pragma unroll
-      for (int i = 0; i < 64; ++i)
-        warpgroup_fence_operand(d[i]);
-      warpgroup_arrive();
-#pragma unroll
-      for (int k = 0; k < kSteps; ++k) {
-        bool zero = C::kFp8Block ? k == 0 : (kb == 0 && k == 0);
-        detail::gmma<Mma>(detail::kMajorSw128Desc(a + 32 * k),
-                          detail::kMajorSw128Desc(b + 32 * k), d,
-                          zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One,
-                          make_index_sequence<64>{});
-      }
-      warpgroup_commit_batch();
-      if (C::kFp8Block) {
-        // The block's partial sums are needed now: wait for them, hand the
-        // stage back (scales are in registers), promote.
-        warpgroup_wait<0>();
-#pragma unroll
-        for (int i = 0; i < 64; ++i)
-          warpgroup_fence_operand(d[i]);
-        if (wgThread == 0)
-          empty[stage].arrive();
-#pragma unroll
-        for (int i = 0; i < 64; ++i)
-          total[i] = fmaf(acc[i], (i & 2) ? s1 : s0, total[i]);
-      } else {
-        // BF16 accumulates in place: keep this batch in flight and hand
-        // back the stage the previous one read.
-        warpgroup_wait<1>();
-        if (kb > 0 && wgThread == 0)
-          empty[stage == 0 ? C::kStages - 1 : stage - 1].arrive();
-      }
-      if (++stage == C::kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-    if (!C::kFp8Block) {
-      warpgroup_wait<0>();
-#pragma unroll
-      for (int i = 0; i < 64; ++i)
-        warpgroup_fence_operand(total[i]);
-      if (wgThread == 0)
-        empty[stage == 0 ? C::kStages - 1 : stage - 1].arrive();
-    }
-    // Epilogue: bf16 (round to nearest even), rows of this expert only.
-    const int r0 = tile.row0 + warpgroup * 64 + rowInWg;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      int col = tile.col0 + j * 8 + colInTile;
-      if (col >= C::kN)
-        continue;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        int row = r0 + 8 * h;
-        if (row < tile.rowEnd)
-          *reinterpret_cast<unsigned *>(y + (long long)row * C::kN + col) =
-              dev::floatToBF16x2(total[j * 4 + 2 * h],
-                                 total[j * 4 + 2 * h + 1]);
-      }
-    }
-  }
+  // No CTA leaves while its peer may still arrive on its barriers.
+  if (C::kCluster > 1)
+    cluster_sync();
 }
 
 } // namespace gemm

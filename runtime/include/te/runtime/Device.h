@@ -130,12 +130,18 @@ public:
                                const std::string &entry);
   /// Launches with `args` pointing at each argument's value, as
   /// cuLaunchKernel expects. Raises the dynamic shared-memory limit first
-  /// when `sharedBytes` exceeds 48 KiB.
+  /// when `sharedBytes` exceeds 48 KiB. A `cluster` of more than one CTA
+  /// launches thread-block clusters (cuLaunchKernelEx; Hopper).
   Status launch(Dim3 grid, Dim3 block, unsigned sharedBytes, const Stream &s,
-                void **args) const;
+                void **args, Dim3 cluster = {}) const;
+  /// How many clusters of `cluster` CTAs can be resident at once with this
+  /// block and shared memory (cuOccupancyMaxActiveClusters).
+  Expected<int> maxActiveClusters(Dim3 block, unsigned sharedBytes,
+                                  Dim3 cluster, unsigned gridX) const;
   void *functionHandle() const { return function_; } ///< CUfunction
 
 private:
+  Status allowSharedBytes(unsigned sharedBytes) const;
   std::shared_ptr<void> module_;
   void *function_ = nullptr;
   /// Dynamic shared memory the function is opted in to; any use sets the

@@ -36,19 +36,27 @@ struct GroupedGemmSpec {
   int64_t groups = 1; ///< G experts
   int64_t n = 0;      ///< output columns per expert
   int64_t k = 0;      ///< reduction length
-  int stages = 6;     ///< depth of the TMA -> MMA ring
+  /// Output tile width: FP8 128 or 192, BF16 128 or 256; 0 picks one.
+  int blockN = 0;
+  /// CTAs per cluster (1, or 2 to share the x tile by TMA multicast; needs
+  /// an even number of column blocks); 0 picks one.
+  int cluster = 0;
+  /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
+  int stages = 0;
 
   bool fp8() const { return operands == Operands::Fp8Block; }
-  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_s6".
+  /// The spec with every 0 replaced by the choice made for it.
+  GroupedGemmSpec resolved() const;
+  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t192_c2_s5".
   std::string kernelName() const;
 };
 
 /// Threads per CTA: two math warpgroups and a producer warpgroup.
 constexpr unsigned kGroupedGemmThreads = 384;
 
-/// InvalidArgument naming the rule when the spec has no kernel: K a
-/// multiple of 128 (FP8) or 64 (BF16) with 16-byte rows, N even, G >= 1,
-/// the shared memory within an SM's.
+/// InvalidArgument naming the rule when the (resolved) spec has no kernel:
+/// K a multiple of 128 (FP8) or 64 (BF16), N even, G >= 1, a tile width
+/// and cluster the kernel has, the shared memory within an SM's.
 rt::Status checkGroupedGemm(const GroupedGemmSpec &s);
 
 /// Dynamic shared memory the kernel needs (stages, scales, barriers,
@@ -78,18 +86,24 @@ struct GroupedGemmLaunch {
   std::array<rt::TensorMap, 3> maps;
   uint64_t sw = 0, splits = 0, y = 0;
   int32_t mTotal = 0;
-  rt::Dim3 grid, block;
+  rt::Dim3 grid, block, cluster;
   unsigned sharedBytes = 0;
   /// Pointers to each parameter, as cuLaunchKernel takes them (point into
   /// this object: do not copy it between args() and the launch).
   std::array<void *, 7> args();
 };
 
-/// Encodes the tensor maps for `b` (one CTA per SM of `device`, or fewer
-/// when `maxCtas` > 0).
+/// Encodes the tensor maps for `b` and sizes the grid: one CTA per SM of
+/// `device` (clusters: as many as `kernel` can keep resident), or fewer
+/// when `maxCtas` > 0.
 rt::Expected<GroupedGemmLaunch>
 prepareGroupedGemm(const GroupedGemmSpec &s, const GroupedGemmBuffers &b,
-                   const rt::Device &device, int maxCtas = 0);
+                   const rt::Device &device, const rt::Kernel &kernel,
+                   int maxCtas = 0);
+
+/// Enqueues a prepared launch of `kernel` on `stream`.
+rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,
+                             const rt::Stream &stream);
 
 } // namespace te::cg
 
