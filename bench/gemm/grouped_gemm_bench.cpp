@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
       // Every tile width and cluster the kernel has, on stderr.
       for (auto [op, widths] :
            {std::pair<GroupedGemmSpec::Operands, std::vector<int>>{
-                GroupedGemmSpec::Operands::Fp8Block, {128, 192}}}) {
+                GroupedGemmSpec::Operands::Fp8Block, {128}}}) {
         for (int width : widths)
           for (int cluster : {1, 2}) {
             GroupedGemmSpec v;

@@ -91,10 +91,9 @@ struct GroupedGemmConfig {
   static constexpr int kSharedBytes = kStages * (kStageA + kStageB + kStageSA) +
                                       2 * 8 * kStages + kTableBytes + 1024;
 
-  static_assert(Fp8Block ? (kBlockN == 128 || kBlockN == 192)
-                         : (kBlockN == 128 || kBlockN == 256),
-                "tile widths: FP8 128 or 192 (two accumulators), BF16 128 "
-                "or 256");
+  static_assert(Fp8Block ? kBlockN == 128 : (kBlockN == 128 || kBlockN == 256),
+                "tile widths: FP8 128 (partial sums and total: two "
+                "accumulators), BF16 128 or 256");
   static_assert(Cluster == 1 || (Cluster == 2 && kNBlocks % 2 == 0),
                 "a 2-CTA cluster pairs column blocks: their count must be "
                 "even");
@@ -130,9 +129,6 @@ __device__ __forceinline__ void gmma(uint64_t a, uint64_t b, float (&d)[N],
 template <bool Fp8, int BlockN> struct MmaFor;
 template <> struct MmaFor<true, 128> {
   using type = SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>;
-};
-template <> struct MmaFor<true, 192> {
-  using type = SM90::GMMA::MMA_64x192x32_F32E4M3E4M3_SS_TN<>;
 };
 template <> struct MmaFor<false, 128> {
   using type =
@@ -221,26 +217,19 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
   uint32_t phase = 0;
   for (int t = cluster; t < numItems; t += clusters) {
     detail::Tile tile = detail::locate<C>(t, rank, tileEnd, rowEnd);
-    // The 128x128 weight-scale tile of each 128-column group this tile
-    // covers (a 192-wide tile spans two).
-    const float *swRow =
-        sw + (long long)tile.expert * ((C::kN + 127) / 128) * C::kSwStride;
+    // The tile's 128x128 weight-scale row (FP8 tiles are 128 wide).
+    const float *swTile =
+        sw + ((long long)tile.expert * ((C::kN + 127) / 128) +
+              tile.col0 / 128) *
+                 C::kSwStride;
 #pragma unroll
     for (int i = 0; i < kAccum; ++i)
       total[i] = 0.f;
     for (int kb = 0; kb < C::kKBlocks; ++kb) {
       full[stage].wait(phase);
-      float sxLo = 0.f, sxHi = 0.f, swA = 0.f, swB = 0.f;
+      float sxLo = 0.f, sxHi = 0.f, swKb = 0.f;
       if (C::kFp8Block) {
-        int group = tile.col0 / 128;
-        swA = __ldg(swRow + group * C::kSwStride + kb);
-        // Columns 128..191 of a 192-wide tile whose start is 64 past a
-        // 128 boundary... tiles start at multiples of kBlockN, so the
-        // second group is the next 128 columns when it exists.
-        int group2 = (tile.col0 + C::kBlockN - 1) / 128;
-        if (group2 >= (C::kN + 127) / 128)
-          group2 = group;
-        swB = __ldg(swRow + group2 * C::kSwStride + kb);
+        swKb = __ldg(swTile + kb);
         const float *sx =
             reinterpret_cast<const float *>(stageSX + stage * C::kStageSA) +
             (tile.row0 & 3) + warpgroup * 64;
@@ -272,15 +261,11 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
         for (int i = 0; i < kAccum; ++i)
           warpgroup_fence_operand(d[i]);
         release(stage);
-        const float s00 = sxLo * swA, s01 = sxHi * swA;
-        const float s10 = sxLo * swB, s11 = sxHi * swB;
+        // Accumulator i holds row r (i & 2 == 0) or r + 8 of its column.
+        const float lo = sxLo * swKb, hi = sxHi * swKb;
 #pragma unroll
-        for (int i = 0; i < kAccum; ++i) {
-          // Accumulator i: column (i / 4) * 8 + ..., row +8 when i & 2.
-          bool second = (tile.col0 % 128) + (i / 4) * 8 >= 128;
-          float scale = second ? ((i & 2) ? s11 : s10) : ((i & 2) ? s01 : s00);
-          total[i] = fmaf(acc[i], scale, total[i]);
-        }
+        for (int i = 0; i < kAccum; ++i)
+          total[i] = fmaf(acc[i], (i & 2) ? hi : lo, total[i]);
       } else {
         // BF16 accumulates in place: keep this batch in flight and hand
         // back the stage the previous one read.
@@ -344,7 +329,10 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   int *tileEnd = reinterpret_cast<int *>(empty + C::kStages);
   int *rowEnd = tileEnd + C::kGroups + 1;
 
-  const int warpgroup = threadIdx.x / 128;
+  // Warp-uniform as far as the compiler can see (a shuffle from lane 0):
+  // warpgroup MMAs on a path it thinks divergent get serialised (ptxas
+  // C7518).
+  const int warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
   const int lane = threadIdx.x % 32;
   const int rank = C::kCluster == 1 ? 0 : int(block_rank_in_cluster());
   const int cluster = blockIdx.x / C::kCluster;

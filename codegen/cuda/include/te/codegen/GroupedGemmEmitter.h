@@ -36,7 +36,7 @@ struct GroupedGemmSpec {
   int64_t groups = 1; ///< G experts
   int64_t n = 0;      ///< output columns per expert
   int64_t k = 0;      ///< reduction length
-  /// Output tile width: FP8 128 or 192, BF16 128 or 256; 0 picks one.
+  /// Output tile width: FP8 128, BF16 128 or 256; 0 picks one.
   int blockN = 0;
   /// CTAs per cluster (1, or 2 to share the x tile by TMA multicast; needs
   /// an even number of column blocks); 0 picks one.
@@ -47,7 +47,7 @@ struct GroupedGemmSpec {
   bool fp8() const { return operands == Operands::Fp8Block; }
   /// The spec with every 0 replaced by the choice made for it.
   GroupedGemmSpec resolved() const;
-  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t192_c2_s5".
+  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_s6".
   std::string kernelName() const;
 };
 
