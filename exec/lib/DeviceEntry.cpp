@@ -14,21 +14,28 @@ namespace te::exec {
 
 using namespace cg;
 
-rt::Expected<size_t> compileEntry(const Program &p, const Entry &e,
-                                  rt::KernelCache &cache) {
-  rt::Expected<EntryPlan> plan = buildEntryPlan(p, e);
-  if (!plan)
-    return plan.status();
+rt::Expected<size_t>
+compileEntries(const Program &p, const std::vector<const Entry *> &entries,
+               rt::KernelCache &cache, const rt::CompileProgressFn &progress) {
+  std::vector<rt::KernelRequest> requests;
   std::set<std::string> sources;
-  for (const KernelPlan &kp : plan->kernels)
-    for (const rt::KernelSpec &spec : kp.plan.kernels) {
-      if (!sources.insert(spec.source).second)
-        continue;
-      auto compiled = cache.getOrCompile(spec.source, spec.options);
-      if (!compiled)
-        return compiled.status();
-    }
-  return sources.size();
+  for (const Entry *e : entries) {
+    rt::Expected<EntryPlan> plan = buildEntryPlan(p, *e);
+    if (!plan)
+      return plan.status();
+    for (const KernelPlan &kp : plan->kernels)
+      for (const rt::KernelSpec &spec : kp.plan.kernels)
+        if (sources.insert(spec.source).second)
+          requests.push_back({spec.name, spec.source, spec.options});
+  }
+  TE_RETURN_IF_ERROR(cache.compileAll(requests, 0, progress));
+  return requests.size();
+}
+
+rt::Expected<size_t> compileEntry(const Program &p, const Entry &e,
+                                  rt::KernelCache &cache,
+                                  const rt::CompileProgressFn &progress) {
+  return compileEntries(p, {&e}, cache, progress);
 }
 
 struct DeviceEntry::State {
@@ -109,6 +116,15 @@ DeviceEntry::create(const Program &p, const Entry &e, EntryPlan plan,
       return buf.status();
     st.buffers[b] = std::make_shared<rt::DeviceBuffer>(std::move(*buf));
     st.owned[b] = true;
+  }
+  // Every kernel compiled at once on the host's cores; the executors below
+  // then load them from the cache's memory.
+  {
+    std::vector<rt::KernelRequest> requests;
+    for (const KernelPlan &kp : st.plan.kernels)
+      for (const rt::KernelSpec &spec : kp.plan.kernels)
+        requests.push_back({spec.name, spec.source, spec.options});
+    TE_RETURN_IF_ERROR(cache.compileAll(requests));
   }
   for (const KernelPlan &kp : st.plan.kernels) {
     auto ex = rt::PlanExecutor::create(kp.plan, device, cache);

@@ -18,10 +18,15 @@
 #include "CudaApi.h"
 #include "Sha256.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <thread>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -225,9 +230,69 @@ void KernelCache::storeToDisk(const std::string &key, const CompiledKernel &k) {
     ::unlink(tmp.c_str());
 }
 
+Status KernelCache::compileAll(const std::vector<KernelRequest> &requests,
+                               unsigned threads,
+                               const CompileProgressFn &progress) {
+  // Distinct (source, options) only: two threads compiling one kernel
+  // would both miss the cache.
+  std::vector<const KernelRequest *> work;
+  {
+    std::set<std::pair<std::string, std::vector<std::string>>> seen;
+    for (const KernelRequest &r : requests)
+      if (seen.insert({r.source, canonicalOptions(r.options)}).second)
+        work.push_back(&r);
+  }
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(work.size()));
+  auto start = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  std::mutex reportMu;
+  size_t done = 0;
+  Status firstError = Status::ok();
+  auto worker = [&] {
+    for (size_t i = next++; i < work.size(); i = next++) {
+      bool cold = false;
+      Expected<std::shared_ptr<const CompiledKernel>> k =
+          lookupOrCompile(work[i]->source, work[i]->options, cold);
+      std::lock_guard<std::mutex> lock(reportMu);
+      if (!k && firstError.isOk())
+        firstError = Status(k.status().code(), "kernel '" + work[i]->name +
+                                                   "': " +
+                                                   k.status().message());
+      ++done;
+      if (progress) {
+        CompileProgress p;
+        p.done = done;
+        p.total = work.size();
+        p.name = work[i]->name;
+        p.cold = cold;
+        p.elapsed = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+        progress(p);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
+  return firstError;
+}
+
 Expected<std::shared_ptr<const CompiledKernel>>
 KernelCache::getOrCompile(const std::string &source,
                           const CompileOptions &opts) {
+  bool cold = false;
+  return lookupOrCompile(source, opts, cold);
+}
+
+Expected<std::shared_ptr<const CompiledKernel>>
+KernelCache::lookupOrCompile(const std::string &source,
+                             const CompileOptions &opts, bool &cold) {
   std::vector<std::string> options = canonicalOptions(opts);
   uint64_t h = fastHash(source, 0xcbf29ce484222325ull);
   for (const std::string &o : options)
@@ -251,6 +316,7 @@ KernelCache::getOrCompile(const std::string &source,
     if (!compiled)
       return compiled.status();
     ++compiles_;
+    cold = true;
     storeToDisk(key, *compiled);
     kernel = std::shared_ptr<const CompiledKernel>(
         std::make_shared<CompiledKernel>(std::move(*compiled)));

@@ -44,6 +44,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <thread>
 #include <new>
 
 namespace cl = llvm::cl;
@@ -127,26 +128,48 @@ static std::vector<const cg::Entry *> sequenceOf(const cg::Program &program) {
   return sequence;
 }
 
+/// te-run's progress lines while the kernels compile (all at once, on the
+/// host's cores): one per kernel NVRTC compiles once a second has passed,
+/// and the total at the end. A warm cache prints nothing.
+static rt::CompileProgressFn compileProgress() {
+  auto shown = std::make_shared<bool>(false);
+  return [shown](const rt::CompileProgress &p) {
+    if (p.cold && p.elapsed >= 1.0) {
+      *shown = true;
+      llvm::errs() << llvm::format("te-run: compiled %zu/%zu kernels (%.1f s): ",
+                                   p.done, p.total, p.elapsed)
+                   << p.name << "\n";
+    }
+    if (p.done == p.total && *shown)
+      llvm::errs() << llvm::format(
+          "te-run: %zu kernels ready in %.1f s (%u host threads)\n", p.total,
+          p.elapsed, std::max(1u, std::thread::hardware_concurrency()));
+  };
+}
+
+/// Compiles every kernel of the entries before the first run. Returns the
+/// number of kernel sources, or sets `unsupported` when an entry has no
+/// CUDA lowering yet (the CPU backend may still run it).
+static size_t warmUp(const cg::Program &program,
+                     const std::vector<const cg::Entry *> &entries,
+                     rt::KernelCache &cache, std::string &unsupported) {
+  rt::Expected<size_t> n =
+      exec::compileEntries(program, entries, cache, compileProgress());
+  if (n)
+    return *n;
+  if (n.status().code() != rt::StatusCode::Unsupported)
+    die(n.status().toString());
+  unsupported = n.status().message();
+  return 0;
+}
+
 /// Without a GPU: NVRTC-compiles every kernel of the entries (or says which
 /// kernel has no CUDA lowering yet) and says that the CPU backend runs.
 static void compileOnly(const cg::Program &program,
-                        const std::vector<const cg::Entry *> &sequence,
+                        const std::vector<const cg::Entry *> &distinct,
                         rt::KernelCache &cache, const std::string &noGpu) {
-  std::vector<const cg::Entry *> distinct;
-  for (const cg::Entry *e : sequence)
-    if (std::find(distinct.begin(), distinct.end(), e) == distinct.end())
-      distinct.push_back(e);
-  size_t sources = 0;
   std::string unsupported;
-  for (const cg::Entry *e : distinct) {
-    rt::Expected<size_t> n = exec::compileEntry(program, *e, cache);
-    if (!n && n.status().code() != rt::StatusCode::Unsupported)
-      die(n.status().toString());
-    if (n)
-      sources += *n;
-    else if (unsupported.empty()) // no CUDA lowering yet: nothing to compile
-      unsupported = n.status().message();
-  }
+  size_t sources = warmUp(program, distinct, cache, unsupported);
   llvm::outs() << "no GPU (" << noGpu << "): ";
   if (unsupported.empty())
     llvm::outs() << "compiled " << sources
@@ -262,8 +285,12 @@ static int run(int argc, char **argv) {
       te::run::argumentsOf(*program, sequence, inputs, int64_t(randomSeed));
   rt::KernelCache cache(cacheDir.empty() ? rt::KernelCache::defaultDiskDir()
                                          : std::string(cacheDir));
-  if (!device)
-    compileOnly(*program, sequence, cache, noGpu);
+  if (!device) {
+    compileOnly(*program, distinct, cache, noGpu);
+  } else if (wantCuda) {
+    std::string unsupported; // BackendSession reports it
+    warmUp(*program, distinct, cache, unsupported);
+  }
 
   const cg::Entry &only = *sequence.front();
   bool single = sequence.size() == 1;

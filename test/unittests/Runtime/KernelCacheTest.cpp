@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <dirent.h>
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -243,3 +245,72 @@ TEST(KernelCache, UnwritableDirectoryOnlyCostsRecompiles) {
 }
 
 } // namespace
+
+// A plan's warm-up: distinct kernels compile at the same time on several
+// threads, each once, with a progress report per kernel.
+TEST(KernelCache, CompileAllRunsKernelsConcurrentlyAndOnce) {
+  std::mutex mu;
+  int running = 0, mostAtOnce = 0, calls = 0;
+  KernelCache cache(
+      "",
+      [&](const std::string &src, const CompileOptions &) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++calls;
+          mostAtOnce = std::max(mostAtOnce, ++running);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::lock_guard<std::mutex> lock(mu);
+        --running;
+        CompiledKernel k;
+        k.cubin.assign(src.begin(), src.end());
+        return Expected<CompiledKernel>(std::move(k));
+      },
+      "tag");
+  std::vector<KernelRequest> requests;
+  for (int i = 0; i < 6; ++i)
+    requests.push_back({"k" + std::to_string(i), "source " + std::to_string(i),
+                        CompileOptions()});
+  requests.push_back(requests[2]); // the same kernel twice: compiled once
+  std::vector<CompileProgress> reports;
+  Status s = cache.compileAll(requests, 4, [&](const CompileProgress &p) {
+    reports.push_back(p); // compileAll serialises the calls
+  });
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(calls, 6);
+  EXPECT_EQ(mostAtOnce, 4);
+  ASSERT_EQ(reports.size(), 6u);
+  for (size_t i = 0; i < reports.size(); ++i) {
+    EXPECT_EQ(reports[i].done, i + 1);
+    EXPECT_EQ(reports[i].total, 6u);
+    EXPECT_TRUE(reports[i].cold);
+  }
+  // Everything is in memory now: a second warm-up compiles nothing.
+  reports.clear();
+  ASSERT_TRUE(cache.compileAll(requests, 4, [&](const CompileProgress &p) {
+                     reports.push_back(p);
+                   }).isOk());
+  EXPECT_EQ(calls, 6);
+  ASSERT_EQ(reports.size(), 6u);
+  EXPECT_FALSE(reports.back().cold);
+}
+
+TEST(KernelCache, CompileAllNamesTheKernelThatFailed) {
+  KernelCache cache(
+      "",
+      [](const std::string &src, const CompileOptions &) {
+        if (src == "bad")
+          return Expected<CompiledKernel>(
+              Status(StatusCode::CompileError, "NVRTC: syntax error"));
+        return Expected<CompiledKernel>(CompiledKernel());
+      },
+      "tag");
+  Status s = cache.compileAll({{"good_kernel", "good", CompileOptions()},
+                               {"te_quantize_x", "bad", CompileOptions()},
+                               {"other", "fine", CompileOptions()}});
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), StatusCode::CompileError);
+  EXPECT_NE(s.message().find("kernel 'te_quantize_x': NVRTC: syntax error"),
+            std::string::npos)
+      << s.message();
+}

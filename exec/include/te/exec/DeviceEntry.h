@@ -25,10 +25,18 @@
 
 namespace te::exec {
 
-/// NVRTC-compiles every kernel of `e` through `cache` (no GPU needed).
-/// Returns the number of distinct kernel sources.
+/// NVRTC-compiles every kernel of `e` through `cache` (no GPU needed), on
+/// all host cores at once (KernelCache::compileAll). Returns the number of
+/// distinct kernel sources.
 rt::Expected<size_t> compileEntry(const cg::Program &p, const cg::Entry &e,
-                                  rt::KernelCache &cache);
+                                  rt::KernelCache &cache,
+                                  const rt::CompileProgressFn &progress = {});
+/// The same for several entries at once (a session's warm-up).
+rt::Expected<size_t>
+compileEntries(const cg::Program &p,
+               const std::vector<const cg::Entry *> &entries,
+               rt::KernelCache &cache,
+               const rt::CompileProgressFn &progress = {});
 
 class DeviceEntry {
 public:

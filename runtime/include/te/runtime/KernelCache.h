@@ -30,6 +30,25 @@
 
 namespace te::rt {
 
+/// One kernel to have compiled: its source and options, and a name for
+/// progress reports and errors.
+struct KernelRequest {
+  std::string name;
+  std::string source;
+  CompileOptions options;
+};
+
+/// compileAll's report after each kernel: `done` of `total` distinct
+/// kernels are in the cache; `name` is the one just finished, `cold` when
+/// NVRTC compiled it (not a memory or disk hit); seconds since the start.
+struct CompileProgress {
+  size_t done = 0, total = 0;
+  std::string name;
+  bool cold = false;
+  double elapsed = 0;
+};
+using CompileProgressFn = std::function<void(const CompileProgress &)>;
+
 struct CacheStats {
   uint64_t memoryHits = 0;
   uint64_t diskHits = 0;
@@ -53,6 +72,14 @@ public:
   Expected<std::shared_ptr<const CompiledKernel>>
   getOrCompile(const std::string &source, const CompileOptions &opts);
 
+  /// Puts every distinct kernel of `requests` into the cache, compiling up
+  /// to `threads` at a time (0: one per host core) - a plan's warm-up. The
+  /// first failure, naming its kernel, once all have finished. `progress`
+  /// (if set) is called after each kernel, from one thread at a time.
+  Status compileAll(const std::vector<KernelRequest> &requests,
+                    unsigned threads = 0,
+                    const CompileProgressFn &progress = {});
+
   /// The disk key (64 hex digits) of (source, opts) under this cache.
   std::string diskKey(const std::string &source,
                       const CompileOptions &opts) const;
@@ -75,6 +102,10 @@ private:
   };
   Expected<std::shared_ptr<const CompiledKernel>>
   loadFromDisk(const std::string &key);
+  /// getOrCompile, also saying whether NVRTC ran (`cold`).
+  Expected<std::shared_ptr<const CompiledKernel>>
+  lookupOrCompile(const std::string &source, const CompileOptions &opts,
+                  bool &cold);
   void storeToDisk(const std::string &key, const CompiledKernel &k);
 
   std::string dir_;
