@@ -37,10 +37,15 @@ def main():
     for r in range(rounds):
         print(f"round {r + 1}")
         print(subprocess.run([binary, str(calls)], check=True, capture_output=True, text=True).stdout, end="")
-        run_python(fn, x, out, calls)
+        run_python(fn, x, out, calls, "")
+        # The C++ baseline enqueues on a stream of its own (non-blocking);
+        # torch's current stream is the legacy default stream unless one is
+        # set. The same calls on a stream of torch's own:
+        with torch.cuda.stream(torch.cuda.Stream()):
+            run_python(fn, x, out, calls, " [side stream]")
 
 
-def run_python(fn, x, out, calls):
+def run_python(fn, x, out, calls, where):
     # torch's own allocation of the result, which fn(x) includes and the
     # C++ baseline (caller's buffers) does not.
     for label, call in (("torch.empty(256) alone", lambda: torch.empty(256, device="cuda")),
@@ -57,7 +62,7 @@ def run_python(fn, x, out, calls):
                     torch.cuda.synchronize()
             torch.cuda.synchronize()
             us = (time.perf_counter() - t0) / calls * 1e6
-            print(f"{label}: {'synchronized' if sync else 'enqueue'} {us:.2f} us per call ({calls} calls)")
+            print(f"{label}{where}: {'synchronized' if sync else 'enqueue'} {us:.2f} us per call ({calls} calls)")
 
 
 if __name__ == "__main__":
