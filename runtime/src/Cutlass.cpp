@@ -70,11 +70,7 @@ Expected<std::vector<std::string>> cutlassCompileFlags() {
 }
 
 const char *cutlassPrelude() {
-  return "#include <cuda/std/type_traits>\n"
-         "namespace std {\n"
-         "using cuda::std::is_pointer_v;\n"
-         "using cuda::std::void_t;\n"
-         "} // namespace std\n";
+  return "#include \"te/device/gemm/CutlassShim.cuh\"\n";
 }
 
 } // namespace te::rt

@@ -83,6 +83,15 @@ Expected<CompiledKernel> compileCuda(const std::string &source,
   }
   if (r != NVRTC_SUCCESS) {
     api.nvrtcDestroyProgram(&prog);
+    // The automatic precompiled header is only a speed-up: where it fails
+    // (NVRTC has run out of its PCH heap: "unable to obtain mapped
+    // memory"), the source compiles without it.
+    auto pch = std::find(opts.flags.begin(), opts.flags.end(), "--pch");
+    if (pch != opts.flags.end()) {
+      CompileOptions plain = opts;
+      plain.flags.erase(plain.flags.begin() + (pch - opts.flags.begin()));
+      return compileCuda(source, programName, plain);
+    }
     return Status(StatusCode::CompileError, "NVRTC could not compile '" +
                                                 programName + "' for " +
                                                 opts.arch + ":\n" + out.log);

@@ -92,8 +92,9 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
 std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
   GroupedGemmSpec s = spec.resolved();
   std::ostringstream os;
-  os << rt::cutlassPrelude()
-     << "#include \"te/device/gemm/GroupedGemmSm90.cuh\"\n\n"
+  // Only #includes before the first line of code: NVRTC's automatic
+  // precompiled header then covers CUTLASS (groupedGemmCompileOptions).
+  os << "#include \"te/device/gemm/GroupedGemmSm90.cuh\"\n\n"
      << "using Config = te::gemm::GroupedGemmConfig<"
      << (s.fp8() ? "true" : "false") << ", " << s.blockN << ", "
      << s.cluster << ", " << s.stages
@@ -120,6 +121,10 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions() {
   rt::CompileOptions o;
   o.arch = "sm_90a";
   o.flags = *flags;
+  // NVRTC's automatic precompiled header: every GEMM kernel after the first
+  // in a process reuses the parsed CUTLASS headers (0.28 s instead of
+  // 0.78 s a kernel on the development machine).
+  o.flags.push_back("--pch");
   return o;
 }
 

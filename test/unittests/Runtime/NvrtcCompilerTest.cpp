@@ -60,6 +60,33 @@ TEST(Nvrtc, CompileErrorsCarryTheLog) {
   EXPECT_NE(k.status().message().find("bad.cu"), std::string::npos);
 }
 
+// The automatic precompiled header (the GEMM kernels use it): a second
+// source with the same #include prefix reuses it; a source that does not
+// compile still reports NVRTC's own error (the retry without the PCH fails
+// the same way).
+TEST(Nvrtc, AutomaticPrecompiledHeader) {
+  SKIP_WITHOUT_NVRTC();
+  CompileOptions opts;
+  opts.flags = {"--pch"};
+  std::string prefix = "#include \"te/device/Device.cuh\"\n";
+  Expected<CompiledKernel> first = compileCuda(
+      prefix + "extern \"C\" __global__ void f(float *x) { x[0] = 1; }",
+      "pch_first.cu", opts);
+  ASSERT_TRUE(first) << first.status().toString();
+  Expected<CompiledKernel> second = compileCuda(
+      prefix + "extern \"C\" __global__ void g(float *x) { x[0] = 2; }",
+      "pch_second.cu", opts);
+  ASSERT_TRUE(second) << second.status().toString();
+  EXPECT_NE(second->log.find("using precompiled header"), std::string::npos)
+      << second->log;
+  Expected<CompiledKernel> bad = compileCuda(
+      prefix + "extern \"C\" __global__ void h() { undeclared_name = 1; }",
+      "pch_bad.cu", opts);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.status().code(), StatusCode::CompileError);
+  EXPECT_NE(bad.status().message().find("undeclared_name"), std::string::npos);
+}
+
 TEST(Nvrtc, VirtualArchitectureIsRejected) {
   Expected<CompiledKernel> k =
       compileCuda(kScaleKernel, "x.cu", {"compute_90", {}});

@@ -36,6 +36,8 @@
 #ifndef TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH
 #define TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH
 
+#include "te/device/gemm/CutlassShim.cuh"
+
 #include "te/device/Bf16.cuh"
 
 #include <cute/arch/cluster_sm90.hpp>

@@ -38,10 +38,11 @@ Expected<std::string> cutlassIncludeDir();
 /// -DNDEBUG.
 Expected<std::vector<std::string>> cutlassCompileFlags();
 
-/// What a generated source puts before its first CUTLASS/CuTe include.
-/// NVRTC's standard library is libcu++, which lacks two names a few CUTLASS
-/// headers spell with std::; the prelude aliases them from cuda::std (the
-/// whole shim, docs/CodeGeneration.md).
+/// What a source puts before its first CUTLASS/CuTe include: the include
+/// of te/device/gemm/CutlassShim.cuh (NVRTC's standard library is libcu++,
+/// which lacks two names a few CUTLASS headers spell with std::; the shim
+/// aliases them from cuda::std). The GEMM kernels' headers include it
+/// themselves.
 const char *cutlassPrelude();
 
 namespace detail {
