@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// te-grouped-gemm-bench [iters] [--sweep]: the M-grouped GEMMs of an MoE layer
+// te-grouped-gemm-bench [iters] [--sweep] [--first]: the M-grouped GEMMs of an MoE layer
 // (DeepSeek-V3-like experts: N=4096 K=7168 and N=7168 K=2048; G = 8 and 32;
 // 32768 tokens split unevenly, and 256 tokens per expert) through tejit's
 // generated kernels (block FP8 1x128 x 128x128, and BF16) against a loop of
@@ -154,7 +154,18 @@ void warmUp(rt::KernelCache &cache, const rt::CompileOptions &opts) {
 int main(int argc, char **argv) {
   int iters = argc > 1 ? std::atoi(argv[1]) : 20;
   // --sweep: also every FP8 tile width and cluster size.
-  bool sweep = argc > 2 && std::string(argv[2]) == "--sweep";
+  // --first: only the first shape (e.g. under a profiler).
+  bool sweep = false, first = false;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--sweep")
+      sweep = true;
+    else if (a == "--first")
+      first = true;
+    else
+      die(rt::Status(rt::StatusCode::InvalidArgument,
+                     "unknown option '" + a + "' (--sweep, --first)"));
+  }
   std::string cacheDir =
       (std::filesystem::temp_directory_path() / "te-grouped-gemm-bench")
           .string();
@@ -181,6 +192,8 @@ int main(int argc, char **argv) {
               "tokens", "tejit fp8", "cublas loop", "tejit bf16",
               "fp8/loop");
   for (const Case &c : cases) {
+    if (first && &c != &cases[0])
+      break;
     std::vector<int64_t> splits =
         c.perExpert ? std::vector<int64_t>(c.g, c.tokens)
                     : unevenSplits(c.g, c.tokens);
