@@ -211,8 +211,7 @@ int main(int argc, char **argv) {
     rt::DeviceBuffer splitBuf = take(rt::DeviceBuffer::allocate(c.g * 8));
     check(splitBuf.copyFromHost(splits.data(), c.g * 8, stream));
 
-    auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,
-                            uint64_t w, int blockN = 0, int cluster = 0) {
+    auto specOf = [&](GroupedGemmSpec::Operands op, int blockN, int cluster) {
       GroupedGemmSpec spec;
       spec.operands = op;
       spec.groups = c.g;
@@ -220,7 +219,11 @@ int main(int argc, char **argv) {
       spec.k = c.k;
       spec.blockN = blockN;
       spec.cluster = cluster;
-      spec = spec.resolved();
+      return spec.resolved();
+    };
+    auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,
+                            uint64_t w, int blockN = 0, int cluster = 0) {
+      GroupedGemmSpec spec = specOf(op, blockN, cluster);
       std::string source = cg::emitGroupedGemm(spec);
       auto t0 = std::chrono::steady_clock::now();
       auto compiled = take(cache.getOrCompile(source, opts));
@@ -255,13 +258,7 @@ int main(int argc, char **argv) {
                 GroupedGemmSpec::Operands::Fp8Block, {128}}}) {
         for (int width : widths)
           for (int cluster : {1, 2}) {
-            GroupedGemmSpec v;
-            v.operands = op;
-            v.groups = c.g;
-            v.n = c.n;
-            v.k = c.k;
-            v.blockN = width;
-            v.cluster = cluster;
+            GroupedGemmSpec v = specOf(op, width, cluster);
             if (!cg::checkGroupedGemm(v).isOk())
               continue;
             double us = runGenerated(op, x8.devicePtr(), w8.devicePtr(),

@@ -294,36 +294,48 @@ Status Kernel::allowSharedBytes(unsigned sharedBytes) const {
   return Status::ok();
 }
 
+namespace {
+/// A cuLaunchKernelEx configuration of thread-block clusters; `attr` must
+/// outlive it.
+CUlaunchConfig clusterLaunch(Dim3 grid, Dim3 block, unsigned sharedBytes,
+                             Dim3 cluster, CUstream stream,
+                             CUlaunchAttribute &attr) {
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cluster.x;
+  attr.value.clusterDim.y = cluster.y;
+  attr.value.clusterDim.z = cluster.z;
+  CUlaunchConfig config = {};
+  config.gridDimX = grid.x;
+  config.gridDimY = grid.y;
+  config.gridDimZ = grid.z;
+  config.blockDimX = block.x;
+  config.blockDimY = block.y;
+  config.blockDimZ = block.z;
+  config.sharedMemBytes = sharedBytes;
+  config.hStream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return config;
+}
+} // namespace
+
 Status Kernel::launch(Dim3 grid, Dim3 block, unsigned sharedBytes,
                       const Stream &s, void **args, Dim3 cluster) const {
   TE_DRIVER(api);
   CUfunction fn = static_cast<CUfunction>(function_);
   TE_RETURN_IF_ERROR(allowSharedBytes(sharedBytes));
+  CUstream stream = static_cast<CUstream>(s.handle());
   if (cluster.x * cluster.y * cluster.z > 1) {
     CUlaunchAttribute attr;
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = cluster.x;
-    attr.value.clusterDim.y = cluster.y;
-    attr.value.clusterDim.z = cluster.z;
-    CUlaunchConfig config = {};
-    config.gridDimX = grid.x;
-    config.gridDimY = grid.y;
-    config.gridDimZ = grid.z;
-    config.blockDimX = block.x;
-    config.blockDimY = block.y;
-    config.blockDimZ = block.z;
-    config.sharedMemBytes = sharedBytes;
-    config.hStream = static_cast<CUstream>(s.handle());
-    config.attrs = &attr;
-    config.numAttrs = 1;
+    CUlaunchConfig config =
+        clusterLaunch(grid, block, sharedBytes, cluster, stream, attr);
     return cuCheck(api, api.cuLaunchKernelEx(&config, fn, args, nullptr),
                    "cuLaunchKernelEx (thread-block cluster)");
   }
   return cuCheck(api,
                  api.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x,
-                                    block.y, block.z, sharedBytes,
-                                    static_cast<CUstream>(s.handle()), args,
-                                    nullptr),
+                                    block.y, block.z, sharedBytes, stream,
+                                    args, nullptr),
                  "cuLaunchKernel");
 }
 
@@ -332,19 +344,8 @@ Expected<int> Kernel::maxActiveClusters(Dim3 block, unsigned sharedBytes,
   TE_DRIVER(api);
   TE_RETURN_IF_ERROR(allowSharedBytes(sharedBytes));
   CUlaunchAttribute attr;
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = cluster.x;
-  attr.value.clusterDim.y = cluster.y;
-  attr.value.clusterDim.z = cluster.z;
-  CUlaunchConfig config = {};
-  config.gridDimX = gridX;
-  config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = block.x;
-  config.blockDimY = block.y;
-  config.blockDimZ = block.z;
-  config.sharedMemBytes = sharedBytes;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  CUlaunchConfig config = clusterLaunch({gridX, 1, 1}, block, sharedBytes,
+                                        cluster, nullptr, attr);
   int n = 0;
   TE_RETURN_IF_ERROR(cuCheck(
       api,
