@@ -62,3 +62,28 @@ func.func @old_and_new(%p: tensor<64x64xf32>, %g: tensor<64x64xbf16>, %m: tensor
   return %old, %new : !te.qtensor<64x64xf32, #te.fp8_block<e4m3, 128x128>, rowwise|columnwise>,
                       !te.qtensor<64x64xf32, #te.fp8_block<e4m3, 128x128>, rowwise|columnwise>
 }
+
+// -----
+
+// Tests that a grouped layer's stacked expert weights [G, N, K] fuse like
+// any weight: the fused step requantizes the stack as one [G·N, K] matrix,
+// which for 128x128 tiles and N a multiple of 128 is each expert quantized
+// alone (test/unittests/Runtime/StackedWeightTest.cpp).
+// CHECK-LABEL: func.func @stacked_expert_weights
+// CHECK: %[[P:.*]], %[[M:.*]], %[[V:.*]], %[[Q:.*]] = te.fused_adam %arg0, %arg1, %arg2, %arg3, %arg4, %arg5
+// CHECK-SAME: -> tensor<4x256x128xf32>, tensor<4x256x128xf32>, tensor<4x256x128xf32>, !te.qtensor<4x256x128xf32, #te.fp8_block<e4m3, 128x128, pow2>, rowwise|columnwise>
+// CHECK-NOT: te.adam_step
+// CHECK-NOT: te.quantize
+// CHECK: return %[[P]], %[[M]], %[[V]], %[[Q]]
+func.func @stacked_expert_weights(%p: tensor<4x256x128xf32>, %g: tensor<4x256x128xbf16>, %m: tensor<4x256x128xf32>,
+                                  %v: tensor<4x256x128xf32>, %lr: tensor<f32>, %step: tensor<i64>)
+    -> (tensor<4x256x128xf32>, tensor<4x256x128xf32>, tensor<4x256x128xf32>,
+        !te.qtensor<4x256x128xf32, #te.fp8_block<e4m3, 128x128, pow2>, rowwise|columnwise>) {
+  %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
+      : tensor<4x256x128xf32>, tensor<4x256x128xbf16>, tensor<4x256x128xf32>, tensor<4x256x128xf32>, tensor<f32>, tensor<i64>
+      -> tensor<4x256x128xf32>, tensor<4x256x128xf32>, tensor<4x256x128xf32>
+  %q = te.quantize %p1 : tensor<4x256x128xf32> -> !te.qtensor<4x256x128xf32, #te.fp8_block<e4m3, 128x128, pow2>, rowwise|columnwise>
+  return %p1, %m1, %v1, %q : tensor<4x256x128xf32>, tensor<4x256x128xf32>, tensor<4x256x128xf32>,
+      !te.qtensor<4x256x128xf32, #te.fp8_block<e4m3, 128x128, pow2>, rowwise|columnwise>
+}
