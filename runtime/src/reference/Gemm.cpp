@@ -144,50 +144,165 @@ static std::string checkOperand(const BlockScaledOperand &op,
   return "";
 }
 
+/// Why x and w cannot form a block-scaled GEMM, or "".
+static std::string checkPair(const BlockScaledOperand &x,
+                             const BlockScaledOperand &w) {
+  if (x.tile2d && w.tile2d)
+    return "block-scaled GEMMs do not pair two 128x128-scaled operands";
+  if (x.k != w.k)
+    return "operands disagree on K";
+  std::string e = checkOperand(x, "x");
+  return e.empty() ? checkOperand(w, "w") : e;
+}
+
+static std::vector<float> decodeAll(const BlockScaledOperand &op) {
+  std::vector<float> v(op.codes.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = decodeFp8(op.format, op.codes[i]);
+  return v;
+}
+
+/// One output of a block-scaled GEMM, row i of x against row j of w (the
+/// decoded codes xv, wv): the rule of docs/Numerics.md §7.3.
+static float blockScaledDot(const BlockScaledOperand &x,
+                            const BlockScaledOperand &w,
+                            const std::vector<float> &xv,
+                            const std::vector<float> &wv, int64_t i,
+                            int64_t j) {
+  int64_t k = x.k;
+  float acc = 0.0f;
+  for (int64_t kb = 0; kb * 128 < k; ++kb) {
+    float partial = 0.0f;
+    for (int64_t kk = kb * 128; kk < std::min(k, kb * 128 + 128); ++kk)
+      partial = partial + xv[i * k + kk] * wv[j * k + kk];
+    float sx = blockScaleOf(x, i, kb), sw = blockScaleOf(w, j, kb);
+    if (x.tile2d || w.tile2d)
+      acc = std::fma(partial, sx * sw, acc);
+    else
+      acc = std::fma(partial * sx, sw, acc);
+  }
+  return acc;
+}
+
 std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
                                    const BlockScaledOperand &w,
                                    const float *bias, std::string *error) {
-  std::string e;
-  if (x.tile2d && w.tile2d)
-    e = "block-scaled GEMMs do not pair two 128x128-scaled operands";
-  else if (x.k != w.k)
-    e = "operands disagree on K";
-  if (e.empty())
-    e = checkOperand(x, "x");
-  if (e.empty())
-    e = checkOperand(w, "w");
-  if (!e.empty()) {
+  if (std::string e = checkPair(x, w); !e.empty()) {
     if (error)
       *error = e;
     return {};
   }
-  int64_t m = x.rows, n = w.rows, k = x.k;
-  auto decodeAll = [](const BlockScaledOperand &op) {
-    std::vector<float> v(op.codes.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] = decodeFp8(op.format, op.codes[i]);
-    return v;
-  };
+  int64_t m = x.rows, n = w.rows;
   std::vector<float> xv = decodeAll(x), wv = decodeAll(w);
   std::vector<float> y(static_cast<size_t>(m * n));
   forEachRow(m, [&](int64_t i) {
     for (int64_t j = 0; j < n; ++j) {
-      float acc = 0.0f;
-      for (int64_t kb = 0; kb * 128 < k; ++kb) {
-        float partial = 0.0f;
-        for (int64_t kk = kb * 128; kk < std::min(k, kb * 128 + 128); ++kk)
-          partial = partial + xv[i * k + kk] * wv[j * k + kk];
-        float sx = blockScaleOf(x, i, kb), sw = blockScaleOf(w, j, kb);
-        if (x.tile2d || w.tile2d)
-          acc = std::fma(partial, sx * sw, acc);
-        else
-          acc = std::fma(partial * sx, sw, acc);
-      }
+      float acc = blockScaledDot(x, w, xv, wv, i, j);
       if (bias)
         acc = acc + bias[j];
       y[i * n + j] = acc;
     }
   });
+  return y;
+}
+
+std::vector<int64_t> clampSplits(const std::vector<int64_t> &splits,
+                                 int64_t mTotal) {
+  std::vector<int64_t> out(splits.size());
+  int64_t rows = 0;
+  for (size_t g = 0; g < splits.size(); ++g) {
+    out[g] = std::min(std::max<int64_t>(splits[g], 0), mTotal - rows);
+    rows += out[g];
+  }
+  return out;
+}
+
+/// The expert of each row (-1: padding past the experts' rows).
+static std::vector<int64_t> expertOfRows(const std::vector<int64_t> &splits,
+                                         int64_t mTotal) {
+  std::vector<int64_t> expert(static_cast<size_t>(mTotal), -1);
+  int64_t row = 0;
+  std::vector<int64_t> clamped = clampSplits(splits, mTotal);
+  for (size_t g = 0; g < clamped.size(); ++g)
+    for (int64_t r = 0; r < clamped[g]; ++r)
+      expert[row++] = static_cast<int64_t>(g);
+  return expert;
+}
+
+std::vector<float> groupedBlockScaledGemm(const BlockScaledOperand &x,
+                                          const BlockScaledOperand &w,
+                                          const std::vector<int64_t> &splits,
+                                          std::string *error) {
+  int64_t groups = static_cast<int64_t>(splits.size());
+  std::string e;
+  if (groups < 1 || w.rows % groups != 0)
+    e = "the stacked weight's rows are not G equal experts";
+  // Each expert's weight as its own operand: 128x128 scales are per expert
+  // ([G][ceil(N/128)][stride]); 1x128 ones run along rows, so the stacked
+  // layout serves every expert.
+  int64_t n = e.empty() ? w.rows / groups : 0;
+  int64_t tileRows = (n + 127) / 128;
+  std::vector<BlockScaledOperand> experts;
+  // (1x128: one operand, the stack itself, serves every expert.)
+  for (int64_t g = 0; e.empty() && g < (w.tile2d ? groups : 1); ++g) {
+    BlockScaledOperand wg = w;
+    wg.rows = n;
+    wg.codes.assign(w.codes.begin() + g * n * w.k,
+                    w.codes.begin() + (g + 1) * n * w.k);
+    if (w.tile2d) {
+      size_t from = static_cast<size_t>(g * tileRows * w.scaleStride);
+      size_t count = static_cast<size_t>(tileRows * w.scaleStride);
+      if (w.scaleInv.size() < from + count) {
+        e = "w scale_inv buffer is too small for G experts' 128x128 tiles";
+        break;
+      }
+      wg.scaleInv.assign(w.scaleInv.begin() + from,
+                         w.scaleInv.begin() + from + count);
+    } else {
+      wg = w; // scales and codes indexed by stacked row
+    }
+    if (e.empty())
+      e = checkPair(x, wg);
+    experts.push_back(std::move(wg));
+  }
+  if (!e.empty()) {
+    if (error)
+      *error = e;
+    return {};
+  }
+  int64_t m = x.rows;
+  std::vector<int64_t> expert = expertOfRows(splits, m);
+  std::vector<float> xv = decodeAll(x);
+  std::vector<std::vector<float>> wv;
+  for (const BlockScaledOperand &wg : experts)
+    wv.push_back(decodeAll(wg));
+  std::vector<float> y(static_cast<size_t>(m * n), 0.0f);
+  forEachRow(m, [&](int64_t i) {
+    int64_t g = expert[i];
+    if (g < 0)
+      return;
+    // A 1x128 weight keeps the stacked rows (and codes): row g·N + j.
+    int64_t op = w.tile2d ? g : 0, first = w.tile2d ? 0 : g * n;
+    for (int64_t j = 0; j < n; ++j)
+      y[i * n + j] = blockScaledDot(x, experts[op], xv, wv[op], i, first + j);
+  });
+  return y;
+}
+
+std::vector<float> groupedGemm(const float *x, const float *w, int64_t mTotal,
+                               int64_t n, int64_t k,
+                               const std::vector<int64_t> &splits) {
+  std::vector<float> y(static_cast<size_t>(mTotal * n), 0.0f);
+  int64_t row = 0;
+  std::vector<int64_t> clamped = clampSplits(splits, mTotal);
+  for (size_t g = 0; g < clamped.size(); ++g) {
+    if (clamped[g] == 0)
+      continue;
+    std::vector<float> part = referenceGemm(x + row * k, false, w + g * n * k,
+                                            true, clamped[g], n, k);
+    std::copy(part.begin(), part.end(), y.begin() + row * n);
+    row += clamped[g];
+  }
   return y;
 }
 

@@ -22,6 +22,8 @@
 
 #include "gtest/gtest.h"
 
+#include "Support/TestSupport.h"
+
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -353,3 +355,71 @@ TEST(BiasGrad, SequentialAndChunkedOrders) {
 }
 
 } // namespace
+
+// The M-grouped GEMM (docs/Numerics.md §7.4): each expert's rows are the
+// GEMM of that expert alone, bit for bit; rows past the experts' are +0;
+// split sizes past M_total are clamped. N = 200 is not a multiple of 128,
+// so each expert has its own 128x128 weight tiles.
+TEST(GroupedGemm, EachExpertsRowsAreItsOwnGemm) {
+  const int64_t g = 3, n = 200, k = 300, mTotal = 100;
+  std::vector<float> x = smallInts(mTotal * k, 4, 30);
+  std::vector<float> w = smallInts(g * n * k, 4, 31);
+  for (size_t i = 0; i < x.size(); ++i) // not every scale a power of two
+    x[i] *= 1.0f + float(i % 7) / 8.0f;
+  Scheme s1 = Scheme::fp8Block(DType::E4M3, 1, 128);
+  Scheme s2 = Scheme::fp8Block(DType::E4M3, 128, 128);
+  BlockScaledOperand ox = blockScaledOperand(quantizeRows(x, mTotal, k, s1), s1);
+  // The stacked weight: the experts' codes and their own tiles' scales.
+  BlockScaledOperand ow;
+  std::vector<BlockScaledOperand> alone;
+  for (int64_t e = 0; e < g; ++e) {
+    std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
+    alone.push_back(blockScaledOperand(quantizeRows(we, n, k, s2), s2));
+    ow.codes.insert(ow.codes.end(), alone.back().codes.begin(),
+                    alone.back().codes.end());
+    ow.scaleInv.insert(ow.scaleInv.end(), alone.back().scaleInv.begin(),
+                       alone.back().scaleInv.end());
+    ow.scaleStride = alone.back().scaleStride;
+  }
+  ow.rows = g * n;
+  ow.k = k;
+  ow.tile2d = true;
+  for (const std::vector<int64_t> &splits :
+       {std::vector<int64_t>{40, 0, 50}, {60, 100, 5}}) {
+    std::string error;
+    std::vector<float> y = groupedBlockScaledGemm(ox, ow, splits, &error);
+    ASSERT_EQ(y.size(), size_t(mTotal * n)) << error;
+    std::vector<float> plain =
+        groupedGemm(x.data(), w.data(), mTotal, n, k, splits);
+    int64_t row = 0;
+    std::vector<int64_t> clamped = clampSplits(splits, mTotal);
+    for (int64_t e = 0; e < g; ++e) {
+      if (clamped[e] == 0)
+        continue;
+      std::vector<float> xe(x.begin() + row * k,
+                            x.begin() + (row + clamped[e]) * k);
+      BlockScaledOperand oxe =
+          blockScaledOperand(quantizeRows(xe, clamped[e], k, s1), s1);
+      std::vector<float> want = blockScaledGemm(oxe, alone[e], nullptr, &error);
+      std::vector<float> wantPlain = referenceGemm(
+          xe.data(), false, w.data() + e * n * k, true, clamped[e], n, k);
+      for (int64_t i = 0; i < clamped[e] * n; ++i) {
+        ASSERT_EQ(te::test::bitsOf(y[row * n + i]), te::test::bitsOf(want[i]))
+            << "expert " << e << " element " << i;
+        ASSERT_EQ(te::test::bitsOf(plain[row * n + i]), te::test::bitsOf(wantPlain[i]))
+            << "expert " << e << " element " << i;
+      }
+      row += clamped[e];
+    }
+    for (int64_t i = row * n; i < mTotal * n; ++i) {
+      ASSERT_EQ(te::test::bitsOf(y[i]), 0u) << "padding element " << i;
+      ASSERT_EQ(te::test::bitsOf(plain[i]), 0u) << "padding element " << i;
+    }
+  }
+  EXPECT_EQ(clampSplits({60, 100, 5}, 100), (std::vector<int64_t>{60, 40, 0}));
+  EXPECT_EQ(clampSplits({-3, 7}, 5), (std::vector<int64_t>{0, 5}));
+  std::string error;
+  EXPECT_TRUE(groupedBlockScaledGemm(ox, ow, std::vector<int64_t>(7, 10), &error)
+                  .empty()); // 600 rows are not 7 experts
+  EXPECT_NE(error.find("not G equal experts"), std::string::npos) << error;
+}

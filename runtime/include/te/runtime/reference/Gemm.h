@@ -77,6 +77,32 @@ std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
                                    const float *bias = nullptr,
                                    std::string *error = nullptr);
 
+/// The split sizes of a grouped GEMM as the kernels apply them: each
+/// clamped to [0, rows left of mTotal] (docs/Numerics.md §7.4).
+std::vector<int64_t> clampSplits(const std::vector<int64_t> &splits,
+                                 int64_t mTotal);
+
+/// The M-grouped GEMM of an MoE layer (docs/Numerics.md §7.4): x holds
+/// mTotal rows sorted by expert, w the G experts' N x K weights stacked
+/// (expert g's rows g·N .. g·N + N - 1), `splits` each expert's row count
+/// (clamped by clampSplits). Every row of expert g is y = x_row · w_g^T
+/// computed exactly as the single-expert GEMM computes it; rows past the
+/// experts' are +0. Result [mTotal, N].
+/// Block FP8: x 1x128 (scales in x's GEMM_READY layout over all mTotal
+/// rows); w 128x128 with each expert's own tiles, scales
+/// [G][ceil(N/128)][scaleStride] (the stacked [G·N, K] matrix's layout when
+/// N is a multiple of 128), or 1x128 over the stacked rows;
+/// blockScaledGemm's rule per output.
+std::vector<float> groupedBlockScaledGemm(const BlockScaledOperand &x,
+                                          const BlockScaledOperand &w,
+                                          const std::vector<int64_t> &splits,
+                                          std::string *error = nullptr);
+/// Plain operands (bf16 or f32 values): referenceGemm per expert (fp32
+/// accumulation, k in order). x [mTotal, K], w [G·N, K].
+std::vector<float> groupedGemm(const float *x, const float *w, int64_t mTotal,
+                               int64_t n, int64_t k,
+                               const std::vector<int64_t> &splits);
+
 /// Rounds every value RNE to bf16 (the usual GEMM output cast).
 std::vector<uint16_t> roundToBF16(const std::vector<float> &values);
 
