@@ -204,6 +204,29 @@ static float ulpOf(float x, DType t) {
   return std::ldexp(1.0f, e - mantissaBits);
 }
 
+/// The per-element bound of docs/Numerics.md ("GEMM results") on GEMM
+/// outputs `d` (fp32, before the cast to `outType`) whose |a||b| sums are
+/// `absSum`: c * S + ulp_out(|D| + c * S), plus ulp_out(|D - bias| + |bias|)
+/// with a bias (n columns), c = (K + 1) 2^-22, plus 2^-10 for FP8 operands.
+static std::vector<float> gemmBound(const std::vector<float> &d,
+                                    const std::vector<float> &absSum,
+                                    int64_t k, bool fp8, DType outType,
+                                    const float *bias, int64_t n) {
+  float c = float(k + 1) * 0x1p-22f;
+  if (fp8)
+    c += 0x1p-10f;
+  std::vector<float> tolerance(d.size());
+  for (size_t i = 0; i < d.size(); ++i) {
+    float spread = c * absSum[i];
+    tolerance[i] = spread + ulpOf(std::fabs(d[i]) + spread, outType);
+    if (bias) {
+      float bj = bias[i % size_t(n)];
+      tolerance[i] += ulpOf(std::fabs(d[i] - bj) + std::fabs(bj), outType);
+    }
+  }
+  return tolerance;
+}
+
 /// A GEMM with the reference. Block FP8 on both sides multiplies like the
 /// Hopper block-scaled GEMM (ref::blockScaledGemm); anything else
 /// multiplies the operands' logical values (dequantized in the direction
@@ -264,19 +287,9 @@ runGemm(const Entry &e, const GemmKernel &g,
       return fail(g.name + ": " + error);
   }
 
-  DType outType = e.values[g.output].dtype;
-  float c = float(k + 1) * 0x1p-22f;
-  if (isFp8(a, g.directionA()) || isFp8(b, g.directionB()))
-    c += 0x1p-10f;
-  tolerance.resize(d.size());
-  for (size_t i = 0; i < d.size(); ++i) {
-    float spread = c * absSum[i];
-    tolerance[i] = spread + ulpOf(std::fabs(d[i]) + spread, outType);
-    if (biasPtr) {
-      float bj = bias[i % size_t(n)];
-      tolerance[i] += ulpOf(std::fabs(d[i] - bj) + std::fabs(bj), outType);
-    }
-  }
+  tolerance = gemmBound(d, absSum, k,
+                        isFp8(a, g.directionA()) || isFp8(b, g.directionB()),
+                        e.values[g.output].dtype, biasPtr, n);
   return d;
 }
 
@@ -367,6 +380,65 @@ static rt::Status runGemmKernel(const Entry &e, const GemmKernel &g,
                   (g.bias >= 0 && values[g.bias].inexact());
   if (!out.unbounded)
     out.tolerance = std::move(tolerance);
+  return rt::Status::ok();
+}
+
+/// A grouped GEMM with the reference (ref::groupedBlockScaledGemm for block
+/// FP8, ref::groupedGemm otherwise) and the GEMM bound per output, each
+/// expert's |a||b| sums from its own rows and weight. Padding rows are
+/// exact zeros.
+static rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
+                                 std::vector<HostValue> &values) {
+  const Value &xv = e.values[g.x], &wv = e.values[g.w];
+  int64_t m = xv.shape[0], k = xv.shape[1];
+  int64_t groups = wv.shape[0], n = wv.shape[1];
+  std::vector<int64_t> splits(static_cast<size_t>(groups));
+  std::memcpy(splits.data(), values[g.splits].tensor.data(),
+              splits.size() * sizeof(int64_t));
+  auto logical = [&](int index) -> std::vector<float> {
+    const Value &v = e.values[index];
+    if (!v.isQuantized())
+      return widen(values[index].tensor, v.dtype);
+    return ref::dequantize(values[index].quantized, Direction::Rowwise,
+                           *v.scheme(Direction::Rowwise), v.rows(), v.cols());
+  };
+  std::vector<float> x = logical(g.x), w = logical(g.w);
+  if (x.empty() || w.empty())
+    return fail(g.name + ": the reference could not dequantize an operand");
+  std::vector<float> d;
+  if (xv.isQuantized()) {
+    auto operand = [&](int index) {
+      const Value &v = e.values[index];
+      return ref::blockScaledOperand(*values[index].quantized.rowwise,
+                                     *v.scheme(Direction::Rowwise));
+    };
+    std::string error;
+    d = ref::groupedBlockScaledGemm(operand(g.x), operand(g.w), splits, &error);
+    if (d.empty())
+      return fail(g.name + ": " + error);
+  } else {
+    d = ref::groupedGemm(x.data(), w.data(), m, n, k, splits);
+  }
+  // |a||b| sums, expert by expert (zero on padding rows).
+  std::vector<float> absSum(d.size(), 0.0f);
+  int64_t row = 0;
+  std::vector<int64_t> clamped = ref::clampSplits(splits, m);
+  for (int64_t ex = 0; ex < groups; ++ex) {
+    if (clamped[ex] == 0)
+      continue;
+    std::vector<float> sums;
+    ref::referenceGemm(x.data() + row * k, false, w.data() + ex * n * k, true,
+                       clamped[ex], n, k, nullptr, false, &sums);
+    std::copy(sums.begin(), sums.end(), absSum.begin() + row * n);
+    row += clamped[ex];
+  }
+  HostValue &out = values[g.output];
+  out.tensor = narrow(d, e.values[g.output].dtype);
+  out.unbounded = values[g.x].inexact() || values[g.w].inexact() ||
+                  values[g.splits].inexact();
+  if (!out.unbounded)
+    out.tolerance = gemmBound(d, absSum, k, xv.isQuantized(),
+                              e.values[g.output].dtype, nullptr, n);
   return rt::Status::ok();
 }
 
@@ -482,6 +554,13 @@ static std::string kernelWhat(const Entry &e, const Kernel &k) {
                  [&](const AdamKernel &a) {
                    return a.name + " (" + std::to_string(a.tensors.size()) +
                           " tensor(s))";
+                 },
+                 [&](const GroupedGemmKernel &g) {
+                   const Value &x = e.values[g.x], &w = e.values[g.w];
+                   return g.name + " (" + std::to_string(w.shape[0]) +
+                          " experts, " + std::to_string(x.shape[0]) + "x" +
+                          std::to_string(w.shape[1]) + "x" +
+                          std::to_string(x.shape[1]) + ")";
                  }},
       k);
 }
@@ -508,6 +587,13 @@ static uint64_t kernelScratchBytes(const Entry &e, const Kernel &k) {
                    for (const AdamTensor &t : a.tensors)
                      largest = std::max(largest, elementsOf(e.values[t.param]));
                    return 6 * 4 * largest; // param, m, v widened and narrowed
+                 },
+                 [&](const GroupedGemmKernel &g) {
+                   // Both operands dequantized and decoded, the result, its
+                   // |a||b| sums and bound.
+                   return 4 * (2 * elementsOf(e.values[g.x]) +
+                               2 * elementsOf(e.values[g.w]) +
+                               3 * elementsOf(e.values[g.output]));
                  }},
       k);
 }
@@ -525,6 +611,8 @@ uint64_t cpuMemoryBytes(const Program &p, const Entry &e) {
   for (const Kernel &k : e.kernels) {
     scratch = std::max(scratch, kernelScratchBytes(e, k));
     if (const auto *g = std::get_if<GemmKernel>(&k)) // its kept bound
+      bytes = addBytes(bytes, 4 * elementsOf(e.values[g->output]));
+    if (const auto *g = std::get_if<GroupedGemmKernel>(&k))
       bytes = addBytes(bytes, 4 * elementsOf(e.values[g->output]));
   }
   return addBytes(bytes, scratch);
@@ -641,7 +729,10 @@ runCpuChecked(const Program &p, const Entry &e,
               return runDequantize(e, d, values);
             },
             [&](const GemmKernel &g) { return runGemmKernel(e, g, values); },
-            [&](const AdamKernel &a) { return runAdam(p, e, a, values); }},
+            [&](const AdamKernel &a) { return runAdam(p, e, a, values); },
+            [&](const GroupedGemmKernel &g) {
+              return runGroupedGemm(e, g, values);
+            }},
         k);
     if (!st.isOk())
       return st;

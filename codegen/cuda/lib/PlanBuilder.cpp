@@ -514,7 +514,15 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
               return planDequantize(p, e, d, table, out);
             },
             [&](const GemmKernel &g) { return planGemm(p, e, g, table, out); },
-            [&](const AdamKernel &a) { return planAdam(p, e, a, table, out); }},
+            [&](const AdamKernel &a) { return planAdam(p, e, a, table, out); },
+            [&](const GroupedGemmKernel &g) -> rt::Expected<KernelPlan> {
+              // The kernel exists (GroupedGemmEmitter.h); plans cannot yet
+              // bind the TMA descriptors it takes to the call's buffers.
+              return rt::Status(rt::StatusCode::Unsupported,
+                                g.name +
+                                    ": the grouped GEMM has no CUDA plan "
+                                    "step yet (the CPU backend runs it)");
+            }},
         k);
     if (!kp && keepUnsupported &&
         kp.status().code() == rt::StatusCode::Unsupported) {

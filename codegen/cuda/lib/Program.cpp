@@ -49,6 +49,9 @@ static std::vector<int> readsOf(const Kernel &k) {
           [](const GemmKernel &g) {
             return std::vector<int>{g.a, g.b, g.bias};
           },
+          [](const GroupedGemmKernel &g) {
+            return std::vector<int>{g.x, g.w, g.splits};
+          },
           [](const AdamKernel &a) {
             std::vector<int> out = {a.lr, a.step};
             for (const AdamTensor &t : a.tensors)
@@ -186,6 +189,42 @@ static std::string validateGemm(const Entry &e, const GemmKernel &g) {
                                operand(b, g.directionB()));
 }
 
+/// Why grouped GEMM `g` of `e` is malformed, or "".
+static std::string validateGroupedGemm(const Entry &e,
+                                       const GroupedGemmKernel &g) {
+  if (!inRange(e, g.x) || !inRange(e, g.w) || !inRange(e, g.splits) ||
+      !inRange(e, g.output))
+    return "value index out of range";
+  const Value &x = e.values[g.x], &w = e.values[g.w];
+  const Value &s = e.values[g.splits], &out = e.values[g.output];
+  if (x.shape.size() != 2 || w.shape.size() != 3 || out.shape.size() != 2 ||
+      out.isQuantized())
+    return "x must be [M, K], w [G, N, K] and the result an [M, N] tensor";
+  int64_t m = x.shape[0], k = x.shape[1];
+  int64_t groups = w.shape[0], n = w.shape[1];
+  if (w.shape[2] != k || out.shape[0] != m || out.shape[1] != n)
+    return "shapes do not chain";
+  if (s.isQuantized() || s.dtype != rt::DType::I64 ||
+      s.shape != std::vector<int64_t>{groups})
+    return "split sizes must be a tensor of G i64";
+  if (x.isQuantized() != w.isQuantized())
+    return "x and w must both be quantized or both be tensors";
+  if (!x.isQuantized())
+    return "";
+  auto blockFp8 = [](const Value &v, int64_t rows) {
+    const std::optional<rt::Scheme> &sc = v.scheme(rt::Direction::Rowwise);
+    return sc && sc->kind == rt::SchemeKind::Fp8Block && sc->tileRows == rows &&
+           sc->tileCols == 128;
+  };
+  if (!blockFp8(x, 1) || !blockFp8(w, 128))
+    return "quantized operands must be block FP8 read rowwise, x 1x128 and "
+           "w 128x128";
+  if (n % 128 != 0)
+    return "N must be a multiple of 128: each expert's 128x128 weight tiles "
+           "are its own";
+  return "";
+}
+
 static std::string validateDequantize(const Entry &e,
                                       const DequantizeKernel &d) {
   if (!inRange(e, d.input) || !inRange(e, d.output) ||
@@ -237,6 +276,10 @@ std::string validateKernel(const Entry &e, const Kernel &k) {
           [&](const AdamKernel &a) {
             std::string why = validateAdam(e, a);
             return why.empty() ? why : "adam '" + a.name + "': " + why;
+          },
+          [&](const GroupedGemmKernel &g) {
+            std::string why = validateGroupedGemm(e, g);
+            return why.empty() ? why : "grouped gemm '" + g.name + "': " + why;
           }},
       k);
 }
@@ -249,9 +292,13 @@ std::string validate(const Entry &e) {
     bool scalar = v.shape.empty();
     if (scalar && v.isQuantized())
       return "quantized value '" + v.name + "' has no shape";
-    if (!isHighPrecision(v.dtype) && !(v.dtype == rt::DType::I64 && scalar))
+    // i64: an optimizer's step (a scalar) or a grouped GEMM's split sizes.
+    bool i64 = v.dtype == rt::DType::I64 && !v.isQuantized() &&
+               v.shape.size() <= 1;
+    if (!isHighPrecision(v.dtype) && !i64)
       return "value '" + v.name +
-             "' must have a bf16, f16 or f32 type (i64 only as a scalar)";
+             "' must have a bf16, f16 or f32 type (i64 only as a scalar or "
+             "a vector of split sizes)";
     for (rt::Direction d :
          {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
       const std::optional<rt::Scheme> &s = v.scheme(d);

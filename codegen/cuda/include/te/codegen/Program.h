@@ -137,10 +137,22 @@ struct AdamKernel {
   std::vector<Stage> stages;
 };
 
+/// The M-grouped GEMM of an MoE layer (docs/Numerics.md §7.4): y [M, N] =
+/// each expert's rows of x [M, K] times the transpose of its weight in w
+/// [G, N, K]; `splits` is a [G] i64 value read at run time (clamped), rows
+/// past the experts' are zeros. Operands both tensors (bf16, f16, f32), or
+/// x block FP8 1x128 and w block FP8 128x128 with N a multiple of 128, both
+/// read rowwise. The CPU backend runs it; the CUDA plan step (the kernel of
+/// GroupedGemmEmitter.h) is not wired yet.
+struct GroupedGemmKernel {
+  std::string name;
+  int x = -1, w = -1, splits = -1, output = -1;
+};
+
 /// One kernel of an entry. A std::variant, so a new kernel kind is a compile
 /// error in every std::visit that does not handle it yet.
-using Kernel =
-    std::variant<QuantizeKernel, DequantizeKernel, GemmKernel, AdamKernel>;
+using Kernel = std::variant<QuantizeKernel, DequantizeKernel, GemmKernel,
+                            AdamKernel, GroupedGemmKernel>;
 
 /// The kernel's C identifier.
 inline const std::string &kernelName(const Kernel &k) {
