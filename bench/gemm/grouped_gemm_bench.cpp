@@ -4,12 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// te-grouped-gemm-bench [iters] [--sweep] [--first]: the M-grouped GEMMs of an MoE layer
-// (DeepSeek-V3-like experts: N=4096 K=7168 and N=7168 K=2048; G = 8 and 32;
-// 32768 tokens split unevenly, and 256 tokens per expert) through tejit's
-// generated kernels (block FP8 1x128 x 128x128, and BF16) against a loop of
-// per-expert cuBLASLt block-FP8 GEMMs, all in one process. Also the cold
-// NVRTC compile and the disk-cache hit of each generated kernel. Splits:
+// te-grouped-gemm-bench [iters] [--sweep] [--first]: the M-grouped GEMMs of an
+// MoE layer (DeepSeek-V3-like experts: N=4096 K=7168 and N=7168 K=2048; G = 8
+// and 32; 32768 tokens split unevenly, and 256 tokens per expert) through
+// tejit's generated kernels (block FP8 1x128 x 128x128, and BF16) against a
+// loop of per-expert cuBLASLt block-FP8 GEMMs, all in one process. Also the
+// cold NVRTC compile and the disk-cache hit of each generated kernel. Splits:
 // expert g gets a share proportional to 1 + (7g mod 5) rounded down to a
 // multiple of 16 (torch's grouped GEMMs want 16-row groups), the last expert
 // the remainder (bench/grouped_gemm_torch.py uses the same rule).
@@ -24,9 +24,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <thread>
@@ -73,9 +73,9 @@ rt::DeviceBuffer randomBuffer(size_t bytes, bool bf16, const rt::Stream &s,
     x ^= x >> 17;
     x ^= x << 5;
     // E4M3 codes 0x00-0x3F / 0x80-0xBF: |v| < 2. bf16 high bytes likewise.
-    host[i] = bf16 ? (i % 2 ? uint8_t(0x3E + (x & 1)) | (x & 0x80)
-                            : uint8_t(x >> 8))
-                   : uint8_t((x >> 8) & 0xBF);
+    host[i] =
+        bf16 ? (i % 2 ? uint8_t(0x3E + (x & 1)) | (x & 0x80) : uint8_t(x >> 8))
+             : uint8_t((x >> 8) & 0xBF);
   }
   rt::DeviceBuffer b = take(rt::DeviceBuffer::allocate(bytes));
   check(b.copyFromHost(host.data(), bytes, s));
@@ -140,9 +140,9 @@ void warmUp(rt::KernelCache &cache, const rt::CompileOptions &opts) {
   std::filesystem::remove_all(serialDir);
   auto t0 = std::chrono::steady_clock::now();
   check(cache.compileAll(requests));
-  double parallel = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+  double parallel =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   std::printf("warm-up of %zu grouped GEMM kernels: %.2f s one at a time, "
               "%.2f s on %u host threads\n",
               requests.size(), last, parallel,
@@ -180,23 +180,19 @@ int main(int argc, char **argv) {
   std::printf("device: %s, %d SMs, cuBLASLt %d\n", device.info().name.c_str(),
               device.info().smCount, lt.version());
 
-  const Case cases[] = {{8, 4096, 7168, 32768, false},
-                        {8, 7168, 2048, 32768, false},
-                        {32, 4096, 7168, 32768, false},
-                        {32, 7168, 2048, 32768, false},
-                        {8, 4096, 7168, 256, true},
-                        {8, 7168, 2048, 256, true},
-                        {32, 4096, 7168, 256, true},
-                        {32, 7168, 2048, 256, true}};
+  const Case cases[] = {
+      {8, 4096, 7168, 32768, false},  {8, 7168, 2048, 32768, false},
+      {32, 4096, 7168, 32768, false}, {32, 7168, 2048, 32768, false},
+      {8, 4096, 7168, 256, true},     {8, 7168, 2048, 256, true},
+      {32, 4096, 7168, 256, true},    {32, 7168, 2048, 256, true}};
   std::printf("%-4s %-6s %-6s %-22s %12s %12s %12s %9s\n", "G", "N", "K",
-              "tokens", "tejit fp8", "cublas loop", "tejit bf16",
-              "fp8/loop");
+              "tokens", "tejit fp8", "cublas loop", "tejit bf16", "fp8/loop");
   for (const Case &c : cases) {
     if (first && &c != &cases[0])
       break;
-    std::vector<int64_t> splits =
-        c.perExpert ? std::vector<int64_t>(c.g, c.tokens)
-                    : unevenSplits(c.g, c.tokens);
+    std::vector<int64_t> splits = c.perExpert
+                                      ? std::vector<int64_t>(c.g, c.tokens)
+                                      : unevenSplits(c.g, c.tokens);
     int64_t m = 0;
     for (int64_t s : splits)
       m += s;
@@ -236,17 +232,18 @@ int main(int argc, char **argv) {
       double diskMs = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - t0)
                           .count();
-      rt::Kernel kernel = take(rt::Kernel::load(compiled->cubin,
-                                                spec.kernelName()));
-      cg::GroupedGemmLaunch l = take(cg::prepareGroupedGemm(
-          spec,
-          {x, w, sx.devicePtr(), sw.devicePtr(), splitBuf.devicePtr(),
-           y.devicePtr(), m},
-          device, kernel));
+      rt::Kernel kernel =
+          take(rt::Kernel::load(compiled->cubin, spec.kernelName()));
+      cg::GroupedGemmLaunch l =
+          take(cg::prepareGroupedGemm(spec,
+                                      {x, w, sx.devicePtr(), sw.devicePtr(),
+                                       splitBuf.devicePtr(), y.devicePtr(), m},
+                                      device, kernel));
       double us = medianMicros(stream, iters, [&] {
         check(cg::launchGroupedGemm(kernel, l, stream));
       });
-      std::fprintf(stderr, "  %s: compile %.0f ms (cold, or memory hit), "
+      std::fprintf(stderr,
+                   "  %s: compile %.0f ms (cold, or memory hit), "
                    "disk hit %.2f ms, %.1f us\n",
                    spec.kernelName().c_str(), compileMs, diskMs, us);
       return us;
@@ -255,14 +252,14 @@ int main(int argc, char **argv) {
       // Every tile width and cluster the kernel has, on stderr.
       for (auto [op, widths] :
            {std::pair<GroupedGemmSpec::Operands, std::vector<int>>{
-                GroupedGemmSpec::Operands::Fp8Block, {128}}}) {
+               GroupedGemmSpec::Operands::Fp8Block, {128}}}) {
         for (int width : widths)
           for (int cluster : {1, 2}) {
             GroupedGemmSpec v = specOf(op, width, cluster);
             if (!cg::checkGroupedGemm(v).isOk())
               continue;
-            double us = runGenerated(op, x8.devicePtr(), w8.devicePtr(),
-                                     width, cluster);
+            double us = runGenerated(op, x8.devicePtr(), w8.devicePtr(), width,
+                                     cluster);
             std::fprintf(stderr, "  sweep %s: %.1f TFLOP/s\n",
                          v.kernelName().c_str(), flops / us / 1e6);
           }
@@ -277,9 +274,8 @@ int main(int argc, char **argv) {
     // own buffer, as cuBLASLt wants them ([K/128][roundup(m_g,4)]).
     std::vector<rt::DeviceBuffer> perExpertScales;
     for (int64_t s : splits)
-      perExpertScales.push_back(
-          constantFloats(std::max<int64_t>(1, kb * ((s + 3) / 4 * 4)), 0.75f,
-                         stream));
+      perExpertScales.push_back(constantFloats(
+          std::max<int64_t>(1, kb * ((s + 3) / 4 * 4)), 0.75f, stream));
     double loop = medianMicros(stream, iters, [&] {
       int64_t row = 0;
       for (int64_t e = 0; e < c.g; ++e) {
@@ -311,16 +307,18 @@ int main(int argc, char **argv) {
       return double(f);
     };
     for (size_t i = 0; i < generated.size(); ++i) {
-      worst = std::max(worst, std::fabs(value(generated[i]) - value(library[i])));
+      worst =
+          std::max(worst, std::fabs(value(generated[i]) - value(library[i])));
       largest = std::max(largest, std::fabs(value(library[i])));
     }
-    std::fprintf(stderr, "  fp8: largest |tejit - cuBLASLt| %.3g, largest |y| %.3g\n",
+    std::fprintf(stderr,
+                 "  fp8: largest |tejit - cuBLASLt| %.3g, largest |y| %.3g\n",
                  worst, largest);
 
     rt::DeviceBuffer x16 = randomBuffer(m * c.k * 2, true, stream, 3);
     rt::DeviceBuffer w16 = randomBuffer(c.g * c.n * c.k * 2, true, stream, 4);
-    double bf16 = runGenerated(GroupedGemmSpec::Operands::BF16,
-                               x16.devicePtr(), w16.devicePtr());
+    double bf16 = runGenerated(GroupedGemmSpec::Operands::BF16, x16.devicePtr(),
+                               w16.devicePtr());
     auto tf = [&](double us) { return flops / us / 1e6; };
     char tokens[64];
     std::snprintf(tokens, sizeof(tokens), "%lld%s",

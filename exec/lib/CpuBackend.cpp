@@ -209,9 +209,9 @@ static float ulpOf(float x, DType t) {
 /// `absSum`: c * S + ulp_out(|D| + c * S), plus ulp_out(|D - bias| + |bias|)
 /// with a bias (n columns), c = (K + 1) 2^-22, plus 2^-10 for FP8 operands.
 static std::vector<float> gemmBound(const std::vector<float> &d,
-                                    const std::vector<float> &absSum,
-                                    int64_t k, bool fp8, DType outType,
-                                    const float *bias, int64_t n) {
+                                    const std::vector<float> &absSum, int64_t k,
+                                    bool fp8, DType outType, const float *bias,
+                                    int64_t n) {
   float c = float(k + 1) * 0x1p-22f;
   if (fp8)
     c += 0x1p-10f;

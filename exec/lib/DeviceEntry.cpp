@@ -14,9 +14,10 @@ namespace te::exec {
 
 using namespace cg;
 
-rt::Expected<size_t>
-compileEntries(const Program &p, const std::vector<const Entry *> &entries,
-               rt::KernelCache &cache, const rt::CompileProgressFn &progress) {
+rt::Expected<size_t> compileEntries(const Program &p,
+                                    const std::vector<const Entry *> &entries,
+                                    rt::KernelCache &cache,
+                                    const rt::CompileProgressFn &progress) {
   std::vector<rt::KernelRequest> requests;
   std::set<std::string> sources;
   for (const Entry *e : entries) {

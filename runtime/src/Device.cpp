@@ -211,7 +211,8 @@ Status DeviceBuffer::copyFromDevice(uint64_t src, size_t bytes,
   TE_RETURN_IF_ERROR(checkRange(bytes, size_, "copy"));
   return cuCheck(api,
                  api.cuMemcpyDtoDAsync(ptr_, static_cast<CUdeviceptr>(src),
-                                       bytes, static_cast<CUstream>(s.handle())),
+                                       bytes,
+                                       static_cast<CUstream>(s.handle())),
                  "cuMemcpyDtoDAsync");
 }
 
@@ -334,24 +335,24 @@ Status Kernel::launch(Dim3 grid, Dim3 block, unsigned sharedBytes,
   }
   return cuCheck(api,
                  api.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x,
-                                    block.y, block.z, sharedBytes, stream,
-                                    args, nullptr),
+                                    block.y, block.z, sharedBytes, stream, args,
+                                    nullptr),
                  "cuLaunchKernel");
 }
 
 Expected<int> Kernel::maxActiveClusters(Dim3 block, unsigned sharedBytes,
-                                         Dim3 cluster, unsigned gridX) const {
+                                        Dim3 cluster, unsigned gridX) const {
   TE_DRIVER(api);
   TE_RETURN_IF_ERROR(allowSharedBytes(sharedBytes));
   CUlaunchAttribute attr;
-  CUlaunchConfig config = clusterLaunch({gridX, 1, 1}, block, sharedBytes,
-                                        cluster, nullptr, attr);
+  CUlaunchConfig config =
+      clusterLaunch({gridX, 1, 1}, block, sharedBytes, cluster, nullptr, attr);
   int n = 0;
-  TE_RETURN_IF_ERROR(cuCheck(
-      api,
-      api.cuOccupancyMaxActiveClusters(
-          &n, static_cast<CUfunction>(function_), &config),
-      "cuOccupancyMaxActiveClusters"));
+  TE_RETURN_IF_ERROR(
+      cuCheck(api,
+              api.cuOccupancyMaxActiveClusters(
+                  &n, static_cast<CUfunction>(function_), &config),
+              "cuOccupancyMaxActiveClusters"));
   return n;
 }
 

@@ -25,10 +25,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <set>
-#include <thread>
 #include <fcntl.h>
+#include <set>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace te::rt {
@@ -257,9 +257,9 @@ Status KernelCache::compileAll(const std::vector<KernelRequest> &requests,
           lookupOrCompile(work[i]->source, work[i]->options, cold);
       std::lock_guard<std::mutex> lock(reportMu);
       if (!k && firstError.isOk())
-        firstError = Status(k.status().code(), "kernel '" + work[i]->name +
-                                                   "': " +
-                                                   k.status().message());
+        firstError =
+            Status(k.status().code(),
+                   "kernel '" + work[i]->name + "': " + k.status().message());
       ++done;
       if (progress) {
         CompileProgress p;

@@ -80,8 +80,7 @@ Expected<TensorMap> encodeTensorMap2D(DType dtype, uint64_t ptr, int64_t rows,
       swizzle == TensorMapSwizzle::B128 ? CU_TENSOR_MAP_SWIZZLE_128B
                                         : CU_TENSOR_MAP_SWIZZLE_NONE,
       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (Status s = detail::cuCheck(**api, r, "cuTensorMapEncodeTiled");
-      !s.isOk())
+  if (Status s = detail::cuCheck(**api, r, "cuTensorMapEncodeTiled"); !s.isOk())
     return s;
   return map;
 }

@@ -44,8 +44,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <thread>
 #include <new>
+#include <thread>
 
 namespace cl = llvm::cl;
 namespace cg = te::cg;
@@ -136,8 +136,9 @@ static rt::CompileProgressFn compileProgress() {
   return [shown](const rt::CompileProgress &p) {
     if (p.cold && p.elapsed >= 1.0) {
       *shown = true;
-      llvm::errs() << llvm::format("te-run: compiled %zu/%zu kernels (%.1f s): ",
-                                   p.done, p.total, p.elapsed)
+      llvm::errs() << llvm::format(
+                          "te-run: compiled %zu/%zu kernels (%.1f s): ", p.done,
+                          p.total, p.elapsed)
                    << p.name << "\n";
     }
     if (p.done == p.total && *shown)

@@ -40,8 +40,8 @@ GroupedGemmSpec GroupedGemmSpec::resolved() const {
   if (s.cluster == 0)
     s.cluster = (s.n > 0 && ceilDiv(s.n, s.blockN) % 2 == 0) ? 2 : 1;
   if (s.stages == 0)
-    s.stages = static_cast<int>(
-        (kMaxShared - fixedBytes(s)) / (stageBytes(s) + 16));
+    s.stages =
+        static_cast<int>((kMaxShared - fixedBytes(s)) / (stageBytes(s) + 16));
   return s;
 }
 
@@ -49,8 +49,8 @@ std::string GroupedGemmSpec::kernelName() const {
   GroupedGemmSpec r = resolved();
   std::ostringstream os;
   os << "te_grouped_gemm_" << (fp8() ? "fp8block" : "bf16") << "_g" << groups
-     << "_n" << n << "_k" << k << "_t" << r.blockN << "_c" << r.cluster
-     << "_s" << r.stages;
+     << "_n" << n << "_k" << k << "_t" << r.blockN << "_c" << r.cluster << "_s"
+     << r.stages;
   return os.str();
 }
 
@@ -72,8 +72,7 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
   if (s.n < 2 || s.n % 2 != 0)
     return bad("N must be even and positive");
   if (s.k < 1 || s.k % blockK(s) != 0)
-    return bad("K must be a positive multiple of " +
-               std::to_string(blockK(s)));
+    return bad("K must be a positive multiple of " + std::to_string(blockK(s)));
   if (s.groups * s.n >= (int64_t(1) << 31) || s.k >= (int64_t(1) << 31))
     return bad("G*N and K must be below 2^31");
   if (s.fp8() ? s.blockN != 128 : (s.blockN != 128 && s.blockN != 256))
@@ -96,13 +95,13 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
   // precompiled header then covers CUTLASS (groupedGemmCompileOptions).
   os << "#include \"te/device/gemm/GroupedGemmSm90.cuh\"\n\n"
      << "using Config = te::gemm::GroupedGemmConfig<"
-     << (s.fp8() ? "true" : "false") << ", " << s.blockN << ", "
-     << s.cluster << ", " << s.stages
-     << ", " << s.n << ", " << s.k << ", " << s.groups << ">;\n"
+     << (s.fp8() ? "true" : "false") << ", " << s.blockN << ", " << s.cluster
+     << ", " << s.stages << ", " << s.n << ", " << s.k << ", " << s.groups
+     << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedGemmSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
-     << "extern \"C\" __global__ void __launch_bounds__("
-     << kGroupedGemmThreads << ", 1)\n"
+     << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads
+     << ", 1)\n"
      << s.kernelName() << "(const __grid_constant__ cute::TmaDescriptor tmX,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmW,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmSX,\n"
@@ -132,10 +131,11 @@ std::array<void *, 7> GroupedGemmLaunch::args() {
   return {&maps[0], &maps[1], &maps[2], &sw, &splits, &y, &mTotal};
 }
 
-rt::Expected<GroupedGemmLaunch>
-prepareGroupedGemm(const GroupedGemmSpec &spec, const GroupedGemmBuffers &b,
-                   const rt::Device &device, const rt::Kernel &kernel,
-                   int maxCtas) {
+rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
+                                                   const GroupedGemmBuffers &b,
+                                                   const rt::Device &device,
+                                                   const rt::Kernel &kernel,
+                                                   int maxCtas) {
   GroupedGemmSpec s = spec.resolved();
   if (Status st = checkGroupedGemm(s); !st.isOk())
     return st;
@@ -147,15 +147,14 @@ prepareGroupedGemm(const GroupedGemmSpec &spec, const GroupedGemmBuffers &b,
   int64_t rowBytes = s.k * rt::dtypeSize(elem);
   int boxK = static_cast<int>(blockK(s));
   GroupedGemmLaunch l;
-  rt::Expected<rt::TensorMap> x =
-      rt::encodeTensorMap2D(elem, b.x, b.mTotal, s.k, rowBytes,
-                            static_cast<int>(kBlockM / s.cluster), boxK,
-                            rt::TensorMapSwizzle::B128);
+  rt::Expected<rt::TensorMap> x = rt::encodeTensorMap2D(
+      elem, b.x, b.mTotal, s.k, rowBytes, static_cast<int>(kBlockM / s.cluster),
+      boxK, rt::TensorMapSwizzle::B128);
   if (!x)
     return x.status();
   rt::Expected<rt::TensorMap> w =
-      rt::encodeTensorMap2D(elem, b.w, s.groups * s.n, s.k, rowBytes,
-                            s.blockN, boxK, rt::TensorMapSwizzle::B128);
+      rt::encodeTensorMap2D(elem, b.w, s.groups * s.n, s.k, rowBytes, s.blockN,
+                            boxK, rt::TensorMapSwizzle::B128);
   if (!w)
     return w.status();
   l.maps[0] = *x;

@@ -519,9 +519,8 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
               // The kernel exists (GroupedGemmEmitter.h); plans cannot yet
               // bind the TMA descriptors it takes to the call's buffers.
               return rt::Status(rt::StatusCode::Unsupported,
-                                g.name +
-                                    ": the grouped GEMM has no CUDA plan "
-                                    "step yet (the CPU backend runs it)");
+                                g.name + ": the grouped GEMM has no CUDA plan "
+                                         "step yet (the CPU backend runs it)");
             }},
         k);
     if (!kp && keepUnsupported &&

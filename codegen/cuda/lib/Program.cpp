@@ -293,8 +293,8 @@ std::string validate(const Entry &e) {
     if (scalar && v.isQuantized())
       return "quantized value '" + v.name + "' has no shape";
     // i64: an optimizer's step (a scalar) or a grouped GEMM's split sizes.
-    bool i64 = v.dtype == rt::DType::I64 && !v.isQuantized() &&
-               v.shape.size() <= 1;
+    bool i64 =
+        v.dtype == rt::DType::I64 && !v.isQuantized() && v.shape.size() <= 1;
     if (!isHighPrecision(v.dtype) && !i64)
       return "value '" + v.name +
              "' must have a bf16, f16 or f32 type (i64 only as a scalar or "

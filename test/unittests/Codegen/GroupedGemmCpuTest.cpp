@@ -1,4 +1,5 @@
-//===- GroupedGemmCpuTest.cpp - The grouped GEMM kernel on the CPU ---------===//
+//===- GroupedGemmCpuTest.cpp - The grouped GEMM kernel on the CPU
+//---------===//
 //
 // Part of tejit.
 //
@@ -130,15 +131,13 @@ TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
       cg::Program alone = groupedProgram(splits[e], k, 1, n, fp8);
       std::vector<float> xe(x.begin() + row * k,
                             x.begin() + (row + splits[e]) * k);
-      std::vector<float> we(w.begin() + e * n * k,
-                            w.begin() + (e + 1) * n * k);
-      auto one = exec::runCpu(alone, alone.entries[0],
-                              {bf16Bytes(xe), bf16Bytes(we),
-                               i64Bytes({splits[e]})});
+      std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
+      auto one =
+          exec::runCpu(alone, alone.entries[0],
+                       {bf16Bytes(xe), bf16Bytes(we), i64Bytes({splits[e]})});
       ASSERT_TRUE(one) << one.status().toString();
       const std::vector<uint8_t> &want = (*one)[0][0].bytes;
-      EXPECT_EQ(std::memcmp(got.data() + row * n * 2, want.data(),
-                            want.size()),
+      EXPECT_EQ(std::memcmp(got.data() + row * n * 2, want.data(), want.size()),
                 0)
           << "expert " << e;
       row += splits[e];

@@ -54,13 +54,13 @@ uint16_t bf16Bits(float v) {
 TEST(GroupedGemm, BothOperandKindsCompileForSm90a) {
   if (!rt::nvrtcVersion())
     GTEST_SKIP() << rt::nvrtcVersion().status().message();
-  for (auto op : {GroupedGemmSpec::Operands::Fp8Block,
-                  GroupedGemmSpec::Operands::BF16}) {
+  for (auto op :
+       {GroupedGemmSpec::Operands::Fp8Block, GroupedGemmSpec::Operands::BF16}) {
     GroupedGemmSpec s = spec(op, 8, 4096, 7168).resolved();
     rt::CompileOptions opts = *cg::groupedGemmCompileOptions();
     opts.flags.push_back("--ptxas-options=-v");
-    rt::Expected<rt::CompiledKernel> k = rt::compileCuda(
-        cg::emitGroupedGemm(s), s.kernelName() + ".cu", opts);
+    rt::Expected<rt::CompiledKernel> k =
+        rt::compileCuda(cg::emitGroupedGemm(s), s.kernelName() + ".cu", opts);
     ASSERT_TRUE(k) << k.status().message();
     // ptxas serialises warpgroup MMAs it cannot prove safe to overlap
     // (warnings C7510-C7520), which silently costs most of the speed.
@@ -147,8 +147,8 @@ protected:
     // The tile and cluster the spec picks, and the other tile widths and
     // cluster sizes where the shape allows them.
     std::vector<GroupedGemmSpec> variants = {s.resolved()};
-    for (auto [width, cluster] : {std::pair<int, int>{128, 1}, {128, 2},
-                                  {256, 1}, {256, 2}}) {
+    for (auto [width, cluster] :
+         {std::pair<int, int>{128, 1}, {128, 2}, {256, 1}, {256, 2}}) {
       GroupedGemmSpec v = s;
       v.blockN = width;
       v.cluster = cluster;
@@ -201,9 +201,13 @@ protected:
     rt::Expected<rt::Kernel> kernel =
         rt::Kernel::load((*compiled)->cubin, s.kernelName());
     ASSERT_TRUE(kernel) << kernel.status().message();
-    cg::GroupedGemmBuffers b{x.devicePtr(),     w.devicePtr(),
-                             sxBuf.devicePtr(), swBuf.devicePtr(),
-                             splitBuf.devicePtr(), y->devicePtr(), mTotal};
+    cg::GroupedGemmBuffers b{x.devicePtr(),
+                             w.devicePtr(),
+                             sxBuf.devicePtr(),
+                             swBuf.devicePtr(),
+                             splitBuf.devicePtr(),
+                             y->devicePtr(),
+                             mTotal};
     rt::Expected<cg::GroupedGemmLaunch> launch =
         cg::prepareGroupedGemm(s, b, *device_, *kernel, maxCtas);
     ASSERT_TRUE(launch) << launch.status().message();
@@ -244,14 +248,14 @@ protected:
       for (int64_t i = 0; i < m * n; ++i)
         if (got[row0 * n + i] != want[i] && wrong++ < 5)
           ADD_FAILURE() << "expert " << e << " row " << i / n << " col "
-                        << i % n << ": got 0x" << std::hex
-                        << got[row0 * n + i] << " want 0x" << want[i];
+                        << i % n << ": got 0x" << std::hex << got[row0 * n + i]
+                        << " want 0x" << want[i];
       row0 += m;
     }
     for (int64_t i = row0 * n; i < mTotal * n; ++i)
       if (got[i] != 0 && wrong++ < 5)
-        ADD_FAILURE() << "padding row " << i / n << " col " << i % n
-                      << " is 0x" << std::hex << got[i] << ", not zero";
+        ADD_FAILURE() << "padding row " << i / n << " col " << i % n << " is 0x"
+                      << std::hex << got[i] << ", not zero";
     EXPECT_EQ(wrong, 0) << s.kernelName() << " M_total " << mTotal;
   }
 

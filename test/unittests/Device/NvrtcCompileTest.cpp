@@ -239,10 +239,9 @@ TEST(NvrtcDeviceLib, EmbeddedHeadersAreTheSourceFiles) {
     if (entry.path().extension() != ".cuh")
       continue;
     ++onDisk;
-    std::string name =
-        "te/device/" +
-        std::filesystem::relative(entry.path(), TE_DEVICE_SOURCE_DIR)
-            .generic_string();
+    std::string name = "te/device/" + std::filesystem::relative(
+                                          entry.path(), TE_DEVICE_SOURCE_DIR)
+                                          .generic_string();
     auto it = embedded.find(name);
     ASSERT_NE(it, embedded.end()) << name << " is not embedded";
     std::string file = readFile(entry.path());

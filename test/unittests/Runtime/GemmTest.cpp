@@ -368,7 +368,8 @@ TEST(GroupedGemm, EachExpertsRowsAreItsOwnGemm) {
     x[i] *= 1.0f + float(i % 7) / 8.0f;
   Scheme s1 = Scheme::fp8Block(DType::E4M3, 1, 128);
   Scheme s2 = Scheme::fp8Block(DType::E4M3, 128, 128);
-  BlockScaledOperand ox = blockScaledOperand(quantizeRows(x, mTotal, k, s1), s1);
+  BlockScaledOperand ox =
+      blockScaledOperand(quantizeRows(x, mTotal, k, s1), s1);
   // The stacked weight: the experts' codes and their own tiles' scales.
   BlockScaledOperand ow;
   std::vector<BlockScaledOperand> alone;
@@ -406,7 +407,8 @@ TEST(GroupedGemm, EachExpertsRowsAreItsOwnGemm) {
       for (int64_t i = 0; i < clamped[e] * n; ++i) {
         ASSERT_EQ(te::test::bitsOf(y[row * n + i]), te::test::bitsOf(want[i]))
             << "expert " << e << " element " << i;
-        ASSERT_EQ(te::test::bitsOf(plain[row * n + i]), te::test::bitsOf(wantPlain[i]))
+        ASSERT_EQ(te::test::bitsOf(plain[row * n + i]),
+                  te::test::bitsOf(wantPlain[i]))
             << "expert " << e << " element " << i;
       }
       row += clamped[e];
@@ -419,7 +421,8 @@ TEST(GroupedGemm, EachExpertsRowsAreItsOwnGemm) {
   EXPECT_EQ(clampSplits({60, 100, 5}, 100), (std::vector<int64_t>{60, 40, 0}));
   EXPECT_EQ(clampSplits({-3, 7}, 5), (std::vector<int64_t>{0, 5}));
   std::string error;
-  EXPECT_TRUE(groupedBlockScaledGemm(ox, ow, std::vector<int64_t>(7, 10), &error)
-                  .empty()); // 600 rows are not 7 experts
+  EXPECT_TRUE(
+      groupedBlockScaledGemm(ox, ow, std::vector<int64_t>(7, 10), &error)
+          .empty()); // 600 rows are not 7 experts
   EXPECT_NE(error.find("not G equal experts"), std::string::npos) << error;
 }

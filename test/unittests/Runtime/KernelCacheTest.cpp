@@ -19,8 +19,8 @@
 #include <dirent.h>
 #include <fstream>
 #include <mutex>
-#include <thread>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace te::rt;
@@ -287,9 +287,11 @@ TEST(KernelCache, CompileAllRunsKernelsConcurrentlyAndOnce) {
   }
   // Everything is in memory now: a second warm-up compiles nothing.
   reports.clear();
-  ASSERT_TRUE(cache.compileAll(requests, 4, [&](const CompileProgress &p) {
-                     reports.push_back(p);
-                   }).isOk());
+  ASSERT_TRUE(
+      cache
+          .compileAll(requests, 4,
+                      [&](const CompileProgress &p) { reports.push_back(p); })
+          .isOk());
   EXPECT_EQ(calls, 6);
   ASSERT_EQ(reports.size(), 6u);
   EXPECT_FALSE(reports.back().cold);

@@ -1,4 +1,5 @@
-//===- StackedWeightTest.cpp - MoE weights [G, N, K] quantized as one ------===//
+//===- StackedWeightTest.cpp - MoE weights [G, N, K] quantized as one
+//------===//
 //
 // Part of tejit.
 //
@@ -60,8 +61,8 @@ bool expertsMatch(const Scheme &s, Direction d, std::string &why) {
   std::vector<float> allValues = dequantize(all, d, s, kG * kN, kK);
   const QuantizedDirection *allQ = all.get(d);
   for (int64_t g = 0; g < kG; ++g) {
-    QuantizedTensor one = quantize(w.data() + g * kN * kK, SourceType::BF16,
-                                   kN, kK, s, mask, opts);
+    QuantizedTensor one = quantize(w.data() + g * kN * kK, SourceType::BF16, kN,
+                                   kK, s, mask, opts);
     EXPECT_TRUE(one.ok()) << one.error;
     std::vector<float> values = dequantize(one, d, s, kN, kK);
     for (int64_t i = 0; i < kN * kK; ++i) {
@@ -79,9 +80,8 @@ bool expertsMatch(const Scheme &s, Direction d, std::string &why) {
     int64_t rowBytes = int64_t(bytes.size()) /
                        (allQ->dataTransposed ? kK : kN); // per stored row
     for (int64_t r = 0; r < (allQ->dataTransposed ? kK : kN); ++r) {
-      int64_t from = allQ->dataTransposed
-                         ? r * rowBytes * kG + g * rowBytes
-                         : (g * kN + r) * rowBytes;
+      int64_t from = allQ->dataTransposed ? r * rowBytes * kG + g * rowBytes
+                                          : (g * kN + r) * rowBytes;
       if (std::memcmp(allBytes.data() + from, bytes.data() + r * rowBytes,
                       size_t(rowBytes)) != 0) {
         why = "expert " + std::to_string(g) + " data row " + std::to_string(r);

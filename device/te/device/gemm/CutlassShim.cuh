@@ -1,4 +1,4 @@
-//===- te/device/gemm/CutlassShim.cuh - CUTLASS under NVRTC -----*- CUDA -*-===//
+//===- te/device/gemm/CutlassShim.cuh - CUTLASS under NVRTC -*- CUDA -*-===//
 //
 // Part of tejit.
 //

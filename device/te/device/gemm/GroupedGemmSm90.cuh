@@ -1,4 +1,4 @@
-//===- te/device/gemm/GroupedGemmSm90.cuh - Hopper grouped GEMM -*- CUDA -*-===//
+//===- te/device/gemm/GroupedGemmSm90.cuh - Grouped GEMM -*- CUDA -*-===//
 //
 // Part of tejit.
 //
@@ -78,13 +78,14 @@ struct GroupedGemmConfig {
   /// Accumulator floats per thread: a 64 x kBlockN tile per warpgroup.
   static constexpr int kAccum = kBlockN / 2;
 
-  static constexpr int kStageA = kBlockM * 128;      // bytes
-  static constexpr int kStageB = kBlockN * 128;      // bytes
+  static constexpr int kStageA = kBlockM * 128; // bytes
+  static constexpr int kStageB = kBlockN * 128; // bytes
   /// The x scales of one stage: TMA reads a box whose start is 16-byte
   /// aligned, so kBlockM + 4 floats from the row rounded down to a multiple
   /// of 4 (a 128-byte aligned slot each).
   static constexpr int kScaleBox = kBlockM + 4;
-  static constexpr int kStageSA = Fp8Block ? (kScaleBox * 4 + 127) / 128 * 128 : 0;
+  static constexpr int kStageSA =
+      Fp8Block ? (kScaleBox * 4 + 127) / 128 * 128 : 0;
   /// Row stride of the weight scales: roundup(ceil(K/128), 4).
   static constexpr int kSwStride = ((kK + 127) / 128 + 3) / 4 * 4;
   static constexpr int kTableBytes = 2 * 4 * (kGroups + 1);
@@ -220,10 +221,9 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
   for (int t = cluster; t < numItems; t += clusters) {
     detail::Tile tile = detail::locate<C>(t, rank, tileEnd, rowEnd);
     // The tile's 128x128 weight-scale row (FP8 tiles are 128 wide).
-    const float *swTile =
-        sw + ((long long)tile.expert * ((C::kN + 127) / 128) +
-              tile.col0 / 128) *
-                 C::kSwStride;
+    const float *swTile = sw + ((long long)tile.expert * ((C::kN + 127) / 128) +
+                                tile.col0 / 128) *
+                                   C::kSwStride;
 #pragma unroll
     for (int i = 0; i < kAccum; ++i)
       total[i] = 0.f;
@@ -366,8 +366,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
     cluster_sync();
   else
     __syncthreads();
-  const int numItems =
-      tileEnd[C::kGroups - 1] * (C::kNBlocks / C::kCluster);
+  const int numItems = tileEnd[C::kGroups - 1] * (C::kNBlocks / C::kCluster);
 
   if (warpgroup == C::kMathWarpgroups) {
     // Producer: one thread issues every TMA load.

@@ -32,11 +32,9 @@ rt::Expected<size_t> compileEntry(const cg::Program &p, const cg::Entry &e,
                                   rt::KernelCache &cache,
                                   const rt::CompileProgressFn &progress = {});
 /// The same for several entries at once (a session's warm-up).
-rt::Expected<size_t>
-compileEntries(const cg::Program &p,
-               const std::vector<const cg::Entry *> &entries,
-               rt::KernelCache &cache,
-               const rt::CompileProgressFn &progress = {});
+rt::Expected<size_t> compileEntries(
+    const cg::Program &p, const std::vector<const cg::Entry *> &entries,
+    rt::KernelCache &cache, const rt::CompileProgressFn &progress = {});
 
 class DeviceEntry {
 public:

@@ -72,8 +72,8 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions();
 /// 1x128 scales [ceil(K/128)][roundup(mTotal,4)] f32, sw the 128x128
 /// scales [G][ceil(N/128)][roundup(ceil(K/128),4)] f32; bf16: sx, sw unused.
 struct GroupedGemmBuffers {
-  uint64_t x = 0;      ///< [mTotal, K]
-  uint64_t w = 0;      ///< [G, N, K]
+  uint64_t x = 0; ///< [mTotal, K]
+  uint64_t w = 0; ///< [G, N, K]
   uint64_t sx = 0, sw = 0;
   uint64_t splits = 0; ///< G int64 on the device, sum <= mTotal
   uint64_t y = 0;      ///< [mTotal, N] bf16
@@ -96,10 +96,11 @@ struct GroupedGemmLaunch {
 /// Encodes the tensor maps for `b` and sizes the grid: one CTA per SM of
 /// `device` (clusters: as many as `kernel` can keep resident), or fewer
 /// when `maxCtas` > 0.
-rt::Expected<GroupedGemmLaunch>
-prepareGroupedGemm(const GroupedGemmSpec &s, const GroupedGemmBuffers &b,
-                   const rt::Device &device, const rt::Kernel &kernel,
-                   int maxCtas = 0);
+rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &s,
+                                                   const GroupedGemmBuffers &b,
+                                                   const rt::Device &device,
+                                                   const rt::Kernel &kernel,
+                                                   int maxCtas = 0);
 
 /// Enqueues a prepared launch of `kernel` on `stream`.
 rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,

@@ -33,7 +33,7 @@ namespace te::cg {
 struct Value {
   enum class Kind : uint8_t { Tensor, Quantized };
   Kind kind = Kind::Tensor;
-  std::string name;                  ///< for diagnostics and dump files
+  std::string name; ///< for diagnostics and dump files
   /// The value's type as the IR wrote it ("!te.qtensor<...>"), for front
   /// ends that build programs over it; empty for a program built in C++.
   std::string type;
