@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BackendComparison.h"
+#include "ProgramHelpers.h"
 
 #include "te/exec/Compare.h"
 #include "te/exec/CudaRunner.h"
@@ -30,31 +31,15 @@ using rt::Direction;
 using rt::DType;
 using rt::Scheme;
 namespace ref = rt::ref;
+using te::test::bf16Bytes;
+using te::test::tensor;
 
 namespace {
-
-std::vector<uint8_t> bf16Bytes(const std::vector<float> &v) {
-  std::vector<uint8_t> out(2 * v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    uint16_t h = ref::floatToBF16(v[i]);
-    out[2 * i] = uint8_t(h);
-    out[2 * i + 1] = uint8_t(h >> 8);
-  }
-  return out;
-}
 
 std::vector<float> f32Values(const std::vector<uint8_t> &bytes) {
   std::vector<float> out(bytes.size() / 4);
   std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
-}
-
-cg::Value tensor(std::string name, std::vector<int64_t> shape, DType t) {
-  cg::Value v;
-  v.name = std::move(name);
-  v.shape = std::move(shape);
-  v.dtype = t;
-  return v;
 }
 
 struct GemmSetup {

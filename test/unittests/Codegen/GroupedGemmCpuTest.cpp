@@ -15,6 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ProgramHelpers.h"
+
 #include "te/codegen/PlanBuilder.h"
 #include "te/exec/CpuBackend.h"
 #include "te/runtime/reference/Codecs.h"
@@ -29,25 +31,10 @@ using rt::Direction;
 using rt::DType;
 using rt::Scheme;
 namespace ref = rt::ref;
+using te::test::bf16Bytes;
+using te::test::tensor;
 
 namespace {
-
-cg::Value tensor(std::string name, std::vector<int64_t> shape, DType t) {
-  cg::Value v;
-  v.name = std::move(name);
-  v.shape = std::move(shape);
-  v.dtype = t;
-  return v;
-}
-
-std::vector<uint8_t> bf16Bytes(const std::vector<float> &v) {
-  std::vector<uint8_t> out(2 * v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    uint16_t h = ref::floatToBF16(v[i]);
-    std::memcpy(&out[2 * i], &h, 2);
-  }
-  return out;
-}
 
 std::vector<uint8_t> i64Bytes(const std::vector<int64_t> &v) {
   std::vector<uint8_t> out(8 * v.size());
