@@ -8,29 +8,30 @@
 
 #include "te/runtime/Plan.h"
 
-#include <set>
-
 namespace te::exec {
 
 using namespace cg;
+
+/// Every kernel `plan` launches, as compile requests (appended to `out`).
+static void addRequests(const EntryPlan &plan,
+                        std::vector<rt::KernelRequest> &out) {
+  for (const KernelPlan &kp : plan.kernels)
+    for (const rt::KernelSpec &spec : kp.plan.kernels)
+      out.push_back({spec.name, spec.source, spec.options});
+}
 
 rt::Expected<size_t> compileEntries(const Program &p,
                                     const std::vector<const Entry *> &entries,
                                     rt::KernelCache &cache,
                                     const rt::CompileProgressFn &progress) {
   std::vector<rt::KernelRequest> requests;
-  std::set<std::string> sources;
   for (const Entry *e : entries) {
     rt::Expected<EntryPlan> plan = buildEntryPlan(p, *e);
     if (!plan)
       return plan.status();
-    for (const KernelPlan &kp : plan->kernels)
-      for (const rt::KernelSpec &spec : kp.plan.kernels)
-        if (sources.insert(spec.source).second)
-          requests.push_back({spec.name, spec.source, spec.options});
+    addRequests(*plan, requests);
   }
-  TE_RETURN_IF_ERROR(cache.compileAll(requests, 0, progress));
-  return requests.size();
+  return cache.compileAll(requests, 0, progress);
 }
 
 rt::Expected<size_t> compileEntry(const Program &p, const Entry &e,
@@ -122,10 +123,10 @@ DeviceEntry::create(const Program &p, const Entry &e, EntryPlan plan,
   // then load them from the cache's memory.
   {
     std::vector<rt::KernelRequest> requests;
-    for (const KernelPlan &kp : st.plan.kernels)
-      for (const rt::KernelSpec &spec : kp.plan.kernels)
-        requests.push_back({spec.name, spec.source, spec.options});
-    TE_RETURN_IF_ERROR(cache.compileAll(requests));
+    addRequests(st.plan, requests);
+    rt::Expected<size_t> compiled = cache.compileAll(requests);
+    if (!compiled)
+      return compiled.status();
   }
   for (const KernelPlan &kp : st.plan.kernels) {
     auto ex = rt::PlanExecutor::create(kp.plan, device, cache);

@@ -230,9 +230,9 @@ void KernelCache::storeToDisk(const std::string &key, const CompiledKernel &k) {
     ::unlink(tmp.c_str());
 }
 
-Status KernelCache::compileAll(const std::vector<KernelRequest> &requests,
-                               unsigned threads,
-                               const CompileProgressFn &progress) {
+Expected<size_t>
+KernelCache::compileAll(const std::vector<KernelRequest> &requests,
+                        unsigned threads, const CompileProgressFn &progress) {
   // Distinct (source, options) only: two threads compiling one kernel
   // would both miss the cache.
   std::vector<const KernelRequest *> work;
@@ -280,7 +280,9 @@ Status KernelCache::compileAll(const std::vector<KernelRequest> &requests,
   worker();
   for (std::thread &t : pool)
     t.join();
-  return firstError;
+  if (!firstError.isOk())
+    return firstError;
+  return work.size();
 }
 
 Expected<std::shared_ptr<const CompiledKernel>>

@@ -273,10 +273,12 @@ TEST(KernelCache, CompileAllRunsKernelsConcurrentlyAndOnce) {
                         CompileOptions()});
   requests.push_back(requests[2]); // the same kernel twice: compiled once
   std::vector<CompileProgress> reports;
-  Status s = cache.compileAll(requests, 4, [&](const CompileProgress &p) {
-    reports.push_back(p); // compileAll serialises the calls
-  });
-  ASSERT_TRUE(s.isOk()) << s.message();
+  Expected<size_t> n =
+      cache.compileAll(requests, 4, [&](const CompileProgress &p) {
+        reports.push_back(p); // compileAll serialises the calls
+      });
+  ASSERT_TRUE(n) << n.status().message();
+  EXPECT_EQ(*n, 6u);
   EXPECT_EQ(calls, 6);
   EXPECT_EQ(mostAtOnce, 4);
   ASSERT_EQ(reports.size(), 6u);
@@ -287,11 +289,8 @@ TEST(KernelCache, CompileAllRunsKernelsConcurrentlyAndOnce) {
   }
   // Everything is in memory now: a second warm-up compiles nothing.
   reports.clear();
-  ASSERT_TRUE(
-      cache
-          .compileAll(requests, 4,
-                      [&](const CompileProgress &p) { reports.push_back(p); })
-          .isOk());
+  ASSERT_TRUE(cache.compileAll(
+      requests, 4, [&](const CompileProgress &p) { reports.push_back(p); }));
   EXPECT_EQ(calls, 6);
   ASSERT_EQ(reports.size(), 6u);
   EXPECT_FALSE(reports.back().cold);
@@ -307,10 +306,12 @@ TEST(KernelCache, CompileAllNamesTheKernelThatFailed) {
         return Expected<CompiledKernel>(CompiledKernel());
       },
       "tag");
-  Status s = cache.compileAll({{"good_kernel", "good", CompileOptions()},
-                               {"te_quantize_x", "bad", CompileOptions()},
-                               {"other", "fine", CompileOptions()}});
-  ASSERT_FALSE(s.isOk());
+  Expected<size_t> n =
+      cache.compileAll({{"good_kernel", "good", CompileOptions()},
+                        {"te_quantize_x", "bad", CompileOptions()},
+                        {"other", "fine", CompileOptions()}});
+  ASSERT_FALSE(n);
+  const Status &s = n.status();
   EXPECT_EQ(s.code(), StatusCode::CompileError);
   EXPECT_NE(s.message().find("kernel 'te_quantize_x': NVRTC: syntax error"),
             std::string::npos)

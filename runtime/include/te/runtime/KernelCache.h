@@ -73,12 +73,13 @@ public:
   getOrCompile(const std::string &source, const CompileOptions &opts);
 
   /// Puts every distinct kernel of `requests` into the cache, compiling up
-  /// to `threads` at a time (0: one per host core) - a plan's warm-up. The
-  /// first failure, naming its kernel, once all have finished. `progress`
-  /// (if set) is called after each kernel, from one thread at a time.
-  Status compileAll(const std::vector<KernelRequest> &requests,
-                    unsigned threads = 0,
-                    const CompileProgressFn &progress = {});
+  /// to `threads` at a time (0: one per host core) - a plan's warm-up.
+  /// Returns the number of distinct kernels, or the first failure (naming
+  /// its kernel) once all have finished. `progress` (if set) is called
+  /// after each kernel, from one thread at a time.
+  Expected<size_t> compileAll(const std::vector<KernelRequest> &requests,
+                              unsigned threads = 0,
+                              const CompileProgressFn &progress = {});
 
   /// The disk key (64 hex digits) of (source, opts) under this cache.
   std::string diskKey(const std::string &source,
