@@ -8,6 +8,8 @@
 
 #include "CudaApi.h"
 
+#include <algorithm>
+
 namespace te::rt {
 
 using detail::cuCheck;
@@ -354,6 +356,23 @@ Expected<int> Kernel::maxActiveClusters(Dim3 block, unsigned sharedBytes,
                   &n, static_cast<CUfunction>(function_), &config),
               "cuOccupancyMaxActiveClusters"));
   return n;
+}
+
+Expected<Dim3> Kernel::persistentGrid(const Device &device, Dim3 block,
+                                      unsigned sharedBytes,
+                                      Dim3 cluster) const {
+  unsigned sms = static_cast<unsigned>(device.info().smCount);
+  unsigned size = cluster.x * cluster.y * cluster.z;
+  unsigned ctas = sms;
+  if (size > 1) {
+    Expected<int> clusters =
+        maxActiveClusters(block, sharedBytes, cluster, sms);
+    if (!clusters)
+      return clusters.status();
+    ctas = std::min(ctas, static_cast<unsigned>(*clusters) * size);
+  }
+  size = std::max(size, 1u);
+  return Dim3{std::max(ctas / size, 1u) * size, 1, 1};
 }
 
 //===----------------------------------------------------------------------===//

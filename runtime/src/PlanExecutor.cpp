@@ -8,7 +8,9 @@
 // time: kernels compiled (through the cache) and loaded, internal buffers
 // allocated, each launch's argument array built. run() then only issues
 // cuLaunchKernel / cublasLtMatmul calls, which is what keeps the per-launch
-// overhead at the driver's, and what a CUDA graph records.
+// overhead at the driver's, and what a CUDA graph records. Argument values
+// are rebuilt on the first run after a bind (once per call, not once per
+// bound buffer): TMA descriptors are encoded then.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +31,16 @@ struct PlanExecutor::State {
   std::vector<std::vector<uint64_t>> argSlots; ///< 8 bytes per argument
   /// The words of Table arguments, [kernel][argument] (empty otherwise).
   std::vector<std::vector<std::vector<uint64_t>>> tables;
+  /// The TMA descriptors of TensorMap arguments, [kernel][argument] (one
+  /// per argument, unused for other kinds; 128-byte aligned as the driver
+  /// needs).
+  std::vector<std::vector<TensorMap>> maps;
   std::vector<std::vector<void *>> argv;
+  /// Each kernel's grid where it runs (a persistent kernel's is sized to
+  /// the device).
+  std::vector<Dim3> grids;
+  /// A buffer was bound since the argument values were last built.
+  bool stale = true;
   std::unique_ptr<BlasLt> blas;
   std::unique_ptr<Graph> graph;
 
@@ -58,21 +69,36 @@ struct PlanExecutor::State {
       std::memcpy(&slot, &arg.f, 4);
       break;
     case ArgDesc::Kind::Table:
+    case ArgDesc::Kind::TensorMap:
       break;
     }
     return slot;
   }
 
-  /// Writes each argument's value into its slot (a Table's into its words).
-  void fillArgs() {
+  /// Writes each argument's value into its slot (a Table's into its words,
+  /// a TensorMap's descriptor into its map).
+  Status fillArgs() {
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
       const std::vector<ArgDesc> &args = plan.kernels[k].args;
       for (size_t a = 0; a < args.size(); ++a) {
         argSlots[k][a] = valueOf(args[a]);
         for (size_t w = 0; w < args[a].items.size(); ++w)
           tables[k][a][w] = valueOf(args[a].items[w]);
+        if (args[a].kind != ArgDesc::Kind::TensorMap)
+          continue;
+        const TensorMapShape &m = args[a].map;
+        Expected<TensorMap> map = encodeTensorMap2D(
+            m.dtype, resolve(args[a].pointer), m.rows, m.cols, m.rowStrideBytes,
+            m.boxRows, m.boxCols, m.swizzle);
+        if (!map)
+          return Status(map.status().code(),
+                        "kernel '" + plan.kernels[k].name + "' argument " +
+                            std::to_string(a) + ": " + map.status().message());
+        maps[k][a] = *map;
       }
     }
+    stale = false;
+    return Status::ok();
   }
 };
 
@@ -94,6 +120,16 @@ Expected<PlanExecutor> PlanExecutor::create(const Plan &plan,
     if (!k)
       return Status(k.status().code(),
                     "kernel '" + ks.name + "': " + k.status().message());
+    Dim3 grid = ks.grid;
+    if (ks.persistent) {
+      Expected<Dim3> g =
+          k->persistentGrid(device, ks.block, ks.sharedBytes, ks.cluster);
+      if (!g)
+        return Status(g.status().code(),
+                      "kernel '" + ks.name + "': " + g.status().message());
+      grid = *g;
+    }
+    st->grids.push_back(grid);
     st->kernels.push_back(std::move(*k));
   }
   st->owned.resize(plan.buffers.size());
@@ -110,18 +146,22 @@ Expected<PlanExecutor> PlanExecutor::create(const Plan &plan,
   st->argSlots.resize(plan.kernels.size());
   st->argv.resize(plan.kernels.size());
   st->tables.resize(plan.kernels.size());
+  st->maps.resize(plan.kernels.size());
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     const std::vector<ArgDesc> &args = plan.kernels[k].args;
     st->argSlots[k].assign(args.size(), 0);
     st->tables[k].resize(args.size());
+    st->maps[k].resize(args.size());
     for (size_t a = 0; a < args.size(); ++a) {
       st->tables[k][a].assign(args[a].items.size(), 0);
-      st->argv[k].push_back(args[a].kind == ArgDesc::Kind::Table
-                                ? static_cast<void *>(st->tables[k][a].data())
-                                : static_cast<void *>(&st->argSlots[k][a]));
+      void *slot = &st->argSlots[k][a];
+      if (args[a].kind == ArgDesc::Kind::Table)
+        slot = st->tables[k][a].data();
+      else if (args[a].kind == ArgDesc::Kind::TensorMap)
+        slot = &st->maps[k][a];
+      st->argv[k].push_back(slot);
     }
   }
-  st->fillArgs();
   if (!plan.gemms.empty()) {
     Expected<BlasLt> blas = BlasLt::create(device);
     if (!blas)
@@ -148,7 +188,7 @@ Status PlanExecutor::bind(uint32_t index, uint64_t devicePtr, uint64_t bytes) {
                       std::to_string(p.buffers[index].bytes) + " bytes, got " +
                       std::to_string(bytes));
   state_->ptrs[index] = devicePtr;
-  state_->fillArgs();
+  state_->stale = true;
   return Status::ok();
 }
 
@@ -162,12 +202,15 @@ Status PlanExecutor::run(const Stream &s) {
   Expected<const detail::DriverApi *> api = detail::driverApi();
   if (!api)
     return api.status();
+  if (st.stale)
+    TE_RETURN_IF_ERROR(st.fillArgs());
   for (const Step &step : st.plan.steps) {
     switch (step.kind) {
     case Step::Kind::Launch: {
       const KernelSpec &ks = st.plan.kernels[step.index];
       TE_RETURN_IF_ERROR(st.kernels[step.index].launch(
-          ks.grid, ks.block, ks.sharedBytes, s, st.argv[step.index].data()));
+          st.grids[step.index], ks.block, ks.sharedBytes, s,
+          st.argv[step.index].data(), ks.cluster));
       break;
     }
     case Step::Kind::Gemm: {

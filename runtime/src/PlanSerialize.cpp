@@ -20,7 +20,7 @@ namespace te::rt {
 
 static constexpr char kPlanMagic[9] = {'T', 'E', 'J', 'I', 'T',
                                        'P', 'L', 'A', 'N'};
-static constexpr uint32_t kPlanVersion = 3;
+static constexpr uint32_t kPlanVersion = 4;
 
 namespace {
 
@@ -102,6 +102,12 @@ std::string Plan::validate() const {
     const KernelSpec &ks = kernels[k];
     if (ks.entry.empty() || ks.source.empty())
       return "kernel " + std::to_string(k) + " has no entry or source";
+    if (ks.cluster.x < 1 || ks.cluster.y < 1 || ks.cluster.z < 1 ||
+        (ks.persistent && (ks.grid.y != 1 || ks.grid.z != 1 ||
+                           ks.cluster.y != 1 || ks.cluster.z != 1)))
+      return "kernel '" + ks.name +
+             "' has an invalid cluster or persistent "
+             "grid (persistent grids and their clusters are 1-D)";
     for (size_t a = 0; a < ks.args.size(); ++a) {
       const ArgDesc &arg = ks.args[a];
       std::string where =
@@ -113,8 +119,21 @@ std::string Plan::validate() const {
       if (arg.kind != ArgDesc::Kind::Table && !arg.items.empty())
         return where + " has items but is not a table";
       for (const ArgDesc &item : arg.items)
-        if (item.kind == ArgDesc::Kind::Table)
-          return where + " nests a table";
+        if (item.kind == ArgDesc::Kind::Table ||
+            item.kind == ArgDesc::Kind::TensorMap)
+          return where + " puts a table or tensor map into a table";
+      if (arg.kind == ArgDesc::Kind::TensorMap) {
+        const TensorMapShape &m = arg.map;
+        if (arg.pointer.buffer < 0)
+          return where + " is a tensor map over no buffer";
+        if (m.rows < 1 || m.cols < 1 || m.boxRows < 1 || m.boxRows > 256 ||
+            m.boxCols < 1 || m.boxCols > 256 ||
+            m.rowStrideBytes < m.cols * dtypeSize(m.dtype))
+          return where + " is a tensor map with an invalid shape";
+        std::string e = checkRef(arg.pointer, where, m.bytesSpanned());
+        if (!e.empty())
+          return e;
+      }
       std::vector<const ArgDesc *> scalars = {&arg};
       for (const ArgDesc &item : arg.items)
         scalars.push_back(&item);
@@ -178,9 +197,11 @@ std::string Plan::serialize() const {
     w.put<uint32_t>(k.options.flags.size());
     for (const std::string &f : k.options.flags)
       w.str(f);
-    for (unsigned v : {k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y,
-                       k.block.z, unsigned(k.sharedBytes)})
+    for (unsigned v :
+         {k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z,
+          unsigned(k.sharedBytes), k.cluster.x, k.cluster.y, k.cluster.z})
       w.put<uint32_t>(v);
+    w.put<uint8_t>(k.persistent);
     w.put<uint32_t>(k.args.size());
     auto putArg = [&w](const ArgDesc &a) {
       w.put<uint8_t>(uint8_t(a.kind));
@@ -188,6 +209,15 @@ std::string Plan::serialize() const {
       w.put<int64_t>(a.i);
       w.put<float>(a.f);
       w.put<uint32_t>(a.items.size());
+      if (a.kind != ArgDesc::Kind::TensorMap)
+        return;
+      w.put<uint8_t>(uint8_t(a.map.dtype));
+      w.put<int64_t>(a.map.rows);
+      w.put<int64_t>(a.map.cols);
+      w.put<int64_t>(a.map.rowStrideBytes);
+      w.put<int32_t>(a.map.boxRows);
+      w.put<int32_t>(a.map.boxCols);
+      w.put<uint8_t>(uint8_t(a.map.swizzle));
     };
     for (const ArgDesc &a : k.args) {
       putArg(a);
@@ -259,15 +289,25 @@ Expected<Plan> Plan::deserialize(const std::string &bytes) {
       if (!r.str(f))
         return bad("truncated kernel flags");
     uint32_t smem = 0;
+    uint8_t persistent = 0;
     if (!r.get(k.grid.x) || !r.get(k.grid.y) || !r.get(k.grid.z) ||
         !r.get(k.block.x) || !r.get(k.block.y) || !r.get(k.block.z) ||
-        !r.get(smem) || !r.count(na))
+        !r.get(smem) || !r.get(k.cluster.x) || !r.get(k.cluster.y) ||
+        !r.get(k.cluster.z) || !r.get(persistent) || !r.count(na))
       return bad("truncated launch shape");
     k.sharedBytes = smem;
+    k.persistent = persistent != 0;
     k.args.resize(na);
-    auto getArg = [&r](ArgDesc &a, uint32_t &items) {
-      return r.enumOf(a.kind, uint8_t(ArgDesc::Kind::Table)) &&
-             r.ref(a.pointer) && r.get(a.i) && r.get(a.f) && r.count(items);
+    auto getArg = [&](ArgDesc &a, uint32_t &items) {
+      if (!r.enumOf(a.kind, uint8_t(ArgDesc::Kind::TensorMap)) ||
+          !r.ref(a.pointer) || !r.get(a.i) || !r.get(a.f) || !r.count(items))
+        return false;
+      if (a.kind != ArgDesc::Kind::TensorMap)
+        return true;
+      TensorMapShape &m = a.map;
+      return r.enumOf(m.dtype, lastDType) && r.get(m.rows) && r.get(m.cols) &&
+             r.get(m.rowStrideBytes) && r.get(m.boxRows) && r.get(m.boxCols) &&
+             r.enumOf(m.swizzle, uint8_t(TensorMapSwizzle::B128));
     };
     for (ArgDesc &a : k.args) {
       uint32_t items = 0, none = 0;

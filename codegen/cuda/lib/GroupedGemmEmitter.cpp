@@ -131,6 +131,34 @@ std::array<void *, 7> GroupedGemmLaunch::args() {
   return {&maps[0], &maps[1], &maps[2], &sw, &splits, &y, &mTotal};
 }
 
+std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &spec,
+                                                  int64_t mTotal) {
+  GroupedGemmSpec s = spec.resolved();
+  rt::DType elem = s.fp8() ? rt::DType::E4M3 : rt::DType::BF16;
+  int64_t rowBytes = s.k * rt::dtypeSize(elem);
+  int boxK = static_cast<int>(blockK(s));
+  auto swizzled = [&](int64_t rows, int boxRows) {
+    return rt::TensorMapShape{
+        elem, rows, s.k, rowBytes, boxRows, boxK, rt::TensorMapSwizzle::B128};
+  };
+  rt::TensorMapShape x =
+      swizzled(mTotal, static_cast<int>(kBlockM / s.cluster));
+  rt::TensorMapShape w = swizzled(s.groups * s.n, s.blockN);
+  if (!s.fp8())
+    return {x, w, x};
+  // A box of kBlockM + 4 scales from a 16-byte aligned start (the TMA's
+  // rule), so the tile's rows are inside whatever their first row's offset.
+  int64_t padded = (mTotal + 3) / 4 * 4;
+  rt::TensorMapShape sx{rt::DType::F32,
+                        ceilDiv(s.k, 128),
+                        padded,
+                        padded * 4,
+                        1,
+                        static_cast<int>(kBlockM + 4),
+                        rt::TensorMapSwizzle::None};
+  return {x, w, sx};
+}
+
 rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
                                                    const GroupedGemmBuffers &b,
                                                    const rt::Device &device,
@@ -143,30 +171,17 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
     return Status(StatusCode::InvalidArgument,
                   "grouped GEMM: M_total must be 1..2^31-1, got " +
                       std::to_string(b.mTotal));
-  rt::DType elem = s.fp8() ? rt::DType::E4M3 : rt::DType::BF16;
-  int64_t rowBytes = s.k * rt::dtypeSize(elem);
-  int boxK = static_cast<int>(blockK(s));
+  std::array<rt::TensorMapShape, 3> shapes = groupedGemmMaps(s, b.mTotal);
+  uint64_t bases[3] = {b.x, b.w, s.fp8() ? b.sx : b.x};
   GroupedGemmLaunch l;
-  rt::Expected<rt::TensorMap> x = rt::encodeTensorMap2D(
-      elem, b.x, b.mTotal, s.k, rowBytes, static_cast<int>(kBlockM / s.cluster),
-      boxK, rt::TensorMapSwizzle::B128);
-  if (!x)
-    return x.status();
-  rt::Expected<rt::TensorMap> w =
-      rt::encodeTensorMap2D(elem, b.w, s.groups * s.n, s.k, rowBytes, s.blockN,
-                            boxK, rt::TensorMapSwizzle::B128);
-  if (!w)
-    return w.status();
-  l.maps[0] = *x;
-  l.maps[1] = *w;
-  if (s.fp8()) {
-    int64_t padded = (b.mTotal + 3) / 4 * 4;
-    rt::Expected<rt::TensorMap> sx = rt::encodeTensorMap2D(
-        rt::DType::F32, b.sx, ceilDiv(s.k, 128), padded, padded * 4, 1,
-        kBlockM + 4, rt::TensorMapSwizzle::None);
-    if (!sx)
-      return sx.status();
-    l.maps[2] = *sx;
+  for (int i = 0; i < 3; ++i) {
+    const rt::TensorMapShape &m = shapes[i];
+    rt::Expected<rt::TensorMap> map = rt::encodeTensorMap2D(
+        m.dtype, bases[i], m.rows, m.cols, m.rowStrideBytes, m.boxRows,
+        m.boxCols, m.swizzle);
+    if (!map)
+      return map.status();
+    l.maps[i] = *map;
   }
   l.sw = b.sw;
   l.splits = b.splits;
@@ -175,19 +190,13 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
   l.block = {kGroupedGemmThreads, 1, 1};
   l.cluster = {static_cast<unsigned>(s.cluster), 1, 1};
   l.sharedBytes = groupedGemmSharedBytes(s);
-  int ctas = device.info().smCount;
-  if (s.cluster > 1) {
-    // Clusters need their CTAs on SMs of one GPC: fewer may fit than SMs.
-    rt::Expected<int> clusters = kernel.maxActiveClusters(
-        l.block, l.sharedBytes, l.cluster, static_cast<unsigned>(ctas));
-    if (!clusters)
-      return clusters.status();
-    ctas = std::min(ctas, *clusters * s.cluster);
-  }
-  if (maxCtas > 0 && maxCtas < ctas)
-    ctas = maxCtas;
-  ctas = std::max(ctas / s.cluster, 1) * s.cluster;
-  l.grid = {static_cast<unsigned>(ctas), 1, 1};
+  rt::Expected<rt::Dim3> grid =
+      kernel.persistentGrid(device, l.block, l.sharedBytes, l.cluster);
+  if (!grid)
+    return grid.status();
+  l.grid = *grid;
+  if (maxCtas > 0 && unsigned(maxCtas) < l.grid.x)
+    l.grid.x = std::max(unsigned(maxCtas) / s.cluster, 1u) * s.cluster;
   return l;
 }
 

@@ -8,6 +8,7 @@
 
 #include "te/codegen/AdamEmitter.h"
 #include "te/codegen/DequantizeEmitter.h"
+#include "te/codegen/GroupedGemmEmitter.h"
 #include "te/codegen/QuantizeEmitter.h"
 #include "te/runtime/BlasLt.h"
 
@@ -495,6 +496,87 @@ static rt::Expected<KernelPlan> planGemm(const Program &p, const Entry &e,
   return kp;
 }
 
+/// A grouped GEMM: one persistent launch of the generated Hopper kernel
+/// (GroupedGemmEmitter.h) in 2-CTA clusters, its TMA descriptors over the
+/// operands' buffers encoded where the plan runs.
+static rt::Expected<KernelPlan>
+planGroupedGemm(const Program &p, const Entry &e, const GroupedGemmKernel &g,
+                const BufferTable &table, const EntryPlan &out) {
+  const Value &x = e.values[g.x], &w = e.values[g.w];
+  const Value &y = e.values[g.output];
+  auto unsupported = [&](const std::string &why) {
+    return rt::Status(rt::StatusCode::Unsupported, g.name + ": " + why);
+  };
+  if (p.arch != "sm_90a")
+    return unsupported("the grouped GEMM kernel is generated for sm_90a "
+                       "(Hopper) only, the target is " +
+                       p.arch);
+  if (!x.isQuantized() &&
+      (x.dtype != rt::DType::BF16 || w.dtype != rt::DType::BF16))
+    return unsupported("the grouped GEMM kernel reads bf16 tensors or block "
+                       "FP8 operands, not " +
+                       std::string(rt::dtypeName(x.dtype)));
+  if (y.dtype != rt::DType::BF16)
+    return unsupported("the grouped GEMM kernel writes a bf16 result, not " +
+                       std::string(rt::dtypeName(y.dtype)));
+  GroupedGemmSpec spec;
+  spec.operands = x.isQuantized() ? GroupedGemmSpec::Operands::Fp8Block
+                                  : GroupedGemmSpec::Operands::BF16;
+  spec.groups = w.shape[0];
+  spec.n = w.shape[1];
+  spec.k = w.shape[2];
+  spec = spec.resolved();
+  if (rt::Status st = checkGroupedGemm(spec); !st.isOk())
+    return unsupported(st.message());
+  rt::Expected<rt::CompileOptions> options = groupedGemmCompileOptions();
+  if (!options)
+    return rt::Status(options.status().code(),
+                      g.name + ": " + options.status().message());
+
+  // Rowwise storage: the data, and the scales of quantized operands.
+  auto buffers = [&](int v) {
+    const ValueBuffers &vb = out.values[size_t(v)];
+    return e.values[size_t(v)].isQuantized()
+               ? std::make_pair(vb.dir[0].data, vb.dir[0].scale)
+               : std::make_pair(vb.tensor, -1);
+  };
+  auto [xData, xScale] = buffers(g.x);
+  auto [wData, wScale] = buffers(g.w);
+  int splits = out.values[size_t(g.splits)].tensor;
+  int result = out.values[size_t(g.output)].tensor;
+  std::array<rt::TensorMapShape, 3> maps = groupedGemmMaps(spec, x.rows());
+
+  KernelPlan kp;
+  kp.name = g.name;
+  rt::KernelSpec ks;
+  ks.name = g.name;
+  ks.entry = spec.kernelName();
+  ks.source = emitGroupedGemm(spec);
+  ks.options = *options;
+  ks.block = rt::Dim3{kGroupedGemmThreads, 1, 1};
+  ks.cluster = rt::Dim3{unsigned(spec.cluster), 1, 1};
+  ks.persistent = true;
+  ks.grid = rt::Dim3{unsigned(spec.cluster), 1, 1};
+  ks.sharedBytes = groupedGemmSharedBytes(spec);
+  ks.args = {rt::ArgDesc::tensorMap(xData, maps[0]),
+             rt::ArgDesc::tensorMap(wData, maps[1]),
+             rt::ArgDesc::tensorMap(spec.fp8() ? xScale : xData, maps[2]),
+             rt::ArgDesc::ptr(wScale),
+             rt::ArgDesc::ptr(splits),
+             rt::ArgDesc::ptr(result),
+             rt::ArgDesc::i32(int32_t(x.rows()))};
+  kp.plan.kernels.push_back(std::move(ks));
+  rt::Step step;
+  step.kind = rt::Step::Kind::Launch;
+  step.index = 0;
+  kp.plan.steps.push_back(step);
+  kp.launches = 1;
+  for (int b : {xData, xScale, wData, wScale, splits, result})
+    kp.bytesMoved += table.bytes(b);
+  kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
+  return kp;
+}
+
 rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
                                        bool keepUnsupported) {
   std::string why = validate(e);
@@ -515,12 +597,8 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
             },
             [&](const GemmKernel &g) { return planGemm(p, e, g, table, out); },
             [&](const AdamKernel &a) { return planAdam(p, e, a, table, out); },
-            [&](const GroupedGemmKernel &g) -> rt::Expected<KernelPlan> {
-              // The kernel exists (GroupedGemmEmitter.h); plans cannot yet
-              // bind the TMA descriptors it takes to the call's buffers.
-              return rt::Status(rt::StatusCode::Unsupported,
-                                g.name + ": the grouped GEMM has no CUDA plan "
-                                         "step yet (the CPU backend runs it)");
+            [&](const GroupedGemmKernel &g) {
+              return planGroupedGemm(p, e, g, table, out);
             }},
         k);
     if (!kp && keepUnsupported &&

@@ -1,5 +1,4 @@
-//===- GroupedGemmCpuTest.cpp - The grouped GEMM kernel on the CPU
-//---------===//
+//===- GroupedGemmCpuTest.cpp - The grouped GEMM kernel, no GPU ----------===//
 //
 // Part of tejit.
 //
@@ -10,15 +9,18 @@
 // FP8 after the program's own quantize kernels - and each expert's rows
 // equal that expert's GEMM run as its own program, bit for bit; padding
 // rows are zeros; the stated bound is there for a later comparison with
-// the GPU. The program's checks refuse malformed grouped GEMMs, and the
-// CUDA plan builder says it has no step for the kernel yet.
+// the GPU. The program's checks refuse malformed grouped GEMMs; the CUDA
+// plan builder makes one persistent clustered launch whose TMA descriptors
+// cover the operands' buffers, and says why where it has no kernel.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ProgramHelpers.h"
 
+#include "te/codegen/GroupedGemmEmitter.h"
 #include "te/codegen/PlanBuilder.h"
 #include "te/exec/CpuBackend.h"
+#include "te/runtime/Cutlass.h"
 #include "te/runtime/reference/Codecs.h"
 
 #include <gtest/gtest.h>
@@ -134,7 +136,7 @@ TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
   }
 }
 
-TEST(GroupedGemmCpu, MalformedKernelsAreRefusedAndCudaSaysWhy) {
+TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
   cg::Program p = groupedProgram(64, 128, 2, 128, false);
   cg::Entry &e = p.entries[0];
   auto why = [&] { return cg::validate(e); };
@@ -153,11 +155,79 @@ TEST(GroupedGemmCpu, MalformedKernelsAreRefusedAndCudaSaysWhy) {
   EXPECT_NE(cg::validate(q.entries[0]).find("N must be a multiple of 128"),
             std::string::npos)
       << cg::validate(q.entries[0]);
-
-  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
-  ASSERT_FALSE(plan);
-  EXPECT_EQ(plan.status().code(), rt::StatusCode::Unsupported);
-  EXPECT_NE(plan.status().message().find("no CUDA plan step yet"),
-            std::string::npos)
-      << plan.status().message();
 }
+
+namespace {
+
+TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
+  if (!rt::cutlassIncludeDir())
+    GTEST_SKIP() << "the CUTLASS headers are not installed "
+                    "(scripts/install-deps.sh)";
+  for (bool fp8 : {false, true}) {
+    SCOPED_TRACE(fp8 ? "block FP8" : "bf16");
+    cg::Program p = groupedProgram(300, 256, 3, 256, fp8);
+    const cg::Entry &e = p.entries[0];
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    const cg::KernelPlan &kp = plan->kernels.back();
+    ASSERT_EQ(kp.plan.kernels.size(), 1u);
+    ASSERT_EQ(kp.plan.validate(), "");
+    const rt::KernelSpec &ks = kp.plan.kernels[0];
+    EXPECT_TRUE(ks.persistent);
+    cg::GroupedGemmSpec spec;
+    spec.operands = fp8 ? cg::GroupedGemmSpec::Operands::Fp8Block
+                        : cg::GroupedGemmSpec::Operands::BF16;
+    spec.groups = 3;
+    spec.n = 256;
+    spec.k = 256;
+    EXPECT_EQ(ks.entry, spec.kernelName());
+    EXPECT_EQ(ks.cluster.x, unsigned(spec.resolved().cluster));
+    EXPECT_EQ(ks.sharedBytes, cg::groupedGemmSharedBytes(spec));
+    EXPECT_EQ(kp.flops, uint64_t(2 * 300 * 256 * 256));
+    // Three descriptors with the emitter's geometry, over x's, w's and
+    // (FP8) x's scale buffers; then w's scales, the splits, y, M_total.
+    auto maps = cg::groupedGemmMaps(spec, 300);
+    const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
+    const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
+    const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
+    int xData = fp8 ? xb.dir[0].data : xb.tensor;
+    int wData = fp8 ? wb.dir[0].data : wb.tensor;
+    ASSERT_EQ(ks.args.size(), 7u);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
+      EXPECT_EQ(ks.args[i].map, maps[i]) << "map " << i;
+    }
+    EXPECT_EQ(ks.args[0].pointer.buffer, xData);
+    EXPECT_EQ(ks.args[1].pointer.buffer, wData);
+    EXPECT_EQ(ks.args[2].pointer.buffer, fp8 ? xb.dir[0].scale : xData);
+    EXPECT_EQ(ks.args[3].pointer.buffer, fp8 ? wb.dir[0].scale : -1);
+    EXPECT_EQ(ks.args[4].pointer.buffer, plan->values[size_t(g.splits)].tensor);
+    EXPECT_EQ(ks.args[5].pointer.buffer, plan->values[size_t(g.output)].tensor);
+    EXPECT_EQ(ks.args[6].i, 300);
+    // The plan survives serialisation (descriptors are encoded on binding).
+    rt::Expected<rt::Plan> back = rt::Plan::deserialize(kp.plan.serialize());
+    ASSERT_TRUE(back) << back.status().toString();
+    EXPECT_EQ(back->kernels[0].args, ks.args);
+  }
+}
+
+TEST(GroupedGemmPlan, WithoutAKernelThePlanSaysWhy) {
+  auto unsupported = [](const cg::Program &p) {
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    EXPECT_FALSE(plan);
+    return plan ? std::string() : plan.status().message();
+  };
+  cg::Program p = groupedProgram(64, 128, 2, 128, false);
+  p.entries[0].values.back().dtype = DType::F32; // y in f32
+  EXPECT_NE(unsupported(p).find("writes a bf16 result"), std::string::npos);
+  p = groupedProgram(64, 128, 2, 128, false);
+  p.arch = "sm_100a";
+  p.target = rt::Target::forArch(p.arch);
+  EXPECT_NE(unsupported(p).find("sm_90a (Hopper) only"), std::string::npos);
+  p = groupedProgram(64, 96, 2, 128, false); // K not a multiple of 64
+  EXPECT_NE(unsupported(p).find("K must be a positive multiple of 64"),
+            std::string::npos)
+      << unsupported(p);
+}
+
+} // namespace

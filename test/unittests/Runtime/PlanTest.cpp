@@ -36,6 +36,16 @@ Plan samplePlan() {
       ArgDesc::i64(-7),
       ArgDesc::table({ArgDesc::ptr(0), ArgDesc::i64(3), ArgDesc::ptr(-1)})};
   p.kernels.push_back(k);
+  // A clustered persistent launch taking a TMA descriptor over "w".
+  KernelSpec t = k;
+  t.name = t.entry = "tma";
+  t.cluster = {2, 1, 1};
+  t.persistent = true;
+  t.grid = {2, 1, 1};
+  t.args = {ArgDesc::tensorMap(
+                3, {DType::BF16, 128, 64, 128, 64, 64, TensorMapSwizzle::B128}),
+            ArgDesc::i32(128)};
+  p.kernels.push_back(t);
   GemmCall g;
   g.problem.m = 32, g.problem.n = 64, g.problem.k = 64;
   g.problem.b.transposed = true;
@@ -45,6 +55,7 @@ Plan samplePlan() {
   p.gemms.push_back(g);
   p.steps = {{Step::Kind::Fill, 2, 0},
              {Step::Kind::Launch, 0, 0},
+             {Step::Kind::Launch, 1, 0},
              {Step::Kind::Gemm, 0, 0}};
   return p;
 }
@@ -59,6 +70,11 @@ TEST(Plan, SerialisationRoundTrips) {
   EXPECT_EQ(q->kernels[0].args, p.kernels[0].args);
   EXPECT_EQ(q->kernels[0].options.flags, p.kernels[0].options.flags);
   EXPECT_EQ(q->kernels[0].sharedBytes, 1024u);
+  EXPECT_EQ(q->kernels[1].args, p.kernels[1].args);
+  EXPECT_EQ(q->kernels[1].args[0].map.boxCols, 64);
+  EXPECT_EQ(q->kernels[1].cluster.x, 2u);
+  EXPECT_TRUE(q->kernels[1].persistent);
+  EXPECT_FALSE(q->kernels[0].persistent);
   EXPECT_EQ(q->gemms[0].out, (BufferRef{4, 0}));
   EXPECT_FALSE(q->gemms[0].problem.a.transposed);
   EXPECT_TRUE(q->gemms[0].problem.b.transposed);
@@ -92,7 +108,7 @@ TEST(Plan, CorruptBytesNeverCrash) {
 TEST(Plan, TablesAreBoundedAndFlat) {
   Plan p = samplePlan();
   p.kernels[0].args.back().items.push_back(ArgDesc::table({ArgDesc::i64(1)}));
-  EXPECT_NE(p.validate().find("nests a table"), std::string::npos);
+  EXPECT_NE(p.validate().find("into a table"), std::string::npos);
   p = samplePlan();
   p.kernels[0].args.back().items.assign(kMaxTableWords + 1, ArgDesc::i64(0));
   EXPECT_NE(p.validate().find("kernel parameter space"), std::string::npos);
@@ -116,6 +132,33 @@ TEST(Plan, ValidationNamesTheProblem) {
   p = samplePlan();
   p.gemms[0].problem.a.dtype = DType::E4M3;
   EXPECT_NE(p.validate().find("gemm 0:"), std::string::npos);
+}
+
+TEST(Plan, TensorMapsStayInsideTheirBuffer) {
+  Plan p = samplePlan();
+  TensorMapShape &m = p.kernels[1].args[0].map;
+  m.rows = 129; // one row past buffer "w"
+  EXPECT_NE(p.validate().find("past the end of buffer 'w'"), std::string::npos)
+      << p.validate();
+  p = samplePlan();
+  p.kernels[1].args[0].map.boxRows = 257;
+  EXPECT_NE(p.validate().find("tensor map with an invalid shape"),
+            std::string::npos);
+  p = samplePlan();
+  p.kernels[1].args[0].map.rowStrideBytes = 64; // rows overlap
+  EXPECT_NE(p.validate().find("invalid shape"), std::string::npos);
+  p = samplePlan();
+  p.kernels[1].args[0].pointer.buffer = -1;
+  EXPECT_NE(p.validate().find("over no buffer"), std::string::npos);
+  p = samplePlan();
+  p.kernels[0].args.back().items[0] = p.kernels[1].args[0];
+  EXPECT_NE(p.validate().find("into a table"), std::string::npos);
+  p = samplePlan();
+  p.kernels[1].grid.y = 2;
+  EXPECT_NE(p.validate().find("persistent grids"), std::string::npos);
+  p = samplePlan();
+  p.kernels[1].cluster.x = 0;
+  EXPECT_NE(p.validate().find("invalid cluster"), std::string::npos);
 }
 
 } // namespace

@@ -138,6 +138,11 @@ public:
   /// block and shared memory (cuOccupancyMaxActiveClusters).
   Expected<int> maxActiveClusters(Dim3 block, unsigned sharedBytes,
                                   Dim3 cluster, unsigned gridX) const;
+  /// The grid of a persistent launch on `device`: one CTA per SM, or, with
+  /// clusters, as many whole clusters as can be resident at once (a
+  /// cluster's CTAs share a GPC, so fewer may fit than there are SMs).
+  Expected<Dim3> persistentGrid(const Device &device, Dim3 block,
+                                unsigned sharedBytes, Dim3 cluster) const;
   void *functionHandle() const { return function_; } ///< CUfunction
 
 private:

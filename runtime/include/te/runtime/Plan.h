@@ -19,6 +19,7 @@
 #include "te/runtime/BlasLt.h"
 #include "te/runtime/Device.h"
 #include "te/runtime/KernelCache.h"
+#include "te/runtime/TensorMap.h"
 
 #include <string>
 #include <vector>
@@ -34,18 +35,43 @@ struct BufferRef {
   }
 };
 
+/// The geometry of a TMA descriptor argument: a row-major [rows, cols]
+/// view of `dtype` elements, rows `rowStrideBytes` apart, read in boxes of
+/// [boxRows, boxCols] (encodeTensorMap2D's parameters less the address).
+struct TensorMapShape {
+  DType dtype = DType::BF16;
+  int64_t rows = 0, cols = 0, rowStrideBytes = 0;
+  int32_t boxRows = 0, boxCols = 0;
+  TensorMapSwizzle swizzle = TensorMapSwizzle::None;
+  /// Bytes of the buffer the view reaches (0 for an empty view).
+  uint64_t bytesSpanned() const {
+    return rows <= 0 || cols <= 0 ? 0
+                                  : uint64_t((rows - 1) * rowStrideBytes +
+                                             cols * dtypeSize(dtype));
+  }
+  bool operator==(const TensorMapShape &o) const {
+    return dtype == o.dtype && rows == o.rows && cols == o.cols &&
+           rowStrideBytes == o.rowStrideBytes && boxRows == o.boxRows &&
+           boxCols == o.boxCols && swizzle == o.swizzle;
+  }
+};
+
 /// One kernel argument. A Table is one by-value parameter of 8-byte words
 /// (`struct { unsigned long long w[N]; }` declared __grid_constant__ in the
 /// kernel), one word per item (pointers resolved, integers and floats in
 /// the low bytes): how a multi-tensor kernel receives every tensor's
-/// buffers in one launch. Items are not Tables.
+/// buffers in one launch. Items are not Tables. A TensorMap is a Hopper
+/// TMA descriptor (a `const __grid_constant__ CUtensorMap` parameter) over
+/// `pointer` with `map`'s geometry; the executor encodes it once the
+/// buffers are bound, since the caller's addresses change between calls.
 struct ArgDesc {
-  enum class Kind : uint8_t { Pointer, I32, I64, F32, Table };
+  enum class Kind : uint8_t { Pointer, I32, I64, F32, Table, TensorMap };
   Kind kind = Kind::I32;
-  BufferRef pointer;          ///< Kind::Pointer
+  BufferRef pointer;          ///< Kind::Pointer, Kind::TensorMap (its base)
   int64_t i = 0;              ///< I32 / I64
   float f = 0;                ///< F32
   std::vector<ArgDesc> items; ///< Kind::Table
+  TensorMapShape map;         ///< Kind::TensorMap
 
   static ArgDesc ptr(int32_t buffer, uint64_t offset = 0) {
     ArgDesc a;
@@ -59,9 +85,16 @@ struct ArgDesc {
   static ArgDesc table(std::vector<ArgDesc> items) {
     return {Kind::Table, {}, 0, 0, std::move(items)};
   }
+  static ArgDesc tensorMap(int32_t buffer, const TensorMapShape &shape) {
+    ArgDesc a;
+    a.kind = Kind::TensorMap;
+    a.pointer = {buffer, 0};
+    a.map = shape;
+    return a;
+  }
   bool operator==(const ArgDesc &o) const {
     return kind == o.kind && pointer == o.pointer && i == o.i && f == o.f &&
-           items == o.items;
+           items == o.items && map == o.map;
   }
 };
 
@@ -77,6 +110,11 @@ struct KernelSpec {
   Dim3 grid, block;
   uint32_t sharedBytes = 0;
   std::vector<ArgDesc> args;
+  /// CTAs per thread-block cluster (Hopper); 1 x 1 x 1: no clusters.
+  Dim3 cluster;
+  /// A persistent kernel: grid.x is replaced, where the plan runs, by one
+  /// CTA per SM (fewer when fewer clusters fit: Kernel::persistentGrid).
+  bool persistent = false;
 };
 
 /// A GemmProblem whose pointers are plan buffers.

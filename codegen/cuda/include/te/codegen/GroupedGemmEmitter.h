@@ -18,6 +18,7 @@
 
 #include "te/runtime/Device.h"
 #include "te/runtime/NvrtcCompiler.h"
+#include "te/runtime/Plan.h"
 #include "te/runtime/TensorMap.h"
 
 #include <array>
@@ -79,6 +80,15 @@ struct GroupedGemmBuffers {
   uint64_t y = 0;      ///< [mTotal, N] bf16
   int64_t mTotal = 0;
 };
+
+/// The geometry of the kernel's three TMA descriptors for `mTotal` token
+/// rows: x [mTotal, K] (box: a cluster rank's share of the tile rows), w
+/// [G*N, K] (box: one tile of rows), and the x scales [ceil(K/128),
+/// roundup(mTotal, 4)] (FP8; the BF16 kernel ignores its third map, which
+/// repeats x's). The one place both the direct launch and plans take them
+/// from.
+std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &s,
+                                                  int64_t mTotal);
 
 /// The launch of one call: its parameter block (three tensor maps, then
 /// pointers and M_total, in the kernel's order) and its grid.
