@@ -12,6 +12,16 @@
 //   wgrad  dW = dy^T x        dy columnwise, x columnwise
 //   db = te.bias_grad(dy)     (te.linear_grad with `bias`)
 //
+// A grouped layer (te.grouped_linear) becomes the quantizations of its
+// tokens and stacked weight and one te.grouped_gemm (x rowwise, W
+// rowwise). Each expert's rows must be quantized as if they were its own
+// tensor: the [M_total, K] tokens and the [G, N, K] stack are quantized as
+// one tensor each, which is the same only where no scaling block or amax
+// spans two experts - identity and block FP8 (128x128 weight tiles with N a
+// multiple of 128). Other schemes, a bias and te.grouped_linear_grad are
+// located errors until the grouped quantize and the dgrad / wgrad kernels
+// exist.
+//
 // Every te.quantize holds just the directions this layer's GEMMs read;
 // te-infer-usage and te-fuse-quantize then merge what several layers (or
 // the forward and backward of one) read of the same tensor into one kernel.
@@ -27,6 +37,7 @@
 #include "dialect/te/TeOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "te-expand-linear"
@@ -188,17 +199,88 @@ LogicalResult expand(LinearGradOp grad) {
   return success();
 }
 
+/// Whether quantizing a grouped layer's `role` operand as one tensor by
+/// `scheme` equals quantizing each expert's part alone, and the grouped
+/// GEMM reads it; else a located error on the layer.
+LogicalResult checkGroupedScheme(GroupedLinearOp lin, StringRef role,
+                                 int64_t out) {
+  auto scheme = dyn_cast_or_null<SchemeAttrInterface>(
+      lin.getSchemesAttr() ? lin.getSchemesAttr().get(role) : Attribute());
+  if (!scheme)
+    return lin.emitOpError() << "has no resolved scheme for the role \"" << role
+                             << "\"; run te-resolve-recipe first";
+  rt::Scheme s = scheme.getRuntimeScheme(Direction::rowwise);
+  if (s.kind != rt::SchemeKind::Identity && s.kind != rt::SchemeKind::Fp8Block)
+    return lin.emitOpError()
+           << "quantizes its " << role << " by " << scheme
+           << ", which te-expand-linear does not lower for grouped layers "
+              "yet: identity and block FP8 are lowered (their scaling "
+              "blocks never span two experts); other schemes need the "
+              "grouped quantize";
+  if (s.kind == rt::SchemeKind::Fp8Block && s.tileRows == 128 && out % 128)
+    return lin.emitOpError()
+           << "quantizes its " << role << " by " << scheme
+           << " with N = " << out
+           << " output features per expert: 128x128 tiles of the [G, N, K] "
+              "stack are each expert's own only when N is a multiple of 128";
+  return success();
+}
+
+LogicalResult expand(GroupedLinearOp lin) {
+  if (lin.getBias())
+    return lin.emitOpError()
+           << "has a bias, which te-expand-linear does not lower for grouped "
+              "layers yet (the grouped GEMM's epilogue adds none)";
+  auto w = cast<RankedTensorType>(lin.getWeight().getType());
+  for (StringRef role : {"input", "weight"})
+    if (failed(checkGroupedScheme(lin, role, w.getDimSize(1))))
+      return failure();
+  LinearExpansion e(lin, lin.getSchemesAttr());
+  FailureOr<Value> x = e.operand(lin.getInput(), "input", Directions::rowwise);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> wq =
+      e.operand(lin.getWeight(), "weight", Directions::rowwise);
+  if (failed(wq))
+    return failure();
+  Type result = lin.getResult().getType();
+  Value splits = lin.getSplitSizes();
+  if (failed(GroupedGemmOp::verifyTypes(
+          [&] {
+            return lin.emitOpError()
+                   << "cannot form its fprop grouped GEMM (y_g = x_g W_g^T: "
+                      "x rowwise, W rowwise): '"
+                   << GroupedGemmOp::getOperationName() << "' op ";
+          },
+          x->getType(), wq->getType(), splits.getType(), result)))
+    return failure();
+  Location loc = NameLoc::get(e.b.getStringAttr("fprop"), lin.getLoc());
+  auto g = GroupedGemmOp::create(e.b, loc, result, *x, *wq, splits);
+  lin.getResult().replaceAllUsesWith(g.getResult());
+  lin.erase();
+  return success();
+}
+
+LogicalResult expand(GroupedLinearGradOp grad) {
+  return grad.emitOpError()
+         << "is not lowered by te-expand-linear yet: its dgrad (the stacked "
+            "weight read columnwise) and wgrad (K-grouped) GEMMs and the "
+            "grouped quantize of its columnwise operands are not built";
+}
+
 struct TeExpandLinearPass
     : mlir::te::impl::TeExpandLinearPassBase<TeExpandLinearPass> {
   void runOnOperation() override {
     SmallVector<Operation *> layers;
     getOperation().walk([&](Operation *op) {
-      if (isa<LinearOp, LinearGradOp>(op))
+      if (isa<LinearOp, LinearGradOp, GroupedLinearOp, GroupedLinearGradOp>(op))
         layers.push_back(op);
     });
     for (Operation *op : layers) {
-      LogicalResult r = isa<LinearOp>(op) ? expand(cast<LinearOp>(op))
-                                          : expand(cast<LinearGradOp>(op));
+      LogicalResult r = TypeSwitch<Operation *, LogicalResult>(op)
+                            .Case<LinearOp, LinearGradOp, GroupedLinearOp,
+                                  GroupedLinearGradOp>(
+                                [](auto layer) { return expand(layer); });
       if (failed(r))
         return signalPassFailure();
     }

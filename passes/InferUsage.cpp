@@ -57,7 +57,9 @@ static Directions directionsReadBy(OpOperand &use, QTensorType type) {
   }
   if (auto deq = dyn_cast<DequantizeOp>(user))
     return bitOf(deq.getDirection());
-  return type.getDirections(); // func.return and anything unknown
+  if (isa<GroupedGemmOp>(user))
+    return Directions::rowwise; // both operands contract their last dim
+  return type.getDirections();  // func.return and anything unknown
 }
 
 /// The persistent parameter `op` quantizes (the `te.persistent` name of the

@@ -102,6 +102,12 @@ struct TeLegalizeTargetPass
           failed = true;
         }
       }
+      if (isa<GroupedGemmOp>(op) && sm != 90) {
+        op->emitError() << "te.grouped_gemm runs on the GEMM engine's Hopper "
+                           "kernel (sm_90a) only, but the target is "
+                        << target.getArch();
+        failed = true;
+      }
       if (auto gemm = dyn_cast<GemmOp>(op)) {
         GemmPath path = pathOf(gemm, sm);
         LLVM_DEBUG(llvm::dbgs()

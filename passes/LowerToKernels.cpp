@@ -139,7 +139,8 @@ struct KernelPlan {
     unsigned counter = 0;
     for (Operation &op : fn.getBody().getOps()) {
       ops.push_back(&op);
-      if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp>(op)) {
+      if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp,
+              GroupedGemmOp>(op)) {
         numbers[&op] = counter++;
       } else if (auto g = dyn_cast<GemmOp>(op)) {
         numbers[&op] = counter;
@@ -283,6 +284,20 @@ struct GemmLowering : public PlannedPattern<GemmOp> {
   }
 };
 
+/// te.grouped_gemm -> tek.grouped_gemm (the GEMM engine's kernel).
+struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
+  using PlannedPattern::PlannedPattern;
+
+  LogicalResult
+  matchAndRewrite(GroupedGemmOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tek::GroupedGemmOp>(
+        op, op.getType(), adaptor.getInput(), adaptor.getWeight(),
+        adaptor.getSplitSizes(), plan.name(op));
+    return success();
+  }
+};
+
 /// An optimizer group -> one tek.adam_kernel, placed at its last member.
 /// Anchored on the first member; the other members are replaced with it
 /// (the grouping guarantees no member's result is used before the last).
@@ -343,14 +358,15 @@ struct AdamGroupLowering : public PlannedPattern<OpTy> {
 static LogicalResult checkLowerable(func::FuncOp fn) {
   for (Operation &op : fn.getBody().getOps()) {
     if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp, GemmOp,
-            AdamStepOp, FusedAdamOp, func::ReturnOp>(op) ||
+            GroupedGemmOp, AdamStepOp, FusedAdamOp, func::ReturnOp>(op) ||
         isa_and_nonnull<tek::TekDialect>(op.getDialect()))
       continue;
     return op.emitError() << "'" << op.getName()
                           << "' has no kernel lowering yet: kernels exist "
                              "for te.quantize, te.fused_quantize, "
                              "te.bias_grad, te.dequantize, te.gemm, "
-                             "te.adam_step and te.fused_adam";
+                             "te.grouped_gemm, te.adam_step and "
+                             "te.fused_adam";
   }
   return success();
 }
@@ -370,8 +386,9 @@ struct TeLowerToKernelsPass
     patterns.add<QuantizeKernelLowering<QuantizeOp>,
                  QuantizeKernelLowering<FusedQuantizeOp>,
                  QuantizeKernelLowering<BiasGradOp>, DequantizeKernelLowering,
-                 GemmLowering, AdamGroupLowering<AdamStepOp>,
-                 AdamGroupLowering<FusedAdamOp>>(ctx, plan);
+                 GemmLowering, GroupedGemmLowering,
+                 AdamGroupLowering<AdamStepOp>, AdamGroupLowering<FusedAdamOp>>(
+        ctx, plan);
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TeDialect>();
     target.addLegalDialect<tek::TekDialect>();

@@ -53,9 +53,12 @@ def TeExpandLinearPass : Pass<"te-expand-linear", "::mlir::func::FuncOp"> {
     `te-infer-usage` / `te-fuse-quantize` merge quantizations of one tensor
     across layers and across forward and backward. A GEMM whose operands
     do not pair (see `te.gemm`) is an error on the layer naming the GEMM.
-    Inputs must be 2-D. Grouped layers (`te.grouped_linear`,
-    `te.grouped_linear_grad`) are left as they are: they have no expansion
-    yet, and `te-lower-to-kernels` reports them.
+    Inputs must be 2-D. `te.grouped_linear` becomes the quantizations of
+    its tokens and stacked weight (both rowwise) and one `te.grouped_gemm`;
+    each expert's part must quantize as its own tensor would, so its roles
+    must be identity or block FP8 (128x128 weight tiles need N a multiple of
+    128), and a bias is not lowered yet. `te.grouped_linear_grad` is a
+    located error: its dgrad / wgrad kernels are not built yet.
   }];
   let dependentDialects = ["::mlir::te::TeDialect"];
 }

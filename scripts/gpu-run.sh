@@ -40,6 +40,8 @@ run "te-run-check-hybrid" "$PACK/bin/te-run" examples/quantize_hybrid.mlir --ran
 for f in deepseek_linear delayed_fp8_linear hybrid_linear adamw_mxfp8; do
   run "te-run-check-$f" "$PACK/bin/te-run" "examples/$f.mlir" --random-inputs 7 --check
 done
+# The MoE experts: quantize + the generated grouped GEMM, ragged splits.
+run "te-run-check-moe" "$PACK/bin/te-run" examples/moe_block_fp8.mlir --random-inputs 7 --check --entry up,down
 # Sessions: persistent values across alternating train / optimizer / eval calls.
 run "te-run-session-mxfp8" "$PACK/bin/te-run" examples/train_loop_mxfp8.mlir --random-inputs 1 --check \
   --entry init,train_step,optimizer_step,eval_step,train_step,optimizer_step,eval_step,train_step

@@ -97,10 +97,10 @@ private:
       if (!t.hasStaticShape())
         return emitError(v.getLoc())
                << "code generation needs statically shaped tensors, got " << t;
-      if (t.getElementType().isInteger(64) && t.getRank() != 0)
+      if (t.getElementType().isInteger(64) && t.getRank() > 1)
         return emitError(v.getLoc())
-               << "i64 values are supported only as scalars (tensor<i64>), "
-                  "got "
+               << "i64 values are supported only as scalars (tensor<i64>) "
+                  "and vectors (a grouped GEMM's split sizes), got "
                << t;
       out.shape.assign(t.getShape().begin(), t.getShape().end());
       elem = t.getElementType();
@@ -204,6 +204,19 @@ private:
     return push(g, std::move(k));
   }
 
+  LogicalResult lowerGroupedGemm(tek::GroupedGemmOp g) {
+    cg::GroupedGemmKernel k;
+    k.name = g.getKernelName().str();
+    k.x = ids.lookup(g.getInput());
+    k.w = ids.lookup(g.getWeight());
+    k.splits = ids.lookup(g.getSplitSizes());
+    FailureOr<int> v = addDefined(g.getResult(), "y");
+    if (failed(v))
+      return failure();
+    k.output = *v;
+    return push(g, std::move(k));
+  }
+
   LogicalResult lowerAdam(tek::AdamKernelOp a) {
     cg::AdamKernel k;
     k.name = a.getKernelName().str();
@@ -267,6 +280,7 @@ private:
         .Case([&](tek::QuantizeKernelOp q) { return lowerQuantize(q); })
         .Case([&](tek::DequantizeKernelOp d) { return lowerDequantize(d); })
         .Case([&](tek::GemmCallOp g) { return lowerGemm(g); })
+        .Case([&](tek::GroupedGemmOp g) { return lowerGroupedGemm(g); })
         .Case([&](tek::AdamKernelOp a) { return lowerAdam(a); })
         .Case([&](func::ReturnOp r) { return lowerReturn(r); })
         .Default([](Operation *other) {

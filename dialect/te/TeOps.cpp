@@ -237,6 +237,59 @@ LogicalResult DequantizeOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// GroupedGemmOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupedGemmOp::verify() {
+  return verifyTypes([&] { return emitOpError(); }, getInput().getType(),
+                     getWeight().getType(), getSplitSizes().getType(),
+                     getResult().getType());
+}
+
+LogicalResult
+GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
+                           Type input, Type weight, Type splitSizes,
+                           Type result) {
+  ArrayRef<int64_t> x = shapeOf(input), w = shapeOf(weight);
+  if (x.size() != 2)
+    return emitError() << "input must be 2-D ([M_total, K], rows sorted by "
+                          "expert), got "
+                       << shapeStr(x);
+  if (w.size() != 3)
+    return emitError() << "weight must be 3-D ([G, N, K], one [N, K] weight "
+                          "per expert), got "
+                       << shapeStr(w);
+  if (x[1] != w[2])
+    return emitError() << "input features " << x[1]
+                       << " differ from the weight's " << w[2]
+                       << " (weight is [G, N, K] = " << shapeStr(w) << ")";
+  auto splits = llvm::cast<RankedTensorType>(splitSizes);
+  if (splits.getShape() != ArrayRef<int64_t>{w[0]} ||
+      !splits.getElementType().isInteger(64))
+    return emitError() << "split sizes must be tensor<" << w[0]
+                       << "xi64> (one row count per expert), got "
+                       << splitSizes;
+  auto y = llvm::cast<RankedTensorType>(result);
+  if (y.getShape() != ArrayRef<int64_t>{x[0], w[1]})
+    return emitError() << "result must be [M_total, N] = " << x[0] << "x"
+                       << w[1] << ", got " << shapeStr(y.getShape());
+  // Each expert's GEMM is te.gemm's y = x W^T on [m_g, K] and [N, K]: check
+  // the operands' directions and pairing on that view of the weight.
+  auto asMatrix = [](Type t, int64_t rows, int64_t cols) -> Type {
+    SmallVector<int64_t, 2> shape = {rows, cols};
+    if (auto q = llvm::dyn_cast<QTensorType>(t))
+      return QTensorType::get(q.getContext(), shape, q.getElementType(),
+                              q.getScheme(), q.getDirections());
+    return RankedTensorType::get(
+        shape, llvm::cast<RankedTensorType>(t).getElementType());
+  };
+  return GemmOp::verifyTypes(
+      emitError, input, asMatrix(weight, w[1], w[2]), Type(),
+      RankedTensorType::get({x[0], w[1]}, y.getElementType()),
+      /*transposeA=*/false, /*transposeB=*/true);
+}
+
+//===----------------------------------------------------------------------===//
 // GemmOp
 //===----------------------------------------------------------------------===//
 

@@ -233,6 +233,52 @@ def Te_GemmOp : Te_Op<"gemm", [Pure]> {
   }];
 }
 
+def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
+  let summary = "the M-grouped GEMM of G experts: y_g = x_g W_g^T";
+  let description = [{
+    `x` is [M_total, K] with its rows sorted by expert, `w` stacks the G
+    experts' [N, K] weights as [G, N, K], `split_sizes` (a device
+    `tensor<Gxi64>`, read at run time) holds each expert's row count. Expert
+    g multiplies the `split_sizes[g]` rows after those of experts 0..g-1 by
+    the transpose of its weight; rows past the sum of the split sizes are
+    padding and their output rows are zeros (split sizes that are negative
+    or run past M_total are clamped). Both operands are contracted along
+    their last dimension, so both are read rowwise: a quantized operand must
+    hold its rowwise direction, and the two rowwise schemes must pair as for
+    `te.gemm`. `te-expand-linear` produces it from `te.grouped_linear`.
+
+    ```mlir
+    func.func @grouped_gemm(
+        %x: !te.qtensor<512x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
+        %w: !te.qtensor<4x128x256xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>,
+        %splits: tensor<4xi64>) -> tensor<512x128xbf16> {
+      %y = te.grouped_gemm %x, %w, %splits
+             : !te.qtensor<512x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
+               !te.qtensor<4x128x256xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>,
+               tensor<4xi64> -> tensor<512x128xbf16>
+      return %y : tensor<512x128xbf16>
+    }
+    ```
+  }];
+  let arguments = (ins Te_GemmOperand:$input, Te_GemmOperand:$weight,
+                       AnyRankedTensor:$split_sizes);
+  let results = (outs Te_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $split_sizes attr-dict `:` qualified(type($input))
+    `,` qualified(type($weight)) `,` type($split_sizes) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The te.grouped_gemm rules on its types alone (shapes, split sizes,
+    /// the rowwise directions read, scheme pairing), for passes that check
+    /// a grouped GEMM before building it and for tek.grouped_gemm.
+    static ::llvm::LogicalResult
+    verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
+                ::mlir::Type input, ::mlir::Type weight,
+                ::mlir::Type splitSizes, ::mlir::Type result);
+  }];
+}
+
 def Te_BiasGradOp : Te_Op<"bias_grad", [Pure]> {
   let summary = "column sums of a gradient in FP32 (the bias gradient)";
   let description = [{

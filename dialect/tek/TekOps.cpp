@@ -14,6 +14,7 @@
 #include "dialect/tek/TekOps.h"
 
 #include "dialect/te/TeAttrs.h"
+#include "dialect/te/TeOps.h"
 
 #include "llvm/ADT/SmallSet.h"
 
@@ -186,6 +187,12 @@ Direction GemmCallOp::getOperandDirection(unsigned index) {
   if (index == 0)
     return getTransposeA() ? Direction::columnwise : Direction::rowwise;
   return getTransposeB() ? Direction::rowwise : Direction::columnwise;
+}
+
+LogicalResult GroupedGemmOp::verify() {
+  return te::GroupedGemmOp::verifyTypes(
+      [&] { return emitOpError(); }, getInput().getType(),
+      getWeight().getType(), getSplitSizes().getType(), getResult().getType());
 }
 
 LogicalResult GemmCallOp::verify() {

@@ -149,6 +149,36 @@ def Tek_GemmCallOp : Tek_Op<"gemm_call", [Pure]> {
   }];
 }
 
+def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
+  let summary = "one generated grouped GEMM kernel (the GEMM engine)";
+  let description = [{
+    `te.grouped_gemm` as one launch of the GEMM engine's Hopper kernel
+    (codegen's GroupedGemmEmitter), with the same operands and rules. The
+    engine picks the tile, cluster and stage depth for the shape; split
+    sizes stay on the device, so the launch needs no host synchronisation.
+
+    ```mlir
+    func.func @grouped_gemm(%x: tensor<512x256xbf16>,
+                            %w: tensor<4x128x256xbf16>,
+                            %splits: tensor<4xi64>) -> tensor<512x128xbf16> {
+      %y = tek.grouped_gemm "te_grouped_gemm_0" %x, %w, %splits
+             : tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+               -> tensor<512x128xbf16>
+      return %y : tensor<512x128xbf16>
+    }
+    ```
+  }];
+  let arguments = (ins AnyType:$input, AnyType:$weight,
+                       AnyRankedTensor:$split_sizes, StrAttr:$kernel_name);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $kernel_name $input `,` $weight `,` $split_sizes attr-dict `:`
+    qualified(type($input)) `,` qualified(type($weight)) `,`
+    type($split_sizes) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tek_AdamKernelOp : Tek_Op<"adam_kernel", [Pure]> {
   let summary = "one multi-tensor Adam/AdamW kernel, requantizing each update";
   let description = [{

@@ -19,6 +19,8 @@
 // CHECK: te.dequantize
 // CHECK-LABEL: func.func @gemm
 // CHECK-COUNT-2: te.gemm
+// CHECK-LABEL: func.func @grouped_gemm
+// CHECK: te.grouped_gemm %arg0, %arg1, %arg2 : !te.qtensor<512x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>
 // CHECK-LABEL: func.func @bias_grad
 // CHECK: te.bias_grad
 // CHECK-LABEL: func.func @linear(
@@ -42,5 +44,7 @@
 // CHECK: tek.dequantize_kernel
 // CHECK-LABEL: func.func @gemm_call
 // CHECK: tek.gemm_call
+// CHECK-LABEL: func.func @grouped_gemm
+// CHECK: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2
 // CHECK-LABEL: func.func @adam_kernel
 // CHECK: tek.adam_kernel

@@ -23,3 +23,12 @@ func.func @nvfp4_on_ampere(%x: tensor<64x64xbf16>) {
 // expected-error @+1 {{module was legalized for sm_90a and cannot be legalized again for sm_80}}
 module attributes {te.target = #te.target<"sm_90a">} {
 }
+
+// -----
+
+// The grouped GEMM is the GEMM engine's Hopper kernel.
+func.func @grouped_gemm_off_hopper(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{te.grouped_gemm runs on the GEMM engine's Hopper kernel (sm_90a) only, but the target is sm_80}}
+  %y = te.grouped_gemm %x, %w, %s : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
+  return
+}

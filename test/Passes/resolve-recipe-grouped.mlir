@@ -2,9 +2,6 @@
 // RUN: te-opt %s --te-resolve-recipe | te-opt | FileCheck %s
 // Both module kinds are used: no rule is warned about.
 // RUN: te-opt %s --te-resolve-recipe -verify-diagnostics -o /dev/null
-// te-expand-linear expands te.linear / te.linear_grad and leaves the grouped
-// layers as they are (no grouped expansion yet).
-// RUN: te-opt %s --te-resolve-recipe --te-expand-linear | FileCheck %s --check-prefix=EXPAND
 
 // Tests that te-resolve-recipe records the schemes of te.grouped_linear and
 // te.grouped_linear_grad under the module kind "grouped_linear" (hybrid
@@ -22,10 +19,6 @@ te.recipe @moe {
 // CHECK-LABEL: func.func @forward
 // CHECK: te.linear {{.*}} {recipe = @moe, schemes = {input = #te.fp8_block<e4m3, 1x128>, weight = #te.fp8_block<e4m3, 128x128>}}
 // CHECK: te.grouped_linear {{.*}} {recipe = @moe, schemes = {input = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>, weight = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>}}
-// EXPAND-LABEL: func.func @forward
-// EXPAND-NOT: te.linear
-// EXPAND: te.gemm
-// EXPAND: te.grouped_linear %{{.*}}, %arg1, %arg2 {recipe = @moe, schemes = {input = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>, weight = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>}} : tensor<256x128xbf16>, tensor<4x64x128xbf16>, tensor<4xi64> -> tensor<256x64xbf16>
 func.func @forward(%x: tensor<256x128xbf16>, %w: tensor<4x64x128xbf16>, %s: tensor<4xi64>, %w0: tensor<128x128xbf16>) -> tensor<256x64xbf16> {
   %h = te.linear %x, %w0 {recipe = @moe} : tensor<256x128xbf16>, tensor<128x128xbf16> -> tensor<256x128xbf16>
   %y = te.grouped_linear %h, %w, %s {recipe = @moe} : tensor<256x128xbf16>, tensor<4x64x128xbf16>, tensor<4xi64> -> tensor<256x64xbf16>
@@ -35,9 +28,6 @@ func.func @forward(%x: tensor<256x128xbf16>, %w: tensor<4x64x128xbf16>, %s: tens
 // grad_output has its own rule; with `bias` nothing more is quantized.
 // CHECK-LABEL: func.func @backward
 // CHECK: te.grouped_linear_grad {{.*}} {bias, recipe = @moe, schemes = {grad_output = #te.nvfp4<rht, sr>, input = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>, weight = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>}}
-// EXPAND-LABEL: func.func @backward
-// EXPAND-NEXT: te.grouped_linear_grad %arg0, %arg1, %arg2, %arg3 {bias, recipe = @moe, schemes = {grad_output = #te.nvfp4<rht, sr>,
-// EXPAND-NEXT: return
 func.func @backward(%dy: tensor<256x64xbf16>, %x: tensor<256x128xbf16>, %w: tensor<4x64x128xbf16>, %s: tensor<4xi64>)
     -> (tensor<256x128xbf16>, tensor<4x64x128xf32>, tensor<4x64xf32>) {
   %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @moe, bias} : tensor<256x64xbf16>, tensor<256x128xbf16>, tensor<4x64x128xbf16>, tensor<4xi64> -> tensor<256x128xbf16>, tensor<4x64x128xf32>, tensor<4x64xf32>

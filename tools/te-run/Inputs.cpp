@@ -87,6 +87,43 @@ static std::vector<uint8_t> loadArgument(const cg::Value &v,
   return out;
 }
 
+/// SplitMix64: te-run's seeded generator (the same numbers on every machine).
+class SplitMix {
+public:
+  explicit SplitMix(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+
+private:
+  uint64_t state_;
+};
+
+/// Seeded split sizes of a grouped GEMM over `tokens` rows: ragged counts
+/// (rarely multiples of 128) that leave about 1/16 of the rows as padding,
+/// the second expert of three or more with no rows - the cases a grouped
+/// kernel must get right, in every run.
+static std::vector<uint8_t> randomSplits(int64_t experts, int64_t tokens,
+                                         uint64_t seed) {
+  SplitMix rng(seed);
+  std::vector<int64_t> weight(size_t(experts), 0);
+  int64_t sum = 0;
+  for (int64_t g = 0; g < experts; ++g)
+    if (!(experts >= 3 && g == 1))
+      sum += weight[size_t(g)] = 1 + int64_t(rng.next() % 1000);
+  int64_t rows = tokens - tokens / 16, given = 0;
+  std::vector<int64_t> splits(size_t(experts), 0);
+  for (int64_t g = 0; g < experts; ++g)
+    given += splits[size_t(g)] = rows * weight[size_t(g)] / sum;
+  splits.back() += rows - given; // the last expert always has rows
+  std::vector<uint8_t> out(size_t(8 * experts));
+  std::memcpy(out.data(), splits.data(), out.size());
+  return out;
+}
+
 /// Seeded values like activations and gradients of a trained model:
 /// approximately normal with mean 0 and standard deviation 1 (Irwin-Hall:
 /// the sum of 12 uniforms in (0, 1) minus 6, hence within +-6), rounded to
@@ -105,20 +142,14 @@ static std::vector<uint8_t> randomArgument(const cg::Value &v, uint64_t seed) {
     }
     return out;
   }
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
+  SplitMix rng(seed);
   int64_t n = v.rows() * v.cols();
   std::vector<uint8_t> out(size_t(n * rt::dtypeSize(v.dtype)));
   for (int64_t i = 0; i < n; ++i) {
     // Twelve 16-bit uniforms from three draws; their sum is exact in fp64.
     uint64_t sum = 0;
     for (int draw = 0; draw < 3; ++draw) {
-      uint64_t r = next();
+      uint64_t r = rng.next();
       for (int part = 0; part < 4; ++part, r >>= 16)
         sum += r & 0xFFFF;
     }
@@ -246,12 +277,17 @@ argumentsOf(const cg::Program &program,
         " of host memory (" + exec::formatGiB(available) + " available)");
   for (size_t k = 0; k < distinct.size(); ++k) {
     const cg::Entry &e = *distinct[k];
-    // Random second moments must be non-negative (else sqrt gives NaN).
+    // Random second moments must be non-negative (else sqrt gives NaN);
+    // split sizes are row counts of the grouped GEMM's tokens.
     std::set<int> secondMoments;
-    for (const cg::Kernel &kn : e.kernels)
+    std::map<int, int64_t> splitTokens;
+    for (const cg::Kernel &kn : e.kernels) {
       if (const auto *adam = std::get_if<cg::AdamKernel>(&kn))
         for (const cg::AdamTensor &t : adam->tensors)
           secondMoments.insert(t.expAvgSq);
+      if (const auto *gg = std::get_if<cg::GroupedGemmKernel>(&kn))
+        splitTokens[gg->splits] = e.values[size_t(gg->x)].rows();
+    }
     std::vector<std::vector<uint8_t>> &args = argsOf[&e];
     for (size_t i = 0; i < e.args.size(); ++i) {
       const cg::Value &v = e.values[e.args[i]];
@@ -275,6 +311,9 @@ argumentsOf(const cg::Program &program,
       }
       if (const std::string *file = inputFor(e, i)) {
         args.push_back(loadArgument(v, *file));
+      } else if (randomSeed >= 0 && splitTokens.count(e.args[i])) {
+        args.push_back(randomSplits(v.cols(), splitTokens[e.args[i]],
+                                    uint64_t(randomSeed) + 100 * k + i));
       } else if (randomSeed >= 0) {
         args.push_back(randomArgument(v, uint64_t(randomSeed) + 100 * k + i));
         if (secondMoments.count(e.args[i]))

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // What the codegen tests that build a te::cg::Program by hand share: a
-// tensor value and the bytes of a bf16 argument.
+// tensor value, argument bytes, seeded data, and the grouped GEMM program.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,8 @@
 #include "te/runtime/reference/Codecs.h"
 
 #include <cstdint>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,62 @@ inline std::vector<uint8_t> bf16Bytes(const std::vector<float> &v) {
     out[2 * i + 1] = uint8_t(h >> 8);
   }
   return out;
+}
+
+inline std::vector<uint8_t> i64Bytes(const std::vector<int64_t> &v) {
+  std::vector<uint8_t> out(8 * v.size());
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+/// y = grouped GEMM of x [m, k] and w [g, n, k] (bf16 arguments), the
+/// operands quantized first when `fp8` (x 1x128, w 128x128, rowwise).
+inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
+                                  bool fp8) {
+  cg::Entry e;
+  e.name = "moe";
+  e.values = {tensor("x", {m, k}, rt::DType::BF16),
+              tensor("w", {g, n, k}, rt::DType::BF16),
+              tensor("splits", {g}, rt::DType::I64)};
+  e.args = {0, 1, 2};
+  cg::GroupedGemmKernel gg;
+  gg.name = "grouped";
+  gg.x = 0;
+  gg.w = 1;
+  gg.splits = 2;
+  if (fp8) {
+    for (int i = 0; i < 2; ++i) {
+      rt::Scheme s =
+          rt::Scheme::fp8Block(rt::DType::E4M3, i == 0 ? 1 : 128, 128);
+      cg::Value q = e.values[i];
+      q.kind = cg::Value::Kind::Quantized;
+      q.name += "_q";
+      q.rowwise = s;
+      e.values.push_back(q);
+      cg::QuantizeKernel qk;
+      qk.name = "quantize_" + q.name;
+      qk.input = i;
+      qk.stages = {{s, rt::Direction::Rowwise, int(e.values.size()) - 1}};
+      e.kernels.push_back(qk);
+      (i == 0 ? gg.x : gg.w) = int(e.values.size()) - 1;
+    }
+  }
+  e.values.push_back(tensor("y", {m, n}, rt::DType::BF16));
+  gg.output = int(e.values.size()) - 1;
+  e.results = {gg.output};
+  e.kernels.push_back(gg);
+  cg::Program p;
+  p.entries.push_back(e);
+  return p;
+}
+
+inline std::vector<float> normals(size_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(count);
+  for (float &x : v)
+    x = rt::ref::bf16ToFloat(rt::ref::floatToBF16(d(rng)));
+  return v;
 }
 
 } // namespace te::test

@@ -1,0 +1,86 @@
+// RUN: te-opt %s -split-input-file -verify-diagnostics
+
+// Tests every rule of te.grouped_gemm (and of tek.grouped_gemm, which
+// checks the same rules): shapes, split sizes, the rowwise directions both
+// operands are read in, and the pairing of their schemes.
+
+func.func @input_not_2d(%x: tensor<2x64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op input must be 2-D ([M_total, K], rows sorted by expert), got 2x64x64}}
+  %y = te.grouped_gemm %x, %w, %s : tensor<2x64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_not_3d(%x: tensor<64x64xbf16>, %w: tensor<32x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op weight must be 3-D ([G, N, K], one [N, K] weight per expert), got 32x64}}
+  %y = te.grouped_gemm %x, %w, %s : tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @features_differ(%x: tensor<64x128xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op input features 128 differ from the weight's 64 (weight is [G, N, K] = 2x32x64)}}
+  %y = te.grouped_gemm %x, %w, %s : tensor<64x128xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @split_count(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<3xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op split sizes must be tensor<2xi64> (one row count per expert), got 'tensor<3xi64>'}}
+  %y = te.grouped_gemm %x, %w, %s : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<3xi64> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @split_type(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi32>) {
+  // expected-error @+1 {{'te.grouped_gemm' op split sizes must be tensor<2xi64> (one row count per expert), got 'tensor<2xi32>'}}
+  %y = te.grouped_gemm %x, %w, %s : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi32> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @result_shape(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op result must be [M_total, N] = 64x32, got 64x64}}
+  %y = te.grouped_gemm %x, %w, %s : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @columnwise_only(%x: !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, columnwise>,
+                           %w: !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op operand 'a' is read rowwise (op(a) contracts its last dimension) but its type holds only columnwise storage}}
+  %y = te.grouped_gemm %x, %w, %s : !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, columnwise>, !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<256x128xbf16>
+  return
+}
+
+// -----
+
+func.func @schemes_differ(%x: !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+                          %w: !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op operands pair incompatible schemes: #te.mxfp8<e4m3> (a, rowwise) with #te.fp8_block<e4m3, 128x128> (b, rowwise)}}
+  %y = te.grouped_gemm %x, %w, %s : !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<256x128xbf16>
+  return
+}
+
+// -----
+
+func.func @high_precision_with_quantized(%x: tensor<256x128xbf16>,
+                                         %w: !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op operand 'a' is a high-precision tensor but operand 'b' is quantized by #te.fp8_block<e4m3, 128x128>}}
+  %y = te.grouped_gemm %x, %w, %s : tensor<256x128xbf16>, !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<256x128xbf16>
+  return
+}
+
+// -----
+
+func.func @tek_rules(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op result must be [M_total, N] = 64x32, got 32x32}}
+  %y = tek.grouped_gemm "g" %x, %w, %s : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<32x32xbf16>
+  return
+}

@@ -1,0 +1,65 @@
+// RUN: te-opt %s --te-resolve-recipe --te-expand-linear --split-input-file | FileCheck %s
+// RUN: te-opt %s --te-resolve-recipe --te-expand-linear --split-input-file | te-opt --split-input-file | FileCheck %s
+// RUN: te-opt %s --split-input-file --te-to-cuda | FileCheck %s --check-prefix=KERNELS
+
+// Tests that te.grouped_linear becomes the rowwise quantizations of its
+// tokens and stacked weight and one te.grouped_gemm, and through te-to-cuda
+// one tek.grouped_gemm reading the quantize kernels' results.
+
+te.recipe @deepseek {
+  te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
+  te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
+}
+
+// CHECK-LABEL: func.func @block_fp8
+// CHECK: %[[X:.*]] = te.quantize %arg0 : tensor<512x256xbf16> -> !te.qtensor<512x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>
+// CHECK: %[[W:.*]] = te.quantize %arg1 : tensor<4x128x256xbf16> -> !te.qtensor<4x128x256xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>
+// CHECK: %[[Y:.*]] = te.grouped_gemm %[[X]], %[[W]], %arg2 : {{.*}} -> tensor<512x128xbf16>
+// CHECK-NOT: te.grouped_linear
+// CHECK: return %[[Y]]
+// KERNELS-LABEL: func.func @block_fp8
+// KERNELS: %[[X:.*]] = tek.quantize_kernel "te_quantize_0" %arg0
+// KERNELS: %[[W:.*]] = tek.quantize_kernel "te_quantize_1" %arg1
+// KERNELS: %[[Y:.*]] = tek.grouped_gemm "te_grouped_gemm_2" %[[X]], %[[W]], %arg2 : !te.qtensor<512x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>, !te.qtensor<4x128x256xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<4xi64> -> tensor<512x128xbf16>
+// KERNELS: return %[[Y]]
+func.func @block_fp8(%x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>) -> tensor<512x128xbf16> {
+  %y = te.grouped_linear %x, %w, %s {recipe = @deepseek} : tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x128xbf16>
+  return %y : tensor<512x128xbf16>
+}
+
+// -----
+
+te.recipe @bf16 {
+  te.rule "*", "*" -> #te.identity<bf16>
+}
+
+// Identity of the tensors' own type: read as they are, no copy.
+// CHECK-LABEL: func.func @high_precision
+// CHECK-NOT: te.quantize
+// CHECK: te.grouped_gemm %arg0, %arg1, %arg2 : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64> -> tensor<300x256xbf16>
+// KERNELS-LABEL: func.func @high_precision
+// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2
+func.func @high_precision(%x: tensor<300x128xbf16>, %w: tensor<3x256x128xbf16>, %s: tensor<3xi64>) -> tensor<300x256xbf16> {
+  %y = te.grouped_linear %x, %w, %s {recipe = @bf16} : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64> -> tensor<300x256xbf16>
+  return %y : tensor<300x256xbf16>
+}
+
+// -----
+
+te.recipe @deepseek {
+  te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
+  te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
+}
+
+// te-infer-usage narrows a quantization read by a grouped GEMM to rowwise,
+// and te-fuse-quantize then shares one quantize kernel between a dense
+// layer and an MoE layer reading the same tokens.
+// KERNELS-LABEL: func.func @shared_tokens
+// KERNELS: tek.quantize_kernel "te_fused_quantize_0" %arg0 {{.*}}stages = [#tek.stage<0, rowwise>]
+// KERNELS-NOT: tek.quantize_kernel {{.*}} %arg0
+// KERNELS: tek.grouped_gemm
+func.func @shared_tokens(%x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>, %wd: tensor<128x256xbf16>) -> (tensor<512x128xbf16>, tensor<512x128xbf16>) {
+  %y = te.grouped_linear %x, %w, %s {recipe = @deepseek} : tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x128xbf16>
+  %z = te.linear %x, %wd {recipe = @deepseek} : tensor<512x256xbf16>, tensor<128x256xbf16> -> tensor<512x128xbf16>
+  return %y, %z : tensor<512x128xbf16>, tensor<512x128xbf16>
+}

@@ -1,0 +1,165 @@
+//===- GroupedGemmPlanTest.cpp - The grouped GEMM's CUDA plan step
+//---------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Without a GPU: the CUDA plan builder makes a grouped GEMM one persistent
+// clustered launch whose TMA descriptors cover the operands' buffers (the
+// emitter's geometry), survives serialisation, and says why where there is
+// no kernel. On a Hopper GPU: the planned launch, run and replayed from a
+// CUDA graph after new split sizes are written, agrees with the CPU backend
+// within the stated GEMM bound, padding rows included.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BackendComparison.h"
+#include "ProgramHelpers.h"
+
+#include "te/codegen/GroupedGemmEmitter.h"
+#include "te/codegen/PlanBuilder.h"
+#include "te/exec/Compare.h"
+#include "te/exec/CpuBackend.h"
+#include "te/exec/CudaRunner.h"
+#include "te/runtime/Cutlass.h"
+
+#include <gtest/gtest.h>
+
+using namespace te;
+using rt::DType;
+using te::test::bf16Bytes;
+using te::test::groupedProgram;
+using te::test::i64Bytes;
+using te::test::normals;
+
+namespace {
+
+TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
+  if (!rt::cutlassIncludeDir())
+    GTEST_SKIP() << "the CUTLASS headers are not installed "
+                    "(scripts/install-deps.sh)";
+  for (bool fp8 : {false, true}) {
+    SCOPED_TRACE(fp8 ? "block FP8" : "bf16");
+    cg::Program p = groupedProgram(300, 256, 3, 256, fp8);
+    const cg::Entry &e = p.entries[0];
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    const cg::KernelPlan &kp = plan->kernels.back();
+    ASSERT_EQ(kp.plan.kernels.size(), 1u);
+    ASSERT_EQ(kp.plan.validate(), "");
+    const rt::KernelSpec &ks = kp.plan.kernels[0];
+    EXPECT_TRUE(ks.persistent);
+    cg::GroupedGemmSpec spec;
+    spec.operands = fp8 ? cg::GroupedGemmSpec::Operands::Fp8Block
+                        : cg::GroupedGemmSpec::Operands::BF16;
+    spec.groups = 3;
+    spec.n = 256;
+    spec.k = 256;
+    EXPECT_EQ(ks.entry, spec.kernelName());
+    EXPECT_EQ(ks.cluster.x, unsigned(spec.resolved().cluster));
+    EXPECT_EQ(ks.sharedBytes, cg::groupedGemmSharedBytes(spec));
+    EXPECT_EQ(kp.flops, uint64_t(2 * 300 * 256 * 256));
+    // Three descriptors with the emitter's geometry, over x's, w's and
+    // (FP8) x's scale buffers; then w's scales, the splits, y, M_total.
+    auto maps = cg::groupedGemmMaps(spec, 300);
+    const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
+    const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
+    const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
+    int xData = fp8 ? xb.dir[0].data : xb.tensor;
+    int wData = fp8 ? wb.dir[0].data : wb.tensor;
+    ASSERT_EQ(ks.args.size(), 7u);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
+      EXPECT_EQ(ks.args[i].map, maps[i]) << "map " << i;
+    }
+    EXPECT_EQ(ks.args[0].pointer.buffer, xData);
+    EXPECT_EQ(ks.args[1].pointer.buffer, wData);
+    EXPECT_EQ(ks.args[2].pointer.buffer, fp8 ? xb.dir[0].scale : xData);
+    EXPECT_EQ(ks.args[3].pointer.buffer, fp8 ? wb.dir[0].scale : -1);
+    EXPECT_EQ(ks.args[4].pointer.buffer, plan->values[size_t(g.splits)].tensor);
+    EXPECT_EQ(ks.args[5].pointer.buffer, plan->values[size_t(g.output)].tensor);
+    EXPECT_EQ(ks.args[6].i, 300);
+    // The plan survives serialisation (descriptors are encoded on binding).
+    rt::Expected<rt::Plan> back = rt::Plan::deserialize(kp.plan.serialize());
+    ASSERT_TRUE(back) << back.status().toString();
+    EXPECT_EQ(back->kernels[0].args, ks.args);
+  }
+}
+
+TEST(GroupedGemmPlan, WithoutAKernelThePlanSaysWhy) {
+  auto unsupported = [](const cg::Program &p) {
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    EXPECT_FALSE(plan);
+    return plan ? std::string() : plan.status().message();
+  };
+  cg::Program p = groupedProgram(64, 128, 2, 128, false);
+  p.entries[0].values.back().dtype = DType::F32; // y in f32
+  EXPECT_NE(unsupported(p).find("writes a bf16 result"), std::string::npos);
+  p = groupedProgram(64, 128, 2, 128, false);
+  p.arch = "sm_100a";
+  p.target = rt::Target::forArch(p.arch);
+  EXPECT_NE(unsupported(p).find("sm_90a (Hopper) only"), std::string::npos);
+  p = groupedProgram(64, 96, 2, 128, false); // K not a multiple of 64
+  EXPECT_NE(unsupported(p).find("K must be a positive multiple of 64"),
+            std::string::npos)
+      << unsupported(p);
+}
+
+//===----------------------------------------------------------------------===//
+// On the GPU
+//===----------------------------------------------------------------------===//
+
+TEST(GroupedGemmPlanGpu, RunsAndReplaysWithNewSplitSizesWithinTheBound) {
+  auto dev = rt::Device::open();
+  if (!dev)
+    GTEST_SKIP() << dev.status().toString();
+  if (dev->info().major != 9)
+    GTEST_SKIP() << "the grouped GEMM kernel is Hopper's (sm_90a)";
+  auto stream = rt::Stream::create(*dev);
+  ASSERT_TRUE(stream);
+  rt::KernelCache cache("");
+  // 4 experts, N = 256 (two column blocks: 2-CTA clusters), K = 384,
+  // M_total = 700 (not a multiple of 128).
+  const int64_t m = 700, k = 384, g = 4, n = 256;
+  std::vector<float> x = normals(size_t(m * k), 1),
+                     w = normals(size_t(g * n * k), 2);
+  for (bool fp8 : {false, true}) {
+    SCOPED_TRACE(fp8 ? "block FP8" : "bf16");
+    cg::Program p = groupedProgram(m, k, g, n, fp8);
+    // Ragged with padding, then one expert with every token but a few,
+    // then ragged again with an empty expert: same M_total throughout.
+    const std::vector<std::vector<int64_t>> splits = {
+        {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
+    std::vector<std::vector<uint8_t>> args = {bf16Bytes(x), bf16Bytes(w),
+                                              i64Bytes(splits[0])};
+    // A plain run, checked as every backend pair is.
+    exec::Comparison first = test::gpuVersusCpu(p, args, *dev, *stream, cache);
+    EXPECT_EQ(first.difference, "");
+    EXPECT_EQ(first.boundedBuffers, 1u);
+
+    // Captured once; each replay after new split sizes are uploaded into
+    // the same device tensor computes those.
+    auto runner = exec::CudaRunner::create(p, p.entries[0], *dev, cache);
+    ASSERT_TRUE(runner) << runner.status().toString();
+    for (size_t i = 0; i < args.size(); ++i)
+      ASSERT_TRUE(runner->setArgument(i, args[i], *stream).isOk());
+    ASSERT_TRUE(runner->capture(*stream).isOk());
+    for (const std::vector<int64_t> &s : splits) {
+      args[2] = i64Bytes(s);
+      ASSERT_TRUE(runner->setArgument(2, args[2], *stream).isOk());
+      ASSERT_TRUE(runner->poison(0xA5, *stream).isOk());
+      ASSERT_TRUE(runner->replay(*stream).isOk());
+      auto gpu = runner->results(*stream);
+      ASSERT_TRUE(gpu) << gpu.status().toString();
+      auto cpu = exec::runCpu(p, p.entries[0], args);
+      ASSERT_TRUE(cpu) << cpu.status().toString();
+      exec::Comparison c = exec::compareResults(*cpu, *gpu, "cpu", "cuda");
+      EXPECT_EQ(c.difference, "")
+          << "splits " << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
+      EXPECT_LE(c.worstBoundRatio, 1.0);
+    }
+  }
+}
+
+} // namespace
