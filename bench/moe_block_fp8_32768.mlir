@@ -1,6 +1,6 @@
 // The DeepSeek-V3-like expert GEMM of docs/Performance.md through the whole
 // compiler: 8 experts, 32768 token rows sorted by expert (te-run's random
-// split sizes: uneven, one expert empty, 1/16 padding rows), K = 7168,
+// split sizes: uneven, one expert empty, no padding), K = 7168,
 // N = 4096, FP8 block scaling. te-run --bench times each kernel:
 //
 //   te-run bench/moe_block_fp8_32768.mlir --random-inputs 1 --bench 20

@@ -11,7 +11,7 @@
 //
 // te has no activation op: the framework applies it between the two
 // projections (here each entry takes its own input). Random inputs give
-// ragged split sizes with an expert of no tokens and padding rows.
+// ragged split sizes summing to the token rows, one expert with none.
 
 te.recipe @fp8_block {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>

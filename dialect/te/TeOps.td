@@ -419,7 +419,9 @@ def Te_GroupedLinearOp : Te_Op<"grouped_linear", [
     roles ("grouped_linear", "input") and ("grouped_linear", "weight");
     `te-resolve-recipe` records the scheme of each role in `schemes`. The
     weight is a tensor: a `!te.qtensor` of [G, N, K] would be quantized as
-    one [G*N, K] matrix, not per expert. No pass lowers this op yet.
+    one [G*N, K] matrix, not per expert. `te-expand-linear` lowers it into
+    the rowwise quantizations of x and W and one `te.grouped_gemm` when both
+    roles are identity or block FP8 (no bias yet).
 
     ```mlir
     te.recipe @moe {
@@ -472,7 +474,8 @@ def Te_GroupedLinearGradOp : Te_Op<"grouped_linear_grad", [
     gradients. The recipe must have rules for ("grouped_linear",
     "grad_output"), ("grouped_linear", "input") and ("grouped_linear",
     "weight"); `te-resolve-recipe` records the scheme of each role in
-    `schemes`. No pass lowers this op yet.
+    `schemes`. No pass lowers this op yet (its dgrad / wgrad kernels and
+    the grouped quantize are not built); `te-expand-linear` reports it.
 
     ```mlir
     te.recipe @moe {

@@ -19,7 +19,7 @@
 // MOE-LABEL: func.func @down
 // MOE: tek.grouped_gemm "te_grouped_gemm_2"
 // The CPU backend runs both entries (random split sizes: ragged, one
-// expert with no tokens, padding rows).
+// expert with no tokens).
 // MOECPU: call 1 up: rms(result0)=
 // MOECPU: call 2 down: rms(result0)=
 // MOECPU: result0 ({{.*}}): data[1024x512 bf16]

@@ -103,9 +103,10 @@ private:
 };
 
 /// Seeded split sizes of a grouped GEMM over `tokens` rows: ragged counts
-/// (rarely multiples of 128) that leave about 1/16 of the rows as padding,
-/// the second expert of three or more with no rows - the cases a grouped
-/// kernel must get right, in every run.
+/// (rarely multiples of 128) summing to `tokens`, the second expert of
+/// three or more with no rows. No padding rows, so that --bench's FLOP
+/// count (all M_total rows) is the work done; give --input split sizes to
+/// run padding.
 static std::vector<uint8_t> randomSplits(int64_t experts, int64_t tokens,
                                          uint64_t seed) {
   SplitMix rng(seed);
@@ -114,7 +115,7 @@ static std::vector<uint8_t> randomSplits(int64_t experts, int64_t tokens,
   for (int64_t g = 0; g < experts; ++g)
     if (!(experts >= 3 && g == 1))
       sum += weight[size_t(g)] = 1 + int64_t(rng.next() % 1000);
-  int64_t rows = tokens - tokens / 16, given = 0;
+  int64_t rows = tokens, given = 0;
   std::vector<int64_t> splits(size_t(experts), 0);
   for (int64_t g = 0; g < experts; ++g)
     given += splits[size_t(g)] = rows * weight[size_t(g)] / sum;
