@@ -252,10 +252,12 @@ LogicalResult expand(GroupedLinearOp lin) {
                       "x rowwise, W rowwise): '"
                    << GroupedGemmOp::getOperationName() << "' op ";
           },
-          x->getType(), wq->getType(), splits.getType(), result)))
+          x->getType(), wq->getType(), splits.getType(), result,
+          /*weightColumnwise=*/false)))
     return failure();
   Location loc = NameLoc::get(e.b.getStringAttr("fprop"), lin.getLoc());
-  auto g = GroupedGemmOp::create(e.b, loc, result, *x, *wq, splits);
+  auto g = GroupedGemmOp::create(e.b, loc, result, *x, *wq, splits,
+                                 /*weight_columnwise=*/UnitAttr());
   lin.getResult().replaceAllUsesWith(g.getResult());
   lin.erase();
   return success();

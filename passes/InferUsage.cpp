@@ -57,9 +57,15 @@ static Directions directionsReadBy(OpOperand &use, QTensorType type) {
   }
   if (auto deq = dyn_cast<DequantizeOp>(user))
     return bitOf(deq.getDirection());
-  if (isa<GroupedGemmOp>(user))
-    return Directions::rowwise; // both operands contract their last dim
-  return type.getDirections();  // func.return and anything unknown
+  if (auto grouped = dyn_cast<GroupedGemmOp>(user)) {
+    Directions d = Directions::none;
+    if (grouped.getInput() == use.get())
+      d = d | Directions::rowwise;
+    if (grouped.getWeight() == use.get())
+      d = d | bitOf(grouped.getWeightDirection());
+    return d;
+  }
+  return type.getDirections(); // func.return and anything unknown
 }
 
 /// The persistent parameter `op` quantizes (the `te.persistent` name of the

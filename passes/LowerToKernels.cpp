@@ -293,7 +293,7 @@ struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOpWithNewOp<tek::GroupedGemmOp>(
         op, op.getType(), adaptor.getInput(), adaptor.getWeight(),
-        adaptor.getSplitSizes(), plan.name(op));
+        adaptor.getSplitSizes(), plan.name(op), op.getWeightColumnwiseAttr());
     return success();
   }
 };

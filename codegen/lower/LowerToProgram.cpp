@@ -210,6 +210,7 @@ private:
     k.x = ids.lookup(g.getInput());
     k.w = ids.lookup(g.getWeight());
     k.splits = ids.lookup(g.getSplitSizes());
+    k.weightColumnwise = g.getWeightColumnwise();
     FailureOr<int> v = addDefined(g.getResult(), "y");
     if (failed(v))
       return failure();

@@ -243,26 +243,32 @@ LogicalResult DequantizeOp::verify() {
 LogicalResult GroupedGemmOp::verify() {
   return verifyTypes([&] { return emitOpError(); }, getInput().getType(),
                      getWeight().getType(), getSplitSizes().getType(),
-                     getResult().getType());
+                     getResult().getType(), getWeightColumnwise());
 }
 
 LogicalResult
 GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
                            Type input, Type weight, Type splitSizes,
-                           Type result) {
+                           Type result, bool weightColumnwise) {
   ArrayRef<int64_t> x = shapeOf(input), w = shapeOf(weight);
+  const char *xShape = weightColumnwise ? "[M_total, N]" : "[M_total, K]";
   if (x.size() != 2)
-    return emitError() << "input must be 2-D ([M_total, K], rows sorted by "
-                          "expert), got "
-                       << shapeStr(x);
+    return emitError() << "input must be 2-D (" << xShape
+                       << ", rows sorted by expert), got " << shapeStr(x);
   if (w.size() != 3)
     return emitError() << "weight must be 3-D ([G, N, K], one [N, K] weight "
                           "per expert), got "
                        << shapeStr(w);
-  if (x[1] != w[2])
-    return emitError() << "input features " << x[1]
-                       << " differ from the weight's " << w[2]
-                       << " (weight is [G, N, K] = " << shapeStr(w) << ")";
+  // Each expert's GEMM contracts `red` and gives `cols` output columns.
+  int64_t red = weightColumnwise ? w[1] : w[2];
+  int64_t cols = weightColumnwise ? w[2] : w[1];
+  if (x[1] != red)
+    return emitError() << "input features " << x[1] << " differ from the "
+                       << (weightColumnwise ? "weight's N = " : "weight's K = ")
+                       << red << " (weight is [G, N, K] = " << shapeStr(w)
+                       << (weightColumnwise ? "; weight_columnwise contracts N"
+                                            : "")
+                       << ")";
   auto splits = llvm::cast<RankedTensorType>(splitSizes);
   if (splits.getShape() != ArrayRef<int64_t>{w[0]} ||
       !splits.getElementType().isInteger(64))
@@ -270,11 +276,13 @@ GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
                        << "xi64> (one row count per expert), got "
                        << splitSizes;
   auto y = llvm::cast<RankedTensorType>(result);
-  if (y.getShape() != ArrayRef<int64_t>{x[0], w[1]})
-    return emitError() << "result must be [M_total, N] = " << x[0] << "x"
-                       << w[1] << ", got " << shapeStr(y.getShape());
-  // Each expert's GEMM is te.gemm's y = x W^T on [m_g, K] and [N, K]: check
-  // the operands' directions and pairing on that view of the weight.
+  if (y.getShape() != ArrayRef<int64_t>{x[0], cols})
+    return emitError() << "result must be [M_total, "
+                       << (weightColumnwise ? "K" : "N") << "] = " << x[0]
+                       << "x" << cols << ", got " << shapeStr(y.getShape());
+  // Each expert's GEMM is te.gemm's y = x W^T (or y = x W with the weight
+  // read columnwise) on [m_g, .] and [N, K]: check the operands' directions
+  // and pairing on that view of the weight.
   auto asMatrix = [](Type t, int64_t rows, int64_t cols) -> Type {
     SmallVector<int64_t, 2> shape = {rows, cols};
     if (auto q = llvm::dyn_cast<QTensorType>(t))
@@ -285,8 +293,8 @@ GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
   };
   return GemmOp::verifyTypes(
       emitError, input, asMatrix(weight, w[1], w[2]), Type(),
-      RankedTensorType::get({x[0], w[1]}, y.getElementType()),
-      /*transposeA=*/false, /*transposeB=*/true);
+      RankedTensorType::get({x[0], cols}, y.getElementType()),
+      /*transposeA=*/false, /*transposeB=*/!weightColumnwise);
 }
 
 //===----------------------------------------------------------------------===//

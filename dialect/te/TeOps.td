@@ -247,6 +247,10 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     hold its rowwise direction, and the two rowwise schemes must pair as for
     `te.gemm`. `te-expand-linear` produces it from `te.grouped_linear`.
 
+    With `weight_columnwise` it is dgrad's GEMM, `y_g = x_g W_g`: `x` is
+    [M_total, N], `y` [M_total, K], and each expert's weight is contracted
+    along its first dimension, so `w` is read columnwise.
+
     ```mlir
     func.func @grouped_gemm(
         %x: !te.qtensor<512x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
@@ -261,7 +265,8 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     ```
   }];
   let arguments = (ins Te_GemmOperand:$input, Te_GemmOperand:$weight,
-                       AnyRankedTensor:$split_sizes);
+                       AnyRankedTensor:$split_sizes,
+                       UnitAttr:$weight_columnwise);
   let results = (outs Te_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $split_sizes attr-dict `:` qualified(type($input))
@@ -270,12 +275,18 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The te.grouped_gemm rules on its types alone (shapes, split sizes,
-    /// the rowwise directions read, scheme pairing), for passes that check
-    /// a grouped GEMM before building it and for tek.grouped_gemm.
+    /// the directions read, scheme pairing), for passes that check a
+    /// grouped GEMM before building it and for tek.grouped_gemm.
     static ::llvm::LogicalResult
     verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
                 ::mlir::Type input, ::mlir::Type weight,
-                ::mlir::Type splitSizes, ::mlir::Type result);
+                ::mlir::Type splitSizes, ::mlir::Type result,
+                bool weightColumnwise);
+    /// The direction the weight is read in.
+    Direction getWeightDirection() {
+      return getWeightColumnwise() ? Direction::columnwise
+                                   : Direction::rowwise;
+    }
   }];
 }
 

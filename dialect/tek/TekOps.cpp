@@ -192,7 +192,8 @@ Direction GemmCallOp::getOperandDirection(unsigned index) {
 LogicalResult GroupedGemmOp::verify() {
   return te::GroupedGemmOp::verifyTypes(
       [&] { return emitOpError(); }, getInput().getType(),
-      getWeight().getType(), getSplitSizes().getType(), getResult().getType());
+      getWeight().getType(), getSplitSizes().getType(), getResult().getType(),
+      getWeightColumnwise());
 }
 
 LogicalResult GemmCallOp::verify() {

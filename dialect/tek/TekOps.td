@@ -169,7 +169,8 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
     ```
   }];
   let arguments = (ins AnyType:$input, AnyType:$weight,
-                       AnyRankedTensor:$split_sizes, StrAttr:$kernel_name);
+                       AnyRankedTensor:$split_sizes, StrAttr:$kernel_name,
+                       UnitAttr:$weight_columnwise);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $kernel_name $input `,` $weight `,` $split_sizes attr-dict `:`

@@ -385,30 +385,38 @@ static rt::Status runGemmKernel(const Entry &e, const GemmKernel &g,
 static rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
                                  std::vector<HostValue> &values) {
   const Value &xv = e.values[g.x], &wv = e.values[g.w];
+  // Each expert's GEMM: [m_g, k] x [k, n] (n the output columns).
   int64_t m = xv.shape[0], k = xv.shape[1];
-  int64_t groups = wv.shape[0], n = wv.shape[1];
+  int64_t groups = wv.shape[0], n = e.values[g.output].shape[1];
   std::vector<int64_t> splits(static_cast<size_t>(groups));
   std::memcpy(splits.data(), values[g.splits].tensor.data(),
               splits.size() * sizeof(int64_t));
-  auto logical = [&](int index) -> std::vector<float> {
+  auto logical = [&](int index, Direction dir) -> std::vector<float> {
     const Value &v = e.values[index];
     if (!v.isQuantized())
       return widen(values[index].tensor, v.dtype);
-    return ref::dequantize(values[index].quantized, Direction::Rowwise,
-                           *v.scheme(Direction::Rowwise), v.rows(), v.cols());
+    return ref::dequantize(values[index].quantized, dir, *v.scheme(dir),
+                           v.rows(), v.cols());
   };
-  std::vector<float> x = logical(g.x), w = logical(g.w);
+  std::vector<float> x = logical(g.x, Direction::Rowwise);
+  std::vector<float> w = logical(g.w, g.weightDirection());
   if (x.empty() || w.empty())
     return fail(g.name + ": the reference could not dequantize an operand");
   std::vector<float> d;
   if (xv.isQuantized()) {
-    auto operand = [&](int index) {
+    auto operand = [&](int index, Direction dir) {
       const Value &v = e.values[index];
-      return ref::blockScaledOperand(*values[index].quantized.rowwise,
-                                     *v.scheme(Direction::Rowwise));
+      const ref::QuantizedTensor &q = values[index].quantized;
+      return ref::blockScaledOperand(dir == Direction::Rowwise ? *q.rowwise
+                                                               : *q.columnwise,
+                                     *v.scheme(dir));
     };
     std::string error;
-    d = ref::groupedBlockScaledGemm(operand(g.x), operand(g.w), splits, &error);
+    ref::BlockScaledOperand xo = operand(g.x, Direction::Rowwise);
+    ref::BlockScaledOperand wo = operand(g.w, g.weightDirection());
+    d = g.weightColumnwise
+            ? ref::groupedBlockScaledGemmColumnwise(xo, wo, splits, &error)
+            : ref::groupedBlockScaledGemm(xo, wo, splits, &error);
     if (d.empty())
       return fail(g.name + ": " + error);
   } else {
@@ -421,9 +429,11 @@ static rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
   for (int64_t ex = 0; ex < groups; ++ex) {
     if (clamped[ex] == 0)
       continue;
+    // w holds expert ex's [n, k] (rowwise) or [k, n] (columnwise) weight.
     std::vector<float> sums;
-    ref::referenceGemm(x.data() + row * k, false, w.data() + ex * n * k, true,
-                       clamped[ex], n, k, nullptr, false, &sums);
+    ref::referenceGemm(x.data() + row * k, false, w.data() + ex * n * k,
+                       !g.weightColumnwise, clamped[ex], n, k, nullptr, false,
+                       &sums);
     std::copy(sums.begin(), sums.end(), absSum.begin() + row * n);
     row += clamped[ex];
   }

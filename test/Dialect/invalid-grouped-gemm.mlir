@@ -21,7 +21,7 @@ func.func @weight_not_3d(%x: tensor<64x64xbf16>, %w: tensor<32x64xbf16>, %s: ten
 // -----
 
 func.func @features_differ(%x: tensor<64x128xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op input features 128 differ from the weight's 64 (weight is [G, N, K] = 2x32x64)}}
+  // expected-error @+1 {{'te.grouped_gemm' op input features 128 differ from the weight's K = 64 (weight is [G, N, K] = 2x32x64)}}
   %y = te.grouped_gemm %x, %w, %s : tensor<64x128xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
   return
 }
@@ -82,5 +82,30 @@ func.func @high_precision_with_quantized(%x: tensor<256x128xbf16>,
 func.func @tek_rules(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
   // expected-error @+1 {{'tek.grouped_gemm' op result must be [M_total, N] = 64x32, got 32x32}}
   %y = tek.grouped_gemm "g" %x, %w, %s : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<32x32xbf16>
+  return
+}
+
+// -----
+
+func.func @columnwise_contracts_n(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op input features 64 differ from the weight's N = 32 (weight is [G, N, K] = 2x32x64; weight_columnwise contracts N)}}
+  %y = te.grouped_gemm %x, %w, %s {weight_columnwise} : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @columnwise_result(%x: tensor<64x32xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op result must be [M_total, K] = 64x64, got 64x32}}
+  %y = te.grouped_gemm %x, %w, %s {weight_columnwise} : tensor<64x32xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @columnwise_not_held(%x: !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
+                               %w: !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op operand 'b' is read columnwise (op(b) contracts its first dimension) but its type holds only rowwise storage}}
+  %y = te.grouped_gemm %x, %w, %s {weight_columnwise} : !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>, !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<256x128xbf16>
   return
 }

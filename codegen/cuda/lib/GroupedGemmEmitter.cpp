@@ -48,9 +48,9 @@ GroupedGemmSpec GroupedGemmSpec::resolved() const {
 std::string GroupedGemmSpec::kernelName() const {
   GroupedGemmSpec r = resolved();
   std::ostringstream os;
-  os << "te_grouped_gemm_" << (fp8() ? "fp8block" : "bf16") << "_g" << groups
-     << "_n" << n << "_k" << k << "_t" << r.blockN << "_c" << r.cluster << "_s"
-     << r.stages;
+  os << "te_grouped_gemm_" << (fp8() ? "fp8block" : "bf16")
+     << (weightColumnwise ? "_wcol" : "") << "_g" << groups << "_n" << n << "_k"
+     << k << "_t" << r.blockN << "_c" << r.cluster << "_s" << r.stages;
   return os.str();
 }
 
@@ -73,11 +73,14 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
     return bad("N must be even and positive");
   if (s.k < 1 || s.k % blockK(s) != 0)
     return bad("K must be a positive multiple of " + std::to_string(blockK(s)));
-  if (s.groups * s.n >= (int64_t(1) << 31) || s.k >= (int64_t(1) << 31))
-    return bad("G*N and K must be below 2^31");
+  if (s.groups * s.n >= (int64_t(1) << 31) ||
+      (s.weightColumnwise ? s.groups : 1) * s.k >= (int64_t(1) << 31))
+    return bad("G*N and K (G*K for a columnwise weight) must be below 2^31");
   if (s.fp8() ? s.blockN != 128 : (s.blockN != 128 && s.blockN != 256))
     return bad(s.fp8() ? "the FP8 tile width must be 128"
                        : "the BF16 tile width must be 128 or 256");
+  if (s.weightColumnwise && !s.fp8())
+    return bad("a columnwise weight is read by the block FP8 kernel only");
   if (s.cluster != 1 && s.cluster != 2)
     return bad("a cluster is 1 or 2 CTAs");
   if (s.cluster == 2 && ceilDiv(s.n, s.blockN) % 2 != 0)
@@ -97,7 +100,7 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << "using Config = te::gemm::GroupedGemmConfig<"
      << (s.fp8() ? "true" : "false") << ", " << s.blockN << ", " << s.cluster
      << ", " << s.stages << ", " << s.n << ", " << s.k << ", " << s.groups
-     << ">;\n"
+     << (s.weightColumnwise ? ", true" : "") << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedGemmSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads
@@ -144,6 +147,14 @@ std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &spec,
   rt::TensorMapShape x =
       swizzled(mTotal, static_cast<int>(kBlockM / s.cluster));
   rt::TensorMapShape w = swizzled(s.groups * s.n, s.blockN);
+  if (s.weightColumnwise) // [n, G*k]: the stack's columnwise storage
+    w = rt::TensorMapShape{elem,
+                           s.n,
+                           s.groups * s.k,
+                           s.groups * s.k,
+                           s.blockN,
+                           boxK,
+                           rt::TensorMapSwizzle::B128};
   if (!s.fp8())
     return {x, w, x};
   // A box of kBlockM + 4 scales from a 16-byte aligned start (the TMA's

@@ -523,8 +523,9 @@ planGroupedGemm(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   spec.operands = x.isQuantized() ? GroupedGemmSpec::Operands::Fp8Block
                                   : GroupedGemmSpec::Operands::BF16;
   spec.groups = w.shape[0];
-  spec.n = w.shape[1];
-  spec.k = w.shape[2];
+  spec.n = y.shape[1];
+  spec.k = x.shape[1];
+  spec.weightColumnwise = g.weightColumnwise;
   spec = spec.resolved();
   if (rt::Status st = checkGroupedGemm(spec); !st.isOk())
     return unsupported(st.message());
@@ -533,15 +534,16 @@ planGroupedGemm(const Program &p, const Entry &e, const GroupedGemmKernel &g,
     return rt::Status(options.status().code(),
                       g.name + ": " + options.status().message());
 
-  // Rowwise storage: the data, and the scales of quantized operands.
-  auto buffers = [&](int v) {
+  // The storage of the direction read: the data, and the scales of
+  // quantized operands (x rowwise; w rowwise, or columnwise for dgrad).
+  auto buffers = [&](int v, int dir) {
     const ValueBuffers &vb = out.values[size_t(v)];
     return e.values[size_t(v)].isQuantized()
-               ? std::make_pair(vb.dir[0].data, vb.dir[0].scale)
+               ? std::make_pair(vb.dir[dir].data, vb.dir[dir].scale)
                : std::make_pair(vb.tensor, -1);
   };
-  auto [xData, xScale] = buffers(g.x);
-  auto [wData, wScale] = buffers(g.w);
+  auto [xData, xScale] = buffers(g.x, 0);
+  auto [wData, wScale] = buffers(g.w, g.weightColumnwise ? 1 : 0);
   int splits = out.values[size_t(g.splits)].tensor;
   int result = out.values[size_t(g.output)].tensor;
   std::array<rt::TensorMapShape, 3> maps = groupedGemmMaps(spec, x.rows());

@@ -199,10 +199,15 @@ static std::string validateGroupedGemm(const Entry &e,
   const Value &s = e.values[g.splits], &out = e.values[g.output];
   if (x.shape.size() != 2 || w.shape.size() != 3 || out.shape.size() != 2 ||
       out.isQuantized())
-    return "x must be [M, K], w [G, N, K] and the result an [M, N] tensor";
-  int64_t m = x.shape[0], k = x.shape[1];
-  int64_t groups = w.shape[0], n = w.shape[1];
-  if (w.shape[2] != k || out.shape[0] != m || out.shape[1] != n)
+    return g.weightColumnwise ? "x must be [M, N], w [G, N, K] and the result "
+                                "an [M, K] tensor"
+                              : "x must be [M, K], w [G, N, K] and the result "
+                                "an [M, N] tensor";
+  int64_t m = x.shape[0], groups = w.shape[0];
+  // The expert's GEMM: reduction `red`, output columns `cols`.
+  int64_t red = g.weightColumnwise ? w.shape[1] : w.shape[2];
+  int64_t cols = g.weightColumnwise ? w.shape[2] : w.shape[1];
+  if (x.shape[1] != red || out.shape[0] != m || out.shape[1] != cols)
     return "shapes do not chain";
   if (s.isQuantized() || s.dtype != rt::DType::I64 ||
       s.shape != std::vector<int64_t>{groups})
@@ -210,16 +215,20 @@ static std::string validateGroupedGemm(const Entry &e,
   if (x.isQuantized() != w.isQuantized())
     return "x and w must both be quantized or both be tensors";
   if (!x.isQuantized())
-    return "";
-  auto blockFp8 = [](const Value &v, int64_t rows) {
-    const std::optional<rt::Scheme> &sc = v.scheme(rt::Direction::Rowwise);
+    return g.weightColumnwise ? "a weight read columnwise must be block FP8 "
+                                "(128x128)"
+                              : "";
+  auto blockFp8 = [](const Value &v, rt::Direction d, int64_t rows) {
+    const std::optional<rt::Scheme> &sc = v.scheme(d);
     return sc && sc->kind == rt::SchemeKind::Fp8Block && sc->tileRows == rows &&
            sc->tileCols == 128;
   };
-  if (!blockFp8(x, 1) || !blockFp8(w, 128))
-    return "quantized operands must be block FP8 read rowwise, x 1x128 and "
-           "w 128x128";
-  if (n % 128 != 0)
+  if (!blockFp8(x, rt::Direction::Rowwise, 1) ||
+      !blockFp8(w, g.weightDirection(), 128))
+    return std::string("quantized operands must be block FP8, x 1x128 read "
+                       "rowwise and w 128x128 read ") +
+           rt::directionName(g.weightDirection());
+  if (w.shape[1] % 128 != 0)
     return "N must be a multiple of 128: each expert's 128x128 weight tiles "
            "are its own";
   return "";

@@ -229,6 +229,31 @@ static std::vector<int64_t> expertOfRows(const std::vector<int64_t> &splits,
   return expert;
 }
 
+/// Each expert's rows of x times its weight (experts[g], [n, K]; with
+/// `stacked`, experts[0] is the whole [G·n, K] stack and expert g its rows
+/// g·n ..), blockScaledDot's rule per output; padding rows +0.
+static std::vector<float>
+groupedDots(const BlockScaledOperand &x,
+            const std::vector<BlockScaledOperand> &experts, bool stacked,
+            int64_t n, const std::vector<int64_t> &splits) {
+  int64_t m = x.rows;
+  std::vector<int64_t> expert = expertOfRows(splits, m);
+  std::vector<float> xv = decodeAll(x);
+  std::vector<std::vector<float>> wv;
+  for (const BlockScaledOperand &wg : experts)
+    wv.push_back(decodeAll(wg));
+  std::vector<float> y(static_cast<size_t>(m * n), 0.0f);
+  forEachRow(m, [&](int64_t i) {
+    int64_t g = expert[i];
+    if (g < 0)
+      return;
+    int64_t op = stacked ? 0 : g, first = stacked ? g * n : 0;
+    for (int64_t j = 0; j < n; ++j)
+      y[i * n + j] = blockScaledDot(x, experts[op], xv, wv[op], i, first + j);
+  });
+  return y;
+}
+
 std::vector<float> groupedBlockScaledGemm(const BlockScaledOperand &x,
                                           const BlockScaledOperand &w,
                                           const std::vector<int64_t> &splits,
@@ -270,23 +295,53 @@ std::vector<float> groupedBlockScaledGemm(const BlockScaledOperand &x,
       *error = e;
     return {};
   }
-  int64_t m = x.rows;
-  std::vector<int64_t> expert = expertOfRows(splits, m);
-  std::vector<float> xv = decodeAll(x);
-  std::vector<std::vector<float>> wv;
-  for (const BlockScaledOperand &wg : experts)
-    wv.push_back(decodeAll(wg));
-  std::vector<float> y(static_cast<size_t>(m * n), 0.0f);
-  forEachRow(m, [&](int64_t i) {
-    int64_t g = expert[i];
-    if (g < 0)
-      return;
-    // A 1x128 weight keeps the stacked rows (and codes): row g·N + j.
-    int64_t op = w.tile2d ? g : 0, first = w.tile2d ? 0 : g * n;
-    for (int64_t j = 0; j < n; ++j)
-      y[i * n + j] = blockScaledDot(x, experts[op], xv, wv[op], i, first + j);
-  });
-  return y;
+  return groupedDots(x, experts, !w.tile2d, n, splits);
+}
+
+std::vector<float> groupedBlockScaledGemmColumnwise(
+    const BlockScaledOperand &x, const BlockScaledOperand &w,
+    const std::vector<int64_t> &splits, std::string *error) {
+  int64_t groups = static_cast<int64_t>(splits.size());
+  std::string e;
+  if (!w.tile2d)
+    e = "a weight read columnwise must have 128x128 tiles";
+  else if (groups < 1 || w.k % (128 * groups) != 0)
+    e = "the stack's columnwise storage is not G experts of whole 128-column "
+        "blocks";
+  // w is [n, G·k]: expert g's [n, k] weight is its columns g·k .. g·k+k-1,
+  // its scales the matching block columns of each 128-row block.
+  int64_t n = w.rows, k = e.empty() ? w.k / groups : 0;
+  int64_t kBlocks = k / 128, rowBlocks = (n + 127) / 128;
+  std::vector<BlockScaledOperand> experts;
+  for (int64_t g = 0; e.empty() && g < groups; ++g) {
+    BlockScaledOperand wg = w;
+    wg.k = k;
+    wg.codes.resize(static_cast<size_t>(n * k));
+    for (int64_t r = 0; r < n; ++r)
+      std::copy_n(w.codes.begin() + r * w.k + g * k, k,
+                  wg.codes.begin() + r * k);
+    wg.scaleStride = kBlocks;
+    wg.scaleInv.assign(static_cast<size_t>(rowBlocks * kBlocks), 0.0f);
+    for (int64_t rb = 0; rb < rowBlocks; ++rb)
+      for (int64_t kb = 0; kb < kBlocks; ++kb) {
+        size_t from =
+            static_cast<size_t>(rb * w.scaleStride + g * kBlocks + kb);
+        if (from >= w.scaleInv.size()) {
+          e = "w scale_inv buffer is too small for its columnwise layout";
+          break;
+        }
+        wg.scaleInv[size_t(rb * kBlocks + kb)] = w.scaleInv[from];
+      }
+    if (e.empty())
+      e = checkPair(x, wg);
+    experts.push_back(std::move(wg));
+  }
+  if (!e.empty()) {
+    if (error)
+      *error = e;
+    return {};
+  }
+  return groupedDots(x, experts, false, n, splits);
 }
 
 std::vector<float> groupedGemm(const float *x, const float *w, int64_t mTotal,

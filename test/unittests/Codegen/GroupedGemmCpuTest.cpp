@@ -79,6 +79,75 @@ TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
   }
 }
 
+/// dx = dy W for one expert as te.linear_grad's dgrad computes it: dy
+/// 1x128 rowwise, W [n, k] 128x128 columnwise, one (non-grouped) GEMM.
+cg::Program denseDgrad(int64_t m, int64_t n, int64_t k) {
+  cg::Entry e;
+  e.name = "dgrad";
+  e.values = {tensor("dy", {m, n}, DType::BF16),
+              tensor("w", {n, k}, DType::BF16)};
+  e.args = {0, 1};
+  for (int i = 0; i < 2; ++i) {
+    Scheme s = Scheme::fp8Block(DType::E4M3, i == 0 ? 1 : 128, 128);
+    Direction d = i == 0 ? Direction::Rowwise : Direction::Columnwise;
+    cg::Value q = e.values[i];
+    q.kind = cg::Value::Kind::Quantized;
+    q.name += "_q";
+    (i == 0 ? q.rowwise : q.columnwise) = s;
+    e.values.push_back(q);
+    cg::QuantizeKernel qk;
+    qk.name = "quantize_" + q.name;
+    qk.input = i;
+    qk.stages = {{s, d, int(e.values.size()) - 1}};
+    e.kernels.push_back(qk);
+  }
+  e.values.push_back(tensor("dx", {m, k}, DType::BF16));
+  cg::GemmKernel g;
+  g.name = "gemm";
+  g.a = 2;
+  g.b = 3;
+  g.output = 4;
+  e.kernels.push_back(g);
+  e.results = {4};
+  cg::Program p;
+  p.entries.push_back(e);
+  return p;
+}
+
+TEST(GroupedGemmCpu, DgradRowsAreEachExpertsDenseDgrad) {
+  // 3 experts, N = 256 (the contraction), K = 384 (the output), ragged.
+  const int64_t m = 300, n = 256, k = 384, g = 3;
+  std::vector<float> dy = normals(size_t(m * n), 3),
+                     w = normals(size_t(g * n * k), 4);
+  cg::Program p = groupedProgram(m, k, g, n, true, /*dgrad=*/true);
+  ASSERT_EQ(cg::validate(p.entries[0]), "");
+  std::vector<int64_t> splits = {130, 0, 150}; // 20 padding rows
+  auto out = exec::runCpu(p, p.entries[0],
+                          {bf16Bytes(dy), bf16Bytes(w), i64Bytes(splits)});
+  ASSERT_TRUE(out) << out.status().toString();
+  const std::vector<uint8_t> &got = (*out)[0][0].bytes;
+  ASSERT_EQ(got.size(), size_t(m * k * 2));
+  int64_t row = 0;
+  for (int64_t e = 0; e < g; ++e) {
+    if (splits[e] == 0)
+      continue;
+    cg::Program dense = denseDgrad(splits[e], n, k);
+    std::vector<float> dye(dy.begin() + row * n,
+                           dy.begin() + (row + splits[e]) * n);
+    std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
+    auto one =
+        exec::runCpu(dense, dense.entries[0], {bf16Bytes(dye), bf16Bytes(we)});
+    ASSERT_TRUE(one) << one.status().toString();
+    const std::vector<uint8_t> &want = (*one)[0][0].bytes;
+    EXPECT_EQ(std::memcmp(got.data() + row * k * 2, want.data(), want.size()),
+              0)
+        << "expert " << e;
+    row += splits[e];
+  }
+  for (size_t i = size_t(row * k * 2); i < got.size(); ++i)
+    ASSERT_EQ(got[i], 0) << "padding byte " << i;
+}
+
 TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
   cg::Program p = groupedProgram(64, 128, 2, 128, false);
   cg::Entry &e = p.entries[0];
@@ -96,6 +165,19 @@ TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
 
   cg::Program q = groupedProgram(64, 128, 2, 96, true); // N not 128k
   EXPECT_NE(cg::validate(q.entries[0]).find("N must be a multiple of 128"),
+            std::string::npos)
+      << cg::validate(q.entries[0]);
+  // dgrad reads the weight columnwise: block FP8 only, holding that
+  // direction.
+  q = groupedProgram(64, 128, 2, 128, false, /*dgrad=*/true);
+  EXPECT_NE(cg::validate(q.entries[0]).find("must be block FP8"),
+            std::string::npos)
+      << cg::validate(q.entries[0]);
+  q = groupedProgram(64, 128, 2, 128, true, /*dgrad=*/true);
+  ASSERT_EQ(cg::validate(q.entries[0]), "");
+  std::get<cg::GroupedGemmKernel>(q.entries[0].kernels.back())
+      .weightColumnwise = false;
+  EXPECT_NE(cg::validate(q.entries[0]).find("w 128x128 read rowwise"),
             std::string::npos)
       << cg::validate(q.entries[0]);
 }

@@ -39,9 +39,10 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
   if (!rt::cutlassIncludeDir())
     GTEST_SKIP() << "the CUTLASS headers are not installed "
                     "(scripts/install-deps.sh)";
-  for (bool fp8 : {false, true}) {
-    SCOPED_TRACE(fp8 ? "block FP8" : "bf16");
-    cg::Program p = groupedProgram(300, 256, 3, 256, fp8);
+  for (int variant = 0; variant < 3; ++variant) {
+    bool fp8 = variant > 0, dgrad = variant == 2;
+    SCOPED_TRACE(dgrad ? "block FP8 dgrad" : fp8 ? "block FP8" : "bf16");
+    cg::Program p = groupedProgram(300, 256, 3, 256, fp8, dgrad);
     const cg::Entry &e = p.entries[0];
     rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
     ASSERT_TRUE(plan) << plan.status().toString();
@@ -56,6 +57,7 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
     spec.groups = 3;
     spec.n = 256;
     spec.k = 256;
+    spec.weightColumnwise = dgrad;
     EXPECT_EQ(ks.entry, spec.kernelName());
     EXPECT_EQ(ks.cluster.x, unsigned(spec.resolved().cluster));
     EXPECT_EQ(ks.sharedBytes, cg::groupedGemmSharedBytes(spec));
@@ -67,7 +69,7 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
     const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
     const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
     int xData = fp8 ? xb.dir[0].data : xb.tensor;
-    int wData = fp8 ? wb.dir[0].data : wb.tensor;
+    int wData = fp8 ? wb.dir[dgrad ? 1 : 0].data : wb.tensor;
     ASSERT_EQ(ks.args.size(), 7u);
     for (int i = 0; i < 3; ++i) {
       EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
@@ -76,7 +78,8 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
     EXPECT_EQ(ks.args[0].pointer.buffer, xData);
     EXPECT_EQ(ks.args[1].pointer.buffer, wData);
     EXPECT_EQ(ks.args[2].pointer.buffer, fp8 ? xb.dir[0].scale : xData);
-    EXPECT_EQ(ks.args[3].pointer.buffer, fp8 ? wb.dir[0].scale : -1);
+    EXPECT_EQ(ks.args[3].pointer.buffer,
+              fp8 ? wb.dir[dgrad ? 1 : 0].scale : -1);
     EXPECT_EQ(ks.args[4].pointer.buffer, plan->values[size_t(g.splits)].tensor);
     EXPECT_EQ(ks.args[5].pointer.buffer, plan->values[size_t(g.output)].tensor);
     EXPECT_EQ(ks.args[6].i, 300);
@@ -122,11 +125,14 @@ TEST(GroupedGemmPlanGpu, RunsAndReplaysWithNewSplitSizesWithinTheBound) {
   // 4 experts, N = 256 (two column blocks: 2-CTA clusters), K = 384,
   // M_total = 700 (not a multiple of 128).
   const int64_t m = 700, k = 384, g = 4, n = 256;
-  std::vector<float> x = normals(size_t(m * k), 1),
-                     w = normals(size_t(g * n * k), 2);
-  for (bool fp8 : {false, true}) {
-    SCOPED_TRACE(fp8 ? "block FP8" : "bf16");
-    cg::Program p = groupedProgram(m, k, g, n, fp8);
+  std::vector<float> w = normals(size_t(g * n * k), 2);
+  // fprop in bf16 and block FP8, and block FP8 dgrad (K = 384 output
+  // columns: 3 blocks, no cluster).
+  for (int variant = 0; variant < 3; ++variant) {
+    bool fp8 = variant > 0, dgrad = variant == 2;
+    SCOPED_TRACE(dgrad ? "block FP8 dgrad" : fp8 ? "block FP8" : "bf16");
+    std::vector<float> x = normals(size_t(m * (dgrad ? n : k)), 1);
+    cg::Program p = groupedProgram(m, k, g, n, fp8, dgrad);
     // Ragged with padding, then one expert with every token but a few,
     // then ragged again with an empty expert: same M_total throughout.
     const std::vector<std::vector<int64_t>> splits = {

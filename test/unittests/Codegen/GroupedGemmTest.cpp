@@ -51,12 +51,20 @@ uint16_t bf16Bits(float v) {
 
 } // namespace
 
-TEST(GroupedGemm, BothOperandKindsCompileForSm90a) {
+TEST(GroupedGemm, EveryKernelKindCompilesForSm90a) {
   if (!rt::nvrtcVersion())
     GTEST_SKIP() << rt::nvrtcVersion().status().message();
-  for (auto op :
-       {GroupedGemmSpec::Operands::Fp8Block, GroupedGemmSpec::Operands::BF16}) {
-    GroupedGemmSpec s = spec(op, 8, 4096, 7168).resolved();
+  // FP8 and BF16 fprop; FP8 dgrad (the weight read columnwise: the layer's
+  // N = 4096 contracted, K = 7168 out).
+  for (int variant = 0; variant < 3; ++variant) {
+    GroupedGemmSpec s =
+        variant == 2
+            ? spec(GroupedGemmSpec::Operands::Fp8Block, 8, 7168, 4096)
+            : spec(variant == 0 ? GroupedGemmSpec::Operands::Fp8Block
+                                : GroupedGemmSpec::Operands::BF16,
+                   8, 4096, 7168);
+    s.weightColumnwise = variant == 2;
+    s = s.resolved();
     rt::CompileOptions opts = *cg::groupedGemmCompileOptions();
     opts.flags.push_back("--ptxas-options=-v");
     rt::Expected<rt::CompiledKernel> k =
@@ -87,6 +95,11 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
             std::string::npos);
   EXPECT_NE(msg(spec(GroupedGemmSpec::Operands::BF16, 0, 256, 128))
                 .find("number of experts"),
+            std::string::npos);
+  GroupedGemmSpec columnwiseBf16 =
+      spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128);
+  columnwiseBf16.weightColumnwise = true;
+  EXPECT_NE(msg(columnwiseBf16).find("block FP8 kernel only"),
             std::string::npos);
   GroupedGemmSpec deep = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
   deep.stages = 8;

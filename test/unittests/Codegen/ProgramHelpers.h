@@ -51,12 +51,14 @@ inline std::vector<uint8_t> i64Bytes(const std::vector<int64_t> &v) {
 }
 
 /// y = grouped GEMM of x [m, k] and w [g, n, k] (bf16 arguments), the
-/// operands quantized first when `fp8` (x 1x128, w 128x128, rowwise).
+/// operands quantized first when `fp8` (x 1x128, w 128x128, rowwise); with
+/// `dgrad`, y = x [m, n] times each expert's weight read columnwise.
 inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
-                                  bool fp8) {
+                                  bool fp8, bool dgrad = false) {
+  // fprop: x [m, k], y [m, n]; dgrad (w read columnwise): x [m, n], y [m, k].
   cg::Entry e;
   e.name = "moe";
-  e.values = {tensor("x", {m, k}, rt::DType::BF16),
+  e.values = {tensor("x", {m, dgrad ? n : k}, rt::DType::BF16),
               tensor("w", {g, n, k}, rt::DType::BF16),
               tensor("splits", {g}, rt::DType::I64)};
   e.args = {0, 1, 2};
@@ -65,24 +67,27 @@ inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
   gg.x = 0;
   gg.w = 1;
   gg.splits = 2;
+  gg.weightColumnwise = dgrad;
   if (fp8) {
     for (int i = 0; i < 2; ++i) {
       rt::Scheme s =
           rt::Scheme::fp8Block(rt::DType::E4M3, i == 0 ? 1 : 128, 128);
+      rt::Direction d =
+          i == 1 && dgrad ? rt::Direction::Columnwise : rt::Direction::Rowwise;
       cg::Value q = e.values[i];
       q.kind = cg::Value::Kind::Quantized;
       q.name += "_q";
-      q.rowwise = s;
+      (d == rt::Direction::Rowwise ? q.rowwise : q.columnwise) = s;
       e.values.push_back(q);
       cg::QuantizeKernel qk;
       qk.name = "quantize_" + q.name;
       qk.input = i;
-      qk.stages = {{s, rt::Direction::Rowwise, int(e.values.size()) - 1}};
+      qk.stages = {{s, d, int(e.values.size()) - 1}};
       e.kernels.push_back(qk);
       (i == 0 ? gg.x : gg.w) = int(e.values.size()) - 1;
     }
   }
-  e.values.push_back(tensor("y", {m, n}, rt::DType::BF16));
+  e.values.push_back(tensor("y", {m, dgrad ? k : n}, rt::DType::BF16));
   gg.output = int(e.values.size()) - 1;
   e.results = {gg.output};
   e.kernels.push_back(gg);

@@ -16,6 +16,11 @@
 // [G, N, K]; split sizes (int64, on the device) m_0..m_{G-1}, sum <= M_total:
 //   Y[r, :] = X[r, :] · W_g^T   for the rows r of expert g,
 //   Y[r, :] = 0                 for the padding rows past the sum.
+// dgrad is the same GEMM with the weight read columnwise: B_g = W'_g^T for
+// the layer's weight W' [G, N', K'] (here N = K', K = N'), whose FP8 block
+// columnwise storage is the transpose of the stack, [K', G·N'] - each
+// expert's reduction range is its own columns, so it is K-major as the
+// tensor cores want (GroupedGemmConfig's WeightColumnwise).
 // Operands: BF16 x BF16, or FP8 block-scaled (X 1x128 blocks, scales in the
 // GEMM_READY layout [K/128][roundup(M_total,4)]; W 128x128 tiles, scales
 // [G][ceil(N/128)][roundup(K/128,4)]), docs/Numerics.md §7.
@@ -60,9 +65,12 @@ namespace GMMA = cute::SM90::GMMA;
 /// one expert) and each loads half of the x tile for both (TMA multicast),
 /// which cuts the tile traffic from L2 by a quarter to a third.
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
-          int Groups_>
+          int Groups_, bool WeightColumnwise = false>
 struct GroupedGemmConfig {
   static constexpr bool kFp8Block = Fp8Block;
+  /// W is a [N, G·K] matrix (a stack's columnwise storage): expert g's
+  /// reduction is columns g·K .. g·K + K - 1.
+  static constexpr bool kWeightColumnwise = WeightColumnwise;
   static constexpr int kBlockM = 128;
   static constexpr int kBlockN = BlockN;
   static constexpr int kCluster = Cluster;
@@ -86,8 +94,10 @@ struct GroupedGemmConfig {
   static constexpr int kScaleBox = kBlockM + 4;
   static constexpr int kStageSA =
       Fp8Block ? (kScaleBox * 4 + 127) / 128 * 128 : 0;
-  /// Row stride of the weight scales: roundup(ceil(K/128), 4).
-  static constexpr int kSwStride = ((kK + 127) / 128 + 3) / 4 * 4;
+  /// Row stride of the weight scales: roundup(ceil(K/128), 4), or, read
+  /// columnwise, roundup(G·K/128, 4).
+  static constexpr int kSwStride =
+      ((WeightColumnwise ? kGroups * kK / 128 : (kK + 127) / 128) + 3) / 4 * 4;
   static constexpr int kTableBytes = 2 * 4 * (kGroups + 1);
   /// Dynamic shared memory: the stage ring (1024-aligned for the swizzle),
   /// the x scales, the barriers, the per-expert tables.
@@ -101,6 +111,9 @@ struct GroupedGemmConfig {
                 "a 2-CTA cluster pairs column blocks: their count must be "
                 "even");
   static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
+  static_assert(!WeightColumnwise || (Fp8Block && kK % 128 == 0),
+                "a columnwise weight is block FP8 with whole 128x128 tiles "
+                "per expert");
   static_assert(kSharedBytes <= 232448, "more shared memory than an SM has");
 };
 
@@ -220,10 +233,15 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
   uint32_t phase = 0;
   for (int t = cluster; t < numItems; t += clusters) {
     detail::Tile tile = detail::locate<C>(t, rank, tileEnd, rowEnd);
-    // The tile's 128x128 weight-scale row (FP8 tiles are 128 wide).
-    const float *swTile = sw + ((long long)tile.expert * ((C::kN + 127) / 128) +
-                                tile.col0 / 128) *
-                                   C::kSwStride;
+    // The tile's 128x128 weight-scale row (FP8 tiles are 128 wide); read
+    // columnwise, the expert's blocks start at column g·K/128 of it.
+    const float *swTile =
+        C::kWeightColumnwise
+            ? sw + (long long)(tile.col0 / 128) * C::kSwStride +
+                  tile.expert * (C::kK / 128)
+            : sw + ((long long)tile.expert * ((C::kN + 127) / 128) +
+                    tile.col0 / 128) *
+                       C::kSwStride;
 #pragma unroll
     for (int i = 0; i < kAccum; ++i)
       total[i] = 0.f;
@@ -307,7 +325,8 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
 }
 
 /// The kernel body. `tmX`/`tmW`/`tmSX` are 2-D tensor maps over X [M_total,
-/// K] (box: kBlockM / kCluster rows), W [G·N, K] (box: kBlockN rows) and
+/// K] (box: kBlockM / kCluster rows), W [G·N, K] or, columnwise, [N, G·K]
+/// (box: kBlockN rows) and
 /// (FP8) the x scales [K/128, roundup(M_total,4)]; `sw` the weight scales
 /// (FP8), `splits` G int64 on the device, `y` [M_total, N] bf16.
 template <class C>
@@ -382,7 +401,11 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
       uint32_t phase = 0;
       for (int t = cluster; t < numItems; t += clusters) {
         detail::Tile tile = detail::locate<C>(t, rank, tileEnd, rowEnd);
-        int wRow = tile.expert * C::kN + tile.col0;
+        // The W tile: rows of the expert's weight (fprop), or rows of the
+        // output and the expert's reduction columns (columnwise).
+        int wRow = C::kWeightColumnwise ? tile.col0
+                                        : tile.expert * C::kN + tile.col0;
+        int wCol0 = C::kWeightColumnwise ? tile.expert * C::kK : 0;
         for (int kb = 0; kb < C::kKBlocks; ++kb) {
           empty[stage].wait(phase ^ 1);
           uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
@@ -398,8 +421,8 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                 tmX, bar, uint16_t((1 << C::kCluster) - 1), kEvictNormal, a,
                 kb * C::kBlockK, tile.row0 + rank * kRowsPerCta);
           SM90_TMA_LOAD_2D::copy(tmW, bar, kEvictNormal,
-                                 stageB + stage * C::kStageB, kb * C::kBlockK,
-                                 wRow);
+                                 stageB + stage * C::kStageB,
+                                 wCol0 + kb * C::kBlockK, wRow);
           if (C::kFp8Block)
             SM90_TMA_LOAD_2D::copy(tmSX, bar, kEvictNormal,
                                    stageSX + stage * C::kStageSA,

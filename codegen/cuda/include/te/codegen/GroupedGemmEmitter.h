@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The M-grouped GEMM of an MoE layer (fprop and dgrad: Y_g = X_g · W_g^T
-// for each expert's rows of X) as generated CUDA C++: an instantiation of
+// The M-grouped GEMM of an MoE layer (fprop: Y_g = X_g · W_g^T for each
+// expert's rows of X; dgrad: dX_g = dY_g · W_g, the weight read through its
+// columnwise storage) as generated CUDA C++: an instantiation of
 // te::gemm::groupedGemmSm90 (te/device/gemm/GroupedGemmSm90.cuh, on
 // CUTLASS/CuTe) for one shape and operand recipe, and the launch
 // arguments for it - 2-D TMA descriptors over the caller's buffers, encoded
@@ -37,6 +38,10 @@ struct GroupedGemmSpec {
   int64_t groups = 1; ///< G experts
   int64_t n = 0;      ///< output columns per expert
   int64_t k = 0;      ///< reduction length
+  /// dgrad: W is the columnwise storage of a [G, k, n] stack - its
+  /// transpose [n, G·k] with 128x128 scales [ceil(n/128)][roundup(G·k/128,
+  /// 4)] - so that Y_g = X_g · W'_g for that stack W'. Block FP8 only.
+  bool weightColumnwise = false;
   /// Output tile width: FP8 128, BF16 128 or 256; 0 picks one.
   int blockN = 0;
   /// CTAs per cluster (1, or 2 to share the x tile by TMA multicast; needs
@@ -48,7 +53,8 @@ struct GroupedGemmSpec {
   bool fp8() const { return operands == Operands::Fp8Block; }
   /// The spec with every 0 replaced by the choice made for it.
   GroupedGemmSpec resolved() const;
-  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_s6".
+  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_s6" ("_wcol"
+  /// after "fp8block" for a columnwise weight).
   std::string kernelName() const;
 };
 
@@ -57,7 +63,8 @@ constexpr unsigned kGroupedGemmThreads = 384;
 
 /// InvalidArgument naming the rule when the (resolved) spec has no kernel:
 /// K a multiple of 128 (FP8) or 64 (BF16), N even, G >= 1, a tile width
-/// and cluster the kernel has, the shared memory within an SM's.
+/// and cluster the kernel has, the shared memory within an SM's; a
+/// columnwise weight only for block FP8.
 rt::Status checkGroupedGemm(const GroupedGemmSpec &s);
 
 /// Dynamic shared memory the kernel needs (stages, scales, barriers,
@@ -71,7 +78,9 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions();
 
 /// The device buffers of one call. fp8: x and w are E4M3 codes, sx the
 /// 1x128 scales [ceil(K/128)][roundup(mTotal,4)] f32, sw the 128x128
-/// scales [G][ceil(N/128)][roundup(ceil(K/128),4)] f32; bf16: sx, sw unused.
+/// scales [G][ceil(N/128)][roundup(ceil(K/128),4)] f32 (columnwise weight:
+/// w [N, G·K], sw as GroupedGemmSpec::weightColumnwise says); bf16: sx, sw
+/// unused.
 struct GroupedGemmBuffers {
   uint64_t x = 0; ///< [mTotal, K]
   uint64_t w = 0; ///< [G, N, K]
@@ -83,7 +92,8 @@ struct GroupedGemmBuffers {
 
 /// The geometry of the kernel's three TMA descriptors for `mTotal` token
 /// rows: x [mTotal, K] (box: a cluster rank's share of the tile rows), w
-/// [G*N, K] (box: one tile of rows), and the x scales [ceil(K/128),
+/// [G*N, K] or columnwise [N, G*K] (box: one tile of rows, one K block),
+/// and the x scales [ceil(K/128),
 /// roundup(mTotal, 4)] (FP8; the BF16 kernel ignores its third map, which
 /// repeats x's). The one place both the direct launch and plans take them
 /// from.

@@ -142,11 +142,19 @@ struct AdamKernel {
 /// [G, N, K]; `splits` is a [G] i64 value read at run time (clamped), rows
 /// past the experts' are zeros. Operands both tensors (bf16, f16, f32), or
 /// x block FP8 1x128 and w block FP8 128x128 with N a multiple of 128, both
-/// read rowwise. The CPU backend runs it; the CUDA plan step (the kernel of
-/// GroupedGemmEmitter.h) is not wired yet.
+/// read rowwise. `weightColumnwise` (dgrad): y [M, K] = each expert's rows
+/// of x [M, N] times its weight, w read columnwise (block FP8 only). The
+/// CPU backend runs it with the reference; the CUDA plan is one launch of
+/// GroupedGemmEmitter.h's kernel.
 struct GroupedGemmKernel {
   std::string name;
   int x = -1, w = -1, splits = -1, output = -1;
+  bool weightColumnwise = false;
+
+  rt::Direction weightDirection() const {
+    return weightColumnwise ? rt::Direction::Columnwise
+                            : rt::Direction::Rowwise;
+  }
 };
 
 /// One kernel of an entry. A std::variant, so a new kernel kind is a compile

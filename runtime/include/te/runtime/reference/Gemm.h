@@ -97,6 +97,17 @@ std::vector<float> groupedBlockScaledGemm(const BlockScaledOperand &x,
                                           const BlockScaledOperand &w,
                                           const std::vector<int64_t> &splits,
                                           std::string *error = nullptr);
+/// dgrad's grouped GEMM: y [mTotal, n] = each expert's rows of x (1x128,
+/// [mTotal, k]) times its [k, n] weight read columnwise, `w` being the
+/// columnwise storage of the [G, k, n] stack: codes [n, G·k], 128x128
+/// scales [ceil(n/128)][scaleStride >= G·k/128]; k a multiple of 128.
+/// Expert g's weight is columns g·k .. g·k + k - 1 with their own tiles, so
+/// each row is exactly the single-expert GEMM on that weight.
+std::vector<float>
+groupedBlockScaledGemmColumnwise(const BlockScaledOperand &x,
+                                 const BlockScaledOperand &w,
+                                 const std::vector<int64_t> &splits,
+                                 std::string *error = nullptr);
 /// Plain operands (bf16 or f32 values): referenceGemm per expert (fp32
 /// accumulation, k in order). x [mTotal, K], w [G·N, K].
 std::vector<float> groupedGemm(const float *x, const float *w, int64_t mTotal,
