@@ -18,9 +18,8 @@
 // tensor: the [M_total, K] tokens and the [G, N, K] stack are quantized as
 // one tensor each, which is the same only where no scaling block or amax
 // spans two experts - identity and block FP8 (128x128 weight tiles with N a
-// multiple of 128). Other schemes, a bias and te.grouped_linear_grad are
-// located errors until the grouped quantize and the dgrad / wgrad kernels
-// exist.
+// multiple of 128). Other schemes and te.grouped_linear_grad are located
+// errors until the grouped quantize and the wgrad kernel exist.
 //
 // Every te.quantize holds just the directions this layer's GEMMs read;
 // te-infer-usage and te-fuse-quantize then merge what several layers (or
@@ -227,10 +226,6 @@ LogicalResult checkGroupedScheme(GroupedLinearOp lin, StringRef role,
 }
 
 LogicalResult expand(GroupedLinearOp lin) {
-  if (lin.getBias())
-    return lin.emitOpError()
-           << "has a bias, which te-expand-linear does not lower for grouped "
-              "layers yet (the grouped GEMM's epilogue adds none)";
   auto w = cast<RankedTensorType>(lin.getWeight().getType());
   for (StringRef role : {"input", "weight"})
     if (failed(checkGroupedScheme(lin, role, w.getDimSize(1))))
@@ -252,12 +247,14 @@ LogicalResult expand(GroupedLinearOp lin) {
                       "x rowwise, W rowwise): '"
                    << GroupedGemmOp::getOperationName() << "' op ";
           },
-          x->getType(), wq->getType(), splits.getType(), result,
+          x->getType(), wq->getType(), splits.getType(),
+          lin.getBias() ? lin.getBias().getType() : Type(), result,
           /*weightColumnwise=*/false)))
     return failure();
   Location loc = NameLoc::get(e.b.getStringAttr("fprop"), lin.getLoc());
-  auto g = GroupedGemmOp::create(e.b, loc, result, *x, *wq, splits,
-                                 /*weight_columnwise=*/UnitAttr());
+  auto g =
+      GroupedGemmOp::create(e.b, loc, result, *x, *wq, splits, lin.getBias(),
+                            /*weight_columnwise=*/UnitAttr());
   lin.getResult().replaceAllUsesWith(g.getResult());
   lin.erase();
   return success();
@@ -265,9 +262,9 @@ LogicalResult expand(GroupedLinearOp lin) {
 
 LogicalResult expand(GroupedLinearGradOp grad) {
   return grad.emitOpError()
-         << "is not lowered by te-expand-linear yet: its dgrad (the stacked "
-            "weight read columnwise) and wgrad (K-grouped) GEMMs and the "
-            "grouped quantize of its columnwise operands are not built";
+         << "is not lowered by te-expand-linear yet: its wgrad (a K-grouped "
+            "GEMM) and the grouped quantize of its columnwise operands are "
+            "not built (its dgrad is te.grouped_gemm {weight_columnwise})";
 }
 
 struct TeExpandLinearPass

@@ -293,7 +293,8 @@ struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOpWithNewOp<tek::GroupedGemmOp>(
         op, op.getType(), adaptor.getInput(), adaptor.getWeight(),
-        adaptor.getSplitSizes(), plan.name(op), op.getWeightColumnwiseAttr());
+        adaptor.getSplitSizes(), adaptor.getBias(), plan.name(op),
+        op.getWeightColumnwiseAttr());
     return success();
   }
 };

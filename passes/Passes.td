@@ -57,8 +57,8 @@ def TeExpandLinearPass : Pass<"te-expand-linear", "::mlir::func::FuncOp"> {
     its tokens and stacked weight (both rowwise) and one `te.grouped_gemm`;
     each expert's part must quantize as its own tensor would, so its roles
     must be identity or block FP8 (128x128 weight tiles need N a multiple of
-    128), and a bias is not lowered yet. `te.grouped_linear_grad` is a
-    located error: its dgrad / wgrad kernels are not built yet.
+    128). `te.grouped_linear_grad` is a located error: its wgrad kernel
+    and the grouped quantize are not built yet.
   }];
   let dependentDialects = ["::mlir::te::TeDialect"];
 }

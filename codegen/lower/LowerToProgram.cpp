@@ -211,6 +211,8 @@ private:
     k.w = ids.lookup(g.getWeight());
     k.splits = ids.lookup(g.getSplitSizes());
     k.weightColumnwise = g.getWeightColumnwise();
+    if (Value bias = g.getBias())
+      k.bias = ids.lookup(bias);
     FailureOr<int> v = addDefined(g.getResult(), "y");
     if (failed(v))
       return failure();

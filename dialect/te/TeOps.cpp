@@ -241,14 +241,16 @@ LogicalResult DequantizeOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult GroupedGemmOp::verify() {
+  Value bias = getBias();
   return verifyTypes([&] { return emitOpError(); }, getInput().getType(),
                      getWeight().getType(), getSplitSizes().getType(),
-                     getResult().getType(), getWeightColumnwise());
+                     bias ? bias.getType() : Type(), getResult().getType(),
+                     getWeightColumnwise());
 }
 
 LogicalResult
 GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
-                           Type input, Type weight, Type splitSizes,
+                           Type input, Type weight, Type splitSizes, Type bias,
                            Type result, bool weightColumnwise) {
   ArrayRef<int64_t> x = shapeOf(input), w = shapeOf(weight);
   const char *xShape = weightColumnwise ? "[M_total, N]" : "[M_total, K]";
@@ -280,6 +282,18 @@ GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "result must be [M_total, "
                        << (weightColumnwise ? "K" : "N") << "] = " << x[0]
                        << "x" << cols << ", got " << shapeStr(y.getShape());
+  if (bias) {
+    auto bt = llvm::cast<RankedTensorType>(bias);
+    if (weightColumnwise)
+      return emitError() << "takes no bias with weight_columnwise (dgrad)";
+    if (bt.getShape() != ArrayRef<int64_t>{w[0], cols})
+      return emitError() << "bias must be [G, N] = " << w[0] << "x" << cols
+                         << ", got " << shapeStr(bt.getShape());
+    if (bt.getElementType() != y.getElementType())
+      return emitError() << "bias element type " << bt.getElementType()
+                         << " must be the result's (" << y.getElementType()
+                         << "): the GEMM epilogue adds it in that type";
+  }
   // Each expert's GEMM is te.gemm's y = x W^T (or y = x W with the weight
   // read columnwise) on [m_g, .] and [N, K]: check the operands' directions
   // and pairing on that view of the weight.

@@ -245,11 +245,13 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     or run past M_total are clamped). Both operands are contracted along
     their last dimension, so both are read rowwise: a quantized operand must
     hold its rowwise direction, and the two rowwise schemes must pair as for
-    `te.gemm`. `te-expand-linear` produces it from `te.grouped_linear`.
+    `te.gemm`. An optional `bias` [G, N] in the result's type adds expert
+    g's row to each of its rows (in fp32, before the rounding).
+    `te-expand-linear` produces it from `te.grouped_linear`.
 
     With `weight_columnwise` it is dgrad's GEMM, `y_g = x_g W_g`: `x` is
     [M_total, N], `y` [M_total, K], and each expert's weight is contracted
-    along its first dimension, so `w` is read columnwise.
+    along its first dimension, so `w` is read columnwise; it takes no bias.
 
     ```mlir
     func.func @grouped_gemm(
@@ -266,11 +268,13 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
   }];
   let arguments = (ins Te_GemmOperand:$input, Te_GemmOperand:$weight,
                        AnyRankedTensor:$split_sizes,
+                       Optional<Te_FloatTensor>:$bias,
                        UnitAttr:$weight_columnwise);
   let results = (outs Te_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight `,` $split_sizes attr-dict `:` qualified(type($input))
-    `,` qualified(type($weight)) `,` type($split_sizes) `->` type($result)
+    $input `,` $weight `,` $split_sizes (`bias` $bias^)? attr-dict `:`
+    qualified(type($input)) `,` qualified(type($weight)) `,`
+    type($split_sizes) (`,` type($bias)^)? `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -280,8 +284,8 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     static ::llvm::LogicalResult
     verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
                 ::mlir::Type input, ::mlir::Type weight,
-                ::mlir::Type splitSizes, ::mlir::Type result,
-                bool weightColumnwise);
+                ::mlir::Type splitSizes, ::mlir::Type bias,
+                ::mlir::Type result, bool weightColumnwise);
     /// The direction the weight is read in.
     Direction getWeightDirection() {
       return getWeightColumnwise() ? Direction::columnwise

@@ -190,9 +190,11 @@ Direction GemmCallOp::getOperandDirection(unsigned index) {
 }
 
 LogicalResult GroupedGemmOp::verify() {
+  Value bias = getBias();
   return te::GroupedGemmOp::verifyTypes(
       [&] { return emitOpError(); }, getInput().getType(),
-      getWeight().getType(), getSplitSizes().getType(), getResult().getType(),
+      getWeight().getType(), getSplitSizes().getType(),
+      bias ? bias.getType() : Type(), getResult().getType(),
       getWeightColumnwise());
 }
 

@@ -169,13 +169,14 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
     ```
   }];
   let arguments = (ins AnyType:$input, AnyType:$weight,
-                       AnyRankedTensor:$split_sizes, StrAttr:$kernel_name,
+                       AnyRankedTensor:$split_sizes,
+                       Optional<AnyRankedTensor>:$bias, StrAttr:$kernel_name,
                        UnitAttr:$weight_columnwise);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $kernel_name $input `,` $weight `,` $split_sizes attr-dict `:`
-    qualified(type($input)) `,` qualified(type($weight)) `,`
-    type($split_sizes) `->` type($result)
+    $kernel_name $input `,` $weight `,` $split_sizes (`bias` $bias^)?
+    attr-dict `:` qualified(type($input)) `,` qualified(type($weight)) `,`
+    type($split_sizes) (`,` type($bias)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -422,6 +422,18 @@ static rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
   } else {
     d = ref::groupedGemm(x.data(), w.data(), m, n, k, splits);
   }
+  // Expert g's bias row, added in fp32 to each of its rows (as the single
+  // GEMMs add theirs: fl(acc + bias)).
+  std::vector<float> bias;
+  std::vector<int64_t> expertOf;
+  if (g.bias >= 0) {
+    bias = widen(values[g.bias].tensor, e.values[g.bias].dtype);
+    expertOf = ref::expertOfRows(splits, m);
+    for (int64_t i = 0; i < m; ++i)
+      if (expertOf[size_t(i)] >= 0)
+        for (int64_t j = 0; j < n; ++j)
+          d[size_t(i * n + j)] += bias[size_t(expertOf[size_t(i)] * n + j)];
+  }
   // |a||b| sums, expert by expert (zero on padding rows).
   std::vector<float> absSum(d.size(), 0.0f);
   int64_t row = 0;
@@ -432,7 +444,8 @@ static rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
     // w holds expert ex's [n, k] (rowwise) or [k, n] (columnwise) weight.
     std::vector<float> sums;
     ref::referenceGemm(x.data() + row * k, false, w.data() + ex * n * k,
-                       !g.weightColumnwise, clamped[ex], n, k, nullptr, false,
+                       !g.weightColumnwise, clamped[ex], n, k,
+                       bias.empty() ? nullptr : bias.data() + ex * n, false,
                        &sums);
     std::copy(sums.begin(), sums.end(), absSum.begin() + row * n);
     row += clamped[ex];
@@ -440,7 +453,8 @@ static rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
   HostValue &out = values[g.output];
   out.tensor = narrow(d, e.values[g.output].dtype);
   out.unbounded = values[g.x].inexact() || values[g.w].inexact() ||
-                  values[g.splits].inexact();
+                  values[g.splits].inexact() ||
+                  (g.bias >= 0 && values[g.bias].inexact());
   if (!out.unbounded)
     out.tolerance = gemmBound(d, absSum, k, xv.isQuantized(),
                               e.values[g.output].dtype, nullptr, n);

@@ -109,3 +109,27 @@ func.func @columnwise_not_held(%x: !te.qtensor<256x128xbf16, #te.fp8_block<e4m3,
   %y = te.grouped_gemm %x, %w, %s {weight_columnwise} : !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>, !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<256x128xbf16>
   return
 }
+
+// -----
+
+func.func @bias_shape(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>, %b: tensor<32xbf16>) {
+  // expected-error @+1 {{'te.grouped_gemm' op bias must be [G, N] = 2x32, got 32}}
+  %y = te.grouped_gemm %x, %w, %s bias %b : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64>, tensor<32xbf16> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @bias_type(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>, %b: tensor<2x32xf32>) {
+  // expected-error @+1 {{'te.grouped_gemm' op bias element type 'f32' must be the result's ('bf16'): the GEMM epilogue adds it in that type}}
+  %y = te.grouped_gemm %x, %w, %s bias %b : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64>, tensor<2x32xf32> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @bias_with_dgrad(%x: tensor<64x32xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>, %b: tensor<2x64xbf16>) {
+  // expected-error @+1 {{'te.grouped_gemm' op takes no bias with weight_columnwise (dgrad)}}
+  %y = te.grouped_gemm %x, %w, %s bias %b {weight_columnwise} : tensor<64x32xbf16>, tensor<2x32x64xbf16>, tensor<2xi64>, tensor<2x64xbf16> -> tensor<64x64xbf16>
+  return
+}

@@ -33,14 +33,15 @@ te.recipe @bf16 {
   te.rule "*", "*" -> #te.identity<bf16>
 }
 
-// Identity of the tensors' own type: read as they are, no copy.
+// Identity of the tensors' own type: read as they are, no copy; the bias
+// goes to the grouped GEMM's epilogue.
 // CHECK-LABEL: func.func @high_precision
 // CHECK-NOT: te.quantize
-// CHECK: te.grouped_gemm %arg0, %arg1, %arg2 : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64> -> tensor<300x256xbf16>
+// CHECK: te.grouped_gemm %arg0, %arg1, %arg2 bias %arg3 : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64>, tensor<3x256xbf16> -> tensor<300x256xbf16>
 // KERNELS-LABEL: func.func @high_precision
-// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2
-func.func @high_precision(%x: tensor<300x128xbf16>, %w: tensor<3x256x128xbf16>, %s: tensor<3xi64>) -> tensor<300x256xbf16> {
-  %y = te.grouped_linear %x, %w, %s {recipe = @bf16} : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64> -> tensor<300x256xbf16>
+// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 bias %arg3
+func.func @high_precision(%x: tensor<300x128xbf16>, %w: tensor<3x256x128xbf16>, %s: tensor<3xi64>, %b: tensor<3x256xbf16>) -> tensor<300x256xbf16> {
+  %y = te.grouped_linear %x, %w, %s bias %b {recipe = @bf16} : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64>, tensor<3x256xbf16> -> tensor<300x256xbf16>
   return %y : tensor<300x256xbf16>
 }
 

@@ -108,10 +108,10 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << s.kernelName() << "(const __grid_constant__ cute::TmaDescriptor tmX,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmW,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmSX,\n"
-     << "    const float *sw, const long long *splits, unsigned short *y,\n"
-     << "    int mTotal) {\n"
+     << "    const float *sw, const long long *splits,\n"
+     << "    const unsigned short *bias, unsigned short *y, int mTotal) {\n"
      << "  te::gemm::groupedGemmSm90<Config>(&tmX, &tmW, &tmSX, sw, splits, "
-        "y, mTotal);\n"
+        "bias, y, mTotal);\n"
      << "}\n";
   return os.str();
 }
@@ -130,8 +130,8 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions() {
   return o;
 }
 
-std::array<void *, 7> GroupedGemmLaunch::args() {
-  return {&maps[0], &maps[1], &maps[2], &sw, &splits, &y, &mTotal};
+std::array<void *, 8> GroupedGemmLaunch::args() {
+  return {&maps[0], &maps[1], &maps[2], &sw, &splits, &bias, &y, &mTotal};
 }
 
 std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &spec,
@@ -196,6 +196,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
   }
   l.sw = b.sw;
   l.splits = b.splits;
+  l.bias = b.bias;
   l.y = b.y;
   l.mTotal = static_cast<int32_t>(b.mTotal);
   l.block = {kGroupedGemmThreads, 1, 1};
@@ -213,7 +214,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
 
 rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,
                              const rt::Stream &stream) {
-  std::array<void *, 7> args = l.args();
+  std::array<void *, 8> args = l.args();
   return kernel.launch(l.grid, l.block, l.sharedBytes, stream, args.data(),
                        l.cluster);
 }

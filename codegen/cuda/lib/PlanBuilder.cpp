@@ -546,6 +546,7 @@ planGroupedGemm(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   auto [wData, wScale] = buffers(g.w, g.weightColumnwise ? 1 : 0);
   int splits = out.values[size_t(g.splits)].tensor;
   int result = out.values[size_t(g.output)].tensor;
+  int bias = g.bias >= 0 ? out.values[size_t(g.bias)].tensor : -1;
   std::array<rt::TensorMapShape, 3> maps = groupedGemmMaps(spec, x.rows());
 
   KernelPlan kp;
@@ -565,6 +566,7 @@ planGroupedGemm(const Program &p, const Entry &e, const GroupedGemmKernel &g,
              rt::ArgDesc::tensorMap(spec.fp8() ? xScale : xData, maps[2]),
              rt::ArgDesc::ptr(wScale),
              rt::ArgDesc::ptr(splits),
+             rt::ArgDesc::ptr(bias),
              rt::ArgDesc::ptr(result),
              rt::ArgDesc::i32(int32_t(x.rows()))};
   kp.plan.kernels.push_back(std::move(ks));
@@ -573,7 +575,7 @@ planGroupedGemm(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   step.index = 0;
   kp.plan.steps.push_back(step);
   kp.launches = 1;
-  for (int b : {xData, xScale, wData, wScale, splits, result})
+  for (int b : {xData, xScale, wData, wScale, splits, bias, result})
     kp.bytesMoved += table.bytes(b);
   kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
   return kp;

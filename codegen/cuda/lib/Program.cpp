@@ -50,7 +50,7 @@ static std::vector<int> readsOf(const Kernel &k) {
             return std::vector<int>{g.a, g.b, g.bias};
           },
           [](const GroupedGemmKernel &g) {
-            return std::vector<int>{g.x, g.w, g.splits};
+            return std::vector<int>{g.x, g.w, g.splits, g.bias};
           },
           [](const AdamKernel &a) {
             std::vector<int> out = {a.lr, a.step};
@@ -212,6 +212,16 @@ static std::string validateGroupedGemm(const Entry &e,
   if (s.isQuantized() || s.dtype != rt::DType::I64 ||
       s.shape != std::vector<int64_t>{groups})
     return "split sizes must be a tensor of G i64";
+  if (g.bias >= 0) {
+    if (!inRange(e, g.bias))
+      return "value index out of range";
+    const Value &b = e.values[g.bias];
+    if (g.weightColumnwise)
+      return "a grouped GEMM reading its weight columnwise takes no bias";
+    if (b.isQuantized() || b.shape != std::vector<int64_t>{groups, cols} ||
+        b.dtype != out.dtype)
+      return "the bias must be a [G, N] tensor of the result's type";
+  }
   if (x.isQuantized() != w.isQuantized())
     return "x and w must both be quantized or both be tensors";
   if (!x.isQuantized())

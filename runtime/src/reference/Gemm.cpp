@@ -217,9 +217,8 @@ std::vector<int64_t> clampSplits(const std::vector<int64_t> &splits,
   return out;
 }
 
-/// The expert of each row (-1: padding past the experts' rows).
-static std::vector<int64_t> expertOfRows(const std::vector<int64_t> &splits,
-                                         int64_t mTotal) {
+std::vector<int64_t> expertOfRows(const std::vector<int64_t> &splits,
+                                  int64_t mTotal) {
   std::vector<int64_t> expert(static_cast<size_t>(mTotal), -1);
   int64_t row = 0;
   std::vector<int64_t> clamped = clampSplits(splits, mTotal);

@@ -41,13 +41,19 @@ namespace {} // namespace
 TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
   const int64_t m = 300, k = 256, g = 3, n = 128;
   std::vector<float> x = normals(m * k, 1), w = normals(g * n * k, 2);
-  for (bool fp8 : {false, true}) {
-    SCOPED_TRACE(fp8 ? "block FP8" : "bf16");
-    cg::Program p = groupedProgram(m, k, g, n, fp8);
+  std::vector<float> b = normals(g * n, 3);
+  for (int variant = 0; variant < 4; ++variant) {
+    bool fp8 = variant & 1, withBias = variant & 2;
+    SCOPED_TRACE(std::string(fp8 ? "block FP8" : "bf16") +
+                 (withBias ? " + bias" : ""));
+    cg::Program p = groupedProgram(m, k, g, n, fp8, false, withBias);
     ASSERT_EQ(cg::validate(p.entries[0]), "");
     std::vector<int64_t> splits = {120, 0, 150}; // 30 padding rows
-    auto out = exec::runCpu(p, p.entries[0],
-                            {bf16Bytes(x), bf16Bytes(w), i64Bytes(splits)});
+    std::vector<std::vector<uint8_t>> args = {bf16Bytes(x), bf16Bytes(w),
+                                              i64Bytes(splits)};
+    if (withBias)
+      args.push_back(bf16Bytes(b));
+    auto out = exec::runCpu(p, p.entries[0], args);
     ASSERT_TRUE(out) << out.status().toString();
     const exec::ValueData &y = (*out)[0];
     ASSERT_EQ(y.size(), 1u);
@@ -60,13 +66,17 @@ TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
       if (splits[e] == 0)
         continue;
       // Expert e alone: its rows and its weight, G = 1.
-      cg::Program alone = groupedProgram(splits[e], k, 1, n, fp8);
+      cg::Program alone =
+          groupedProgram(splits[e], k, 1, n, fp8, false, withBias);
       std::vector<float> xe(x.begin() + row * k,
                             x.begin() + (row + splits[e]) * k);
       std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
-      auto one =
-          exec::runCpu(alone, alone.entries[0],
-                       {bf16Bytes(xe), bf16Bytes(we), i64Bytes({splits[e]})});
+      std::vector<std::vector<uint8_t>> oneArgs = {bf16Bytes(xe), bf16Bytes(we),
+                                                   i64Bytes({splits[e]})};
+      if (withBias)
+        oneArgs.push_back(bf16Bytes(
+            std::vector<float>(b.begin() + e * n, b.begin() + (e + 1) * n)));
+      auto one = exec::runCpu(alone, alone.entries[0], oneArgs);
       ASSERT_TRUE(one) << one.status().toString();
       const std::vector<uint8_t> &want = (*one)[0][0].bytes;
       EXPECT_EQ(std::memcmp(got.data() + row * n * 2, want.data(), want.size()),
@@ -165,6 +175,12 @@ TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
 
   cg::Program q = groupedProgram(64, 128, 2, 96, true); // N not 128k
   EXPECT_NE(cg::validate(q.entries[0]).find("N must be a multiple of 128"),
+            std::string::npos)
+      << cg::validate(q.entries[0]);
+  q = groupedProgram(64, 128, 2, 128, false, false, /*bias=*/true);
+  ASSERT_EQ(cg::validate(q.entries[0]), "");
+  q.entries[0].values[3].shape = {128};
+  EXPECT_NE(cg::validate(q.entries[0]).find("the bias must be a [G, N] tensor"),
             std::string::npos)
       << cg::validate(q.entries[0]);
   // dgrad reads the weight columnwise: block FP8 only, holding that

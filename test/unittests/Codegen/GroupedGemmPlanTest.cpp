@@ -42,7 +42,8 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
   for (int variant = 0; variant < 3; ++variant) {
     bool fp8 = variant > 0, dgrad = variant == 2;
     SCOPED_TRACE(dgrad ? "block FP8 dgrad" : fp8 ? "block FP8" : "bf16");
-    cg::Program p = groupedProgram(300, 256, 3, 256, fp8, dgrad);
+    // fprop with a bias (the argument after the splits).
+    cg::Program p = groupedProgram(300, 256, 3, 256, fp8, dgrad, !dgrad);
     const cg::Entry &e = p.entries[0];
     rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
     ASSERT_TRUE(plan) << plan.status().toString();
@@ -63,14 +64,15 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
     EXPECT_EQ(ks.sharedBytes, cg::groupedGemmSharedBytes(spec));
     EXPECT_EQ(kp.flops, uint64_t(2 * 300 * 256 * 256));
     // Three descriptors with the emitter's geometry, over x's, w's and
-    // (FP8) x's scale buffers; then w's scales, the splits, y, M_total.
+    // (FP8) x's scale buffers; then w's scales, the splits, the bias, y,
+    // M_total.
     auto maps = cg::groupedGemmMaps(spec, 300);
     const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
     const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
     const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
     int xData = fp8 ? xb.dir[0].data : xb.tensor;
     int wData = fp8 ? wb.dir[dgrad ? 1 : 0].data : wb.tensor;
-    ASSERT_EQ(ks.args.size(), 7u);
+    ASSERT_EQ(ks.args.size(), 8u);
     for (int i = 0; i < 3; ++i) {
       EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
       EXPECT_EQ(ks.args[i].map, maps[i]) << "map " << i;
@@ -81,8 +83,10 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
     EXPECT_EQ(ks.args[3].pointer.buffer,
               fp8 ? wb.dir[dgrad ? 1 : 0].scale : -1);
     EXPECT_EQ(ks.args[4].pointer.buffer, plan->values[size_t(g.splits)].tensor);
-    EXPECT_EQ(ks.args[5].pointer.buffer, plan->values[size_t(g.output)].tensor);
-    EXPECT_EQ(ks.args[6].i, 300);
+    EXPECT_EQ(ks.args[5].pointer.buffer,
+              dgrad ? -1 : plan->values[size_t(g.bias)].tensor);
+    EXPECT_EQ(ks.args[6].pointer.buffer, plan->values[size_t(g.output)].tensor);
+    EXPECT_EQ(ks.args[7].i, 300);
     // The plan survives serialisation (descriptors are encoded on binding).
     rt::Expected<rt::Plan> back = rt::Plan::deserialize(kp.plan.serialize());
     ASSERT_TRUE(back) << back.status().toString();
@@ -126,19 +130,26 @@ TEST(GroupedGemmPlanGpu, RunsAndReplaysWithNewSplitSizesWithinTheBound) {
   // M_total = 700 (not a multiple of 128).
   const int64_t m = 700, k = 384, g = 4, n = 256;
   std::vector<float> w = normals(size_t(g * n * k), 2);
-  // fprop in bf16 and block FP8, and block FP8 dgrad (K = 384 output
-  // columns: 3 blocks, no cluster).
-  for (int variant = 0; variant < 3; ++variant) {
-    bool fp8 = variant > 0, dgrad = variant == 2;
-    SCOPED_TRACE(dgrad ? "block FP8 dgrad" : fp8 ? "block FP8" : "bf16");
+  std::vector<float> b = normals(size_t(g * n), 3);
+  // fprop in bf16 and block FP8, each with and without a bias, and block
+  // FP8 dgrad (K = 384 output columns: 3 blocks, no cluster).
+  for (int variant = 0; variant < 5; ++variant) {
+    bool fp8 = variant % 2 == 1 || variant == 4, dgrad = variant == 4;
+    bool withBias = variant == 2 || variant == 3;
+    SCOPED_TRACE(std::string(dgrad ? "block FP8 dgrad"
+                             : fp8 ? "block FP8"
+                                   : "bf16") +
+                 (withBias ? " + bias" : ""));
     std::vector<float> x = normals(size_t(m * (dgrad ? n : k)), 1);
-    cg::Program p = groupedProgram(m, k, g, n, fp8, dgrad);
+    cg::Program p = groupedProgram(m, k, g, n, fp8, dgrad, withBias);
     // Ragged with padding, then one expert with every token but a few,
     // then ragged again with an empty expert: same M_total throughout.
     const std::vector<std::vector<int64_t>> splits = {
         {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
     std::vector<std::vector<uint8_t>> args = {bf16Bytes(x), bf16Bytes(w),
                                               i64Bytes(splits[0])};
+    if (withBias)
+      args.push_back(bf16Bytes(b));
     // A plain run, checked as every backend pair is.
     exec::Comparison first = test::gpuVersusCpu(p, args, *dev, *stream, cache);
     EXPECT_EQ(first.difference, "");

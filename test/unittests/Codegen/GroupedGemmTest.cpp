@@ -58,11 +58,10 @@ TEST(GroupedGemm, EveryKernelKindCompilesForSm90a) {
   // N = 4096 contracted, K = 7168 out).
   for (int variant = 0; variant < 3; ++variant) {
     GroupedGemmSpec s =
-        variant == 2
-            ? spec(GroupedGemmSpec::Operands::Fp8Block, 8, 7168, 4096)
-            : spec(variant == 0 ? GroupedGemmSpec::Operands::Fp8Block
-                                : GroupedGemmSpec::Operands::BF16,
-                   8, 4096, 7168);
+        variant == 2 ? spec(GroupedGemmSpec::Operands::Fp8Block, 8, 7168, 4096)
+                     : spec(variant == 0 ? GroupedGemmSpec::Operands::Fp8Block
+                                         : GroupedGemmSpec::Operands::BF16,
+                            8, 4096, 7168);
     s.weightColumnwise = variant == 2;
     s = s.resolved();
     rt::CompileOptions opts = *cg::groupedGemmCompileOptions();

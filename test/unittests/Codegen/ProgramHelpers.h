@@ -52,9 +52,11 @@ inline std::vector<uint8_t> i64Bytes(const std::vector<int64_t> &v) {
 
 /// y = grouped GEMM of x [m, k] and w [g, n, k] (bf16 arguments), the
 /// operands quantized first when `fp8` (x 1x128, w 128x128, rowwise); with
-/// `dgrad`, y = x [m, n] times each expert's weight read columnwise.
+/// `dgrad`, y = x [m, n] times each expert's weight read columnwise; with
+/// `bias`, a fourth argument [g, n] is each expert's bias.
 inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
-                                  bool fp8, bool dgrad = false) {
+                                  bool fp8, bool dgrad = false,
+                                  bool bias = false) {
   // fprop: x [m, k], y [m, n]; dgrad (w read columnwise): x [m, n], y [m, k].
   cg::Entry e;
   e.name = "moe";
@@ -68,6 +70,11 @@ inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
   gg.w = 1;
   gg.splits = 2;
   gg.weightColumnwise = dgrad;
+  if (bias) { // argument 3: [g, n] bf16
+    e.values.push_back(tensor("b", {g, n}, rt::DType::BF16));
+    e.args.push_back(3);
+    gg.bias = 3;
+  }
   if (fp8) {
     for (int i = 0; i < 2; ++i) {
       rt::Scheme s =

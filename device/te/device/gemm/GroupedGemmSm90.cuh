@@ -195,7 +195,7 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
               const unsigned char *stageSX,
               cutlass::arch::ClusterTransactionBarrier *full,
               cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
-              dev::u16 *y, int mTotal) {
+              const dev::u16 *bias, dev::u16 *y, int mTotal) {
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
   using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN>::type;
@@ -305,13 +305,25 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
         warpgroup_fence_operand(total[i]);
       release(stage == 0 ? C::kStages - 1 : stage - 1);
     }
-    // Epilogue: bf16 (round to nearest even), rows of this expert only.
+    // Epilogue: + the expert's bias (fp32), bf16 (round to nearest even),
+    // rows of this expert only.
     const int r0 = tile.row0 + warpgroup * 64 + rowInWg;
 #pragma unroll
     for (int j = 0; j < C::kBlockN / 8; ++j) {
       int col = tile.col0 + j * 8 + colInTile;
       if (col >= C::kN)
         continue;
+      if (bias != nullptr) {
+        unsigned pair = __ldg(reinterpret_cast<const unsigned *>(
+            bias + (long long)tile.expert * C::kN + col));
+        float b0 = __uint_as_float(pair << 16);
+        float b1 = __uint_as_float(pair & 0xffff0000u);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          total[j * 4 + 2 * h] += b0;
+          total[j * 4 + 2 * h + 1] += b1;
+        }
+      }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         int row = r0 + 8 * h;
@@ -328,12 +340,14 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
 /// K] (box: kBlockM / kCluster rows), W [G·N, K] or, columnwise, [N, G·K]
 /// (box: kBlockN rows) and
 /// (FP8) the x scales [K/128, roundup(M_total,4)]; `sw` the weight scales
-/// (FP8), `splits` G int64 on the device, `y` [M_total, N] bf16.
+/// (FP8), `splits` G int64 on the device, `bias` null or [G, N] bf16 (added
+/// in fp32 before the rounding), `y` [M_total, N] bf16.
 template <class C>
 __device__ __forceinline__ void
 groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                 const cute::TmaDescriptor *tmSX, const float *sw,
-                const long long *splits, dev::u16 *y, int mTotal) {
+                const long long *splits, const dev::u16 *bias, dev::u16 *y,
+                int mTotal) {
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   extern __shared__ __align__(1024) unsigned char sharedRaw[];
@@ -437,7 +451,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   } else {
     mathWarpgroup<C>(warpgroup, lane, rank, cluster, clusters, numItems,
                      tileEnd, rowEnd, stageA, stageB, stageSX, full, empty, sw,
-                     y, mTotal);
+                     bias, y, mTotal);
   }
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C::kCluster > 1)

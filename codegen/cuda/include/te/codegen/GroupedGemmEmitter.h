@@ -86,6 +86,7 @@ struct GroupedGemmBuffers {
   uint64_t w = 0; ///< [G, N, K]
   uint64_t sx = 0, sw = 0;
   uint64_t splits = 0; ///< G int64 on the device, sum <= mTotal
+  uint64_t bias = 0;   ///< 0, or [G, N] bf16 added before the rounding
   uint64_t y = 0;      ///< [mTotal, N] bf16
   int64_t mTotal = 0;
 };
@@ -104,13 +105,13 @@ std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &s,
 /// pointers and M_total, in the kernel's order) and its grid.
 struct GroupedGemmLaunch {
   std::array<rt::TensorMap, 3> maps;
-  uint64_t sw = 0, splits = 0, y = 0;
+  uint64_t sw = 0, splits = 0, bias = 0, y = 0;
   int32_t mTotal = 0;
   rt::Dim3 grid, block, cluster;
   unsigned sharedBytes = 0;
   /// Pointers to each parameter, as cuLaunchKernel takes them (point into
   /// this object: do not copy it between args() and the launch).
-  std::array<void *, 7> args();
+  std::array<void *, 8> args();
 };
 
 /// Encodes the tensor maps for `b` and sizes the grid: one CTA per SM of

@@ -142,13 +142,15 @@ struct AdamKernel {
 /// [G, N, K]; `splits` is a [G] i64 value read at run time (clamped), rows
 /// past the experts' are zeros. Operands both tensors (bf16, f16, f32), or
 /// x block FP8 1x128 and w block FP8 128x128 with N a multiple of 128, both
-/// read rowwise. `weightColumnwise` (dgrad): y [M, K] = each expert's rows
-/// of x [M, N] times its weight, w read columnwise (block FP8 only). The
+/// read rowwise; `bias` (optional) a [G, N] tensor of y's type, expert g's
+/// row added in fp32 before the rounding. `weightColumnwise` (dgrad): y
+/// [M, K] = each expert's rows of x [M, N] times its weight, w read
+/// columnwise (block FP8 only, no bias). The
 /// CPU backend runs it with the reference; the CUDA plan is one launch of
 /// GroupedGemmEmitter.h's kernel.
 struct GroupedGemmKernel {
   std::string name;
-  int x = -1, w = -1, splits = -1, output = -1;
+  int x = -1, w = -1, splits = -1, output = -1, bias = -1;
   bool weightColumnwise = false;
 
   rt::Direction weightDirection() const {

@@ -82,6 +82,11 @@ std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
 std::vector<int64_t> clampSplits(const std::vector<int64_t> &splits,
                                  int64_t mTotal);
 
+/// The expert of each of mTotal rows under clampSplits(splits), -1 for the
+/// padding rows past the experts'.
+std::vector<int64_t> expertOfRows(const std::vector<int64_t> &splits,
+                                  int64_t mTotal);
+
 /// The M-grouped GEMM of an MoE layer (docs/Numerics.md §7.4): x holds
 /// mTotal rows sorted by expert, w the G experts' N x K weights stacked
 /// (expert g's rows g·N .. g·N + N - 1), `splits` each expert's row count
