@@ -15,6 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HopperGpuTest.h"
+
 #include "te/codegen/GroupedGemmEmitter.h"
 #include "te/runtime/KernelCache.h"
 #include "te/runtime/reference/Codecs.h"
@@ -41,12 +43,6 @@ GroupedGemmSpec spec(GroupedGemmSpec::Operands op, int64_t g, int64_t n,
   s.n = n;
   s.k = k;
   return s;
-}
-
-uint16_t bf16Bits(float v) {
-  uint32_t b;
-  std::memcpy(&b, &v, 4);
-  return static_cast<uint16_t>(b >> 16); // exact for the test's values
 }
 
 } // namespace
@@ -128,28 +124,8 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
 
 namespace {
 
-class GroupedGemmGpu : public ::testing::Test {
+class GroupedGemmGpu : public test::HopperGpuTest {
 protected:
-  void SetUp() override {
-    rt::Expected<rt::Device> d = rt::Device::open();
-    if (!d)
-      GTEST_SKIP() << d.status().toString();
-    if (d->info().major != 9)
-      GTEST_SKIP() << "the grouped GEMM kernels are for Hopper (sm_90a)";
-    device_ = std::make_unique<rt::Device>(*d);
-    rt::Expected<rt::Stream> s = rt::Stream::create(*device_);
-    ASSERT_TRUE(s);
-    stream_ = std::make_unique<rt::Stream>(std::move(*s));
-  }
-
-  template <typename T> rt::DeviceBuffer upload(const std::vector<T> &v) {
-    rt::Expected<rt::DeviceBuffer> b =
-        rt::DeviceBuffer::allocate(std::max<size_t>(16, v.size() * sizeof(T)));
-    EXPECT_TRUE(b);
-    EXPECT_TRUE(b->copyFromHost(v.data(), v.size() * sizeof(T), *stream_));
-    return std::move(*b);
-  }
-
   /// Runs the grouped GEMM of `s` on M_total rows split as `splits` and
   /// checks every row against the reference of its expert; with
   /// `replaySplits`, through a CUDA graph replayed after those are written.
@@ -273,16 +249,10 @@ protected:
 
 private:
   static std::vector<uint8_t> codes(const std::vector<float> &v) {
-    std::vector<uint8_t> c(v.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      c[i] = ref::encodeE4M3(v[i]);
-    return c;
+    return e4m3Codes(v);
   }
   static std::vector<uint16_t> bf16(const std::vector<float> &v) {
-    std::vector<uint16_t> c(v.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      c[i] = bf16Bits(v[i]);
-    return c;
+    return bf16Codes(v);
   }
 
   /// Expert `e`'s rows [row0, row0 + m) as their own GEMM, rounded to bf16.
@@ -322,9 +292,6 @@ private:
     }
     return ref::roundToBF16(out);
   }
-
-  std::unique_ptr<rt::Device> device_;
-  std::unique_ptr<rt::Stream> stream_;
 };
 
 } // namespace

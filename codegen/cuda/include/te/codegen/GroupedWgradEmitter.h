@@ -1,0 +1,89 @@
+//===- te/codegen/GroupedWgradEmitter.h - Hopper K-grouped wgrad -*- C++
+//-*-===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The wgrad GEMM of an MoE layer (dW_g = dY_g^T X_g for each expert, the
+// sum over its own token rows) as generated CUDA C++: an instantiation of
+// te::gemm::groupedWgradSm90 (te/device/gemm/GroupedWgradSm90.cuh) for one
+// shape and operand recipe, and its launch - TMA descriptors over the
+// grouped transposed operands, the split sizes on the device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CODEGEN_GROUPEDWGRADEMITTER_H
+#define TE_CODEGEN_GROUPEDWGRADEMITTER_H
+
+#include "te/codegen/GroupedGemmEmitter.h"
+
+namespace te::cg {
+
+/// What one wgrad kernel is specialised for: dW [groups, n, k].
+struct GroupedWgradSpec {
+  /// BF16 operands, or FP8 block 1x128 x 1x128 (E4M3 codes, scales along
+  /// the tokens).
+  GroupedGemmSpec::Operands operands = GroupedGemmSpec::Operands::BF16;
+  int64_t groups = 1;
+  int64_t n = 0; ///< rows of each expert's dW (the layer's output features)
+  int64_t k = 0; ///< columns of each expert's dW (its input features)
+  /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
+  int stages = 0;
+
+  bool fp8() const { return operands == GroupedGemmSpec::Operands::Fp8Block; }
+  GroupedWgradSpec resolved() const;
+  /// e.g. "te_grouped_wgrad_fp8block_g8_n4096_k7168_s6".
+  std::string kernelName() const;
+};
+
+/// InvalidArgument naming the rule when the spec has no kernel: G >= 1,
+/// N and K even, the ring within an SM's shared memory.
+rt::Status checkGroupedWgrad(const GroupedWgradSpec &s);
+unsigned groupedWgradSharedBytes(const GroupedWgradSpec &s);
+/// The kernel's source (entry point s.kernelName()); compile it with
+/// groupedGemmCompileOptions().
+std::string emitGroupedWgrad(const GroupedWgradSpec &s);
+
+/// The grouped transposed layout the wgrad kernel reads, for `capacity`
+/// token columns (a multiple of 128, at least 128 · sum ceil(m_g / 128)):
+/// A = dY^T [n, capacity] and B = X^T [k, capacity], expert g's tokens at
+/// columns 128 · S_g .., S_g = sum over h < g of ceil(m_h / 128), zero to
+/// the next multiple of 128. FP8: E4M3 codes; scales [capacity/128][roundup
+/// (n, 4)] and [capacity/128][roundup(k, 4)] f32.
+struct GroupedWgradBuffers {
+  uint64_t a = 0, b = 0;
+  uint64_t sa = 0, sb = 0; ///< FP8 only
+  uint64_t splits = 0;     ///< G int64, clamped to mTotal rows
+  uint64_t dw = 0;         ///< [G, n, k] f32
+  int64_t mTotal = 0;
+  int64_t capacity = 0;
+};
+
+/// The 128-aligned segment capacity every split of `mTotal` rows among
+/// `groups` experts fits: roundup(mTotal, 128) + 128 · (groups - 1).
+int64_t groupedWgradCapacity(int64_t mTotal, int64_t groups);
+
+/// The four TMA descriptors' geometry (A, B, and FP8 the two scale maps;
+/// BF16 repeats A and B).
+std::array<rt::TensorMapShape, 4> groupedWgradMaps(const GroupedWgradSpec &s,
+                                                   int64_t capacity);
+
+struct GroupedWgradLaunch {
+  std::array<rt::TensorMap, 4> maps;
+  uint64_t splits = 0, dw = 0;
+  int32_t mTotal = 0;
+  rt::Dim3 grid, block;
+  unsigned sharedBytes = 0;
+  std::array<void *, 7> args();
+};
+
+rt::Expected<GroupedWgradLaunch>
+prepareGroupedWgrad(const GroupedWgradSpec &s, const GroupedWgradBuffers &b,
+                    const rt::Device &device, const rt::Kernel &kernel);
+rt::Status launchGroupedWgrad(const rt::Kernel &kernel, GroupedWgradLaunch &l,
+                              const rt::Stream &stream);
+
+} // namespace te::cg
+
+#endif // TE_CODEGEN_GROUPEDWGRADEMITTER_H

@@ -1,0 +1,278 @@
+//===- te/device/gemm/GroupedWgradSm90.cuh - K-grouped wgrad -*- CUDA -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// The wgrad GEMM of a Mixture-of-Experts layer on Hopper: for every expert
+// g, dW_g [N, K] = dY_g^T · X_g, the sum over that expert's token rows (a
+// K-grouped GEMM: the experts differ in their reduction range, not in
+// their output). Built like GroupedGemmSm90.cuh (TMA, warpgroup MMAs on
+// 128-byte-swizzled K-major tiles, a producer warpgroup and two math
+// warpgroups, persistent CTAs, split sizes read on the device).
+//
+// Operands: both transposed and grouped, so that the reduction (the token
+// rows) is contiguous and every 128-token block belongs to one expert:
+//   A = dY^T as [N, R] and B = X^T as [K, R], where expert g's tokens are
+//   columns 128·S_g .. 128·S_g + m_g - 1 with S_g = sum over h < g of
+//   ceil(m_h / 128), zero up to the segment's next multiple of 128;
+//   R >= 128 · sum ceil(m_g / 128) is the buffers' capacity.
+// FP8: E4M3 codes with 1x128 scales along the tokens, A's [R/128][NS] and
+// B's [R/128][KS] (NS, KS: N and K rounded up to 4), each 128-token block's
+// partial sum P promoted as y = fma(P · s_A[n], s_B[k], y), the rule of a
+// 1x128 x 1x128 block-scaled GEMM (docs/Numerics.md §7.3). BF16: plain.
+// Output: dW [G, N, K] fp32; an expert with no tokens gets zeros.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_GEMM_GROUPEDWGRADSM90_CUH
+#define TE_DEVICE_GEMM_GROUPEDWGRADSM90_CUH
+
+#include "te/device/gemm/Sm90Mma.cuh"
+
+namespace te {
+namespace gemm {
+
+/// One instantiation's compile-time shape: dW is [Groups, N, K].
+template <bool Fp8Block, int Stages, int N_, int K_, int Groups_>
+struct GroupedWgradConfig {
+  static constexpr bool kFp8Block = Fp8Block;
+  static constexpr int kBlockM = 128; ///< rows of dW (n) per tile
+  static constexpr int kBlockN = 128; ///< columns of dW (k) per tile
+  static constexpr int kElementBytes = Fp8Block ? 1 : 2;
+  /// Tokens per stage: one 128-byte swizzle row.
+  static constexpr int kBlockK = 128 / kElementBytes;
+  static constexpr int kStagesPerBlock = 128 / kBlockK;
+  static constexpr int kStages = Stages;
+  static constexpr int kN = N_, kK = K_, kGroups = Groups_;
+  static constexpr int kMTiles = (kN + kBlockM - 1) / kBlockM;
+  static constexpr int kNTiles = (kK + kBlockN - 1) / kBlockN;
+  static constexpr int kMathWarpgroups = 2;
+  static constexpr int kThreads = 128 * (kMathWarpgroups + 1);
+  static constexpr int kAccum = kBlockN / 2;
+  static constexpr int kStageA = kBlockM * 128; // bytes
+  static constexpr int kStageB = kBlockN * 128;
+  /// One stage's 128 scales of A's rows and of B's rows (FP8).
+  static constexpr int kStageScales = Fp8Block ? 2 * 128 * 4 : 0;
+  static constexpr int kTableBytes = 2 * 4 * kGroups;
+  static constexpr int kSharedBytes =
+      kStages * (kStageA + kStageB + kStageScales) + 2 * 8 * kStages +
+      kTableBytes + 1024;
+  static_assert(kN % 2 == 0 && kK % 2 == 0, "N and K must be even");
+  static_assert(kSharedBytes <= 232448, "more shared memory than an SM has");
+};
+
+/// The math warpgroups: rows [64·warpgroup, +64) of each dW tile.
+template <class C>
+__device__ __forceinline__ void
+wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
+          const unsigned char *stageA, const unsigned char *stageB,
+          const float *stageScales,
+          cutlass::arch::ClusterTransactionBarrier *full,
+          cutlass::arch::ClusterTransactionBarrier *empty, float *dw) {
+  using namespace cute;
+  cutlass::arch::warpgroup_reg_alloc<232>();
+  using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN>::type;
+  constexpr int kSteps = 128 / 32; // 32 bytes of reduction per MMA
+  constexpr int kAccum = C::kAccum;
+  const int wgThread = threadIdx.x % 128;
+  const int rowInWg = (wgThread / 32) * 16 + lane / 4;
+  const int colInTile = (lane % 4) * 2;
+  constexpr int kItems = C::kGroups * C::kMTiles * C::kNTiles;
+  float acc[kAccum]; // FP8: one block's partial sums
+  float total[kAccum];
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int t = blockIdx.x; t < kItems; t += gridDim.x) {
+    const int expert = t / (C::kMTiles * C::kNTiles);
+    const int row0 = (t / C::kNTiles) % C::kMTiles * C::kBlockM;
+    const int col0 = t % C::kNTiles * C::kBlockN;
+    // Warp-uniform as far as ptxas can see (a shuffle), so that the MMAs in
+    // the loop it bounds are not serialised (C7518).
+    const int stages =
+        __shfl_sync(0xffffffffu, segBlocks[expert] * C::kStagesPerBlock, 0);
+#pragma unroll
+    for (int i = 0; i < kAccum; ++i)
+      total[i] = 0.f;
+    for (int kb = 0; kb < stages; ++kb) {
+      full[stage].wait(phase);
+      const unsigned char *a =
+          stageA + stage * C::kStageA + warpgroup * 64 * 128;
+      const unsigned char *b = stageB + stage * C::kStageB;
+      float(&d)[kAccum] = *(C::kFp8Block ? &acc : &total);
+#pragma unroll
+      for (int i = 0; i < kAccum; ++i)
+        warpgroup_fence_operand(d[i]);
+      warpgroup_arrive();
+#pragma unroll
+      for (int k = 0; k < kSteps; ++k) {
+        bool zero = C::kFp8Block ? k == 0 : (kb == 0 && k == 0);
+        detail::gmma<Mma>(detail::kMajorSw128Desc(a + 32 * k),
+                          detail::kMajorSw128Desc(b + 32 * k), d,
+                          zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One,
+                          make_index_sequence<kAccum>{});
+      }
+      warpgroup_commit_batch();
+      if (C::kFp8Block) {
+        warpgroup_wait<0>();
+#pragma unroll
+        for (int i = 0; i < kAccum; ++i)
+          warpgroup_fence_operand(acc[i]);
+        // The block's scales: A's for this thread's two rows, B's for its
+        // columns (registers, so that the stage can go back first).
+        const float *sa = stageScales + stage * 256 + warpgroup * 64;
+        const float *sb = stageScales + stage * 256 + 128;
+        const float lo = sa[rowInWg], hi = sa[rowInWg + 8];
+        float colScale[kAccum / 2];
+#pragma unroll
+        for (int j = 0; j < kAccum / 4; ++j) {
+          colScale[2 * j] = sb[j * 8 + colInTile];
+          colScale[2 * j + 1] = sb[j * 8 + colInTile + 1];
+        }
+        if (wgThread == 0)
+          empty[stage].arrive();
+        // Accumulator i: row r (i & 2 == 0) or r + 8, column
+        // 8 (i / 4) + colInTile + (i & 1).
+#pragma unroll
+        for (int i = 0; i < kAccum; ++i)
+          total[i] = fmaf(acc[i] * ((i & 2) ? hi : lo),
+                          colScale[(i / 4) * 2 + (i & 1)], total[i]);
+      } else {
+        warpgroup_wait<1>();
+        if (kb > 0 && wgThread == 0)
+          empty[stage == 0 ? C::kStages - 1 : stage - 1].arrive();
+      }
+      if (++stage == C::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    if (!C::kFp8Block) {
+      warpgroup_wait<0>();
+#pragma unroll
+      for (int i = 0; i < kAccum; ++i)
+        warpgroup_fence_operand(total[i]);
+      if (stages > 0 && wgThread == 0)
+        empty[stage == 0 ? C::kStages - 1 : stage - 1].arrive();
+    }
+    // Epilogue: fp32 pairs into dW[expert].
+    float *out = dw + (long long)expert * C::kN * C::kK;
+    const int r0 = row0 + warpgroup * 64 + rowInWg;
+#pragma unroll
+    for (int j = 0; j < C::kBlockN / 8; ++j) {
+      int col = col0 + j * 8 + colInTile;
+      if (col >= C::kK)
+        continue;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int row = r0 + 8 * h;
+        if (row < C::kN)
+          *reinterpret_cast<float2 *>(out + (long long)row * C::kK + col) =
+              make_float2(total[j * 4 + 2 * h], total[j * 4 + 2 * h + 1]);
+      }
+    }
+  }
+}
+
+/// The kernel body. `tmA` / `tmB` are 2-D tensor maps over A [N, R] and B
+/// [K, R] (box: 128 rows by one stage of tokens), `tmSA` / `tmSB` (FP8)
+/// over their scales [R/128, NS] and [R/128, KS] (box: 128 floats of one
+/// block row); `splits` G int64 on the device (clamped to M_total rows),
+/// `dw` [G, N, K] fp32.
+template <class C>
+__device__ __forceinline__ void
+groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
+                 const cute::TmaDescriptor *tmSA,
+                 const cute::TmaDescriptor *tmSB, const long long *splits,
+                 float *dw, int mTotal) {
+  using namespace cute;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  extern __shared__ __align__(1024) unsigned char sharedRaw[];
+  unsigned char *shared = reinterpret_cast<unsigned char *>(
+      (reinterpret_cast<uintptr_t>(sharedRaw) + 1023) & ~uintptr_t(1023));
+  unsigned char *stageA = shared;
+  unsigned char *stageB = stageA + C::kStages * C::kStageA;
+  float *stageScales =
+      reinterpret_cast<float *>(stageB + C::kStages * C::kStageB);
+  Barrier *full = reinterpret_cast<Barrier *>(
+      reinterpret_cast<unsigned char *>(stageScales) +
+      C::kStages * C::kStageScales);
+  Barrier *empty = full + C::kStages;
+  int *segStart = reinterpret_cast<int *>(empty + C::kStages);
+  int *segBlocks = segStart + C::kGroups;
+
+  const int warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
+  const int lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::kStages; ++s) {
+      full[s].init(1);
+      empty[s].init(C::kMathWarpgroups);
+    }
+    cutlass::arch::fence_barrier_init();
+    // Each expert's segment of 128-token blocks, the split sizes clamped
+    // as the M-grouped kernel clamps them.
+    int rows = 0, blocks = 0;
+    for (int g = 0; g < C::kGroups; ++g) {
+      long long m = splits[g];
+      m = m < 0 ? 0 : m;
+      m = m > mTotal - rows ? mTotal - rows : m;
+      rows += static_cast<int>(m);
+      segStart[g] = blocks;
+      segBlocks[g] = static_cast<int>((m + 127) / 128);
+      blocks += segBlocks[g];
+    }
+  }
+  __syncthreads();
+
+  if (warpgroup == C::kMathWarpgroups) {
+    cutlass::arch::warpgroup_reg_dealloc<40>();
+    if (threadIdx.x % 128 == 0) {
+      prefetch_tma_descriptor(tmA);
+      prefetch_tma_descriptor(tmB);
+      if (C::kFp8Block) {
+        prefetch_tma_descriptor(tmSA);
+        prefetch_tma_descriptor(tmSB);
+      }
+      constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
+      constexpr int kItems = C::kGroups * C::kMTiles * C::kNTiles;
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int t = blockIdx.x; t < kItems; t += gridDim.x) {
+        const int expert = t / (C::kMTiles * C::kNTiles);
+        const int row0 = (t / C::kNTiles) % C::kMTiles * C::kBlockM;
+        const int col0 = t % C::kNTiles * C::kBlockN;
+        const int stages = segBlocks[expert] * C::kStagesPerBlock;
+        for (int kb = 0; kb < stages; ++kb) {
+          empty[stage].wait(phase ^ 1);
+          uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
+          full[stage].arrive_and_expect_tx(C::kStageA + C::kStageB +
+                                           C::kStageScales);
+          const int token = segStart[expert] * 128 + kb * C::kBlockK;
+          SM90_TMA_LOAD_2D::copy(tmA, bar, kEvictNormal,
+                                 stageA + stage * C::kStageA, token, row0);
+          SM90_TMA_LOAD_2D::copy(tmB, bar, kEvictNormal,
+                                 stageB + stage * C::kStageB, token, col0);
+          if (C::kFp8Block) {
+            float *scales = stageScales + stage * 256;
+            SM90_TMA_LOAD_2D::copy(tmSA, bar, kEvictNormal, scales, row0,
+                                   token / 128);
+            SM90_TMA_LOAD_2D::copy(tmSB, bar, kEvictNormal, scales + 128,
+                                   col0, token / 128);
+          }
+          if (++stage == C::kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    wgradMath<C>(warpgroup, lane, segStart, segBlocks, stageA, stageB,
+                 stageScales, full, empty, dw);
+  }
+}
+
+} // namespace gemm
+} // namespace te
+
+#endif // TE_DEVICE_GEMM_GROUPEDWGRADSM90_CUH

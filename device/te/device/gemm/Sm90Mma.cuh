@@ -1,0 +1,78 @@
+//===- te/device/gemm/Sm90Mma.cuh - Hopper MMA building blocks -*- CUDA -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// What every generated Hopper GEMM of the GEMM engine shares, on CuTe's SM90
+// atoms: the CUTLASS/CuTe includes, the shared-memory descriptor of a
+// 128-byte-swizzled K-major tile (the layout the TMA writes with
+// CU_TENSOR_MAP_SWIZZLE_128B), the warpgroup MMA of a 64 x N tile, and
+// named barriers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_GEMM_SM90MMA_CUH
+#define TE_DEVICE_GEMM_SM90MMA_CUH
+
+#include "te/device/gemm/CutlassShim.cuh"
+
+#include "te/device/Bf16.cuh"
+
+#include <cute/arch/cluster_sm90.hpp>
+#include <cute/arch/copy_sm90_desc.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cute/arch/mma_sm90_desc.hpp>
+#include <cute/arch/mma_sm90_gmma.hpp>
+#include <cute/numeric/integer_sequence.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+
+namespace te {
+namespace gemm {
+
+namespace GMMA = cute::SM90::GMMA;
+
+namespace detail {
+
+using namespace cute;
+
+/// The shared-memory descriptor of a K-major operand tile whose rows are
+/// 128 bytes, 128-byte swizzled, 8-row groups 1024 bytes apart.
+__device__ __forceinline__ uint64_t kMajorSw128Desc(const void *smem) {
+  GmmaDescriptor d;
+  d.bitfield.start_address_ =
+      static_cast<uint16_t>(cast_smem_ptr_to_uint(smem) >> 4);
+  d.bitfield.leading_byte_offset_ = 1; // unused by swizzled K-major layouts
+  d.bitfield.stride_byte_offset_ = 1024 >> 4;
+  d.bitfield.base_offset_ = 0;
+  d.bitfield.layout_type_ = static_cast<uint8_t>(GMMA::LayoutType::B128);
+  return d.desc_;
+}
+
+template <class Mma, int N, size_t... I>
+__device__ __forceinline__ void gmma(uint64_t a, uint64_t b, float (&d)[N],
+                                     GMMA::ScaleOut scaleD,
+                                     index_sequence<I...>) {
+  Mma::fma(a, b, d[I]..., scaleD);
+}
+
+/// The warpgroup MMA of a 64 x BlockN tile, both operands K-major.
+template <bool Fp8, int BlockN> struct MmaFor;
+template <> struct MmaFor<true, 128> {
+  using type = SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>;
+};
+template <> struct MmaFor<false, 128> {
+  using type =
+      SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>;
+};
+template <> struct MmaFor<false, 256> {
+  using type =
+      SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>;
+};
+
+} // namespace detail
+} // namespace gemm
+} // namespace te
+
+#endif // TE_DEVICE_GEMM_SM90MMA_CUH

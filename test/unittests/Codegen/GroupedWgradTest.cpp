@@ -1,0 +1,256 @@
+//===- GroupedWgradTest.cpp - The generated K-grouped wgrad GEMM ----------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Without a GPU: the wgrad kernels (BF16 and FP8 1x128 x 1x128) compile
+// with NVRTC for sm_90a without serialised MMAs, and the capacity rule
+// covers every split. On a Hopper GPU: each expert's dW equals the
+// reference GEMM of that expert's own tokens bit for bit (the operands are
+// small multiples of 1/2, so every 128-token partial sum is exact; the
+// scales are not powers of two, so the promotion rule shows in every bit),
+// an expert with no tokens gets zeros, and the launch replays in a CUDA
+// graph with new split sizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HopperGpuTest.h"
+
+#include "te/codegen/GroupedWgradEmitter.h"
+#include "te/runtime/KernelCache.h"
+#include "te/runtime/reference/Gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace te;
+using cg::GroupedGemmSpec;
+using cg::GroupedWgradSpec;
+namespace ref = te::rt::ref;
+
+namespace {
+
+GroupedWgradSpec wgradSpec(bool fp8, int64_t g, int64_t n, int64_t k) {
+  GroupedWgradSpec s;
+  s.operands = fp8 ? GroupedGemmSpec::Operands::Fp8Block
+                   : GroupedGemmSpec::Operands::BF16;
+  s.groups = g;
+  s.n = n;
+  s.k = k;
+  return s;
+}
+
+TEST(GroupedWgrad, BothOperandKindsCompileForSm90a) {
+  if (!rt::nvrtcVersion())
+    GTEST_SKIP() << rt::nvrtcVersion().status().message();
+  for (bool fp8 : {true, false}) {
+    GroupedWgradSpec s = wgradSpec(fp8, 8, 4096, 7168).resolved();
+    ASSERT_TRUE(cg::checkGroupedWgrad(s).isOk());
+    rt::CompileOptions opts = *cg::groupedGemmCompileOptions();
+    opts.flags.push_back("--ptxas-options=-v");
+    rt::Expected<rt::CompiledKernel> k =
+        rt::compileCuda(cg::emitGroupedWgrad(s), s.kernelName() + ".cu", opts);
+    ASSERT_TRUE(k) << k.status().message();
+    EXPECT_EQ(k->log.find("wgmma.mma_async instructions are serialized"),
+              std::string::npos)
+        << k->log;
+    std::printf("[   info   ] %s: NVRTC %.0f ms (cold)\n",
+                s.kernelName().c_str(), k->compileMillis);
+  }
+}
+
+TEST(GroupedWgrad, TheCapacityHoldsEverySplit) {
+  // sum ceil(m_g / 128) <= ceil(M / 128) + G - 1 for any split of M.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    int64_t g = 1 + rng() % 40, m = rng() % 5000;
+    std::vector<int64_t> splits(size_t(g), 0);
+    for (int64_t r = 0; r < m; ++r)
+      ++splits[rng() % g];
+    int64_t blocks = 0;
+    for (int64_t s : splits)
+      blocks += (s + 127) / 128;
+    ASSERT_LE(128 * blocks, cg::groupedWgradCapacity(m, g))
+        << "M " << m << " G " << g;
+  }
+  EXPECT_NE(cg::checkGroupedWgrad(wgradSpec(true, 4, 255, 128))
+                .message()
+                .find("even"),
+            std::string::npos);
+}
+
+class GroupedWgradGpu : public test::HopperGpuTest {
+protected:
+  /// Runs the wgrad of `s` for M_total tokens split as `splits` (then,
+  /// replayed from a CUDA graph, as `replaySplits`) and checks each
+  /// expert's dW against the reference of its own tokens.
+  void check(const GroupedWgradSpec &spec, int64_t mTotal,
+             const std::vector<int64_t> &splits,
+             const std::vector<int64_t> &replaySplits = {}) {
+    GroupedWgradSpec s = spec.resolved();
+    const int64_t n = s.n, k = s.k, g = s.groups;
+    const int64_t cap = cg::groupedWgradCapacity(mTotal, g), blocks = cap / 128;
+    const int64_t nPad = (n + 3) / 4 * 4, kPad = (k + 3) / 4 * 4;
+    // A [n, cap] and B [k, cap]: random outside the experts' segments too
+    // (the kernel must read only those), scales random, not powers of two.
+    std::mt19937 rng(static_cast<unsigned>(mTotal * 7 + g));
+    std::uniform_int_distribution<int> small(-8, 8);
+    std::uniform_real_distribution<float> scale(0.5f, 2.0f);
+    std::vector<float> av(n * cap), bv(k * cap), sa(blocks * nPad),
+        sb(blocks * kPad);
+    for (float &v : av)
+      v = small(rng) * 0.5f;
+    for (float &v : bv)
+      v = small(rng) * 0.5f;
+    for (float &v : sa)
+      v = scale(rng);
+    for (float &v : sb)
+      v = scale(rng);
+    // The layout's padding: zero from each expert's last token to the end
+    // of its segment's last 128-token block (for every split used).
+    for (const std::vector<int64_t> &sp : {splits, replaySplits}) {
+      int64_t block = 0;
+      for (int64_t m : ref::clampSplits(sp, mTotal)) {
+        for (int64_t t = block * 128 + m; t < (block + (m + 127) / 128) * 128;
+             ++t) {
+          for (int64_t r = 0; r < n; ++r)
+            av[r * cap + t] = 0.0f;
+          for (int64_t r = 0; r < k; ++r)
+            bv[r * cap + t] = 0.0f;
+        }
+        block += (m + 127) / 128;
+      }
+    }
+
+    rt::DeviceBuffer a =
+        s.fp8() ? upload(e4m3Codes(av)) : upload(bf16Codes(av));
+    rt::DeviceBuffer b =
+        s.fp8() ? upload(e4m3Codes(bv)) : upload(bf16Codes(bv));
+    rt::DeviceBuffer saBuf = upload(sa), sbBuf = upload(sb);
+    rt::DeviceBuffer splitBuf = upload(splits);
+    rt::Expected<rt::DeviceBuffer> dw =
+        rt::DeviceBuffer::allocate(g * n * k * 4);
+    ASSERT_TRUE(dw);
+    ASSERT_TRUE(dw->fill(0xFF, *stream_)); // NaN: unwritten tiles show
+
+    rt::KernelCache cache;
+    auto compiled = cache.getOrCompile(cg::emitGroupedWgrad(s),
+                                       *cg::groupedGemmCompileOptions());
+    ASSERT_TRUE(compiled) << compiled.status().message();
+    rt::Expected<rt::Kernel> kernel =
+        rt::Kernel::load((*compiled)->cubin, s.kernelName());
+    ASSERT_TRUE(kernel) << kernel.status().message();
+    cg::GroupedWgradBuffers buf{a.devicePtr(),
+                                b.devicePtr(),
+                                saBuf.devicePtr(),
+                                sbBuf.devicePtr(),
+                                splitBuf.devicePtr(),
+                                dw->devicePtr(),
+                                mTotal,
+                                cap};
+    rt::Expected<cg::GroupedWgradLaunch> launch =
+        cg::prepareGroupedWgrad(s, buf, *device_, *kernel);
+    ASSERT_TRUE(launch) << launch.status().message();
+    if (replaySplits.empty()) {
+      ASSERT_TRUE(cg::launchGroupedWgrad(*kernel, *launch, *stream_));
+      verify(s, *dw, av, bv, sa, sb, cap, mTotal, splits);
+      return;
+    }
+    rt::Expected<rt::Graph> graph = rt::Graph::capture(*stream_, [&] {
+      return cg::launchGroupedWgrad(*kernel, *launch, *stream_);
+    });
+    ASSERT_TRUE(graph) << graph.status().message();
+    for (const std::vector<int64_t> &sp : {splits, replaySplits}) {
+      ASSERT_TRUE(splitBuf.copyFromHost(sp.data(), sp.size() * 8, *stream_));
+      ASSERT_TRUE(dw->fill(0xFF, *stream_));
+      ASSERT_TRUE(graph->launch(*stream_));
+      verify(s, *dw, av, bv, sa, sb, cap, mTotal, sp);
+    }
+  }
+
+  void verify(const GroupedWgradSpec &s, const rt::DeviceBuffer &dw,
+              const std::vector<float> &av, const std::vector<float> &bv,
+              const std::vector<float> &sa, const std::vector<float> &sb,
+              int64_t cap, int64_t mTotal, const std::vector<int64_t> &splits) {
+    const int64_t n = s.n, k = s.k;
+    std::vector<float> got(s.groups * n * k);
+    ASSERT_TRUE(dw.copyToHost(got.data(), got.size() * 4, *stream_));
+    ASSERT_TRUE(stream_->synchronize());
+    std::vector<int64_t> clamped = ref::clampSplits(splits, mTotal);
+    int64_t block = 0, wrong = 0;
+    for (int64_t e = 0; e < s.groups; ++e) {
+      int64_t m = clamped[e];
+      std::vector<float> want(n * k, 0.0f);
+      if (m > 0)
+        want = expected(s, av, bv, sa, sb, cap, block, m);
+      for (int64_t i = 0; i < n * k; ++i)
+        if (std::memcmp(&got[e * n * k + i], &want[i], 4) != 0 && wrong++ < 5)
+          ADD_FAILURE() << "expert " << e << " dW[" << i / k << "][" << i % k
+                        << "]: got " << got[e * n * k + i] << " want "
+                        << want[i];
+      block += (m + 127) / 128;
+    }
+    EXPECT_EQ(wrong, 0) << s.kernelName() << " M_total " << mTotal;
+  }
+
+  /// The expert whose segment starts at 128-token block `block`, with `m`
+  /// tokens, as its own GEMM: A_g [n, m] times B_g [k, m]^T.
+  static std::vector<float> expected(const GroupedWgradSpec &s,
+                                     const std::vector<float> &av,
+                                     const std::vector<float> &bv,
+                                     const std::vector<float> &sa,
+                                     const std::vector<float> &sb, int64_t cap,
+                                     int64_t block, int64_t m) {
+    auto slice = [&](const std::vector<float> &v, int64_t rows) {
+      std::vector<float> out(rows * m);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = 0; t < m; ++t)
+          out[r * m + t] = v[r * cap + block * 128 + t];
+      return out;
+    };
+    std::vector<float> ag = slice(av, s.n), bg = slice(bv, s.k);
+    if (!s.fp8())
+      return ref::referenceGemm(ag.data(), false, bg.data(), true, s.n, s.k, m);
+    auto operand = [&](const std::vector<float> &v, int64_t rows,
+                       const std::vector<float> &scales) {
+      int64_t pad = (rows + 3) / 4 * 4, mb = (m + 127) / 128;
+      ref::BlockScaledOperand o;
+      o.rows = rows;
+      o.k = m;
+      o.codes = e4m3Codes(v);
+      o.scaleStride = rows;
+      o.scaleInv.resize(mb * rows);
+      for (int64_t b = 0; b < mb; ++b)
+        for (int64_t r = 0; r < rows; ++r)
+          o.scaleInv[b * rows + r] = scales[(block + b) * pad + r];
+      return o;
+    };
+    std::string error;
+    std::vector<float> out = ref::blockScaledGemm(
+        operand(ag, s.n, sa), operand(bg, s.k, sb), nullptr, &error);
+    EXPECT_EQ(error, "");
+    return out;
+  }
+};
+
+TEST_F(GroupedWgradGpu, Fp8RaggedSplitsMatchEachExpertAlone) {
+  // 130 and 200 tokens (partial blocks), an empty expert, 10 padding rows.
+  check(wgradSpec(true, 3, 256, 384), 340, {130, 0, 200});
+}
+
+TEST_F(GroupedWgradGpu, Fp8NAndKNotMultiplesOfTheTile) {
+  check(wgradSpec(true, 2, 200, 136), 300, {1, 299});
+}
+
+TEST_F(GroupedWgradGpu, Bf16RaggedSplitsMatchEachExpertAlone) {
+  check(wgradSpec(false, 3, 256, 384), 340, {130, 0, 200});
+}
+
+TEST_F(GroupedWgradGpu, AGraphReplaysWithNewSplitSizes) {
+  check(wgradSpec(true, 4, 128, 256), 600, {150, 150, 150, 150},
+        {0, 600, 0, 0});
+}
+
+} // namespace

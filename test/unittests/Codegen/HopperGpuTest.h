@@ -1,0 +1,73 @@
+//===- HopperGpuTest.h - Tests of the generated Hopper kernels --*- C++ -*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// What the GEMM engine's GPU tests share: a fixture that skips without a
+// Hopper GPU and uploads host vectors, and exact E4M3 / bf16 encodings of
+// test values (small multiples of 1/2, so every partial sum is exact).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_TEST_UNITTESTS_CODEGEN_HOPPERGPUTEST_H
+#define TE_TEST_UNITTESTS_CODEGEN_HOPPERGPUTEST_H
+
+#include "te/runtime/Device.h"
+#include "te/runtime/reference/Codecs.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace te::test {
+
+class HopperGpuTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    rt::Expected<rt::Device> d = rt::Device::open();
+    if (!d)
+      GTEST_SKIP() << d.status().toString();
+    if (d->info().major != 9)
+      GTEST_SKIP() << "the GEMM engine's kernels are for Hopper (sm_90a)";
+    device_ = std::make_unique<rt::Device>(*d);
+    rt::Expected<rt::Stream> s = rt::Stream::create(*device_);
+    ASSERT_TRUE(s);
+    stream_ = std::make_unique<rt::Stream>(std::move(*s));
+  }
+
+  template <typename T> rt::DeviceBuffer upload(const std::vector<T> &v) {
+    rt::Expected<rt::DeviceBuffer> b =
+        rt::DeviceBuffer::allocate(std::max<size_t>(16, v.size() * sizeof(T)));
+    EXPECT_TRUE(b);
+    EXPECT_TRUE(b->copyFromHost(v.data(), v.size() * sizeof(T), *stream_));
+    return std::move(*b);
+  }
+
+  static std::vector<uint8_t> e4m3Codes(const std::vector<float> &v) {
+    std::vector<uint8_t> c(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      c[i] = rt::ref::encodeE4M3(v[i]);
+    return c;
+  }
+  /// bf16 bit patterns of values exact in bf16.
+  static std::vector<uint16_t> bf16Codes(const std::vector<float> &v) {
+    std::vector<uint16_t> c(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint32_t b;
+      std::memcpy(&b, &v[i], 4);
+      c[i] = static_cast<uint16_t>(b >> 16);
+    }
+    return c;
+  }
+
+  std::unique_ptr<rt::Device> device_;
+  std::unique_ptr<rt::Stream> stream_;
+};
+
+} // namespace te::test
+
+#endif // TE_TEST_UNITTESTS_CODEGEN_HOPPERGPUTEST_H
