@@ -1,0 +1,58 @@
+//===- te/codegen/GroupedQuantizeEmitter.h - per-expert columnwise -*- C++
+//-*-===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The grouped columnwise quantization of an MoE layer's tokens (x, or dy
+// with each expert's bias gradient) into the layout the wgrad GEMM reads
+// (te/device/GroupedQuantizeKernel.cuh, GroupedWgradEmitter.h) as generated
+// CUDA C++: one block pass and, with a bias gradient, one reduction.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CODEGEN_GROUPEDQUANTIZEEMITTER_H
+#define TE_CODEGEN_GROUPEDQUANTIZEEMITTER_H
+
+#include "te/formats/Scheme.h"
+#include "te/runtime/Device.h"
+#include "te/runtime/Status.h"
+
+#include <string>
+
+namespace te::cg {
+
+struct GroupedQuantizeSpec {
+  /// Block FP8 1x128 (E4M3 or E5M2, pow2 or not), or identity of bf16.
+  rt::Scheme scheme;
+  int64_t groups = 1;
+  int64_t cols = 0; ///< C of the [M_total, C] bf16 input
+  bool biasGrad = false;
+
+  /// e.g. "te_grouped_quantize_e4m3_pow2_g8_c4096_db".
+  std::string kernelName() const;
+};
+
+/// InvalidArgument naming the rule: the scheme, C a positive multiple of 8
+/// (16-byte loads), 1..4096 experts.
+rt::Status checkGroupedQuantize(const GroupedQuantizeSpec &s);
+
+struct EmittedGroupedQuantize {
+  std::string source;
+  /// (in, mTotal, cols, splits, capacity, out, scaleInv, eps, partial):
+  /// grid groupedQuantizeGrid, kGroupedQuantizeThreads threads.
+  std::string mainEntry;
+  /// (partial, mTotal, cols, splits, db), with biasGrad: grid
+  /// ceil(G·C / 256) of 256 threads.
+  std::string biasEntry;
+};
+EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s);
+
+constexpr unsigned kGroupedQuantizeThreads = 256;
+/// One CTA per 128-row block of the capacity and 128 columns.
+rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols);
+
+} // namespace te::cg
+
+#endif // TE_CODEGEN_GROUPEDQUANTIZEEMITTER_H

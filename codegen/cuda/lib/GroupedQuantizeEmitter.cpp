@@ -1,0 +1,88 @@
+//===- GroupedQuantizeEmitter.cpp - per-expert columnwise quantize --------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/codegen/GroupedQuantizeEmitter.h"
+
+#include <sstream>
+
+namespace te::cg {
+
+using rt::Status;
+using rt::StatusCode;
+
+static bool isFp8(const rt::Scheme &s) {
+  return s.kind == rt::SchemeKind::Fp8Block;
+}
+
+std::string GroupedQuantizeSpec::kernelName() const {
+  std::ostringstream os;
+  os << "te_grouped_quantize_";
+  if (isFp8(scheme))
+    os << (scheme.element == rt::DType::E5M2 ? "e5m2" : "e4m3")
+       << (scheme.pow2 ? "_pow2" : "");
+  else
+    os << "bf16";
+  os << "_g" << groups << "_c" << cols << (biasGrad ? "_db" : "");
+  return os.str();
+}
+
+Status checkGroupedQuantize(const GroupedQuantizeSpec &s) {
+  auto bad = [&](const std::string &why) {
+    return Status(StatusCode::InvalidArgument,
+                  "grouped quantize (" + s.kernelName() + "): " + why);
+  };
+  bool blockFp8 = isFp8(s.scheme) && s.scheme.tileRows == 1 &&
+                  s.scheme.tileCols == 128 &&
+                  (s.scheme.element == rt::DType::E4M3 ||
+                   s.scheme.element == rt::DType::E5M2);
+  bool identity = s.scheme.kind == rt::SchemeKind::Identity &&
+                  s.scheme.element == rt::DType::BF16;
+  if (!blockFp8 && !identity)
+    return bad("the scheme must be block FP8 1x128 or identity of bf16");
+  if (s.cols < 8 || s.cols % 8 != 0)
+    return bad("C must be a positive multiple of 8");
+  if (s.groups < 1 || s.groups > 4096)
+    return bad("the number of experts must be 1..4096");
+  return Status::ok();
+}
+
+EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
+  EmittedGroupedQuantize e;
+  std::string name = s.kernelName();
+  e.mainEntry = name;
+  e.biasEntry = s.biasGrad ? name + "_bias" : "";
+  bool fp8 = isFp8(s.scheme);
+  std::ostringstream os;
+  os << "#include \"te/device/GroupedQuantizeKernel.cuh\"\n\n"
+     << "extern \"C\" __global__ void __launch_bounds__("
+     << kGroupedQuantizeThreads << ")\n"
+     << name << "(const unsigned short *in, long long mTotal, long long cols,\n"
+     << "    const long long *splits, long long capacity, void *out,\n"
+     << "    float *scaleInv, float eps, float *partial) {\n"
+     << "  te::dev::groupedColumnQuantize<" << (fp8 ? "true" : "false")
+     << ", te::dev::Fp8Format::"
+     << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
+     << (fp8 && s.scheme.pow2 ? "true" : "false")
+     << ">(in, mTotal, cols, splits, " << s.groups
+     << ", capacity, out, scaleInv, eps, partial);\n"
+     << "}\n";
+  if (s.biasGrad)
+    os << "\nextern \"C\" __global__ void " << e.biasEntry
+       << "(const float *partial, long long mTotal, long long cols,\n"
+       << "    const long long *splits, float *db) {\n"
+       << "  te::dev::groupedBiasGrad(partial, mTotal, cols, splits, "
+       << s.groups << ", db);\n"
+       << "}\n";
+  e.source = os.str();
+  return e;
+}
+
+rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols) {
+  return rt::Dim3{static_cast<unsigned>(capacity / 128),
+                  static_cast<unsigned>((cols + 127) / 128), 1};
+}
+
+} // namespace te::cg

@@ -1,0 +1,55 @@
+//===- te/runtime/reference/GroupedQuantize.h - per-expert columnwise -*- C++
+//-*-===//
+//
+// Part of tejit. Plain C++17, no MLIR and no CUDA.
+//
+//===----------------------------------------------------------------------===//
+//
+// The reference of the grouped columnwise quantization of an MoE layer's
+// tokens (docs/Numerics.md §7.4; the device kernel is
+// te/device/GroupedQuantizeKernel.cuh): each expert's rows quantized as
+// their own tensor, columnwise, and laid out for the wgrad GEMM - expert
+// g's transposed data at columns 128·S_g .. of a [C, capacity] buffer, its
+// 1x128 scales at block rows S_g .. of [capacity/128][roundup(C, 4)] -
+// with each expert's own bias gradient.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_RUNTIME_REFERENCE_GROUPEDQUANTIZE_H
+#define TE_RUNTIME_REFERENCE_GROUPEDQUANTIZE_H
+
+#include "te/runtime/reference/Quantize.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace te {
+namespace rt {
+namespace ref {
+
+struct GroupedColumnwise {
+  /// [C, capacity] codes (FP8, 1 byte each) or bf16 values (2 bytes each);
+  /// zero outside the experts' rows.
+  std::vector<uint8_t> data;
+  /// [capacity/128][roundup(C, 4)] f32 scale_inv (FP8), zero elsewhere.
+  std::vector<float> scaleInv;
+  /// [G, C] f32: each expert's bias gradient (128-row chunks).
+  std::vector<float> biasGrad;
+  /// The first 128-row block of each expert's segment.
+  std::vector<int64_t> segmentStart;
+};
+
+/// `x` [mTotal, cols] bf16 sorted by expert; `splits` as the grouped GEMMs
+/// clamp them; `scheme` block FP8 1x128 or identity of bf16; `capacity` a
+/// multiple of 128 that holds every segment.
+GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
+                                            int64_t cols,
+                                            const std::vector<int64_t> &splits,
+                                            const Scheme &scheme,
+                                            int64_t capacity);
+
+} // namespace ref
+} // namespace rt
+} // namespace te
+
+#endif // TE_RUNTIME_REFERENCE_GROUPEDQUANTIZE_H

@@ -1,0 +1,68 @@
+//===- GroupedQuantize.cpp - per-expert columnwise quantization -----------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "te/runtime/reference/GroupedQuantize.h"
+
+#include "te/runtime/reference/Gemm.h"
+
+#include <cstring>
+
+namespace te {
+namespace rt {
+namespace ref {
+
+GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
+                                            int64_t cols,
+                                            const std::vector<int64_t> &splits,
+                                            const Scheme &scheme,
+                                            int64_t capacity) {
+  const bool fp8 = scheme.kind == SchemeKind::Fp8Block;
+  const int64_t width = fp8 ? 1 : 2, colsPad = (cols + 3) / 4 * 4;
+  GroupedColumnwise out;
+  out.data.assign(static_cast<size_t>(cols * capacity * width), 0);
+  if (fp8)
+    out.scaleInv.assign(static_cast<size_t>(capacity / 128 * colsPad), 0.0f);
+  out.biasGrad.assign(splits.size() * static_cast<size_t>(cols), 0.0f);
+  std::vector<int64_t> clamped = clampSplits(splits, mTotal);
+  int64_t row = 0, block = 0;
+  for (size_t g = 0; g < clamped.size(); ++g) {
+    const int64_t m = clamped[g];
+    out.segmentStart.push_back(block);
+    if (m == 0)
+      continue;
+    const uint16_t *rows = x + row * cols;
+    std::vector<float> db = biasGrad(rows, SourceType::BF16, m, cols, 128);
+    std::copy(db.begin(), db.end(), out.biasGrad.begin() + g * cols);
+    if (fp8) {
+      // The expert alone: its own columnwise 1x128 quantization.
+      QuantizedTensor q = quantize(rows, SourceType::BF16, m, cols, scheme,
+                                   unsigned(Direction::Columnwise), {});
+      const QuantizedDirection &d = *q.columnwise;
+      const int64_t stride = d.scaleInv.desc.cols; // roundup(cols, 4)
+      for (int64_t c = 0; c < cols; ++c)
+        std::memcpy(&out.data[c * capacity + block * 128], &d.data.bytes[c * m],
+                    static_cast<size_t>(m));
+      for (int64_t b = 0; b < (m + 127) / 128; ++b)
+        for (int64_t c = 0; c < cols; ++c) {
+          float s;
+          std::memcpy(&s, &d.scaleInv.bytes[4 * (b * stride + c)], 4);
+          out.scaleInv[(block + b) * colsPad + c] = s;
+        }
+    } else {
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          std::memcpy(&out.data[2 * (c * capacity + block * 128 + r)],
+                      &rows[r * cols + c], 2);
+    }
+    row += m;
+    block += (m + 127) / 128;
+  }
+  return out;
+}
+
+} // namespace ref
+} // namespace rt
+} // namespace te
