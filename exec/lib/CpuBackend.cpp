@@ -9,6 +9,7 @@
 #include "te/runtime/reference/Adam.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
+#include "te/runtime/reference/GroupedQuantize.h"
 #include "te/runtime/reference/Quantize.h"
 
 #include <algorithm>
@@ -461,6 +462,96 @@ static rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
   return rt::Status::ok();
 }
 
+/// The wgrad of an MoE layer with the reference: dy and x laid out per
+/// expert as the kernel's grouped quantize does (ref::groupedColumnwise
+/// Quantize), then each expert's dW_g = dy_g^T x_g as its own GEMM
+/// (ref::blockScaledGemm for block FP8, referenceGemm for bf16) with the
+/// GEMM bound; the bias gradients are exact (each expert's own fused one).
+static rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
+                                  std::vector<HostValue> &values) {
+  const Value &dyv = e.values[g.dy];
+  int64_t m = dyv.shape[0], n = dyv.shape[1], k = e.values[g.x].shape[1];
+  int64_t groups = e.values[g.output].shape[0];
+  std::vector<int64_t> splits(static_cast<size_t>(groups));
+  std::memcpy(splits.data(), values[g.splits].tensor.data(),
+              splits.size() * sizeof(int64_t));
+  // One home for the layout's capacity: every split fits it.
+  int64_t capacity = (m + 127) / 128 * 128 + 128 * (groups - 1);
+  auto layout = [&](int index, const rt::Scheme &scheme, int64_t cols) {
+    std::vector<uint16_t> bits(static_cast<size_t>(m * cols));
+    std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
+    return ref::groupedColumnwiseQuantize(bits.data(), m, cols, splits, scheme,
+                                          capacity);
+  };
+  ref::GroupedColumnwise a = layout(g.dy, g.dyScheme, n);
+  ref::GroupedColumnwise b = layout(g.x, g.xScheme, k);
+  bool fp8 = g.dyScheme.kind == rt::SchemeKind::Fp8Block;
+  std::vector<float> dw(static_cast<size_t>(groups * n * k), 0.0f);
+  std::vector<float> absSum(dw.size(), 0.0f);
+  std::vector<int64_t> clamped = ref::clampSplits(splits, m);
+  for (int64_t ex = 0; ex < groups; ++ex) {
+    int64_t rows = clamped[ex], first = a.segmentStart[ex];
+    if (rows == 0)
+      continue;
+    // Expert ex's operands: [n, rows] and [k, rows], and their values.
+    auto operand = [&](const ref::GroupedColumnwise &t, int64_t r,
+                       const rt::Scheme &scheme) {
+      ref::BlockScaledOperand o;
+      o.rows = r;
+      o.k = rows;
+      o.scaleStride = r;
+      o.format = scheme.element == DType::E5M2 ? ref::Fp8Format::E5M2
+                                               : ref::Fp8Format::E4M3;
+      int64_t width = fp8 ? 1 : 2, pad = (r + 3) / 4 * 4;
+      o.codes.resize(static_cast<size_t>(r * rows * width));
+      for (int64_t i = 0; i < r; ++i)
+        std::memcpy(&o.codes[i * rows * width],
+                    &t.data[(i * capacity + first * 128) * width],
+                    static_cast<size_t>(rows * width));
+      if (fp8) {
+        int64_t blocks = (rows + 127) / 128;
+        o.scaleInv.resize(static_cast<size_t>(blocks * r));
+        for (int64_t blk = 0; blk < blocks; ++blk)
+          for (int64_t i = 0; i < r; ++i)
+            o.scaleInv[blk * r + i] = t.scaleInv[(first + blk) * pad + i];
+      }
+      return o;
+    };
+    ref::BlockScaledOperand ao = operand(a, n, g.dyScheme);
+    ref::BlockScaledOperand bo = operand(b, k, g.xScheme);
+    std::vector<float> av, bv, d;
+    if (fp8) {
+      std::string error;
+      d = ref::blockScaledGemm(ao, bo, nullptr, &error);
+      if (d.empty())
+        return fail(g.name + ": " + error);
+      av = ref::dequantizeBlockScaled(ao);
+      bv = ref::dequantizeBlockScaled(bo);
+    } else {
+      av = widen(ao.codes, DType::BF16);
+      bv = widen(bo.codes, DType::BF16);
+      d = ref::referenceGemm(av.data(), false, bv.data(), true, n, k, rows);
+    }
+    std::vector<float> sums;
+    ref::referenceGemm(av.data(), false, bv.data(), true, n, k, rows, nullptr,
+                       false, &sums);
+    std::copy(d.begin(), d.end(), dw.begin() + ex * n * k);
+    std::copy(sums.begin(), sums.end(), absSum.begin() + ex * n * k);
+  }
+  HostValue &out = values[g.output];
+  out.tensor = narrow(dw, DType::F32);
+  out.unbounded = values[g.dy].inexact() || values[g.x].inexact() ||
+                  values[g.splits].inexact();
+  if (!out.unbounded)
+    out.tolerance = gemmBound(dw, absSum, m, fp8, DType::F32, nullptr, k);
+  if (g.biasGrad >= 0) {
+    HostValue &db = values[g.biasGrad];
+    db.tensor = narrow(a.biasGrad, DType::F32);
+    db.unbounded = values[g.dy].inexact() || values[g.splits].inexact();
+  }
+  return rt::Status::ok();
+}
+
 static rt::Status runDequantize(const Entry &e, const DequantizeKernel &d,
                                 std::vector<HostValue> &values) {
   const Value &in = e.values[d.input];
@@ -553,6 +644,13 @@ static std::string kernelWhat(const Entry &e, const Kernel &k) {
                           " experts, " + std::to_string(x.shape[0]) + "x" +
                           std::to_string(w.shape[1]) + "x" +
                           std::to_string(x.shape[1]) + ")";
+                 },
+                 [&](const GroupedWgradKernel &g) {
+                   const Value &dw = e.values[g.output];
+                   return g.name + " (" + std::to_string(dw.shape[0]) +
+                          " experts, " + std::to_string(dw.shape[1]) + "x" +
+                          std::to_string(dw.shape[2]) + "x" +
+                          std::to_string(e.values[g.x].shape[0]) + ")";
                  }},
       k);
 }
@@ -619,6 +717,9 @@ runCpuChecked(const Program &p, const Entry &e,
             [&](const AdamKernel &a) { return runAdam(p, e, a, values); },
             [&](const GroupedGemmKernel &g) {
               return runGroupedGemm(e, g, values);
+            },
+            [&](const GroupedWgradKernel &g) {
+              return runGroupedWgrad(e, g, values);
             }},
         k);
     if (!st.isOk())

@@ -81,6 +81,13 @@ static uint64_t kernelScratchBytes(const Entry &e, const Kernel &k) {
                    return 4 * (2 * elementsOf(e.values[g.x]) +
                                2 * elementsOf(e.values[g.w]) +
                                3 * elementsOf(e.values[g.output]));
+                 },
+                 [&](const GroupedWgradKernel &g) {
+                   // Both operands in the grouped layout (with padding) and
+                   // decoded, the result, its |a||b| sums and bound.
+                   return 4 * (3 * elementsOf(e.values[g.dy]) +
+                               3 * elementsOf(e.values[g.x]) +
+                               3 * elementsOf(e.values[g.output]));
                  }},
       k);
 }
@@ -100,6 +107,8 @@ uint64_t cpuMemoryBytes(const Program &p, const Entry &e) {
     if (const auto *g = std::get_if<GemmKernel>(&k)) // its kept bound
       bytes = addBytes(bytes, 4 * elementsOf(e.values[g->output]));
     if (const auto *g = std::get_if<GroupedGemmKernel>(&k))
+      bytes = addBytes(bytes, 4 * elementsOf(e.values[g->output]));
+    if (const auto *g = std::get_if<GroupedWgradKernel>(&k))
       bytes = addBytes(bytes, 4 * elementsOf(e.values[g->output]));
   }
   return addBytes(bytes, scratch);

@@ -52,6 +52,9 @@ static std::vector<int> readsOf(const Kernel &k) {
           [](const GroupedGemmKernel &g) {
             return std::vector<int>{g.x, g.w, g.splits, g.bias};
           },
+          [](const GroupedWgradKernel &g) {
+            return std::vector<int>{g.dy, g.x, g.splits};
+          },
           [](const AdamKernel &a) {
             std::vector<int> out = {a.lr, a.step};
             for (const AdamTensor &t : a.tensors)
@@ -283,6 +286,51 @@ static std::string validateQuantize(const Entry &e, const QuantizeKernel &q) {
   return "";
 }
 
+/// Why grouped wgrad `g` of `e` is malformed, or "".
+static std::string validateGroupedWgrad(const Entry &e,
+                                        const GroupedWgradKernel &g) {
+  for (int v : {g.dy, g.x, g.splits, g.output})
+    if (!inRange(e, v))
+      return "value index out of range";
+  if (g.biasGrad >= 0 && !inRange(e, g.biasGrad))
+    return "value index out of range";
+  const Value &dy = e.values[g.dy], &x = e.values[g.x];
+  const Value &s = e.values[g.splits], &dw = e.values[g.output];
+  if (dy.isQuantized() || x.isQuantized() || dy.shape.size() != 2 ||
+      x.shape.size() != 2 || dy.dtype != rt::DType::BF16 ||
+      x.dtype != rt::DType::BF16)
+    return "dy [M, N] and x [M, K] must be bf16 tensors";
+  int64_t m = dy.shape[0], n = dy.shape[1], k = x.shape[1];
+  if (x.shape[0] != m)
+    return "dy and x must have the same rows";
+  if (s.isQuantized() || s.dtype != rt::DType::I64 || s.shape.size() != 1)
+    return "split sizes must be a tensor of G i64";
+  int64_t groups = s.shape[0];
+  if (dw.isQuantized() || dw.dtype != rt::DType::F32 ||
+      dw.shape != std::vector<int64_t>{groups, n, k})
+    return "dW must be an f32 [G, N, K] tensor";
+  if (g.biasGrad >= 0) {
+    const Value &db = e.values[g.biasGrad];
+    if (db.isQuantized() || db.dtype != rt::DType::F32 ||
+        db.shape != std::vector<int64_t>{groups, n})
+      return "the bias gradient must be an f32 [G, N] tensor";
+  }
+  auto supported = [](const rt::Scheme &sc) {
+    return (sc.kind == rt::SchemeKind::Fp8Block && sc.tileRows == 1 &&
+            sc.tileCols == 128 && sc.element == rt::DType::E4M3) ||
+           (sc.kind == rt::SchemeKind::Identity &&
+            sc.element == rt::DType::BF16);
+  };
+  if (!supported(g.dyScheme) || !supported(g.xScheme) ||
+      (g.dyScheme.kind == rt::SchemeKind::Identity) !=
+          (g.xScheme.kind == rt::SchemeKind::Identity))
+    return "dy and x must both be quantized columnwise by block FP8 1x128 "
+           "e4m3, or both be identity of bf16";
+  if (n % 8 != 0 || k % 8 != 0)
+    return "N and K must be multiples of 8";
+  return "";
+}
+
 std::string validateKernel(const Entry &e, const Kernel &k) {
   return std::visit(
       Overloaded{
@@ -299,6 +347,10 @@ std::string validateKernel(const Entry &e, const Kernel &k) {
           [&](const GroupedGemmKernel &g) {
             std::string why = validateGroupedGemm(e, g);
             return why.empty() ? why : "grouped gemm '" + g.name + "': " + why;
+          },
+          [&](const GroupedWgradKernel &g) {
+            std::string why = validateGroupedWgrad(e, g);
+            return why.empty() ? why : "grouped wgrad '" + g.name + "': " + why;
           }},
       k);
 }

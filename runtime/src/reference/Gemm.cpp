@@ -162,6 +162,14 @@ static std::vector<float> decodeAll(const BlockScaledOperand &op) {
   return v;
 }
 
+std::vector<float> dequantizeBlockScaled(const BlockScaledOperand &op) {
+  std::vector<float> v = decodeAll(op);
+  for (int64_t r = 0; r < op.rows; ++r)
+    for (int64_t kk = 0; kk < op.k; ++kk)
+      v[size_t(r * op.k + kk)] *= blockScaleOf(op, r, kk / 128);
+  return v;
+}
+
 /// One output of a block-scaled GEMM, row i of x against row j of w (the
 /// decoded codes xv, wv): the rule of docs/Numerics.md §7.3.
 static float blockScaledDot(const BlockScaledOperand &x,

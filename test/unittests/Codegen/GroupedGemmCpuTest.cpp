@@ -32,6 +32,7 @@ using rt::Scheme;
 namespace ref = rt::ref;
 using te::test::bf16Bytes;
 using te::test::groupedProgram;
+using te::test::groupedWgradProgram;
 using te::test::i64Bytes;
 using te::test::normals;
 using te::test::tensor;
@@ -156,6 +157,89 @@ TEST(GroupedGemmCpu, DgradRowsAreEachExpertsDenseDgrad) {
   }
   for (size_t i = size_t(row * k * 2); i < got.size(); ++i)
     ASSERT_EQ(got[i], 0) << "padding byte " << i;
+}
+
+/// dW = dy^T x and db for one expert as te.linear_grad computes them: dy
+/// and x 1x128 columnwise (dy with its bias gradient), one dense GEMM.
+cg::Program denseWgrad(int64_t m, int64_t n, int64_t k) {
+  cg::Entry e;
+  e.name = "wgrad";
+  e.values = {tensor("dy", {m, n}, DType::BF16),
+              tensor("x", {m, k}, DType::BF16)};
+  e.args = {0, 1};
+  Scheme s = Scheme::fp8Block(DType::E4M3, 1, 128);
+  for (int i = 0; i < 2; ++i) {
+    cg::Value q = e.values[i];
+    q.kind = cg::Value::Kind::Quantized;
+    q.name += "_q";
+    q.columnwise = s;
+    e.values.push_back(q);
+    cg::QuantizeKernel qk;
+    qk.name = "quantize_" + q.name;
+    qk.input = i;
+    qk.stages = {{s, Direction::Columnwise, int(e.values.size()) - 1}};
+    if (i == 0) {
+      e.values.push_back(tensor("db", {n}, DType::F32));
+      qk.biasGrad = int(e.values.size()) - 1;
+    }
+    e.kernels.push_back(qk);
+  }
+  // values: dy, x, dy_q (2), db (3), x_q (4)
+  e.values.push_back(tensor("dw", {n, k}, DType::F32));
+  cg::GemmKernel g;
+  g.name = "gemm";
+  g.a = 2;
+  g.b = 4;
+  g.transposeA = true;
+  g.output = 5;
+  e.kernels.push_back(g);
+  e.results = {5, 3};
+  cg::Program p;
+  p.entries.push_back(e);
+  return p;
+}
+
+TEST(GroupedGemmCpu, WgradIsEachExpertsDenseWgrad) {
+  // 3 experts, N = 256, K = 136 (not a tile multiple), ragged splits with
+  // an empty expert and padding rows, partial 128-row blocks.
+  const int64_t m = 400, n = 256, k = 136, g = 3;
+  std::vector<float> dy = normals(size_t(m * n), 5),
+                     x = normals(size_t(m * k), 6);
+  cg::Program p = groupedWgradProgram(m, n, k, g, true, true);
+  ASSERT_EQ(cg::validate(p.entries[0]), "");
+  std::vector<int64_t> splits = {130, 0, 250}; // 20 padding rows
+  auto out = exec::runCpu(p, p.entries[0],
+                          {bf16Bytes(dy), bf16Bytes(x), i64Bytes(splits)});
+  ASSERT_TRUE(out) << out.status().toString();
+  const std::vector<uint8_t> &dw = (*out)[0][0].bytes;
+  const std::vector<uint8_t> &db = (*out)[1][0].bytes;
+  ASSERT_EQ(dw.size(), size_t(g * n * k * 4));
+  EXPECT_EQ((*out)[0][0].tolerance.size(), size_t(g * n * k)); // bounded
+  int64_t row = 0;
+  for (int64_t e = 0; e < g; ++e) {
+    if (splits[e] == 0) {
+      for (int64_t i = 0; i < n * k * 4; ++i)
+        ASSERT_EQ(dw[e * n * k * 4 + i], 0) << "the empty expert's dW";
+      continue;
+    }
+    cg::Program dense = denseWgrad(splits[e], n, k);
+    ASSERT_EQ(cg::validate(dense.entries[0]), "");
+    std::vector<float> dye(dy.begin() + row * n,
+                           dy.begin() + (row + splits[e]) * n);
+    std::vector<float> xe(x.begin() + row * k,
+                          x.begin() + (row + splits[e]) * k);
+    auto one =
+        exec::runCpu(dense, dense.entries[0], {bf16Bytes(dye), bf16Bytes(xe)});
+    ASSERT_TRUE(one) << one.status().toString();
+    EXPECT_EQ(std::memcmp(dw.data() + e * n * k * 4, (*one)[0][0].bytes.data(),
+                          n * k * 4),
+              0)
+        << "expert " << e << " dW";
+    EXPECT_EQ(
+        std::memcmp(db.data() + e * n * 4, (*one)[1][0].bytes.data(), n * 4), 0)
+        << "expert " << e << " db";
+    row += splits[e];
+  }
 }
 
 TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {

@@ -179,4 +179,50 @@ TEST(GroupedGemmPlanGpu, RunsAndReplaysWithNewSplitSizesWithinTheBound) {
   }
 }
 
+TEST(GroupedGemmPlanGpu, WgradRunsAndReplaysWithNewSplitSizesWithinTheBound) {
+  auto dev = rt::Device::open();
+  if (!dev)
+    GTEST_SKIP() << dev.status().toString();
+  if (dev->info().major != 9)
+    GTEST_SKIP() << "the grouped GEMM kernels are Hopper's (sm_90a)";
+  auto stream = rt::Stream::create(*dev);
+  ASSERT_TRUE(stream);
+  rt::KernelCache cache("");
+  // 4 experts, N = 256, K = 136, M_total = 700: the grouped quantize of dy
+  // (with each expert's bias gradient) and x, then the K-grouped GEMM.
+  const int64_t m = 700, n = 256, k = 136, g = 4;
+  std::vector<float> dy = normals(size_t(m * n), 7),
+                     x = normals(size_t(m * k), 8);
+  for (bool fp8 : {true, false}) {
+    SCOPED_TRACE(fp8 ? "block FP8" : "bf16");
+    cg::Program p = test::groupedWgradProgram(m, n, k, g, fp8, true);
+    const std::vector<std::vector<int64_t>> splits = {
+        {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
+    std::vector<std::vector<uint8_t>> args = {bf16Bytes(dy), bf16Bytes(x),
+                                              i64Bytes(splits[0])};
+    exec::Comparison first = test::gpuVersusCpu(p, args, *dev, *stream, cache);
+    EXPECT_EQ(first.difference, "");
+    EXPECT_EQ(first.boundedBuffers, 1u); // dW; db is bit for bit
+    EXPECT_EQ(first.exactBuffers, 1u);
+    auto runner = exec::CudaRunner::create(p, p.entries[0], *dev, cache);
+    ASSERT_TRUE(runner) << runner.status().toString();
+    for (size_t i = 0; i < args.size(); ++i)
+      ASSERT_TRUE(runner->setArgument(i, args[i], *stream).isOk());
+    ASSERT_TRUE(runner->capture(*stream).isOk());
+    for (const std::vector<int64_t> &s : splits) {
+      args[2] = i64Bytes(s);
+      ASSERT_TRUE(runner->setArgument(2, args[2], *stream).isOk());
+      ASSERT_TRUE(runner->poison(0xA5, *stream).isOk());
+      ASSERT_TRUE(runner->replay(*stream).isOk());
+      auto gpu = runner->results(*stream);
+      ASSERT_TRUE(gpu) << gpu.status().toString();
+      auto cpu = exec::runCpu(p, p.entries[0], args);
+      ASSERT_TRUE(cpu) << cpu.status().toString();
+      exec::Comparison c = exec::compareResults(*cpu, *gpu, "cpu", "cuda");
+      EXPECT_EQ(c.difference, "")
+          << "splits " << s[0] << "," << s[1] << "," << s[2] << "," << s[3];
+    }
+  }
+}
+
 } // namespace

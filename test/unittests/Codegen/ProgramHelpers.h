@@ -103,6 +103,38 @@ inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
   return p;
 }
 
+/// dW [g, n, k] f32 (and with `bias` db [g, n] f32) = the wgrad of dy
+/// [m, n] and x [m, k] (bf16 arguments, then the splits), both quantized
+/// columnwise per expert by block FP8 1x128 e4m3, or read as bf16.
+inline cg::Program groupedWgradProgram(int64_t m, int64_t n, int64_t k,
+                                       int64_t g, bool fp8, bool bias) {
+  cg::Entry e;
+  e.name = "wgrad";
+  e.values = {tensor("dy", {m, n}, rt::DType::BF16),
+              tensor("x", {m, k}, rt::DType::BF16),
+              tensor("splits", {g}, rt::DType::I64),
+              tensor("dw", {g, n, k}, rt::DType::F32)};
+  e.args = {0, 1, 2};
+  cg::GroupedWgradKernel w;
+  w.name = "wgrad";
+  w.dy = 0;
+  w.x = 1;
+  w.splits = 2;
+  w.output = 3;
+  w.dyScheme = w.xScheme = fp8 ? rt::Scheme::fp8Block(rt::DType::E4M3, 1, 128)
+                               : rt::Scheme::identity(rt::DType::BF16);
+  e.results = {3};
+  if (bias) {
+    e.values.push_back(tensor("db", {g, n}, rt::DType::F32));
+    w.biasGrad = 4;
+    e.results.push_back(4);
+  }
+  e.kernels.push_back(w);
+  cg::Program p;
+  p.entries.push_back(e);
+  return p;
+}
+
 inline std::vector<float> normals(size_t count, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.f, 1.f);

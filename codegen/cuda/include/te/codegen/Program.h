@@ -159,10 +159,24 @@ struct GroupedGemmKernel {
   }
 };
 
+/// The wgrad of an MoE layer: dW [G, N, K] f32, dW_g = dy_g^T x_g over
+/// each expert's rows of dy [M, N] and x [M, K] (bf16 tensors; `splits` as
+/// for GroupedGemmKernel), each operand quantized columnwise per expert by
+/// its scheme (block FP8 1x128, or identity of bf16 for both) as if the
+/// expert's rows were their own tensor (docs/Numerics.md §7.4); with
+/// `biasGrad` >= 0, also each expert's bias gradient [G, N] f32 from the
+/// same read of dy. The quantized operands live in the kernel's workspace
+/// (the grouped layout only this GEMM reads).
+struct GroupedWgradKernel {
+  std::string name;
+  int dy = -1, x = -1, splits = -1, output = -1, biasGrad = -1;
+  rt::Scheme dyScheme, xScheme;
+};
+
 /// One kernel of an entry. A std::variant, so a new kernel kind is a compile
 /// error in every std::visit that does not handle it yet.
 using Kernel = std::variant<QuantizeKernel, DequantizeKernel, GemmKernel,
-                            AdamKernel, GroupedGemmKernel>;
+                            AdamKernel, GroupedGemmKernel, GroupedWgradKernel>;
 
 /// The kernel's C identifier.
 inline const std::string &kernelName(const Kernel &k) {

@@ -64,6 +64,10 @@ struct BlockScaledOperand {
 BlockScaledOperand blockScaledOperand(const QuantizedDirection &q,
                                       const Scheme &scheme);
 
+/// The logical values (row-major rows x k) of `op`: each code times its
+/// block's scale_inv (for the |a||b| sums of error bounds).
+std::vector<float> dequantizeBlockScaled(const BlockScaledOperand &op);
+
 /// y (x.rows x w.rows) = x * w^T as the Hopper block-scaled GEMM does it:
 /// for each K block of 128 (the last one may be shorter)
 ///   P = sum of decode(qx) * decode(qw) over the block, fp32, k in order;
