@@ -15,7 +15,7 @@
 
 te.recipe @fp8_block {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>
-  te.rule "grouped_linear", "input"  -> #te.fp8_block<e4m3, 1x128, pow2>
+  te.rule "grouped_linear", "*"      -> #te.fp8_block<e4m3, 1x128, pow2>
 }
 
 // Up projection: h_g = x_g W1_g^T for each expert g.
@@ -36,4 +36,18 @@ func.func @down(%a: tensor<1024x256xbf16>,
          : tensor<1024x256xbf16>, tensor<8x512x256xbf16>, tensor<8xi64>
          -> tensor<1024x512xbf16>
   return %y : tensor<1024x512xbf16>
+}
+
+// The up projection's backward: dx_g = dh_g W1_g (the stack read through
+// its columnwise 128x128 copy) and dW1_g = dh_g^T x_g, both per expert;
+// dh and x are quantized columnwise per expert inside the grouped wgrad.
+func.func @up_grad(%dh: tensor<1024x256xbf16>, %x: tensor<1024x512xbf16>,
+                   %w1: tensor<8x256x512xbf16> {te.persistent = "experts.w1"},
+                   %splits: tensor<8xi64>)
+    -> (tensor<1024x512xbf16>, tensor<8x256x512xf32>) {
+  %dx, %dw1 = te.grouped_linear_grad %dh, %x, %w1, %splits {recipe = @fp8_block}
+         : tensor<1024x256xbf16>, tensor<1024x512xbf16>, tensor<8x256x512xbf16>,
+           tensor<8xi64>
+         -> tensor<1024x512xbf16>, tensor<8x256x512xf32>
+  return %dx, %dw1 : tensor<1024x512xbf16>, tensor<8x256x512xf32>
 }

@@ -198,27 +198,37 @@ LogicalResult expand(LinearGradOp grad) {
   return success();
 }
 
-/// Whether quantizing a grouped layer's `role` operand as one tensor by
-/// `scheme` equals quantizing each expert's part alone, and the grouped
-/// GEMM reads it; else a located error on the layer.
-LogicalResult checkGroupedScheme(GroupedLinearOp lin, StringRef role,
-                                 int64_t out) {
+/// The resolved scheme of a layer's `role`, or a located error.
+FailureOr<SchemeAttrInterface> roleScheme(Operation *op, DictionaryAttr schemes,
+                                          StringRef role) {
   auto scheme = dyn_cast_or_null<SchemeAttrInterface>(
-      lin.getSchemesAttr() ? lin.getSchemesAttr().get(role) : Attribute());
+      schemes ? schemes.get(role) : Attribute());
   if (!scheme)
-    return lin.emitOpError() << "has no resolved scheme for the role \"" << role
+    return op->emitOpError() << "has no resolved scheme for the role \"" << role
                              << "\"; run te-resolve-recipe first";
-  rt::Scheme s = scheme.getRuntimeScheme(Direction::rowwise);
+  return scheme;
+}
+
+/// Whether quantizing a grouped layer's `role` operand as one tensor by the
+/// `dir` direction of its scheme equals quantizing each expert's part
+/// alone, and the grouped GEMM reads it; else a located error on the layer.
+LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
+                                 StringRef role, int64_t out,
+                                 Direction dir = Direction::rowwise) {
+  FailureOr<SchemeAttrInterface> scheme = roleScheme(lin, schemes, role);
+  if (failed(scheme))
+    return failure();
+  rt::Scheme s = scheme->getRuntimeScheme(dir);
   if (s.kind != rt::SchemeKind::Identity && s.kind != rt::SchemeKind::Fp8Block)
-    return lin.emitOpError()
-           << "quantizes its " << role << " by " << scheme
+    return lin->emitOpError()
+           << "quantizes its " << role << " by " << *scheme
            << ", which te-expand-linear does not lower for grouped layers "
               "yet: identity and block FP8 are lowered (their scaling "
               "blocks never span two experts); other schemes need the "
               "grouped quantize";
   if (s.kind == rt::SchemeKind::Fp8Block && s.tileRows == 128 && out % 128)
-    return lin.emitOpError()
-           << "quantizes its " << role << " by " << scheme
+    return lin->emitOpError()
+           << "quantizes its " << role << " by " << *scheme
            << " with N = " << out
            << " output features per expert: 128x128 tiles of the [G, N, K] "
               "stack are each expert's own only when N is a multiple of 128";
@@ -228,7 +238,8 @@ LogicalResult checkGroupedScheme(GroupedLinearOp lin, StringRef role,
 LogicalResult expand(GroupedLinearOp lin) {
   auto w = cast<RankedTensorType>(lin.getWeight().getType());
   for (StringRef role : {"input", "weight"})
-    if (failed(checkGroupedScheme(lin, role, w.getDimSize(1))))
+    if (failed(checkGroupedScheme(lin, lin.getSchemesAttr(), role,
+                                  w.getDimSize(1))))
       return failure();
   LinearExpansion e(lin, lin.getSchemesAttr());
   FailureOr<Value> x = e.operand(lin.getInput(), "input", Directions::rowwise);
@@ -260,11 +271,76 @@ LogicalResult expand(GroupedLinearOp lin) {
   return success();
 }
 
+/// The backward of a grouped layer, per expert as te.linear_grad's:
+///   dgrad dx = dy W   te.grouped_gemm {weight_columnwise}: dy rowwise,
+///                     the stacked W columnwise;
+///   wgrad dW = dy^T x and db: te.grouped_wgrad, which quantizes dy and x
+///                     columnwise per expert itself.
 LogicalResult expand(GroupedLinearGradOp grad) {
-  return grad.emitOpError()
-         << "is not lowered by te-expand-linear yet: its wgrad (a K-grouped "
-            "GEMM) and the grouped quantize of its columnwise operands are "
-            "not built (its dgrad is te.grouped_gemm {weight_columnwise})";
+  DictionaryAttr schemes = grad.getSchemesAttr();
+  auto w = cast<RankedTensorType>(grad.getWeight().getType());
+  int64_t n = w.getDimSize(1);
+  if (failed(checkGroupedScheme(grad, schemes, "grad_output", n)) ||
+      failed(checkGroupedScheme(grad, schemes, "weight", n,
+                                Direction::columnwise)))
+    return failure();
+  auto dwType = cast<RankedTensorType>(grad.getGradWeight().getType());
+  if (!dwType.getElementType().isF32())
+    return grad.emitOpError()
+           << "has a " << dwType.getElementType()
+           << " grad_weight; the grouped wgrad writes f32 (a cast to the "
+              "weight's type is not lowered yet)";
+  LinearExpansion e(grad, schemes);
+  FailureOr<Value> dy =
+      e.operand(grad.getGradOutput(), "grad_output", Directions::rowwise);
+  if (failed(dy))
+    return failure();
+  FailureOr<Value> wq =
+      e.operand(grad.getWeight(), "weight", Directions::columnwise);
+  if (failed(wq))
+    return failure();
+  Value splits = grad.getSplitSizes();
+  Type dxType = grad.getGradInput().getType();
+  if (failed(GroupedGemmOp::verifyTypes(
+          [&] {
+            return grad.emitOpError()
+                   << "cannot form its dgrad grouped GEMM (dx_g = dy_g W_g: "
+                      "dy rowwise, W columnwise): '"
+                   << GroupedGemmOp::getOperationName() << "' op ";
+          },
+          dy->getType(), wq->getType(), splits.getType(), Type(), dxType,
+          /*weightColumnwise=*/true)))
+    return failure();
+  auto dx = GroupedGemmOp::create(
+      e.b, NameLoc::get(e.b.getStringAttr("dgrad"), grad.getLoc()), dxType, *dy,
+      *wq, splits, Value(), e.b.getUnitAttr());
+
+  auto dyScheme = cast<SchemeAttrInterface>(schemes.get("grad_output"));
+  FailureOr<SchemeAttrInterface> xScheme = roleScheme(grad, schemes, "input");
+  if (failed(xScheme))
+    return failure();
+  Value db = grad.getGradBias();
+  if (failed(GroupedWgradOp::verifyTypes(
+          [&] {
+            return grad.emitOpError()
+                   << "cannot form its wgrad (dW_g = dy_g^T x_g: dy and x "
+                      "columnwise): '"
+                   << GroupedWgradOp::getOperationName() << "' op ";
+          },
+          grad.getGradOutput().getType(), grad.getInput().getType(),
+          splits.getType(), dwType, db ? db.getType() : Type(), dyScheme,
+          *xScheme)))
+    return failure();
+  auto wgrad = GroupedWgradOp::create(
+      e.b, NameLoc::get(e.b.getStringAttr("wgrad"), grad.getLoc()), dwType,
+      db ? db.getType() : Type(), grad.getGradOutput(), grad.getInput(), splits,
+      dyScheme, *xScheme);
+  grad.getGradInput().replaceAllUsesWith(dx.getResult());
+  grad.getGradWeight().replaceAllUsesWith(wgrad.getGradWeight());
+  if (db)
+    db.replaceAllUsesWith(wgrad.getGradBias());
+  grad.erase();
+  return success();
 }
 
 struct TeExpandLinearPass

@@ -140,7 +140,7 @@ struct KernelPlan {
     for (Operation &op : fn.getBody().getOps()) {
       ops.push_back(&op);
       if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp,
-              GroupedGemmOp>(op)) {
+              GroupedGemmOp, GroupedWgradOp>(op)) {
         numbers[&op] = counter++;
       } else if (auto g = dyn_cast<GemmOp>(op)) {
         numbers[&op] = counter;
@@ -299,6 +299,22 @@ struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
   }
 };
 
+/// te.grouped_wgrad -> tek.grouped_wgrad.
+struct GroupedWgradLowering : public PlannedPattern<GroupedWgradOp> {
+  using PlannedPattern::PlannedPattern;
+
+  LogicalResult
+  matchAndRewrite(GroupedWgradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value db = op.getGradBias();
+    rewriter.replaceOpWithNewOp<tek::GroupedWgradOp>(
+        op, op.getGradWeight().getType(), db ? db.getType() : Type(),
+        adaptor.getGradOutput(), adaptor.getInput(), adaptor.getSplitSizes(),
+        plan.name(op), op.getGradOutputScheme(), op.getInputScheme());
+    return success();
+  }
+};
+
 /// An optimizer group -> one tek.adam_kernel, placed at its last member.
 /// Anchored on the first member; the other members are replaced with it
 /// (the grouping guarantees no member's result is used before the last).
@@ -359,15 +375,16 @@ struct AdamGroupLowering : public PlannedPattern<OpTy> {
 static LogicalResult checkLowerable(func::FuncOp fn) {
   for (Operation &op : fn.getBody().getOps()) {
     if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp, GemmOp,
-            GroupedGemmOp, AdamStepOp, FusedAdamOp, func::ReturnOp>(op) ||
+            GroupedGemmOp, GroupedWgradOp, AdamStepOp, FusedAdamOp,
+            func::ReturnOp>(op) ||
         isa_and_nonnull<tek::TekDialect>(op.getDialect()))
       continue;
     return op.emitError() << "'" << op.getName()
                           << "' has no kernel lowering yet: kernels exist "
                              "for te.quantize, te.fused_quantize, "
                              "te.bias_grad, te.dequantize, te.gemm, "
-                             "te.grouped_gemm, te.adam_step and "
-                             "te.fused_adam";
+                             "te.grouped_gemm, te.grouped_wgrad, "
+                             "te.adam_step and te.fused_adam";
   }
   return success();
 }
@@ -387,7 +404,7 @@ struct TeLowerToKernelsPass
     patterns.add<QuantizeKernelLowering<QuantizeOp>,
                  QuantizeKernelLowering<FusedQuantizeOp>,
                  QuantizeKernelLowering<BiasGradOp>, DequantizeKernelLowering,
-                 GemmLowering, GroupedGemmLowering,
+                 GemmLowering, GroupedGemmLowering, GroupedWgradLowering,
                  AdamGroupLowering<AdamStepOp>, AdamGroupLowering<FusedAdamOp>>(
         ctx, plan);
     ConversionTarget target(*ctx);

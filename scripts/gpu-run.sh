@@ -41,7 +41,7 @@ for f in deepseek_linear delayed_fp8_linear hybrid_linear adamw_mxfp8; do
   run "te-run-check-$f" "$PACK/bin/te-run" "examples/$f.mlir" --random-inputs 7 --check
 done
 # The MoE experts: quantize + the generated grouped GEMM, ragged splits.
-run "te-run-check-moe" "$PACK/bin/te-run" examples/moe_block_fp8.mlir --random-inputs 7 --check --entry up,down
+run "te-run-check-moe" "$PACK/bin/te-run" examples/moe_block_fp8.mlir --random-inputs 7 --check --entry up,down,up_grad
 run "te-run-check-moe-dgrad" "$PACK/bin/te-run" test/Passes/grouped-gemm-dgrad.mlir --random-inputs 7 --check
 run "te-run-check-moe-bias" "$PACK/bin/te-run" test/Tools/te-run-grouped-linear.mlir --random-inputs 7 --check --entry bf16_bias,fp8_bias
 # Sessions: persistent values across alternating train / optimizer / eval calls.

@@ -220,6 +220,28 @@ private:
     return push(g, std::move(k));
   }
 
+  LogicalResult lowerGroupedWgrad(tek::GroupedWgradOp g) {
+    cg::GroupedWgradKernel k;
+    k.name = g.getKernelName().str();
+    k.dy = ids.lookup(g.getGradOutput());
+    k.x = ids.lookup(g.getInput());
+    k.splits = ids.lookup(g.getSplitSizes());
+    k.dyScheme =
+        g.getGradOutputScheme().getRuntimeScheme(Direction::columnwise);
+    k.xScheme = g.getInputScheme().getRuntimeScheme(Direction::columnwise);
+    FailureOr<int> v = addDefined(g.getGradWeight(), "dw");
+    if (failed(v))
+      return failure();
+    k.output = *v;
+    if (Value db = g.getGradBias()) {
+      FailureOr<int> b = addDefined(db, "db");
+      if (failed(b))
+        return failure();
+      k.biasGrad = *b;
+    }
+    return push(g, std::move(k));
+  }
+
   LogicalResult lowerAdam(tek::AdamKernelOp a) {
     cg::AdamKernel k;
     k.name = a.getKernelName().str();
@@ -284,6 +306,7 @@ private:
         .Case([&](tek::DequantizeKernelOp d) { return lowerDequantize(d); })
         .Case([&](tek::GemmCallOp g) { return lowerGemm(g); })
         .Case([&](tek::GroupedGemmOp g) { return lowerGroupedGemm(g); })
+        .Case([&](tek::GroupedWgradOp g) { return lowerGroupedWgrad(g); })
         .Case([&](tek::AdamKernelOp a) { return lowerAdam(a); })
         .Case([&](func::ReturnOp r) { return lowerReturn(r); })
         .Default([](Operation *other) {

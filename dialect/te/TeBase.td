@@ -48,6 +48,15 @@ def Te_AddressableValues : NativeOpTrait<"AddressableValues"> {
   let cppNamespace = "::mlir::te";
 }
 
+/// Any attribute implementing SchemeAttrInterface (a scheme or a hybrid).
+def Te_AnySchemeAttr : Attr<
+    CPred<"::llvm::isa<::mlir::te::SchemeAttrInterface>($_self)">,
+    "quantization scheme attribute"> {
+  let storageType = "::mlir::te::SchemeAttrInterface";
+  let returnType = "::mlir::te::SchemeAttrInterface";
+  let convertFromStorage = "$_self";
+}
+
 class Te_Op<string mnemonic, list<Trait> traits = []>
     : Op<Te_Dialect, mnemonic, !listconcat([Te_AddressableValues], traits)>;
 

@@ -312,6 +312,68 @@ GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
+// GroupedWgradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupedWgradOp::verify() {
+  Value db = getGradBias();
+  return verifyTypes([&] { return emitOpError(); }, getGradOutput().getType(),
+                     getInput().getType(), getSplitSizes().getType(),
+                     getGradWeight().getType(), db ? db.getType() : Type(),
+                     getGradOutputScheme(), getInputScheme());
+}
+
+LogicalResult GroupedWgradOp::verifyTypes(
+    function_ref<InFlightDiagnostic()> emitError, Type gradOutput, Type input,
+    Type splitSizes, Type gradWeight, Type gradBias,
+    SchemeAttrInterface gradOutputScheme, SchemeAttrInterface inputScheme) {
+  auto dy = llvm::cast<RankedTensorType>(gradOutput);
+  auto x = llvm::cast<RankedTensorType>(input);
+  if (dy.getRank() != 2 || x.getRank() != 2)
+    return emitError() << "grad_output and input must be 2-D ([M_total, N] "
+                          "and [M_total, K]), got "
+                       << shapeStr(dy.getShape()) << " and "
+                       << shapeStr(x.getShape());
+  if (!dy.getElementType().isBF16() || !x.getElementType().isBF16())
+    return emitError() << "grad_output and input must be bf16, got "
+                       << dy.getElementType() << " and " << x.getElementType();
+  if (dy.getDimSize(0) != x.getDimSize(0))
+    return emitError() << "grad_output has " << dy.getDimSize(0)
+                       << " rows but input has " << x.getDimSize(0);
+  auto splits = llvm::cast<RankedTensorType>(splitSizes);
+  if (splits.getRank() != 1 || !splits.getElementType().isInteger(64))
+    return emitError() << "split sizes must be tensor<Gxi64>, got "
+                       << splitSizes;
+  int64_t g = splits.getDimSize(0), n = dy.getDimSize(1), k = x.getDimSize(1);
+  auto dw = llvm::cast<RankedTensorType>(gradWeight);
+  if (dw.getShape() != ArrayRef<int64_t>{g, n, k})
+    return emitError() << "grad_weight must be [G, N, K] = " << g << "x" << n
+                       << "x" << k << ", got " << shapeStr(dw.getShape());
+  if (gradBias) {
+    auto db = llvm::cast<RankedTensorType>(gradBias);
+    if (db.getShape() != ArrayRef<int64_t>{g, n})
+      return emitError() << "grad_bias must be [G, N] = " << g << "x" << n
+                         << ", got " << shapeStr(db.getShape());
+  }
+  auto kind = [](SchemeAttrInterface s) {
+    rt::Scheme r = s.getRuntimeScheme(Direction::columnwise);
+    if (r.kind == rt::SchemeKind::Fp8Block && r.tileRows == 1 &&
+        r.tileCols == 128 && r.element == rt::DType::E4M3)
+      return 1;
+    if (r.kind == rt::SchemeKind::Identity && r.element == rt::DType::BF16)
+      return 2;
+    return 0;
+  };
+  int a = kind(gradOutputScheme), b = kind(inputScheme);
+  if (a == 0 || a != b)
+    return emitError() << "reads grad_output and input columnwise by "
+                       << gradOutputScheme << " and " << inputScheme
+                       << "; the grouped wgrad needs block FP8 1x128 e4m3 "
+                          "for both, or identity of bf16 for both";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // GemmOp
 //===----------------------------------------------------------------------===//
 

@@ -12,14 +12,6 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Te_AnySchemeAttr : Attr<
-    CPred<"::llvm::isa<::mlir::te::SchemeAttrInterface>($_self)">,
-    "quantization scheme attribute"> {
-  let storageType = "::mlir::te::SchemeAttrInterface";
-  let returnType = "::mlir::te::SchemeAttrInterface";
-  let convertFromStorage = "$_self";
-}
-
 def Te_QTensor : Type<CPred<"::llvm::isa<::mlir::te::QTensorType>($_self)">,
                       "quantized tensor", "::mlir::te::QTensorType">;
 def Te_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
@@ -291,6 +283,60 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
       return getWeightColumnwise() ? Direction::columnwise
                                    : Direction::rowwise;
     }
+  }];
+}
+
+def Te_GroupedWgradOp : Te_Op<"grouped_wgrad", [Pure]> {
+  let summary = "the wgrad of G experts: dW_g = dy_g^T x_g (and db_g)";
+  let description = [{
+    `grad_output` (dy, [M_total, N]) and `input` (x, [M_total, K]) are bf16
+    with their rows sorted by expert as for `te.grouped_gemm`; `split_sizes`
+    is the device `tensor<Gxi64>`. Each expert's weight gradient is the sum
+    over its own rows, `dW` [G, N, K] in f32; with a second result, `db`
+    [G, N] f32, each expert's bias gradient (the column sums of its dy
+    rows). The contraction runs along the rows, so dy and x are read
+    columnwise, each quantized by the columnwise direction of its scheme
+    (`grad_output_scheme`, `input_scheme`) as if each expert's rows were
+    their own tensor (docs/Numerics.md §7.4): block FP8 1x128 (e4m3) for
+    both, or identity of bf16 for both. The quantized operands are private
+    to the op (a per-expert layout only this GEMM reads), which is why it
+    takes the high-precision tensors. `te-expand-linear` produces it from
+    `te.grouped_linear_grad`.
+
+    ```mlir
+    func.func @grouped_wgrad(%dy: tensor<512x256xbf16>, %x: tensor<512x384xbf16>,
+                             %splits: tensor<4xi64>)
+        -> (tensor<4x256x384xf32>, tensor<4x256xf32>) {
+      %dw, %db = te.grouped_wgrad %dy, %x, %splits {
+          grad_output_scheme = #te.fp8_block<e4m3, 1x128, pow2>,
+          input_scheme = #te.fp8_block<e4m3, 1x128, pow2>}
+          : tensor<512x256xbf16>, tensor<512x384xbf16>, tensor<4xi64>
+          -> tensor<4x256x384xf32>, tensor<4x256xf32>
+      return %dw, %db : tensor<4x256x384xf32>, tensor<4x256xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Te_FloatTensor:$grad_output, Te_FloatTensor:$input,
+                       AnyRankedTensor:$split_sizes,
+                       Te_AnySchemeAttr:$grad_output_scheme,
+                       Te_AnySchemeAttr:$input_scheme);
+  let results = (outs RankedTensorOf<[F32]>:$grad_weight,
+                      Optional<RankedTensorOf<[F32]>>:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $split_sizes attr-dict `:`
+    type($grad_output) `,` type($input) `,` type($split_sizes) `->`
+    type($grad_weight) (`,` type($grad_bias)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The te.grouped_wgrad rules on its types and schemes alone, for
+    /// passes that check it before building it and for tek.grouped_wgrad.
+    static ::llvm::LogicalResult
+    verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
+                ::mlir::Type gradOutput, ::mlir::Type input,
+                ::mlir::Type splitSizes, ::mlir::Type gradWeight,
+                ::mlir::Type gradBias, SchemeAttrInterface gradOutputScheme,
+                SchemeAttrInterface inputScheme);
   }];
 }
 

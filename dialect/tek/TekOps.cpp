@@ -198,6 +198,15 @@ LogicalResult GroupedGemmOp::verify() {
       getWeightColumnwise());
 }
 
+LogicalResult GroupedWgradOp::verify() {
+  Value db = getGradBias();
+  return te::GroupedWgradOp::verifyTypes(
+      [&] { return emitOpError(); }, getGradOutput().getType(),
+      getInput().getType(), getSplitSizes().getType(),
+      getGradWeight().getType(), db ? db.getType() : Type(),
+      getGradOutputScheme(), getInputScheme());
+}
+
 LogicalResult GemmCallOp::verify() {
   Value operands[2] = {getA(), getB()};
   SmallVector<int64_t, 2> shapes[2];

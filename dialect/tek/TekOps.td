@@ -181,6 +181,40 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tek_GroupedWgradOp : Tek_Op<"grouped_wgrad", [Pure]> {
+  let summary = "the grouped wgrad: per-expert quantize launches, one GEMM";
+  let description = [{
+    `te.grouped_wgrad` as the GEMM engine runs it: dy (with each expert's
+    bias gradient) and x quantized columnwise per expert into a private
+    grouped layout, then one launch of the K-grouped Hopper GEMM. Same
+    operands, attributes and rules as `te.grouped_wgrad`.
+
+    ```mlir
+    func.func @grouped_wgrad(%dy: tensor<512x256xbf16>, %x: tensor<512x384xbf16>,
+                             %splits: tensor<4xi64>) -> tensor<4x256x384xf32> {
+      %dw = tek.grouped_wgrad "te_grouped_wgrad_0" %dy, %x, %splits {
+          grad_output_scheme = #te.identity<bf16>,
+          input_scheme = #te.identity<bf16>}
+          : tensor<512x256xbf16>, tensor<512x384xbf16>, tensor<4xi64>
+          -> tensor<4x256x384xf32>
+      return %dw : tensor<4x256x384xf32>
+    }
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$grad_output, AnyRankedTensor:$input,
+                       AnyRankedTensor:$split_sizes, StrAttr:$kernel_name,
+                       Te_AnySchemeAttr:$grad_output_scheme,
+                       Te_AnySchemeAttr:$input_scheme);
+  let results = (outs AnyRankedTensor:$grad_weight,
+                      Optional<AnyRankedTensor>:$grad_bias);
+  let assemblyFormat = [{
+    $kernel_name $grad_output `,` $input `,` $split_sizes attr-dict `:`
+    type($grad_output) `,` type($input) `,` type($split_sizes) `->`
+    type($grad_weight) (`,` type($grad_bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 def Tek_AdamKernelOp : Tek_Op<"adam_kernel", [Pure]> {
   let summary = "one multi-tensor Adam/AdamW kernel, requantizing each update";
   let description = [{

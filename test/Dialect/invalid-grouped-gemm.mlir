@@ -133,3 +133,51 @@ func.func @bias_with_dgrad(%x: tensor<64x32xbf16>, %w: tensor<2x32x64xbf16>, %s:
   %y = te.grouped_gemm %x, %w, %s bias %b {weight_columnwise} : tensor<64x32xbf16>, tensor<2x32x64xbf16>, tensor<2xi64>, tensor<2x64xbf16> -> tensor<64x64xbf16>
   return
 }
+
+// -----
+
+func.func @wgrad_rows(%dy: tensor<64x32xbf16>, %x: tensor<60x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op grad_output has 64 rows but input has 60}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.identity<bf16>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<60x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_dw_shape(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op grad_weight must be [G, N, K] = 2x32x64, got 2x64x32}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.identity<bf16>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x64x32xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_db_shape(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op grad_bias must be [G, N] = 2x32, got 32}}
+  %dw, %db = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.identity<bf16>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_f16(%dy: tensor<64x32xf16>, %x: tensor<64x64xf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op grad_output and input must be bf16, got 'f16' and 'f16'}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.identity<bf16>, input_scheme = #te.identity<bf16>} : tensor<64x32xf16>, tensor<64x64xf16>, tensor<2xi64> -> tensor<2x32x64xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_schemes(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.mxfp8<e4m3>; the grouped wgrad needs block FP8 1x128 e4m3 for both, or identity of bf16 for both}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.mxfp8<e4m3>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
+  return
+}
+
+// -----
+
+func.func @tek_wgrad_rules(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<3xi64>) {
+  // expected-error @+1 {{'tek.grouped_wgrad' op grad_weight must be [G, N, K] = 3x32x64, got 2x32x64}}
+  %dw = tek.grouped_wgrad "w" %dy, %x, %s {grad_output_scheme = #te.identity<bf16>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<3xi64> -> tensor<2x32x64xf32>
+  return
+}

@@ -21,6 +21,8 @@
 // CHECK-COUNT-2: te.gemm
 // CHECK-LABEL: func.func @grouped_gemm
 // CHECK: te.grouped_gemm %arg0, %arg1, %arg2 : !te.qtensor<512x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>
+// CHECK-LABEL: func.func @grouped_wgrad
+// CHECK: te.grouped_wgrad %arg0, %arg1, %arg2 {grad_output_scheme = #te.fp8_block<e4m3, 1x128, pow2>, input_scheme = #te.fp8_block<e4m3, 1x128, pow2>}
 // CHECK-LABEL: func.func @bias_grad
 // CHECK: te.bias_grad
 // CHECK-LABEL: func.func @linear(
@@ -46,5 +48,7 @@
 // CHECK: tek.gemm_call
 // CHECK-LABEL: func.func @grouped_gemm
 // CHECK: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2
+// CHECK-LABEL: func.func @grouped_wgrad
+// CHECK: tek.grouped_wgrad "te_grouped_wgrad_0" %arg0, %arg1, %arg2
 // CHECK-LABEL: func.func @adam_kernel
 // CHECK: tek.adam_kernel

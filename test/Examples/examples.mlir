@@ -8,20 +8,28 @@
 // RUN: te-opt %te_src_root/examples/quantized_weight_adamw.mlir --te-to-cuda | FileCheck %s --check-prefix=QWEIGHT
 // RUN: te-run %te_src_root/examples/quantized_weight_adamw.mlir --random-inputs 1 --entry init,train_step,optimizer_step,train_step | FileCheck %s --check-prefix=QSESSION
 // RUN: te-opt %te_src_root/examples/moe_block_fp8.mlir --te-to-cuda | FileCheck %s --check-prefix=MOE
-// RUN: te-run %te_src_root/examples/moe_block_fp8.mlir --random-inputs 1 --entry up,down | FileCheck %s --check-prefix=MOECPU
+// RUN: te-run %te_src_root/examples/moe_block_fp8.mlir --random-inputs 1 --entry up,down,up_grad | FileCheck %s --check-prefix=MOECPU
 
 // The MoE experts: per projection, the tokens and the stacked weight are
 // quantized rowwise and one grouped GEMM reads them with the split sizes.
 // MOE-LABEL: func.func @up
 // MOE: %[[X:.*]] = tek.quantize_kernel "te_quantize_0" %arg0 {{.*}} -> !te.qtensor<1024x512xbf16, #te.fp8_block<e4m3, 1x128, pow2>, rowwise>
-// MOE: %[[W:.*]] = tek.quantize_kernel "te_quantize_1" %arg1 {{.*}} -> !te.qtensor<8x256x512xbf16, #te.fp8_block<e4m3, 128x128, pow2>, rowwise>
+// The persistent experts.w1 is quantized in both directions where it is
+// quantized (te-infer-usage: the union of what up and up_grad read).
+// MOE: %[[W:.*]] = tek.quantize_kernel "te_quantize_1" %arg1 {{.*}} -> !te.qtensor<8x256x512xbf16, #te.fp8_block<e4m3, 128x128, pow2>, rowwise|columnwise>
 // MOE: tek.grouped_gemm "te_grouped_gemm_2" %[[X]], %[[W]], %arg2
 // MOE-LABEL: func.func @down
 // MOE: tek.grouped_gemm "te_grouped_gemm_2"
+// The backward: dgrad through the stack's columnwise copy, the grouped
+// wgrad on dh and x as they are.
+// MOE-LABEL: func.func @up_grad
+// MOE: tek.grouped_gemm "te_grouped_gemm_2" {{.*}} {weight_columnwise}
+// MOE: tek.grouped_wgrad "te_grouped_wgrad_3" %arg0, %arg1, %arg3
 // The CPU backend runs both entries (random split sizes: ragged, one
 // expert with no tokens).
 // MOECPU: call 1 up: rms(result0)=
 // MOECPU: call 2 down: rms(result0)=
+// MOECPU: call 3 up_grad: rms(result0)={{.*}} rms(result1)=
 // MOECPU: result0 ({{.*}}): data[1024x512 bf16]
 
 // HYBRID-LABEL: func.func @train_step

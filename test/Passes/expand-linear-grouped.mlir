@@ -4,7 +4,8 @@
 
 // Tests that te.grouped_linear becomes the rowwise quantizations of its
 // tokens and stacked weight and one te.grouped_gemm, and through te-to-cuda
-// one tek.grouped_gemm reading the quantize kernels' results.
+// one tek.grouped_gemm reading the quantize kernels' results; and that
+// te.grouped_linear_grad becomes the dgrad grouped GEMM and te.grouped_wgrad.
 
 te.recipe @deepseek {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
@@ -63,4 +64,31 @@ func.func @shared_tokens(%x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %
   %y = te.grouped_linear %x, %w, %s {recipe = @deepseek} : tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x128xbf16>
   %z = te.linear %x, %wd {recipe = @deepseek} : tensor<512x256xbf16>, tensor<128x256xbf16> -> tensor<512x128xbf16>
   return %y, %z : tensor<512x128xbf16>, tensor<512x128xbf16>
+}
+
+// -----
+
+te.recipe @deepseek {
+  te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
+  te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
+}
+
+// The backward: dgrad reads dy rowwise and the stack columnwise; the
+// grouped wgrad takes dy and x as they are (it quantizes them per expert)
+// and gives each expert's bias gradient.
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[DY:.*]] = te.quantize %arg0 : tensor<512x128xbf16> -> !te.qtensor<512x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>
+// CHECK: %[[W:.*]] = te.quantize %arg2 : tensor<4x128x256xbf16> -> !te.qtensor<4x128x256xbf16, #te.fp8_block<e4m3, 128x128>, columnwise>
+// CHECK: %[[DX:.*]] = te.grouped_gemm %[[DY]], %[[W]], %arg3 {weight_columnwise} : {{.*}} -> tensor<512x256xbf16>
+// CHECK: %[[DW:.*]], %[[DB:.*]] = te.grouped_wgrad %arg0, %arg1, %arg3 {grad_output_scheme = #te.fp8_block<e4m3, 1x128>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4xi64> -> tensor<4x128x256xf32>, tensor<4x128xf32>
+// CHECK: return %[[DX]], %[[DW]], %[[DB]]
+// KERNELS-LABEL: func.func @backward
+// KERNELS: tek.grouped_gemm "te_grouped_gemm_2" {{.*}} {weight_columnwise}
+// KERNELS: tek.grouped_wgrad "te_grouped_wgrad_3" %arg0, %arg1, %arg3
+func.func @backward(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @deepseek, bias}
+      : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+      -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+  return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
 }

@@ -288,6 +288,8 @@ argumentsOf(const cg::Program &program,
           secondMoments.insert(t.expAvgSq);
       if (const auto *gg = std::get_if<cg::GroupedGemmKernel>(&kn))
         splitTokens[gg->splits] = e.values[size_t(gg->x)].rows();
+      if (const auto *gw = std::get_if<cg::GroupedWgradKernel>(&kn))
+        splitTokens[gw->splits] = e.values[size_t(gw->x)].rows();
     }
     std::vector<std::vector<uint8_t>> &args = argsOf[&e];
     for (size_t i = 0; i < e.args.size(); ++i) {
