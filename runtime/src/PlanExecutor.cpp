@@ -86,10 +86,8 @@ struct PlanExecutor::State {
           tables[k][a][w] = valueOf(args[a].items[w]);
         if (args[a].kind != ArgDesc::Kind::TensorMap)
           continue;
-        const TensorMapShape &m = args[a].map;
-        Expected<TensorMap> map = encodeTensorMap2D(
-            m.dtype, resolve(args[a].pointer), m.rows, m.cols, m.rowStrideBytes,
-            m.boxRows, m.boxCols, m.swizzle);
+        Expected<TensorMap> map =
+            encodeTensorMap(args[a].map, resolve(args[a].pointer));
         if (!map)
           return Status(map.status().code(),
                         "kernel '" + plan.kernels[k].name + "' argument " +

@@ -85,4 +85,9 @@ Expected<TensorMap> encodeTensorMap2D(DType dtype, uint64_t ptr, int64_t rows,
   return map;
 }
 
+Expected<TensorMap> encodeTensorMap(const TensorMapShape &m, uint64_t ptr) {
+  return encodeTensorMap2D(m.dtype, ptr, m.rows, m.cols, m.rowStrideBytes,
+                           m.boxRows, m.boxCols, m.swizzle);
+}
+
 } // namespace te::rt

@@ -186,10 +186,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
   uint64_t bases[3] = {b.x, b.w, s.fp8() ? b.sx : b.x};
   GroupedGemmLaunch l;
   for (int i = 0; i < 3; ++i) {
-    const rt::TensorMapShape &m = shapes[i];
-    rt::Expected<rt::TensorMap> map = rt::encodeTensorMap2D(
-        m.dtype, bases[i], m.rows, m.cols, m.rowStrideBytes, m.boxRows,
-        m.boxCols, m.swizzle);
+    rt::Expected<rt::TensorMap> map = rt::encodeTensorMap(shapes[i], bases[i]);
     if (!map)
       return map.status();
     l.maps[i] = *map;

@@ -136,10 +136,7 @@ prepareGroupedWgrad(const GroupedWgradSpec &spec, const GroupedWgradBuffers &b,
   uint64_t bases[4] = {b.a, b.b, s.fp8() ? b.sa : b.a, s.fp8() ? b.sb : b.b};
   GroupedWgradLaunch l;
   for (int i = 0; i < 4; ++i) {
-    const rt::TensorMapShape &m = shapes[i];
-    rt::Expected<rt::TensorMap> map = rt::encodeTensorMap2D(
-        m.dtype, bases[i], m.rows, m.cols, m.rowStrideBytes, m.boxRows,
-        m.boxCols, m.swizzle);
+    rt::Expected<rt::TensorMap> map = rt::encodeTensorMap(shapes[i], bases[i]);
     if (!map)
       return map.status();
     l.maps[i] = *map;

@@ -152,7 +152,6 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
   using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN>::type;
-  constexpr int kSteps = 128 / 32; // 32 bytes of K per MMA
   constexpr int kAccum = C::kAccum;
   const int wgThread = threadIdx.x % 128;
   // This thread's accumulator rows within the warpgroup's 64: r and r + 8.
@@ -213,19 +212,7 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
           stageA + stage * C::kStageA + warpgroup * 64 * 128;
       const unsigned char *b = stageB + stage * C::kStageB;
       float(&d)[kAccum] = *(C::kFp8Block ? &acc : &total);
-#pragma unroll
-      for (int i = 0; i < kAccum; ++i)
-        warpgroup_fence_operand(d[i]);
-      warpgroup_arrive();
-#pragma unroll
-      for (int k = 0; k < kSteps; ++k) {
-        bool zero = C::kFp8Block ? k == 0 : (kb == 0 && k == 0);
-        detail::gmma<Mma>(detail::kMajorSw128Desc(a + 32 * k),
-                          detail::kMajorSw128Desc(b + 32 * k), d,
-                          zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One,
-                          make_index_sequence<kAccum>{});
-      }
-      warpgroup_commit_batch();
+      detail::mmaSlab<Mma>(a, b, d, C::kFp8Block || kb == 0);
       if (C::kFp8Block) {
         // The block's partial sums are needed now: wait for them, hand the
         // stage back (scales are in registers), promote.

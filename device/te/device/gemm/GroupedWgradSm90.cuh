@@ -62,6 +62,17 @@ struct GroupedWgradConfig {
   static_assert(kSharedBytes <= 232448, "more shared memory than an SM has");
 };
 
+/// Work item `t`: expert-major, then dW's 128-row tiles, then its 128-column
+/// tiles (so consecutive CTAs share A's rows).
+struct WgradItem {
+  int expert, row0, col0;
+};
+template <class C> __device__ __forceinline__ WgradItem wgradItem(int t) {
+  return {t / (C::kMTiles * C::kNTiles),
+          (t / C::kNTiles) % C::kMTiles * C::kBlockM,
+          t % C::kNTiles * C::kBlockN};
+}
+
 /// The math warpgroups: rows [64·warpgroup, +64) of each dW tile.
 template <class C>
 __device__ __forceinline__ void
@@ -73,7 +84,6 @@ wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
   using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN>::type;
-  constexpr int kSteps = 128 / 32; // 32 bytes of reduction per MMA
   constexpr int kAccum = C::kAccum;
   const int wgThread = threadIdx.x % 128;
   const int rowInWg = (wgThread / 32) * 16 + lane / 4;
@@ -84,9 +94,7 @@ wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
   int stage = 0;
   uint32_t phase = 0;
   for (int t = blockIdx.x; t < kItems; t += gridDim.x) {
-    const int expert = t / (C::kMTiles * C::kNTiles);
-    const int row0 = (t / C::kNTiles) % C::kMTiles * C::kBlockM;
-    const int col0 = t % C::kNTiles * C::kBlockN;
+    const auto [expert, row0, col0] = wgradItem<C>(t);
     // Warp-uniform as far as ptxas can see (a shuffle), so that the MMAs in
     // the loop it bounds are not serialised (C7518).
     const int stages =
@@ -100,19 +108,7 @@ wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
           stageA + stage * C::kStageA + warpgroup * 64 * 128;
       const unsigned char *b = stageB + stage * C::kStageB;
       float(&d)[kAccum] = *(C::kFp8Block ? &acc : &total);
-#pragma unroll
-      for (int i = 0; i < kAccum; ++i)
-        warpgroup_fence_operand(d[i]);
-      warpgroup_arrive();
-#pragma unroll
-      for (int k = 0; k < kSteps; ++k) {
-        bool zero = C::kFp8Block ? k == 0 : (kb == 0 && k == 0);
-        detail::gmma<Mma>(detail::kMajorSw128Desc(a + 32 * k),
-                          detail::kMajorSw128Desc(b + 32 * k), d,
-                          zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One,
-                          make_index_sequence<kAccum>{});
-      }
-      warpgroup_commit_batch();
+      detail::mmaSlab<Mma>(a, b, d, C::kFp8Block || kb == 0);
       if (C::kFp8Block) {
         warpgroup_wait<0>();
 #pragma unroll
@@ -238,9 +234,7 @@ groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
       int stage = 0;
       uint32_t phase = 0;
       for (int t = blockIdx.x; t < kItems; t += gridDim.x) {
-        const int expert = t / (C::kMTiles * C::kNTiles);
-        const int row0 = (t / C::kNTiles) % C::kMTiles * C::kBlockM;
-        const int col0 = t % C::kNTiles * C::kBlockN;
+        const auto [expert, row0, col0] = wgradItem<C>(t);
         const int stages = segBlocks[expert] * C::kStagesPerBlock;
         for (int kb = 0; kb < stages; ++kb) {
           empty[stage].wait(phase ^ 1);

@@ -71,6 +71,25 @@ template <> struct MmaFor<false, 256> {
       SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>;
 };
 
+/// The warpgroup MMAs of one 128-byte K slab (four 32-byte steps) of the
+/// K-major tiles at `a` (the warpgroup's 64 rows) and `b` into `d`, zeroing
+/// it first when `zeroFirst`, committed as one batch.
+template <class Mma, int N>
+__device__ __forceinline__ void mmaSlab(const unsigned char *a,
+                                        const unsigned char *b, float (&d)[N],
+                                        bool zeroFirst) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    warpgroup_fence_operand(d[i]);
+  warpgroup_arrive();
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    gmma<Mma>(kMajorSw128Desc(a + 32 * k), kMajorSw128Desc(b + 32 * k), d,
+              zeroFirst && k == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One,
+              make_index_sequence<N>{});
+  warpgroup_commit_batch();
+}
+
 } // namespace detail
 } // namespace gemm
 } // namespace te

@@ -29,8 +29,8 @@
 #ifndef TE_RUNTIME_BLASLT_H
 #define TE_RUNTIME_BLASLT_H
 
-#include "te/runtime/Device.h"
 #include "te/formats/Scheme.h"
+#include "te/runtime/Device.h"
 
 #include <memory>
 

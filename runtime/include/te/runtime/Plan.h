@@ -35,27 +35,6 @@ struct BufferRef {
   }
 };
 
-/// The geometry of a TMA descriptor argument: a row-major [rows, cols]
-/// view of `dtype` elements, rows `rowStrideBytes` apart, read in boxes of
-/// [boxRows, boxCols] (encodeTensorMap2D's parameters less the address).
-struct TensorMapShape {
-  DType dtype = DType::BF16;
-  int64_t rows = 0, cols = 0, rowStrideBytes = 0;
-  int32_t boxRows = 0, boxCols = 0;
-  TensorMapSwizzle swizzle = TensorMapSwizzle::None;
-  /// Bytes of the buffer the view reaches (0 for an empty view).
-  uint64_t bytesSpanned() const {
-    return rows <= 0 || cols <= 0 ? 0
-                                  : uint64_t((rows - 1) * rowStrideBytes +
-                                             cols * dtypeSize(dtype));
-  }
-  bool operator==(const TensorMapShape &o) const {
-    return dtype == o.dtype && rows == o.rows && cols == o.cols &&
-           rowStrideBytes == o.rowStrideBytes && boxRows == o.boxRows &&
-           boxCols == o.boxCols && swizzle == o.swizzle;
-  }
-};
-
 /// One kernel argument. A Table is one by-value parameter of 8-byte words
 /// (`struct { unsigned long long w[N]; }` declared __grid_constant__ in the
 /// kernel), one word per item (pointers resolved, integers and floats in

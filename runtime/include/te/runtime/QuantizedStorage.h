@@ -16,8 +16,8 @@
 #ifndef TE_RUNTIME_QUANTIZEDSTORAGE_H
 #define TE_RUNTIME_QUANTIZEDSTORAGE_H
 
-#include "te/runtime/Device.h"
 #include "te/formats/Scheme.h"
+#include "te/runtime/Device.h"
 
 #include <array>
 

@@ -38,6 +38,30 @@ Expected<TensorMap> encodeTensorMap2D(DType dtype, uint64_t ptr, int64_t rows,
                                       int boxRows, int boxCols,
                                       TensorMapSwizzle swizzle);
 
+/// The geometry of a TMA descriptor argument: a row-major [rows, cols]
+/// view of `dtype` elements, rows `rowStrideBytes` apart, read in boxes of
+/// [boxRows, boxCols] (encodeTensorMap2D's parameters less the address).
+struct TensorMapShape {
+  DType dtype = DType::BF16;
+  int64_t rows = 0, cols = 0, rowStrideBytes = 0;
+  int32_t boxRows = 0, boxCols = 0;
+  TensorMapSwizzle swizzle = TensorMapSwizzle::None;
+  /// Bytes of the buffer the view reaches (0 for an empty view).
+  uint64_t bytesSpanned() const {
+    return rows <= 0 || cols <= 0 ? 0
+                                  : uint64_t((rows - 1) * rowStrideBytes +
+                                             cols * dtypeSize(dtype));
+  }
+  bool operator==(const TensorMapShape &o) const {
+    return dtype == o.dtype && rows == o.rows && cols == o.cols &&
+           rowStrideBytes == o.rowStrideBytes && boxRows == o.boxRows &&
+           boxCols == o.boxCols && swizzle == o.swizzle;
+  }
+};
+
+/// encodeTensorMap2D of `shape` at `ptr`.
+Expected<TensorMap> encodeTensorMap(const TensorMapShape &shape, uint64_t ptr);
+
 } // namespace te::rt
 
 #endif // TE_RUNTIME_TENSORMAP_H
