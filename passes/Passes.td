@@ -57,8 +57,10 @@ def TeExpandLinearPass : Pass<"te-expand-linear", "::mlir::func::FuncOp"> {
     its tokens and stacked weight (both rowwise) and one `te.grouped_gemm`;
     each expert's part must quantize as its own tensor would, so its roles
     must be identity or block FP8 (128x128 weight tiles need N a multiple of
-    128). `te.grouped_linear_grad` is a located error: its wgrad kernel
-    and the grouped quantize are not built yet.
+    128). `te.grouped_linear_grad` becomes the dgrad `te.grouped_gemm
+    {weight_columnwise}` (dy rowwise, the stack columnwise) and
+    `te.grouped_wgrad` (dW and, with `bias`, each expert's db; it quantizes
+    dy and x per expert itself); its dW must be f32.
   }];
   let dependentDialects = ["::mlir::te::TeDialect"];
 }

@@ -535,8 +535,8 @@ def Te_GroupedLinearGradOp : Te_Op<"grouped_linear_grad", [
     gradients. The recipe must have rules for ("grouped_linear",
     "grad_output"), ("grouped_linear", "input") and ("grouped_linear",
     "weight"); `te-resolve-recipe` records the scheme of each role in
-    `schemes`. No pass lowers this op yet (its dgrad / wgrad kernels and
-    the grouped quantize are not built); `te-expand-linear` reports it.
+    `schemes`. `te-expand-linear` lowers it into the dgrad
+    `te.grouped_gemm {weight_columnwise}` and `te.grouped_wgrad`.
 
     ```mlir
     te.recipe @moe {
