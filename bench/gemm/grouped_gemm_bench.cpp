@@ -13,11 +13,16 @@
 // expert g gets a share proportional to 1 + (7g mod 5) rounded down to a
 // multiple of 16 (torch's grouped GEMMs want 16-row groups), the last expert
 // the remainder (bench/grouped_gemm_torch.py uses the same rule).
+// Then the backward's own kernels at the first shape: the grouped
+// columnwise quantize of dy (with each expert's bias gradient) and of x
+// against the copy ceiling, and the K-grouped FP8 wgrad GEMM.
 // Times: median of `iters` CUDA-event-timed runs after 10 warm-up runs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "te/codegen/GroupedGemmEmitter.h"
+#include "te/codegen/GroupedQuantizeEmitter.h"
+#include "te/codegen/GroupedWgradEmitter.h"
 #include "te/runtime/BlasLt.h"
 #include "te/runtime/KernelCache.h"
 
@@ -147,6 +152,101 @@ void warmUp(rt::KernelCache &cache, const rt::CompileOptions &opts) {
               "%.2f s on %u host threads\n",
               requests.size(), last, parallel,
               std::max(1u, std::thread::hardware_concurrency()));
+}
+
+/// The backward's kernels of the first shape (G = 8, N = 4096, K = 7168,
+/// 32768 uneven tokens): grouped quantize of dy [M, N] with db and of x
+/// [M, K] (block FP8 1x128, pow2), then the wgrad GEMM on their output.
+void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
+              const rt::Device &device, const rt::Stream &stream, int iters) {
+  const int64_t g = 8, n = 4096, k = 7168;
+  std::vector<int64_t> splits = unevenSplits(g, 32768);
+  const int64_t m = 32768, cap = cg::groupedWgradCapacity(m, g);
+  rt::DeviceBuffer dy = randomBuffer(m * n * 2, true, stream, 21);
+  rt::DeviceBuffer x = randomBuffer(m * k * 2, true, stream, 22);
+  rt::DeviceBuffer splitBuf = take(rt::DeviceBuffer::allocate(g * 8));
+  check(splitBuf.copyFromHost(splits.data(), g * 8, stream));
+  // The copy ceiling of this GPU, measured now.
+  const size_t copyBytes = size_t(1) << 30;
+  rt::DeviceBuffer from = take(rt::DeviceBuffer::allocate(copyBytes));
+  rt::DeviceBuffer to = take(rt::DeviceBuffer::allocate(copyBytes));
+  double copyUs = medianMicros(
+      stream, iters, [&] { check(to.copyFrom(from, copyBytes, stream)); });
+  double ceiling = 2.0 * double(copyBytes) / copyUs * 1e-3; // GB/s
+  std::printf("backward at G 8, N 4096, K 7168, 32768 uneven tokens "
+              "(copy ceiling %.0f GB/s):\n",
+              ceiling);
+
+  const rt::Scheme scheme = rt::Scheme::fp8Block(rt::DType::E4M3, 1, 128, true);
+  struct Operand {
+    rt::DeviceBuffer data, scales;
+  };
+  auto quantize = [&](const rt::DeviceBuffer &in, int64_t cols, bool db,
+                      const char *name) {
+    cg::GroupedQuantizeSpec spec{scheme, g, cols, db};
+    cg::EmittedGroupedQuantize src = cg::emitGroupedQuantize(spec);
+    auto compiled = take(cache.getOrCompile(src.source, rt::CompileOptions{}));
+    rt::Kernel main = take(rt::Kernel::load(compiled->cubin, src.mainEntry));
+    Operand o{take(rt::DeviceBuffer::allocate(cols * cap)),
+              take(rt::DeviceBuffer::allocate(cap / 128 * cols * 4))};
+    rt::DeviceBuffer partial =
+        take(rt::DeviceBuffer::allocate(cap / 128 * cols * 4));
+    rt::DeviceBuffer bias = take(rt::DeviceBuffer::allocate(g * cols * 4));
+    uint64_t inP = in.devicePtr(), spP = splitBuf.devicePtr(),
+             outP = o.data.devicePtr(), scP = o.scales.devicePtr(),
+             paP = db ? partial.devicePtr() : 0, dbP = bias.devicePtr();
+    long long mm = m, cc = cols, capacity = cap;
+    float eps = 0.0f;
+    void *args[] = {&inP, &mm, &cc, &spP, &capacity, &outP, &scP, &eps, &paP};
+    void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
+    rt::Kernel reduce =
+        db ? take(rt::Kernel::load(compiled->cubin, src.biasEntry)) : main;
+    double us = medianMicros(stream, iters, [&] {
+      check(main.launch(cg::groupedQuantizeGrid(cap, cols),
+                        {cg::kGroupedQuantizeThreads, 1, 1},
+                        cg::groupedQuantizeSharedBytes(spec), stream, args));
+      if (db)
+        check(reduce.launch({unsigned((g * cols + 255) / 256), 1, 1},
+                            {256, 1, 1}, 0, stream, bargs));
+    });
+    // Traffic: the input read, the codes and scales written; with db the
+    // block partials written and read back and db written.
+    double bytes =
+        double(m * cols * 2) + double(m * cols) + double(m / 128 * cols * 4) +
+        (db ? 2.0 * double(m / 128 * cols * 4) + double(g * cols * 4) : 0.0);
+    double gbs = bytes / us * 1e-3;
+    std::printf("  grouped quantize %-10s %9.1f us  %7.0f GB/s  %5.1f%% of "
+                "copy\n",
+                name, us, gbs, 100.0 * gbs / ceiling);
+    return o;
+  };
+  Operand a = quantize(dy, n, true, "dy (+db)");
+  Operand b = quantize(x, k, false, "x");
+
+  cg::GroupedWgradSpec spec;
+  spec.operands = GroupedGemmSpec::Operands::Fp8Block;
+  spec.groups = g;
+  spec.n = n;
+  spec.k = k;
+  auto compiled =
+      take(cache.getOrCompile(cg::emitGroupedWgrad(spec), gemmOpts));
+  rt::Kernel kernel =
+      take(rt::Kernel::load(compiled->cubin, spec.kernelName()));
+  rt::DeviceBuffer dw = take(rt::DeviceBuffer::allocate(g * n * k * 4));
+  cg::GroupedWgradBuffers buf{a.data.devicePtr(),
+                              b.data.devicePtr(),
+                              a.scales.devicePtr(),
+                              b.scales.devicePtr(),
+                              splitBuf.devicePtr(),
+                              dw.devicePtr(),
+                              m,
+                              cap};
+  cg::GroupedWgradLaunch l =
+      take(cg::prepareGroupedWgrad(spec, buf, device, kernel));
+  double us = medianMicros(
+      stream, iters, [&] { check(cg::launchGroupedWgrad(kernel, l, stream)); });
+  std::printf("  wgrad GEMM (fp8 1x128 x 1x128) %9.1f us  %7.1f TFLOP/s\n", us,
+              2.0 * double(m) * double(n) * double(k) / us / 1e6);
 }
 
 } // namespace
@@ -331,5 +431,6 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   }
   std::printf("(TFLOP/s; median of %d runs)\n", iters);
+  backward(cache, opts, device, stream, iters);
   return 0;
 }

@@ -68,7 +68,11 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
      << (fp8 && s.scheme.pow2 ? "true" : "false")
      << ">(in, mTotal, cols, splits, " << s.groups
      << ", capacity, out, scaleInv, eps, partial);\n"
-     << "}\n";
+     << "}\n"
+     << "static_assert(te::dev::GroupedQuantizeSmem<"
+     << (fp8 ? "true" : "false")
+     << ">::kBytes == " << groupedQuantizeSharedBytes(s)
+     << ", \"the launch's shared memory is the kernel's\");\n";
   if (s.biasGrad)
     os << "\nextern \"C\" __global__ void " << e.biasEntry
        << "(const float *partial, long long mTotal, long long cols,\n"
@@ -78,6 +82,12 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
        << "}\n";
   e.source = os.str();
   return e;
+}
+
+unsigned groupedQuantizeSharedBytes(const GroupedQuantizeSpec &s) {
+  // GroupedQuantizeSmem<Fp8>::kBytes: the tile and the padded output rows.
+  unsigned outRow = 128u * (isFp8(s.scheme) ? 1u : 2u) + 4u;
+  return 128u * 128u * 2u + 128u * outRow;
 }
 
 rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols) {

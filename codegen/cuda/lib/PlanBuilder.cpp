@@ -656,6 +656,7 @@ planGroupedWgrad(const Program &p, const Entry &e, const GroupedWgradKernel &g,
     ks.options.arch = p.arch;
     ks.grid = groupedQuantizeGrid(capacity, cols);
     ks.block = rt::Dim3{kGroupedQuantizeThreads, 1, 1};
+    ks.sharedBytes = groupedQuantizeSharedBytes(qs);
     ks.args = {ArgDesc::ptr(out.values[size_t(value)].tensor),
                ArgDesc::i64(m),
                ArgDesc::i64(cols),

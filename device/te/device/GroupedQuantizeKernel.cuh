@@ -19,8 +19,9 @@
 //   * Bias gradient: the fp32 column sums of each block, then each
 //     expert's sum of its blocks in order: each expert's own fused bias
 //     gradient (docs/Numerics.md §10, 128-row chunks).
-// One CTA of 256 threads per (block of the capacity, 128 columns); blocks
-// past the experts' are left as they are (the wgrad reads none).
+// One CTA of 256 threads per (block of the capacity, 128 columns), with
+// GroupedQuantizeSmem's dynamic shared memory; blocks past the experts'
+// are left as they are (the wgrad reads none).
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,14 +64,27 @@ __device__ __forceinline__ GroupedBlock locateGroupedBlock(
   return {0, 0, -1};
 }
 
+/// Dynamic shared memory of the block pass: the input tile, then the
+/// transposed output rows (128 columns of 128 codes or bf16 values, padded
+/// by 4 bytes so that each thread's row writes hit distinct banks).
+template <bool Fp8> struct GroupedQuantizeSmem {
+  static constexpr int kOutRow = 128 * (Fp8 ? 1 : 2) + 4;
+  static constexpr int kBytes = 128 * 128 * 2 + 128 * kOutRow;
+};
+
 /// The block pass. `Fp8`: E4M3/E5M2 codes and scales, else bf16 copies.
 /// `partial` (may be null): the block's fp32 column sums [capacity/128][C].
+/// Each column's 128 outputs go to shared memory first; the warps then
+/// store whole 128-byte output rows (coalesced).
 template <bool Fp8, Fp8Format F, bool Pow2>
 __device__ __forceinline__ void
 groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
                       const long long *splits, int groups, i64 capacity,
                       void *out, float *scaleInv, float eps, float *partial) {
-  __shared__ u16 tile[128][128];
+  using Smem = GroupedQuantizeSmem<Fp8>;
+  extern __shared__ __align__(16) unsigned char groupedSmem[];
+  u16(*tile)[128] = reinterpret_cast<u16(*)[128]>(groupedSmem);
+  unsigned char *rowsOut = groupedSmem + 128 * 128 * 2;
   __shared__ GroupedBlock where;
   const i64 block = blockIdx.x, c0 = i64(blockIdx.y) * 128;
   if (threadIdx.x == 0)
@@ -90,50 +104,50 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
     *reinterpret_cast<uint4 *>(&tile[r][chunk * 8]) = v;
   }
   __syncthreads();
+  const int validCols = int(cols - c0 < 128 ? cols - c0 : 128);
   const int c = threadIdx.x;
-  if (c >= 128 || c0 + c >= cols)
-    return;
-  const i64 col = c0 + c;
-  if (partial) {
-    float sum = 0.0f;
-    for (int r = 0; r < b.rows; ++r)
-      sum = sum + bitsToFloat(u32(tile[r][c]) << 16);
-    partial[block * cols + col] = sum;
+  if (c < validCols) {
+    const i64 col = c0 + c;
+    u32 *row = reinterpret_cast<u32 *>(rowsOut + c * Smem::kOutRow);
+    if (partial) {
+      float sum = 0.0f;
+      for (int r = 0; r < b.rows; ++r)
+        sum = sum + bitsToFloat(u32(tile[r][c]) << 16);
+      partial[block * cols + col] = sum;
+    }
+    if (Fp8) {
+      float amax = 0.0f;
+      for (int r = 0; r < b.rows; ++r)
+        amax = amaxAccumulate(amax, bitsToFloat(u32(tile[r][c]) << 16));
+      float sc = fp8BlockScale(amax, F, Pow2, eps, SourceType::BF16);
+      TE_UNROLL
+      for (int r = 0; r < 128; r += 4)
+        row[r / 4] = encodeFp8x4<F>(bitsToFloat(u32(tile[r][c]) << 16),
+                                    bitsToFloat(u32(tile[r + 1][c]) << 16),
+                                    bitsToFloat(u32(tile[r + 2][c]) << 16),
+                                    bitsToFloat(u32(tile[r + 3][c]) << 16),
+                                    sc, sc, sc, sc);
+      scaleInv[block * ((cols + 3) / 4 * 4) + col] = fp8BlockScaleInv(sc);
+    } else {
+      TE_UNROLL
+      for (int r = 0; r < 128; r += 2)
+        row[r / 2] = u32(tile[r][c]) | (u32(tile[r + 1][c]) << 16);
+    }
   }
-  if (Fp8) {
-    float amax = 0.0f;
-    for (int r = 0; r < b.rows; ++r)
-      amax = amaxAccumulate(amax, bitsToFloat(u32(tile[r][c]) << 16));
-    float sc = fp8BlockScale(amax, F, Pow2, eps, SourceType::BF16);
-    u8 *dst = static_cast<u8 *>(out) + col * capacity + block * 128;
-    TE_UNROLL
-    for (int q = 0; q < 8; ++q) {
-      u32 w[4];
-      TE_UNROLL
-      for (int p = 0; p < 4; ++p) {
-        int r = q * 16 + p * 4;
-        w[p] = encodeFp8x4<F>(bitsToFloat(u32(tile[r][c]) << 16),
-                              bitsToFloat(u32(tile[r + 1][c]) << 16),
-                              bitsToFloat(u32(tile[r + 2][c]) << 16),
-                              bitsToFloat(u32(tile[r + 3][c]) << 16), sc, sc,
-                              sc, sc);
-      }
-      *reinterpret_cast<uint4 *>(dst + q * 16) =
-          make_uint4(w[0], w[1], w[2], w[3]);
-    }
-    scaleInv[block * ((cols + 3) / 4 * 4) + col] = fp8BlockScaleInv(sc);
-  } else {
-    u16 *dst = static_cast<u16 *>(out) + col * capacity + block * 128;
-    TE_UNROLL
-    for (int q = 0; q < 16; ++q) {
-      u32 w[4];
-      TE_UNROLL
-      for (int p = 0; p < 4; ++p)
-        w[p] = u32(tile[q * 8 + 2 * p][c]) |
-               (u32(tile[q * 8 + 2 * p + 1][c]) << 16);
-      *reinterpret_cast<uint4 *>(dst + q * 8) =
-          make_uint4(w[0], w[1], w[2], w[3]);
-    }
+  __syncthreads();
+  // Whole output rows: 16 bytes a thread, a warp's stores contiguous.
+  constexpr int kChunks = 128 * (Fp8 ? 1 : 2) / 16; // per output row
+  const i64 width = Fp8 ? 1 : 2;
+  unsigned char *dst = static_cast<unsigned char *>(out);
+  for (int i = threadIdx.x; i < validCols * kChunks;
+       i += kGroupedQuantizeThreads) {
+    int cc = i / kChunks, chunk = i % kChunks;
+    const u32 *src =
+        reinterpret_cast<const u32 *>(rowsOut + cc * Smem::kOutRow) + chunk * 4;
+    *reinterpret_cast<uint4 *>(dst + ((c0 + cc) * capacity + block * 128) *
+                                         width +
+                               chunk * 16) =
+        make_uint4(src[0], src[1], src[2], src[3]);
   }
 }
 

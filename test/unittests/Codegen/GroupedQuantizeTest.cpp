@@ -135,9 +135,9 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     long long mm = m, cc = c, capacity = cap;
     float eps = static_cast<float>(scheme.eps);
     void *args[] = {&inP, &mm, &cc, &spP, &capacity, &outP, &scP, &eps, &paP};
-    ASSERT_TRUE(main->launch(cg::groupedQuantizeGrid(cap, c),
-                             {cg::kGroupedQuantizeThreads, 1, 1}, 0, *stream_,
-                             args));
+    ASSERT_TRUE(main->launch(
+        cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
+        cg::groupedQuantizeSharedBytes(spec), *stream_, args));
     void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
     ASSERT_TRUE(bias->launch({unsigned((g * c + 255) / 256), 1, 1}, {256, 1, 1},
                              0, *stream_, bargs));

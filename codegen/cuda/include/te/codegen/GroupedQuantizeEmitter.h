@@ -50,6 +50,8 @@ struct EmittedGroupedQuantize {
 EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s);
 
 constexpr unsigned kGroupedQuantizeThreads = 256;
+/// The block pass's dynamic shared memory (GroupedQuantizeSmem).
+unsigned groupedQuantizeSharedBytes(const GroupedQuantizeSpec &s);
 /// One CTA per 128-row block of the capacity and 128 columns.
 rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols);
 
