@@ -105,32 +105,44 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
   }
   __syncthreads();
   const int validCols = int(cols - c0 < 128 ? cols - c0 : 128);
-  const int c = threadIdx.x;
+  // Two threads per column: half h takes rows [64h, 64h + 64) for the
+  // amax and the encode; half 0 also adds the column in row order for the
+  // bias gradient (one sequential sum, as the reference adds).
+  __shared__ float halfAmax[2][128];
+  const int c = threadIdx.x % 128, h = threadIdx.x / 128;
+  const int r0 = 64 * h, r1 = b.rows < r0 + 64 ? b.rows : r0 + 64;
   if (c < validCols) {
-    const i64 col = c0 + c;
-    u32 *row = reinterpret_cast<u32 *>(rowsOut + c * Smem::kOutRow);
-    if (partial) {
+    if (partial && h == 0) {
       float sum = 0.0f;
       for (int r = 0; r < b.rows; ++r)
         sum = sum + bitsToFloat(u32(tile[r][c]) << 16);
-      partial[block * cols + col] = sum;
+      partial[block * cols + c0 + c] = sum;
     }
     if (Fp8) {
       float amax = 0.0f;
-      for (int r = 0; r < b.rows; ++r)
+      for (int r = r0; r < r1; ++r)
         amax = amaxAccumulate(amax, bitsToFloat(u32(tile[r][c]) << 16));
+      halfAmax[h][c] = amax;
+    }
+  }
+  __syncthreads();
+  if (c < validCols) {
+    u32 *row = reinterpret_cast<u32 *>(rowsOut + c * Smem::kOutRow);
+    if (Fp8) {
+      float amax = fmaxf(halfAmax[0][c], halfAmax[1][c]);
       float sc = fp8BlockScale(amax, F, Pow2, eps, SourceType::BF16);
       TE_UNROLL
-      for (int r = 0; r < 128; r += 4)
+      for (int r = r0; r < r0 + 64; r += 4)
         row[r / 4] = encodeFp8x4<F>(bitsToFloat(u32(tile[r][c]) << 16),
                                     bitsToFloat(u32(tile[r + 1][c]) << 16),
                                     bitsToFloat(u32(tile[r + 2][c]) << 16),
                                     bitsToFloat(u32(tile[r + 3][c]) << 16),
                                     sc, sc, sc, sc);
-      scaleInv[block * ((cols + 3) / 4 * 4) + col] = fp8BlockScaleInv(sc);
+      if (h == 0)
+        scaleInv[block * ((cols + 3) / 4 * 4) + c0 + c] = fp8BlockScaleInv(sc);
     } else {
       TE_UNROLL
-      for (int r = 0; r < 128; r += 2)
+      for (int r = r0; r < r0 + 64; r += 2)
         row[r / 2] = u32(tile[r][c]) | (u32(tile[r + 1][c]) << 16);
     }
   }
