@@ -284,6 +284,14 @@ LogicalResult expand(GroupedLinearGradOp grad) {
       failed(checkGroupedScheme(grad, schemes, "weight", n,
                                 Direction::columnwise)))
     return failure();
+  auto wScheme = cast<SchemeAttrInterface>(schemes.get("weight"));
+  if (wScheme.getRuntimeScheme(Direction::columnwise).kind !=
+      rt::SchemeKind::Fp8Block)
+    return grad.emitOpError()
+           << "reads its weight columnwise by " << wScheme
+           << " for the dgrad; the grouped dgrad kernel reads block FP8 "
+              "(128x128) only (a high-precision weight read along N has no "
+              "kernel yet)";
   auto dwType = cast<RankedTensorType>(grad.getGradWeight().getType());
   if (!dwType.getElementType().isF32())
     return grad.emitOpError()

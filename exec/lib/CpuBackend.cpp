@@ -6,6 +6,8 @@
 
 #include "te/exec/CpuBackend.h"
 
+#include "te/codegen/GroupedWgradEmitter.h"
+
 #include "te/runtime/reference/Adam.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
@@ -475,8 +477,8 @@ static rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
   std::vector<int64_t> splits(static_cast<size_t>(groups));
   std::memcpy(splits.data(), values[g.splits].tensor.data(),
               splits.size() * sizeof(int64_t));
-  // One home for the layout's capacity: every split fits it.
-  int64_t capacity = (m + 127) / 128 * 128 + 128 * (groups - 1);
+  // The kernel's layout and capacity (every split fits it).
+  int64_t capacity = groupedWgradCapacity(m, groups);
   auto layout = [&](int index, const rt::Scheme &scheme, int64_t cols) {
     std::vector<uint16_t> bits(static_cast<size_t>(m * cols));
     std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
