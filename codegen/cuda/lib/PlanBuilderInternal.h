@@ -1,0 +1,85 @@
+//===- PlanBuilderInternal.h - What the plan builder's files share -*- C++
+//-*-===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// PlanBuilder.cpp plans the quantize, dequantize, library-GEMM and Adam
+// kernels; PlanGrouped.cpp the GEMM engine's grouped kernels. Both write
+// into one entry's buffer table.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_CODEGEN_CUDA_LIB_PLANBUILDERINTERNAL_H
+#define TE_CODEGEN_CUDA_LIB_PLANBUILDERINTERNAL_H
+
+#include "te/codegen/PlanBuilder.h"
+
+namespace te::cg::detail {
+
+using rt::Direction;
+
+/// Builds the entry's buffer list and value-to-buffer map.
+class BufferTable {
+public:
+  explicit BufferTable(EntryPlan &out) : out_(out) {}
+
+  int add(const std::string &name, uint64_t bytes,
+          std::vector<uint8_t> initial = {}) {
+    rt::BufferDecl d;
+    d.name = name;
+    d.bytes = bytes;
+    d.external = true;
+    out_.buffers.push_back(d);
+    out_.initial.push_back(std::move(initial));
+    return static_cast<int>(out_.buffers.size()) - 1;
+  }
+
+  void addValue(const Value &v, const rt::Target &target) {
+    ValueBuffers vb;
+    if (!v.isQuantized()) {
+      int64_t n = v.rows() * v.cols();
+      vb.tensor = add(v.name, uint64_t(n * rt::dtypeSize(v.dtype)));
+    } else {
+      for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
+        if (!v.scheme(d))
+          continue;
+        rt::DirectionStorage st = directionStorage(v, d, target);
+        std::string prefix = v.name + "." + rt::directionName(d);
+        ValueBuffers::Direction &bd = vb.dir[d == Direction::Rowwise ? 0 : 1];
+        if (st.data.present())
+          bd.data = add(prefix + ".data", uint64_t(st.data.bytes()));
+        if (st.scaleInv.present())
+          bd.scale = add(prefix + ".scale_inv", uint64_t(st.scaleInv.bytes()));
+        if (st.amax.present())
+          bd.amax = add(prefix + ".amax", uint64_t(st.amax.bytes()));
+      }
+    }
+    out_.values.push_back(vb);
+  }
+
+  uint64_t bytes(int buffer) const {
+    return buffer < 0 ? 0 : out_.buffers[buffer].bytes;
+  }
+
+private:
+  EntryPlan &out_;
+};
+
+/// A grouped GEMM (fprop or dgrad): one persistent launch of the generated
+/// Hopper kernel.
+rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
+                                         const GroupedGemmKernel &g,
+                                         const BufferTable &table,
+                                         const EntryPlan &out);
+/// An MoE layer's wgrad: the grouped quantizes into workspaces, then the
+/// K-grouped GEMM.
+rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
+                                          const GroupedWgradKernel &g,
+                                          BufferTable &table,
+                                          const EntryPlan &out);
+
+} // namespace te::cg::detail
+
+#endif // TE_CODEGEN_CUDA_LIB_PLANBUILDERINTERNAL_H

@@ -1,0 +1,247 @@
+//===- PlanGrouped.cpp - The GEMM engine's grouped kernels as plans -------===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The MoE kernels of an entry as runtime plans: the M-grouped GEMM (fprop,
+// dgrad) as one persistent clustered launch whose TMA descriptors the
+// executor encodes over the bound buffers, and the wgrad as the grouped
+// quantizes into workspaces followed by the K-grouped GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanBuilderInternal.h"
+
+#include "te/codegen/GroupedGemmEmitter.h"
+#include "te/codegen/GroupedQuantizeEmitter.h"
+#include "te/codegen/GroupedWgradEmitter.h"
+
+namespace te::cg::detail {
+
+using rt::ArgDesc;
+using rt::Scheme;
+using rt::SchemeKind;
+
+/// A grouped GEMM: one persistent launch of the generated Hopper kernel
+/// (GroupedGemmEmitter.h) in 2-CTA clusters, its TMA descriptors over the
+/// operands' buffers encoded where the plan runs.
+rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
+                                         const GroupedGemmKernel &g,
+                                         const BufferTable &table,
+                                         const EntryPlan &out) {
+  const Value &x = e.values[g.x], &w = e.values[g.w];
+  const Value &y = e.values[g.output];
+  auto unsupported = [&](const std::string &why) {
+    return rt::Status(rt::StatusCode::Unsupported, g.name + ": " + why);
+  };
+  if (p.arch != "sm_90a")
+    return unsupported("the grouped GEMM kernel is generated for sm_90a "
+                       "(Hopper) only, the target is " +
+                       p.arch);
+  if (!x.isQuantized() &&
+      (x.dtype != rt::DType::BF16 || w.dtype != rt::DType::BF16))
+    return unsupported("the grouped GEMM kernel reads bf16 tensors or block "
+                       "FP8 operands, not " +
+                       std::string(rt::dtypeName(x.dtype)));
+  if (y.dtype != rt::DType::BF16)
+    return unsupported("the grouped GEMM kernel writes a bf16 result, not " +
+                       std::string(rt::dtypeName(y.dtype)));
+  GroupedGemmSpec spec;
+  spec.operands = x.isQuantized() ? GroupedGemmSpec::Operands::Fp8Block
+                                  : GroupedGemmSpec::Operands::BF16;
+  spec.groups = w.shape[0];
+  spec.n = y.shape[1];
+  spec.k = x.shape[1];
+  spec.weightColumnwise = g.weightColumnwise;
+  spec = spec.resolved();
+  if (rt::Status st = checkGroupedGemm(spec); !st.isOk())
+    return unsupported(st.message());
+  rt::Expected<rt::CompileOptions> options = groupedGemmCompileOptions();
+  if (!options)
+    return rt::Status(options.status().code(),
+                      g.name + ": " + options.status().message());
+
+  // The storage of the direction read: the data, and the scales of
+  // quantized operands (x rowwise; w rowwise, or columnwise for dgrad).
+  auto buffers = [&](int v, int dir) {
+    const ValueBuffers &vb = out.values[size_t(v)];
+    return e.values[size_t(v)].isQuantized()
+               ? std::make_pair(vb.dir[dir].data, vb.dir[dir].scale)
+               : std::make_pair(vb.tensor, -1);
+  };
+  auto [xData, xScale] = buffers(g.x, 0);
+  auto [wData, wScale] = buffers(g.w, g.weightColumnwise ? 1 : 0);
+  int splits = out.values[size_t(g.splits)].tensor;
+  int result = out.values[size_t(g.output)].tensor;
+  int bias = g.bias >= 0 ? out.values[size_t(g.bias)].tensor : -1;
+  std::array<rt::TensorMapShape, 3> maps = groupedGemmMaps(spec, x.rows());
+
+  KernelPlan kp;
+  kp.name = g.name;
+  rt::KernelSpec ks;
+  ks.name = g.name;
+  ks.entry = spec.kernelName();
+  ks.source = emitGroupedGemm(spec);
+  ks.options = *options;
+  ks.block = rt::Dim3{kGroupedGemmThreads, 1, 1};
+  ks.cluster = rt::Dim3{unsigned(spec.cluster), 1, 1};
+  ks.persistent = true;
+  ks.grid = rt::Dim3{unsigned(spec.cluster), 1, 1};
+  ks.sharedBytes = groupedGemmSharedBytes(spec);
+  ks.args = {rt::ArgDesc::tensorMap(xData, maps[0]),
+             rt::ArgDesc::tensorMap(wData, maps[1]),
+             rt::ArgDesc::tensorMap(spec.fp8() ? xScale : xData, maps[2]),
+             rt::ArgDesc::ptr(wScale),
+             rt::ArgDesc::ptr(splits),
+             rt::ArgDesc::ptr(bias),
+             rt::ArgDesc::ptr(result),
+             rt::ArgDesc::i32(int32_t(x.rows()))};
+  kp.plan.kernels.push_back(std::move(ks));
+  rt::Step step;
+  step.kind = rt::Step::Kind::Launch;
+  step.index = 0;
+  kp.plan.steps.push_back(step);
+  kp.launches = 1;
+  for (int b : {xData, xScale, wData, wScale, splits, bias, result})
+    kp.bytesMoved += table.bytes(b);
+  kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
+  return kp;
+}
+
+/// The wgrad of an MoE layer: dy and x quantized columnwise per expert into
+/// workspaces in the grouped layout (with dy, each expert's bias gradient
+/// through a partial-sum workspace), then one persistent launch of the
+/// generated K-grouped GEMM over them.
+rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
+                                          const GroupedWgradKernel &g,
+                                          BufferTable &table,
+                                          const EntryPlan &out) {
+  const Value &dy = e.values[g.dy], &dw = e.values[g.output];
+  int64_t m = dy.shape[0], n = dw.shape[1], k = dw.shape[2];
+  int64_t groups = dw.shape[0];
+  if (p.arch != "sm_90a")
+    return rt::Status(rt::StatusCode::Unsupported,
+                      g.name +
+                          ": the grouped wgrad kernel is generated for "
+                          "sm_90a (Hopper) only, the target is " +
+                          p.arch);
+  bool fp8 = g.dyScheme.kind == SchemeKind::Fp8Block;
+  GroupedWgradSpec spec;
+  spec.operands = fp8 ? GroupedGemmSpec::Operands::Fp8Block
+                      : GroupedGemmSpec::Operands::BF16;
+  spec.groups = groups;
+  spec.n = n;
+  spec.k = k;
+  spec = spec.resolved();
+  if (rt::Status st = checkGroupedWgrad(spec); !st.isOk())
+    return rt::Status(rt::StatusCode::Unsupported,
+                      g.name + ": " + st.message());
+  rt::Expected<rt::CompileOptions> options = groupedGemmCompileOptions();
+  if (!options)
+    return rt::Status(options.status().code(),
+                      g.name + ": " + options.status().message());
+
+  const int64_t capacity = groupedWgradCapacity(m, groups);
+  const int64_t width = fp8 ? 1 : 2, blocks = capacity / 128;
+  int splits = out.values[size_t(g.splits)].tensor;
+  KernelPlan kp;
+  kp.name = g.name;
+  auto launch = [&](rt::KernelSpec ks) {
+    rt::Step s;
+    s.kind = rt::Step::Kind::Launch;
+    s.index = uint32_t(kp.plan.kernels.size());
+    kp.plan.kernels.push_back(std::move(ks));
+    kp.plan.steps.push_back(s);
+    ++kp.launches;
+  };
+  // Each operand into its grouped layout: [cols, capacity] data and (FP8)
+  // [capacity/128][roundup(cols, 4)] scales.
+  struct Layout {
+    int data = -1, scales = -1;
+  };
+  auto quantize = [&](int value, const Scheme &scheme, int64_t cols,
+                      int biasGrad) -> rt::Expected<Layout> {
+    const Value &v = e.values[size_t(value)];
+    GroupedQuantizeSpec qs{scheme, groups, cols, biasGrad >= 0};
+    if (rt::Status st = checkGroupedQuantize(qs); !st.isOk())
+      return rt::Status(rt::StatusCode::Unsupported,
+                        g.name + ": " + st.message());
+    Layout l;
+    l.data = table.add(g.name + "." + v.name + ".grouped",
+                       uint64_t(cols * capacity * width));
+    if (fp8)
+      l.scales = table.add(g.name + "." + v.name + ".grouped_scale_inv",
+                           uint64_t(blocks * ((cols + 3) / 4 * 4) * 4));
+    int partial = biasGrad >= 0 ? table.add(g.name + ".bias_partial",
+                                            uint64_t(blocks * cols * 4))
+                                : -1;
+    EmittedGroupedQuantize src = emitGroupedQuantize(qs);
+    rt::KernelSpec ks;
+    ks.name = ks.entry = src.mainEntry;
+    ks.source = src.source;
+    ks.options.arch = p.arch;
+    ks.grid = groupedQuantizeGrid(capacity, cols);
+    ks.block = rt::Dim3{kGroupedQuantizeThreads, 1, 1};
+    ks.sharedBytes = groupedQuantizeSharedBytes(qs);
+    ks.args = {ArgDesc::ptr(out.values[size_t(value)].tensor),
+               ArgDesc::i64(m),
+               ArgDesc::i64(cols),
+               ArgDesc::ptr(splits),
+               ArgDesc::i64(capacity),
+               ArgDesc::ptr(l.data),
+               ArgDesc::ptr(l.scales),
+               ArgDesc::f32(static_cast<float>(scheme.eps)),
+               ArgDesc::ptr(partial)};
+    launch(ks);
+    kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor) +
+                     table.bytes(l.data) + table.bytes(l.scales) +
+                     table.bytes(partial);
+    if (biasGrad >= 0) {
+      rt::KernelSpec bs;
+      bs.name = bs.entry = src.biasEntry;
+      bs.source = src.source;
+      bs.options.arch = p.arch;
+      bs.grid = rt::Dim3{unsigned((groups * cols + 255) / 256), 1, 1};
+      bs.block = rt::Dim3{256, 1, 1};
+      int db = out.values[size_t(biasGrad)].tensor;
+      bs.args = {ArgDesc::ptr(partial), ArgDesc::i64(m), ArgDesc::i64(cols),
+                 ArgDesc::ptr(splits), ArgDesc::ptr(db)};
+      launch(bs);
+      kp.bytesMoved += table.bytes(partial) + table.bytes(db);
+    }
+    return l;
+  };
+  rt::Expected<Layout> a = quantize(g.dy, g.dyScheme, n, g.biasGrad);
+  if (!a)
+    return a.status();
+  rt::Expected<Layout> b = quantize(g.x, g.xScheme, k, -1);
+  if (!b)
+    return b.status();
+
+  std::array<rt::TensorMapShape, 4> maps = groupedWgradMaps(spec, capacity);
+  int result = out.values[size_t(g.output)].tensor;
+  rt::KernelSpec ks;
+  ks.name = g.name;
+  ks.entry = spec.kernelName();
+  ks.source = emitGroupedWgrad(spec);
+  ks.options = *options;
+  ks.block = rt::Dim3{kGroupedGemmThreads, 1, 1};
+  ks.persistent = true;
+  ks.sharedBytes = groupedWgradSharedBytes(spec);
+  ks.args = {ArgDesc::tensorMap(a->data, maps[0]),
+             ArgDesc::tensorMap(b->data, maps[1]),
+             ArgDesc::tensorMap(fp8 ? a->scales : a->data, maps[2]),
+             ArgDesc::tensorMap(fp8 ? b->scales : b->data, maps[3]),
+             ArgDesc::ptr(splits),
+             ArgDesc::ptr(result),
+             ArgDesc::i32(int32_t(m))};
+  launch(ks);
+  kp.bytesMoved += table.bytes(a->data) + table.bytes(a->scales) +
+                   table.bytes(b->data) + table.bytes(b->scales) +
+                   table.bytes(result);
+  kp.flops = uint64_t(2 * m * n * k);
+  return kp;
+}
+
+} // namespace te::cg::detail

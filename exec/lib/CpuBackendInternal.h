@@ -1,0 +1,56 @@
+//===- CpuBackendInternal.h - What the CPU backend's files share -*- C++
+//-*-===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// CpuBackend.cpp runs the quantize, dequantize, GEMM and Adam kernels with
+// the reference numerics; CpuGrouped.cpp the MoE kernels. Both hold values
+// as HostValue and state GEMM bounds the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_EXEC_LIB_CPUBACKENDINTERNAL_H
+#define TE_EXEC_LIB_CPUBACKENDINTERNAL_H
+
+#include "te/codegen/Program.h"
+#include "te/runtime/Status.h"
+#include "te/runtime/reference/Quantize.h"
+
+#include <vector>
+
+namespace te::exec::detail {
+
+/// What the CPU backend holds for a value.
+struct HostValue {
+  std::vector<uint8_t> tensor;
+  rt::ref::QuantizedTensor quantized;
+  /// A GEMM output: the bound another summation order stays within.
+  std::vector<float> tolerance;
+  /// Computed from a GEMM output: no bound is stated.
+  bool unbounded = false;
+  bool inexact() const { return unbounded || !tolerance.empty(); }
+};
+
+rt::Status fail(const std::string &what);
+/// The output dtype's bytes of fp32 values (RNE narrowing).
+std::vector<uint8_t> narrow(const std::vector<float> &f, rt::DType t);
+/// The fp32 values of a tensor value's bytes.
+std::vector<float> widen(const std::vector<uint8_t> &bytes, rt::DType t);
+/// The per-element GEMM bound of docs/Numerics.md ("GEMM results") on
+/// outputs `d` whose |a||b| sums are `absSum` (see CpuBackend.cpp).
+std::vector<float> gemmBound(const std::vector<float> &d,
+                             const std::vector<float> &absSum, int64_t k,
+                             bool fp8, rt::DType outType, const float *bias,
+                             int64_t n);
+
+/// The MoE kernels with the reference (CpuGrouped.cpp).
+rt::Status runGroupedGemm(const cg::Entry &e, const cg::GroupedGemmKernel &g,
+                          std::vector<HostValue> &values);
+rt::Status runGroupedWgrad(const cg::Entry &e, const cg::GroupedWgradKernel &g,
+                           std::vector<HostValue> &values);
+
+} // namespace te::exec::detail
+
+#endif // TE_EXEC_LIB_CPUBACKENDINTERNAL_H

@@ -1,0 +1,203 @@
+//===- CpuGrouped.cpp - The MoE kernels on the CPU backend ----------------===//
+//
+// Part of tejit. Plain C++17, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The grouped GEMM (fprop, dgrad, with a bias) and the grouped wgrad with
+// the reference numerics: each expert's rows as that expert's own GEMM
+// computes them, with the GEMM bound of each output (docs/Numerics.md
+// §7.4).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuBackendInternal.h"
+
+#include "te/codegen/GroupedWgradEmitter.h"
+#include "te/runtime/reference/Codecs.h"
+#include "te/runtime/reference/Gemm.h"
+#include "te/runtime/reference/GroupedQuantize.h"
+
+#include <cstring>
+
+namespace te::exec::detail {
+
+using namespace cg;
+using rt::Direction;
+using rt::DType;
+namespace ref = rt::ref;
+
+/// A grouped GEMM with the reference (ref::groupedBlockScaledGemm for block
+/// FP8, ref::groupedGemm otherwise) and the GEMM bound per output, each
+/// expert's |a||b| sums from its own rows and weight. Padding rows are
+/// exact zeros.
+rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
+                          std::vector<HostValue> &values) {
+  const Value &xv = e.values[g.x], &wv = e.values[g.w];
+  // Each expert's GEMM: [m_g, k] x [k, n] (n the output columns).
+  int64_t m = xv.shape[0], k = xv.shape[1];
+  int64_t groups = wv.shape[0], n = e.values[g.output].shape[1];
+  std::vector<int64_t> splits(static_cast<size_t>(groups));
+  std::memcpy(splits.data(), values[g.splits].tensor.data(),
+              splits.size() * sizeof(int64_t));
+  auto logical = [&](int index, Direction dir) -> std::vector<float> {
+    const Value &v = e.values[index];
+    if (!v.isQuantized())
+      return widen(values[index].tensor, v.dtype);
+    return ref::dequantize(values[index].quantized, dir, *v.scheme(dir),
+                           v.rows(), v.cols());
+  };
+  std::vector<float> x = logical(g.x, Direction::Rowwise);
+  std::vector<float> w = logical(g.w, g.weightDirection());
+  if (x.empty() || w.empty())
+    return fail(g.name + ": the reference could not dequantize an operand");
+  std::vector<float> d;
+  if (xv.isQuantized()) {
+    auto operand = [&](int index, Direction dir) {
+      const Value &v = e.values[index];
+      const ref::QuantizedTensor &q = values[index].quantized;
+      return ref::blockScaledOperand(dir == Direction::Rowwise ? *q.rowwise
+                                                               : *q.columnwise,
+                                     *v.scheme(dir));
+    };
+    std::string error;
+    ref::BlockScaledOperand xo = operand(g.x, Direction::Rowwise);
+    ref::BlockScaledOperand wo = operand(g.w, g.weightDirection());
+    d = g.weightColumnwise
+            ? ref::groupedBlockScaledGemmColumnwise(xo, wo, splits, &error)
+            : ref::groupedBlockScaledGemm(xo, wo, splits, &error);
+    if (d.empty())
+      return fail(g.name + ": " + error);
+  } else {
+    d = ref::groupedGemm(x.data(), w.data(), m, n, k, splits);
+  }
+  // Expert g's bias row, added in fp32 to each of its rows (as the single
+  // GEMMs add theirs: fl(acc + bias)).
+  std::vector<float> bias;
+  std::vector<int64_t> expertOf;
+  if (g.bias >= 0) {
+    bias = widen(values[g.bias].tensor, e.values[g.bias].dtype);
+    expertOf = ref::expertOfRows(splits, m);
+    for (int64_t i = 0; i < m; ++i)
+      if (expertOf[size_t(i)] >= 0)
+        for (int64_t j = 0; j < n; ++j)
+          d[size_t(i * n + j)] += bias[size_t(expertOf[size_t(i)] * n + j)];
+  }
+  // |a||b| sums, expert by expert (zero on padding rows).
+  std::vector<float> absSum(d.size(), 0.0f);
+  int64_t row = 0;
+  std::vector<int64_t> clamped = ref::clampSplits(splits, m);
+  for (int64_t ex = 0; ex < groups; ++ex) {
+    if (clamped[ex] == 0)
+      continue;
+    // w holds expert ex's [n, k] (rowwise) or [k, n] (columnwise) weight.
+    std::vector<float> sums;
+    ref::referenceGemm(x.data() + row * k, false, w.data() + ex * n * k,
+                       !g.weightColumnwise, clamped[ex], n, k,
+                       bias.empty() ? nullptr : bias.data() + ex * n, false,
+                       &sums);
+    std::copy(sums.begin(), sums.end(), absSum.begin() + row * n);
+    row += clamped[ex];
+  }
+  HostValue &out = values[g.output];
+  out.tensor = narrow(d, e.values[g.output].dtype);
+  out.unbounded = values[g.x].inexact() || values[g.w].inexact() ||
+                  values[g.splits].inexact() ||
+                  (g.bias >= 0 && values[g.bias].inexact());
+  if (!out.unbounded)
+    out.tolerance = gemmBound(d, absSum, k, xv.isQuantized(),
+                              e.values[g.output].dtype, nullptr, n);
+  return rt::Status::ok();
+}
+
+/// The wgrad of an MoE layer with the reference: dy and x laid out per
+/// expert as the kernel's grouped quantize does (ref::groupedColumnwise
+/// Quantize), then each expert's dW_g = dy_g^T x_g as its own GEMM
+/// (ref::blockScaledGemm for block FP8, referenceGemm for bf16) with the
+/// GEMM bound; the bias gradients are exact (each expert's own fused one).
+rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
+                           std::vector<HostValue> &values) {
+  const Value &dyv = e.values[g.dy];
+  int64_t m = dyv.shape[0], n = dyv.shape[1], k = e.values[g.x].shape[1];
+  int64_t groups = e.values[g.output].shape[0];
+  std::vector<int64_t> splits(static_cast<size_t>(groups));
+  std::memcpy(splits.data(), values[g.splits].tensor.data(),
+              splits.size() * sizeof(int64_t));
+  // The kernel's layout and capacity (every split fits it).
+  int64_t capacity = groupedWgradCapacity(m, groups);
+  auto layout = [&](int index, const rt::Scheme &scheme, int64_t cols) {
+    std::vector<uint16_t> bits(static_cast<size_t>(m * cols));
+    std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
+    return ref::groupedColumnwiseQuantize(bits.data(), m, cols, splits, scheme,
+                                          capacity);
+  };
+  ref::GroupedColumnwise a = layout(g.dy, g.dyScheme, n);
+  ref::GroupedColumnwise b = layout(g.x, g.xScheme, k);
+  bool fp8 = g.dyScheme.kind == rt::SchemeKind::Fp8Block;
+  std::vector<float> dw(static_cast<size_t>(groups * n * k), 0.0f);
+  std::vector<float> absSum(dw.size(), 0.0f);
+  std::vector<int64_t> clamped = ref::clampSplits(splits, m);
+  for (int64_t ex = 0; ex < groups; ++ex) {
+    int64_t rows = clamped[ex], first = a.segmentStart[ex];
+    if (rows == 0)
+      continue;
+    // Expert ex's operands: [n, rows] and [k, rows], and their values.
+    auto operand = [&](const ref::GroupedColumnwise &t, int64_t r,
+                       const rt::Scheme &scheme) {
+      ref::BlockScaledOperand o;
+      o.rows = r;
+      o.k = rows;
+      o.scaleStride = r;
+      o.format = scheme.element == DType::E5M2 ? ref::Fp8Format::E5M2
+                                               : ref::Fp8Format::E4M3;
+      int64_t width = fp8 ? 1 : 2, pad = (r + 3) / 4 * 4;
+      o.codes.resize(static_cast<size_t>(r * rows * width));
+      for (int64_t i = 0; i < r; ++i)
+        std::memcpy(&o.codes[i * rows * width],
+                    &t.data[(i * capacity + first * 128) * width],
+                    static_cast<size_t>(rows * width));
+      if (fp8) {
+        int64_t blocks = (rows + 127) / 128;
+        o.scaleInv.resize(static_cast<size_t>(blocks * r));
+        for (int64_t blk = 0; blk < blocks; ++blk)
+          for (int64_t i = 0; i < r; ++i)
+            o.scaleInv[blk * r + i] = t.scaleInv[(first + blk) * pad + i];
+      }
+      return o;
+    };
+    ref::BlockScaledOperand ao = operand(a, n, g.dyScheme);
+    ref::BlockScaledOperand bo = operand(b, k, g.xScheme);
+    std::vector<float> av, bv, d;
+    if (fp8) {
+      std::string error;
+      d = ref::blockScaledGemm(ao, bo, nullptr, &error);
+      if (d.empty())
+        return fail(g.name + ": " + error);
+      av = ref::dequantizeBlockScaled(ao);
+      bv = ref::dequantizeBlockScaled(bo);
+    } else {
+      av = widen(ao.codes, DType::BF16);
+      bv = widen(bo.codes, DType::BF16);
+      d = ref::referenceGemm(av.data(), false, bv.data(), true, n, k, rows);
+    }
+    std::vector<float> sums;
+    ref::referenceGemm(av.data(), false, bv.data(), true, n, k, rows, nullptr,
+                       false, &sums);
+    std::copy(d.begin(), d.end(), dw.begin() + ex * n * k);
+    std::copy(sums.begin(), sums.end(), absSum.begin() + ex * n * k);
+  }
+  HostValue &out = values[g.output];
+  out.tensor = narrow(dw, DType::F32);
+  out.unbounded = values[g.dy].inexact() || values[g.x].inexact() ||
+                  values[g.splits].inexact();
+  if (!out.unbounded)
+    out.tolerance = gemmBound(dw, absSum, m, fp8, DType::F32, nullptr, k);
+  if (g.biasGrad >= 0) {
+    HostValue &db = values[g.biasGrad];
+    db.tensor = narrow(a.biasGrad, DType::F32);
+    db.unbounded = values[g.dy].inexact() || values[g.splits].inexact();
+  }
+  return rt::Status::ok();
+}
+
+} // namespace te::exec::detail
