@@ -238,11 +238,18 @@ std::vector<int64_t> expertOfRows(const std::vector<int64_t> &splits,
 
 /// Each expert's rows of x times its weight (experts[g], [n, K]; with
 /// `stacked`, experts[0] is the whole [G·n, K] stack and expert g its rows
-/// g·n ..), blockScaledDot's rule per output; padding rows +0.
+/// g·n ..), blockScaledDot's rule per output; padding rows +0. A non-empty
+/// `why` (the operands' check) is reported through `error` instead.
 static std::vector<float>
 groupedDots(const BlockScaledOperand &x,
             const std::vector<BlockScaledOperand> &experts, bool stacked,
-            int64_t n, const std::vector<int64_t> &splits) {
+            int64_t n, const std::vector<int64_t> &splits,
+            const std::string &why, std::string *error) {
+  if (!why.empty()) {
+    if (error)
+      *error = why;
+    return {};
+  }
   int64_t m = x.rows;
   std::vector<int64_t> expert = expertOfRows(splits, m);
   std::vector<float> xv = decodeAll(x);
@@ -297,12 +304,7 @@ std::vector<float> groupedBlockScaledGemm(const BlockScaledOperand &x,
       e = checkPair(x, wg);
     experts.push_back(std::move(wg));
   }
-  if (!e.empty()) {
-    if (error)
-      *error = e;
-    return {};
-  }
-  return groupedDots(x, experts, !w.tile2d, n, splits);
+  return groupedDots(x, experts, !w.tile2d, n, splits, e, error);
 }
 
 std::vector<float> groupedBlockScaledGemmColumnwise(
@@ -343,12 +345,7 @@ std::vector<float> groupedBlockScaledGemmColumnwise(
       e = checkPair(x, wg);
     experts.push_back(std::move(wg));
   }
-  if (!e.empty()) {
-    if (error)
-      *error = e;
-    return {};
-  }
-  return groupedDots(x, experts, false, n, splits);
+  return groupedDots(x, experts, false, n, splits, e, error);
 }
 
 std::vector<float> groupedGemm(const float *x, const float *w, int64_t mTotal,
