@@ -104,13 +104,7 @@ public:
     spec.grid = grid;
     spec.block = rt::Dim3{kQuantizeThreads, 1, 1};
     spec.args = std::move(args);
-    rt::Step s;
-    s.kind = rt::Step::Kind::Launch;
-    s.index = uint32_t(kp.plan.kernels.size());
-    kp.plan.kernels.push_back(std::move(spec));
-    kp.plan.steps.push_back(s);
-    ++kp.launches;
-    return kp.plan.kernels.back();
+    return kp.addLaunch(std::move(spec));
   }
 
   KernelPlan kp;
@@ -341,12 +335,7 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
                ArgDesc::i64(m),
                ArgDesc::i64(k),
                ArgDesc::i64(scaleSt.scaleInv.cols)};
-  rt::Step step;
-  step.kind = rt::Step::Kind::Launch;
-  step.index = 0;
-  kp.plan.kernels.push_back(std::move(spec));
-  kp.plan.steps.push_back(step);
-  kp.launches = 1;
+  kp.addLaunch(std::move(spec));
   kp.bytesMoved = table.bytes(data) + table.bytes(scale) + table.bytes(amax) +
                   table.bytes(output);
   return kp;

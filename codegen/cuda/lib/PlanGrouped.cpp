@@ -23,6 +23,29 @@ using rt::ArgDesc;
 using rt::Scheme;
 using rt::SchemeKind;
 
+/// A persistent launch of one of the GEMM engine's kernels: one CTA of
+/// kGroupedGemmThreads per SM (whole clusters of `cluster`), compiled with
+/// the CUTLASS options; `name` names the errors.
+static rt::Expected<rt::KernelSpec>
+engineLaunch(const std::string &name, std::string entry, std::string source,
+             unsigned sharedBytes, unsigned cluster) {
+  rt::Expected<rt::CompileOptions> options = groupedGemmCompileOptions();
+  if (!options)
+    return rt::Status(options.status().code(),
+                      name + ": " + options.status().message());
+  rt::KernelSpec ks;
+  ks.name = name;
+  ks.entry = std::move(entry);
+  ks.source = std::move(source);
+  ks.options = *options;
+  ks.block = rt::Dim3{kGroupedGemmThreads, 1, 1};
+  ks.cluster = rt::Dim3{cluster, 1, 1};
+  ks.persistent = true;
+  ks.grid = rt::Dim3{cluster, 1, 1}; // sized where the plan runs
+  ks.sharedBytes = sharedBytes;
+  return ks;
+}
+
 /// A grouped GEMM: one persistent launch of the generated Hopper kernel
 /// (GroupedGemmEmitter.h) in 2-CTA clusters, its TMA descriptors over the
 /// operands' buffers encoded where the plan runs.
@@ -57,10 +80,11 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   spec = spec.resolved();
   if (rt::Status st = checkGroupedGemm(spec); !st.isOk())
     return unsupported(st.message());
-  rt::Expected<rt::CompileOptions> options = groupedGemmCompileOptions();
-  if (!options)
-    return rt::Status(options.status().code(),
-                      g.name + ": " + options.status().message());
+  rt::Expected<rt::KernelSpec> ks =
+      engineLaunch(g.name, spec.kernelName(), emitGroupedGemm(spec),
+                   groupedGemmSharedBytes(spec), unsigned(spec.cluster));
+  if (!ks)
+    return ks.status();
 
   // The storage of the direction read: the data, and the scales of
   // quantized operands (x rowwise; w rowwise, or columnwise for dgrad).
@@ -79,30 +103,15 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
 
   KernelPlan kp;
   kp.name = g.name;
-  rt::KernelSpec ks;
-  ks.name = g.name;
-  ks.entry = spec.kernelName();
-  ks.source = emitGroupedGemm(spec);
-  ks.options = *options;
-  ks.block = rt::Dim3{kGroupedGemmThreads, 1, 1};
-  ks.cluster = rt::Dim3{unsigned(spec.cluster), 1, 1};
-  ks.persistent = true;
-  ks.grid = rt::Dim3{unsigned(spec.cluster), 1, 1};
-  ks.sharedBytes = groupedGemmSharedBytes(spec);
-  ks.args = {rt::ArgDesc::tensorMap(xData, maps[0]),
-             rt::ArgDesc::tensorMap(wData, maps[1]),
-             rt::ArgDesc::tensorMap(spec.fp8() ? xScale : xData, maps[2]),
-             rt::ArgDesc::ptr(wScale),
-             rt::ArgDesc::ptr(splits),
-             rt::ArgDesc::ptr(bias),
-             rt::ArgDesc::ptr(result),
-             rt::ArgDesc::i32(int32_t(x.rows()))};
-  kp.plan.kernels.push_back(std::move(ks));
-  rt::Step step;
-  step.kind = rt::Step::Kind::Launch;
-  step.index = 0;
-  kp.plan.steps.push_back(step);
-  kp.launches = 1;
+  ks->args = {rt::ArgDesc::tensorMap(xData, maps[0]),
+              rt::ArgDesc::tensorMap(wData, maps[1]),
+              rt::ArgDesc::tensorMap(spec.fp8() ? xScale : xData, maps[2]),
+              rt::ArgDesc::ptr(wScale),
+              rt::ArgDesc::ptr(splits),
+              rt::ArgDesc::ptr(bias),
+              rt::ArgDesc::ptr(result),
+              rt::ArgDesc::i32(int32_t(x.rows()))};
+  kp.addLaunch(std::move(*ks));
   for (int b : {xData, xScale, wData, wScale, splits, bias, result})
     kp.bytesMoved += table.bytes(b);
   kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
@@ -137,24 +146,17 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
   if (rt::Status st = checkGroupedWgrad(spec); !st.isOk())
     return rt::Status(rt::StatusCode::Unsupported,
                       g.name + ": " + st.message());
-  rt::Expected<rt::CompileOptions> options = groupedGemmCompileOptions();
-  if (!options)
-    return rt::Status(options.status().code(),
-                      g.name + ": " + options.status().message());
+  rt::Expected<rt::KernelSpec> gemm =
+      engineLaunch(g.name, spec.kernelName(), emitGroupedWgrad(spec),
+                   groupedWgradSharedBytes(spec), 1);
+  if (!gemm)
+    return gemm.status();
 
   const int64_t capacity = groupedWgradCapacity(m, groups);
   const int64_t width = fp8 ? 1 : 2, blocks = capacity / 128;
   int splits = out.values[size_t(g.splits)].tensor;
   KernelPlan kp;
   kp.name = g.name;
-  auto launch = [&](rt::KernelSpec ks) {
-    rt::Step s;
-    s.kind = rt::Step::Kind::Launch;
-    s.index = uint32_t(kp.plan.kernels.size());
-    kp.plan.kernels.push_back(std::move(ks));
-    kp.plan.steps.push_back(s);
-    ++kp.launches;
-  };
   // Each operand into its grouped layout: [cols, capacity] data and (FP8)
   // [capacity/128][roundup(cols, 4)] scales.
   struct Layout {
@@ -193,7 +195,7 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                ArgDesc::ptr(l.scales),
                ArgDesc::f32(static_cast<float>(scheme.eps)),
                ArgDesc::ptr(partial)};
-    launch(ks);
+    kp.addLaunch(ks);
     kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor) +
                      table.bytes(l.data) + table.bytes(l.scales) +
                      table.bytes(partial);
@@ -207,7 +209,7 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
       int db = out.values[size_t(biasGrad)].tensor;
       bs.args = {ArgDesc::ptr(partial), ArgDesc::i64(m), ArgDesc::i64(cols),
                  ArgDesc::ptr(splits), ArgDesc::ptr(db)};
-      launch(bs);
+      kp.addLaunch(bs);
       kp.bytesMoved += table.bytes(partial) + table.bytes(db);
     }
     return l;
@@ -221,22 +223,14 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
 
   std::array<rt::TensorMapShape, 4> maps = groupedWgradMaps(spec, capacity);
   int result = out.values[size_t(g.output)].tensor;
-  rt::KernelSpec ks;
-  ks.name = g.name;
-  ks.entry = spec.kernelName();
-  ks.source = emitGroupedWgrad(spec);
-  ks.options = *options;
-  ks.block = rt::Dim3{kGroupedGemmThreads, 1, 1};
-  ks.persistent = true;
-  ks.sharedBytes = groupedWgradSharedBytes(spec);
-  ks.args = {ArgDesc::tensorMap(a->data, maps[0]),
-             ArgDesc::tensorMap(b->data, maps[1]),
-             ArgDesc::tensorMap(fp8 ? a->scales : a->data, maps[2]),
-             ArgDesc::tensorMap(fp8 ? b->scales : b->data, maps[3]),
-             ArgDesc::ptr(splits),
-             ArgDesc::ptr(result),
-             ArgDesc::i32(int32_t(m))};
-  launch(ks);
+  gemm->args = {ArgDesc::tensorMap(a->data, maps[0]),
+                ArgDesc::tensorMap(b->data, maps[1]),
+                ArgDesc::tensorMap(fp8 ? a->scales : a->data, maps[2]),
+                ArgDesc::tensorMap(fp8 ? b->scales : b->data, maps[3]),
+                ArgDesc::ptr(splits),
+                ArgDesc::ptr(result),
+                ArgDesc::i32(int32_t(m))};
+  kp.addLaunch(std::move(*gemm));
   kp.bytesMoved += table.bytes(a->data) + table.bytes(a->scales) +
                    table.bytes(b->data) + table.bytes(b->scales) +
                    table.bytes(result);

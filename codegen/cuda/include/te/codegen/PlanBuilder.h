@@ -43,6 +43,17 @@ struct KernelPlan {
   /// Non-empty: no CUDA plan exists for the kernel (why: a GEMM cuBLASLt
   /// has no kernel for); `plan` is empty.
   std::string unsupported;
+
+  /// Appends `spec` and a step launching it; returns the stored spec.
+  rt::KernelSpec &addLaunch(rt::KernelSpec spec) {
+    rt::Step s;
+    s.kind = rt::Step::Kind::Launch;
+    s.index = uint32_t(plan.kernels.size());
+    plan.kernels.push_back(std::move(spec));
+    plan.steps.push_back(s);
+    ++launches;
+    return plan.kernels.back();
+  }
 };
 
 struct EntryPlan {
