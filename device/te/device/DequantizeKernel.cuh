@@ -1,5 +1,4 @@
-//===- te/device/DequantizeKernel.cuh - Dequantize kernel --------*- C++
-//-*-===//
+//===- te/device/DequantizeKernel.cuh - Dequantize kernel -------*- CUDA -*-===//
 //
 // Part of tejit.
 //
@@ -11,9 +10,19 @@
 // so), by each format's dequantization formula - the same expressions as
 // te::rt::ref::dequantize - rounded once to the output type.
 //
-// Dequantization is a debugging / emulation path, not a training hot path:
-// a grid-stride loop over output elements, one element per thread and step
-// (coalesced output writes; transposed sources are read with a stride).
+// On Hopper the MXFP8 / NVFP4 GEMMs run on dequantized operands, so this is
+// a hot path and is written to run at the copy ceiling:
+//  * Rows: data stored [M, K] (K a multiple of 8): a thread decodes runs of
+//    8 consecutive elements (one vector load, one 16-byte store), four runs
+//    in flight; consecutive threads take consecutive runs, so every warp
+//    access is contiguous.
+//  * Tiles: data stored transposed, [K, M]: a CTA stages a 64 (K) x 128 (M)
+//    tile of codes in shared memory with coalesced row loads, then writes
+//    whole output lines, so both the reads and the writes are contiguous.
+//  * Elements: any other shape (K not a multiple of 8), one element per
+//    thread.
+// The host picks the path (te::cg::dequantizePath); every path evaluates
+// the same per-element formula, value = fl(decode(code) · factor(r, c)).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,21 +44,49 @@ struct DequantArgs {
   i64 scaleCols; ///< columns of the scale_inv buffer
 };
 
+/// How a generated kernel walks the tensor (chosen by the host).
+enum class DequantPath { Rows = 0, Tiles = 1, Elements = 2 };
+
+// Each quantized format's decoder states:
+//   kTransposed    - its data is stored [K, M] (else [M, K]);
+//   kCodesPerByte  - 2 for packed E2M1, else 1;
+//   kUniformFactor - factor() is one value over 8 consecutive, 8-aligned
+//                    columns of a row;
+//   kFactorRows    - (transposed data) aligned rows of one column that
+//                    share a factor, a divisor of 128;
+//   decode(code)   - the code's value;
+//   factor(a,r,c)  - what element (r, c)'s decoded code is multiplied by.
+
 /// Per-tensor FP8: q * scale_inv; `Transposed`: data is K x M.
 template <Fp8Format F, bool Transposed> struct Fp8PerTensorDecode {
-  __device__ static float value(const DequantArgs &a, i64 r, i64 c) {
-    u8 q = a.data[Transposed ? c * a.m + r : r * a.k + c];
-    return mulRn(decodeFp8<F>(q), *static_cast<const float *>(a.scale));
+  static constexpr bool kTransposed = Transposed, kUniformFactor = true;
+  static constexpr int kCodesPerByte = 1, kFactorRows = 128;
+  __device__ static float decode(u8 q) { return decodeFp8<F>(q); }
+  __device__ static float factor(const DequantArgs &a, i64, i64) {
+    return *static_cast<const float *>(a.scale);
   }
 };
 
-/// MXFP8: q * 2^(E - 127), one E8M0 per 1x32 (rowwise) / 32x1 block.
+/// MXFP8: q * 2^(E - 127), one E8M0 per 1x32 (rowwise) / 32x1 block; both
+/// directions' data are stored [M, K].
 template <Fp8Format F, bool Rowwise> struct Mxfp8Decode {
-  __device__ static float value(const DequantArgs &a, i64 r, i64 c) {
+  static constexpr bool kTransposed = false, kUniformFactor = Rowwise;
+  static constexpr int kCodesPerByte = 1;
+  __device__ static float decode(u8 q) { return decodeFp8<F>(q); }
+  __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
     const u8 *s = static_cast<const u8 *>(a.scale);
-    u8 e =
-        Rowwise ? s[r * a.scaleCols + c / 32] : s[(r / 32) * a.scaleCols + c];
-    return mulRn(decodeFp8<F>(a.data[r * a.k + c]), decodeE8M0(e));
+    return decodeE8M0(Rowwise ? s[r * a.scaleCols + c / 32]
+                              : s[(r / 32) * a.scaleCols + c]);
+  }
+  /// Columnwise: the factors of 8 consecutive columns from c0 (8-aligned;
+  /// the scale rows are padded to a multiple of 128) in one load.
+  __device__ static void factors8(const DequantArgs &a, i64 r, i64 c0,
+                                  float (&f)[8]) {
+    const u8 *s = static_cast<const u8 *>(a.scale);
+    uint2 v = *reinterpret_cast<const uint2 *>(s + (r / 32) * a.scaleCols + c0);
+    TE_UNROLL
+    for (int j = 0; j < 8; ++j)
+      f[j] = decodeE8M0(u8((j < 4 ? v.x : v.y) >> (8 * (j % 4))));
   }
 };
 
@@ -58,55 +95,303 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Decode {
 /// data, scales and amax are those of the transformed matrix, so this
 /// yields the transformed values, as the reference's dequantize does.
 template <bool Rowwise> struct Nvfp4Decode {
-  __device__ static float value(const DequantArgs &a, i64 r, i64 c) {
-    i64 i = Rowwise ? r : c, j = Rowwise ? c : r, cols = Rowwise ? a.k : a.m;
-    u8 byte = a.data[(i * cols + j) / 2];
-    u8 code = j % 2 ? unpackE2M1High(byte) : unpackE2M1Low(byte);
-    u8 sB = static_cast<const u8 *>(a.scale)[i * a.scaleCols + j / 16];
-    return mulRn(decodeE2M1(code), nvfp4DequantFactor(sB, *a.amax));
+  static constexpr bool kTransposed = !Rowwise, kUniformFactor = Rowwise;
+  static constexpr int kCodesPerByte = 2, kFactorRows = 16;
+  __device__ static float decode(u8 code) { return decodeE2M1(code); }
+  __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
+    const u8 *s = static_cast<const u8 *>(a.scale);
+    u8 sB = Rowwise ? s[r * a.scaleCols + c / 16] : s[c * a.scaleCols + r / 16];
+    return nvfp4DequantFactor(sB, *a.amax);
   }
 };
 
 /// FP8 block scaling (1x128 or 128x128 `Tile2d`): q * scale_inv of the
 /// element's block; columnwise data is K x M.
 template <Fp8Format F, bool Rowwise, bool Tile2d> struct Fp8BlockDecode {
-  __device__ static float value(const DequantArgs &a, i64 r, i64 c) {
+  static constexpr bool kTransposed = !Rowwise;
+  static constexpr bool kUniformFactor = Rowwise || Tile2d;
+  static constexpr int kCodesPerByte = 1, kFactorRows = 128;
+  __device__ static float decode(u8 q) { return decodeFp8<F>(q); }
+  __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
     const float *s = static_cast<const float *>(a.scale);
-    i64 rb = r / 128, cb = c / 128, at;
+    i64 rb = r / 128, cb = c / 128;
     if (Tile2d)
-      at = Rowwise ? rb * a.scaleCols + cb : cb * a.scaleCols + rb;
-    else
-      at = Rowwise ? cb * a.scaleCols + r : rb * a.scaleCols + c;
-    u8 q = a.data[Rowwise ? r * a.k + c : c * a.m + r];
-    return mulRn(decodeFp8<F>(q), s[at]);
+      return s[Rowwise ? rb * a.scaleCols + cb : cb * a.scaleCols + rb];
+    return s[Rowwise ? cb * a.scaleCols + r : rb * a.scaleCols + c];
   }
 };
 
 /// Identity: the stored element (0 bf16, 1 f16, 2 f32), widened.
 template <int In> struct IdentityDecode {
-  __device__ static float value(const DequantArgs &a, i64 r, i64 c) {
-    i64 i = r * a.k + c;
-    if (In == 2)
-      return reinterpret_cast<const float *>(a.data)[i];
-    u16 h = reinterpret_cast<const u16 *>(a.data)[i];
+  static constexpr bool kTransposed = false;
+  static constexpr int kBytes = In == 2 ? 4 : 2;
+  __device__ static float widen16(u16 h) {
     return In == 1 ? f16ToFloat(h) : bitsToFloat(u32(h) << 16);
+  }
+  __device__ static float widen(const void *data, i64 i) {
+    if (In == 2)
+      return static_cast<const float *>(data)[i];
+    return widen16(static_cast<const u16 *>(data)[i]);
   }
 };
 
-/// Writes Decode's value of every element as `Out` (0 bf16, 1 f16, 2 f32,
-/// rounded to nearest even) into the row-major M x K `out`.
-template <class Decode, int Out>
-__device__ __forceinline__ void dequantizeTensor(const DequantArgs &a,
-                                                 void *out) {
+template <class T> struct IsIdentity {
+  static constexpr bool value = false;
+};
+template <int In> struct IsIdentity<IdentityDecode<In>> {
+  static constexpr bool value = true;
+};
+
+namespace detail {
+
+/// The code of element (r, c), read from global memory.
+template <class D> __device__ u8 codeAt(const DequantArgs &a, i64 r, i64 c) {
+  i64 i = D::kTransposed ? c * a.m + r : r * a.k + c;
+  if (D::kCodesPerByte == 1)
+    return a.data[i];
+  u8 byte = a.data[i / 2];
+  return i % 2 ? unpackE2M1High(byte) : unpackE2M1Low(byte);
+}
+
+/// Element (r, c)'s value: the one formula every path evaluates.
+template <class D>
+__device__ float valueAt(const DequantArgs &a, i64 r, i64 c) {
+  if constexpr (IsIdentity<D>::value)
+    return D::widen(a.data, r * a.k + c);
+  else
+    return mulRn(D::decode(codeAt<D>(a, r, c)), D::factor(a, r, c));
+}
+
+template <int Out> __device__ __forceinline__ void storeOne(void *out, i64 i, float v) {
+  if (Out == 2)
+    static_cast<float *>(out)[i] = v;
+  else
+    static_cast<u16 *>(out)[i] = Out == 1 ? floatToF16(v) : floatToBF16(v);
+}
+
+/// The 8 E2M1 codes of 4 packed bytes, one a byte: byte i's low nibble is
+/// code 2i, its high nibble code 2i + 1.
+__device__ __forceinline__ void unpackE2M1x8(u32 x, u32 (&w)[2]) {
+  u32 lo = x & 0x0F0F0F0Fu, hi = (x >> 4) & 0x0F0F0F0Fu;
+  w[0] = __byte_perm(lo, hi, 0x5140);
+  w[1] = __byte_perm(lo, hi, 0x7362);
+}
+
+/// Writes 8 values as `Out` (0 bf16, 1 f16, 2 f32, round to nearest even)
+/// at element `i` of the row-major output (8-element aligned): one 16-byte
+/// store (two for f32).
+template <int Out>
+__device__ __forceinline__ void store8(void *out, i64 i, const float (&v)[8]) {
+  if (Out == 2) {
+    float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(out) + i);
+    p[0] = make_float4(v[0], v[1], v[2], v[3]);
+    p[1] = make_float4(v[4], v[5], v[6], v[7]);
+    return;
+  }
+  u32 w[4];
+  TE_UNROLL
+  for (int j = 0; j < 4; ++j)
+    w[j] = Out == 1 ? u32(floatToF16(v[2 * j])) |
+                          (u32(floatToF16(v[2 * j + 1])) << 16)
+                    : floatToBF16x2(v[2 * j], v[2 * j + 1]);
+  *reinterpret_cast<uint4 *>(static_cast<u16 *>(out) + i) =
+      make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/// Whether the decoder loads 8 columns' factors at once.
+template <class D, class = void> struct HasFactors8 {
+  static constexpr bool value = false;
+};
+template <class D>
+struct HasFactors8<D, decltype(void(D::factors8(
+                          DequantArgs{}, i64(), i64(),
+                          *static_cast<float (*)[8]>(nullptr))))> {
+  static constexpr bool value = true;
+};
+
+/// Row path: a run is 8 consecutive elements of a row stored [M, K]
+/// (K % 8 == 0). Consecutive threads take consecutive runs, so every load
+/// and store instruction of a warp is contiguous.
+template <class D> struct RunWords {
+  static constexpr int value = 2; ///< 8 codes, one a byte
+};
+template <int In> struct RunWords<IdentityDecode<In>> {
+  static constexpr int value = In == 2 ? 8 : 4; ///< 8 elements
+};
+
+template <class D> struct Run8 {
+  static constexpr bool kIdentity = IsIdentity<D>::value;
+  u32 raw[RunWords<D>::value];
+
+  __device__ void load(const DequantArgs &a, i64 i) {
+    if constexpr (kIdentity) {
+      const uint4 *p = reinterpret_cast<const uint4 *>(a.data + i * D::kBytes);
+      TE_UNROLL
+      for (int q = 0; q < D::kBytes / 2; ++q) {
+        uint4 v = p[q];
+        raw[4 * q] = v.x, raw[4 * q + 1] = v.y, raw[4 * q + 2] = v.z,
+                raw[4 * q + 3] = v.w;
+      }
+    } else if constexpr (D::kCodesPerByte == 1) {
+      uint2 v = *reinterpret_cast<const uint2 *>(a.data + i);
+      raw[0] = v.x, raw[1] = v.y;
+    } else {
+      unpackE2M1x8(*reinterpret_cast<const u32 *>(a.data + i / 2), raw);
+    }
+  }
+
+  /// Run `t` (elements 8t .. 8t + 7) is row t / runsPerRow from column
+  /// 8 (t % runsPerRow): 32-bit arithmetic (the host keeps runs < 2^32).
+  template <int Out>
+  __device__ void store(const DequantArgs &a, u32 t, u32 runsPerRow,
+                        void *out) const {
+    float v[8];
+    if constexpr (kIdentity) {
+      TE_UNROLL
+      for (int j = 0; j < 8; ++j)
+        v[j] = D::kBytes == 4 ? bitsToFloat(raw[j])
+                              : D::widen16(u16(raw[j / 2] >> (16 * (j % 2))));
+    } else {
+      const u32 r = t / runsPerRow, c0 = (t - r * runsPerRow) * 8;
+      if constexpr (D::kUniformFactor) {
+        const float f = D::factor(a, r, c0);
+        TE_UNROLL
+        for (int j = 0; j < 8; ++j)
+          v[j] = f;
+      } else if constexpr (HasFactors8<D>::value) {
+        D::factors8(a, r, c0, v);
+      } else {
+        TE_UNROLL
+        for (int j = 0; j < 8; ++j)
+          v[j] = D::factor(a, r, c0 + j);
+      }
+      TE_UNROLL
+      for (int j = 0; j < 8; ++j)
+        v[j] = mulRn(D::decode(u8(raw[j / 4] >> (8 * (j % 4)))), v[j]);
+    }
+    store8<Out>(out, i64(t) * 8, v);
+  }
+};
+
+template <class D, int Out>
+__device__ __forceinline__ void dequantizeRows(const DequantArgs &a,
+                                               void *out) {
+  static_assert(!D::kTransposed, "the row path reads [M, K] data");
+  const u32 runs = u32(a.m * a.k / 8), runsPerRow = u32(a.k / 8);
+  const u32 stride = gridDim.x * blockDim.x;
+  // Several runs in flight per thread (the loads first).
+  constexpr u32 kInFlight = IsIdentity<D>::value ? 2 : 4;
+  for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < runs;
+       t += kInFlight * stride) {
+    Run8<D> x[kInFlight];
+    TE_UNROLL
+    for (u32 q = 0; q < kInFlight; ++q)
+      if (t + q * stride < runs)
+        x[q].load(a, i64(t + q * stride) * 8);
+    TE_UNROLL
+    for (u32 q = 0; q < kInFlight; ++q)
+      if (t + q * stride < runs)
+        x[q].template store<Out>(a, t + q * stride, runsPerRow, out);
+  }
+}
+
+/// Tile path: data stored [K, M]. A tile is kTileC rows of the storage
+/// (logical columns c) by kTileR codes (logical rows r), staged in shared
+/// memory one code a byte. The pitch is 33 words, so the 8 column groups a
+/// warp reads at once fall into different banks but two.
+constexpr int kTileR = 128, kTileC = 64, kTilePitch = kTileR + 4;
+
+template <class D, int Out>
+__device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
+                                                void *out) {
+  static_assert(D::kTransposed, "the tile path reads [K, M] data");
+  static_assert(kTileR % D::kFactorRows == 0, "factor rows must tile 128");
+  constexpr int kFactorBlocks = kTileR / D::kFactorRows;
+  __shared__ __align__(16) u8 codes[kTileC][kTilePitch];
+  // The tile's factors, computed once per (factor block, column).
+  __shared__ float factors[kFactorBlocks][kTileC];
+  const u32 tilesC = u32((a.k + kTileC - 1) / kTileC);
+  const u32 tiles = tilesC * u32((a.m + kTileR - 1) / kTileR);
+  constexpr int kBytesPerRow = kTileR / D::kCodesPerByte;
+  constexpr int kPieces = kTileC * kBytesPerRow / 16; // 16-byte loads
+  // A row of the storage starts 16-byte aligned when M codes are a whole
+  // number of 16-byte pieces.
+  const bool aligned = (a.m / D::kCodesPerByte) % 16 == 0 &&
+                       a.m % D::kCodesPerByte == 0;
+  for (u32 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    // Consecutive CTAs take consecutive column tiles of the same rows.
+    const i64 r0 = i64(t / tilesC) * kTileR, c0 = i64(t % tilesC) * kTileC;
+    const bool full = aligned && r0 + kTileR <= a.m && c0 + kTileC <= a.k &&
+                      a.k % 8 == 0;
+    if (!full) {
+      // Edge tile: element by element.
+      for (int e = threadIdx.x; e < kTileR * kTileC; e += blockDim.x) {
+        i64 r = r0 + e / kTileC, c = c0 + e % kTileC;
+        if (r < a.m && c < a.k)
+          storeOne<Out>(out, r * a.k + c, valueAt<D>(a, r, c));
+      }
+      continue;
+    }
+    __syncthreads(); // the previous tile's readers are done
+    for (int p = threadIdx.x; p < kPieces; p += blockDim.x) {
+      const int row = p / (kBytesPerRow / 16), piece = p % (kBytesPerRow / 16);
+      const uint4 v = *reinterpret_cast<const uint4 *>(
+          a.data + ((c0 + row) * a.m + r0) / D::kCodesPerByte + piece * 16);
+      u32 *dst = reinterpret_cast<u32 *>(
+          &codes[row][piece * 16 * D::kCodesPerByte]);
+      const u32 in[4] = {v.x, v.y, v.z, v.w};
+      TE_UNROLL
+      for (int q = 0; q < 4; ++q) {
+        if (D::kCodesPerByte == 1) {
+          dst[q] = in[q];
+        } else {
+          u32 w[2];
+          unpackE2M1x8(in[q], w);
+          dst[2 * q] = w[0], dst[2 * q + 1] = w[1];
+        }
+      }
+    }
+    for (int i = threadIdx.x; i < kTileC * kFactorBlocks; i += blockDim.x)
+      factors[i / kTileC][i % kTileC] =
+          D::factor(a, r0 + (i / kTileC) * D::kFactorRows, c0 + i % kTileC);
+    __syncthreads();
+    // Task: 8 consecutive columns of one row. A warp covers 4 rows by 64
+    // columns, so each of its stores writes whole 128-byte lines.
+    for (int task = threadIdx.x; task < kTileR * (kTileC / 8);
+         task += blockDim.x) {
+      const int rl = task / (kTileC / 8), cl = (task % (kTileC / 8)) * 8;
+      const float *f = factors[rl / D::kFactorRows] + cl;
+      float v[8];
+      TE_UNROLL
+      for (int j = 0; j < 8; ++j)
+        v[j] = mulRn(D::decode(codes[cl + j][rl]), f[j]);
+      store8<Out>(out, (r0 + rl) * a.k + c0 + cl, v);
+    }
+  }
+}
+
+template <class D, int Out>
+__device__ __forceinline__ void dequantizeElements(const DequantArgs &a,
+                                                   void *out) {
   i64 n = a.m * a.k;
   i64 stride = i64(gridDim.x) * blockDim.x;
-  for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    float v = Decode::value(a, i / a.k, i % a.k);
-    if (Out == 2)
-      static_cast<float *>(out)[i] = v;
-    else
-      static_cast<u16 *>(out)[i] = Out == 1 ? floatToF16(v) : floatToBF16(v);
-  }
+  for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    storeOne<Out>(out, i, valueAt<D>(a, i / a.k, i % a.k));
+}
+
+} // namespace detail
+
+/// Writes every element's value as `Out` (0 bf16, 1 f16, 2 f32, rounded to
+/// nearest even) into the row-major M x K `out`, along `Path`.
+template <class Decode, int Out, DequantPath Path>
+__device__ __forceinline__ void dequantizeTensor(const DequantArgs &a,
+                                                 void *out) {
+  if constexpr (Path == DequantPath::Rows)
+    detail::dequantizeRows<Decode, Out>(a, out);
+  else if constexpr (Path == DequantPath::Tiles)
+    detail::dequantizeTiles<Decode, Out>(a, out);
+  else
+    detail::dequantizeElements<Decode, Out>(a, out);
 }
 
 } // namespace dev

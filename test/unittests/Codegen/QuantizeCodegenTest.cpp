@@ -343,8 +343,14 @@ TEST_P(DequantizeCodegen, BitExactAgainstReferenceOnGpu) {
   static rt::KernelCache cache("");
   const DequantCase &c = GetParam();
   int tested = 0;
-  for (auto [m, k] :
-       {std::pair<int64_t, int64_t>{256, 512}, {96, 64}, {48, 80}, {130, 33}}) {
+  // Full and edge tiles of the transposed path (128 x 64), 8-element row
+  // runs, and the element path (K not a multiple of 8).
+  for (auto [m, k] : {std::pair<int64_t, int64_t>{256, 512},
+                      {384, 288},
+                      {160, 256},
+                      {96, 64},
+                      {48, 80},
+                      {130, 33}}) {
     Case q{"", std::nullopt, std::nullopt};
     (c.dir == Direction::Rowwise ? q.row : q.col) = c.scheme;
     if (!shapeFits(q, m, k))
@@ -358,6 +364,66 @@ TEST_P(DequantizeCodegen, BitExactAgainstReferenceOnGpu) {
     }
   }
   EXPECT_GT(tested, 0);
+}
+
+// The emitter picks the path from the storage: 8-element runs of [M, K]
+// data, shared-memory tiles of transposed data, elements otherwise.
+TEST(DequantizeCodegenPaths, StorageAndShapePickThePath) {
+  auto source = [](const DequantCase &c, int64_t m, int64_t k) {
+    cg::Program p = dequantProgram(c, m, k, DType::BF16);
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    EXPECT_TRUE(plan) << plan.status().toString();
+    return plan ? plan->kernels.back().plan.kernels.back().source
+                : std::string();
+  };
+  DequantCase row{"", Scheme::fp8Block(DType::E4M3, 1, 128, true),
+                  Direction::Rowwise, DType::BF16};
+  DequantCase col = row;
+  col.dir = Direction::Columnwise;
+  EXPECT_NE(source(row, 256, 256).find("DequantPath::Rows"), std::string::npos);
+  EXPECT_NE(source(col, 256, 256).find("DequantPath::Tiles"),
+            std::string::npos);
+  EXPECT_NE(source(col, 130, 33).find("DequantPath::Tiles"), std::string::npos);
+  EXPECT_NE(source(row, 130, 33).find("DequantPath::Elements"),
+            std::string::npos);
+  // MXFP8's columnwise data is stored [M, K]: the row path.
+  DequantCase mx{"", Scheme::mxfp8(DType::E4M3), Direction::Columnwise,
+                 DType::F32};
+  EXPECT_NE(source(mx, 64, 64).find("DequantPath::Rows"), std::string::npos);
+
+  // The element path compiles too (the parameterised test compiles the
+  // other two).
+  cg::Program p = dequantProgram(row, 130, 33, DType::BF16);
+  rt::KernelCache cache("");
+  rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
+  if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
+    GTEST_SKIP() << n.status().toString();
+  ASSERT_TRUE(n) << n.status().toString();
+}
+
+// Tensors large enough that every CTA of the row and tile paths loops
+// (more 16-element runs and tiles than the grid covers at once).
+TEST(DequantizeCodegenLarge, GridStrideLoopsAreBitExactOnGpu) {
+  rt::Expected<rt::Device> dev = rt::Device::open();
+  if (!dev)
+    GTEST_SKIP() << dev.status().toString();
+  rt::Expected<rt::Stream> stream = rt::Stream::create(*dev);
+  ASSERT_TRUE(stream) << stream.status().toString();
+  static rt::KernelCache cache("");
+  const int64_t m = 3072, k = 4096;
+  std::vector<uint8_t> x = makeInput(m * k, Data::Random, 11);
+  for (const DequantCase &c :
+       {DequantCase{"mxfp8_row", Scheme::mxfp8(DType::E4M3), Direction::Rowwise,
+                    DType::BF16},
+        DequantCase{"fp8_block_col",
+                    Scheme::fp8Block(DType::E4M3, 1, 128, true),
+                    Direction::Columnwise, DType::BF16},
+        DequantCase{"nvfp4_col", Scheme::nvfp4(false, false, false),
+                    Direction::Columnwise, DType::BF16}}) {
+    cg::Program p = dequantProgram(c, m, k, DType::BF16);
+    EXPECT_EQ(test::gpuVersusCpu(p, {x}, *dev, *stream, cache).difference, "")
+        << c.name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSchemes, DequantizeCodegen,
