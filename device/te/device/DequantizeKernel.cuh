@@ -1,4 +1,4 @@
-//===- te/device/DequantizeKernel.cuh - Dequantize kernel -------*- CUDA -*-===//
+//===- te/device/DequantizeKernel.cuh - Dequantize kernel ----*- CUDA -*-===//
 //
 // Part of tejit.
 //
@@ -135,9 +135,7 @@ template <int In> struct IdentityDecode {
   }
 };
 
-template <class T> struct IsIdentity {
-  static constexpr bool value = false;
-};
+template <class T> struct IsIdentity { static constexpr bool value = false; };
 template <int In> struct IsIdentity<IdentityDecode<In>> {
   static constexpr bool value = true;
 };
@@ -162,7 +160,8 @@ __device__ float valueAt(const DequantArgs &a, i64 r, i64 c) {
     return mulRn(D::decode(codeAt<D>(a, r, c)), D::factor(a, r, c));
 }
 
-template <int Out> __device__ __forceinline__ void storeOne(void *out, i64 i, float v) {
+template <int Out>
+__device__ __forceinline__ void storeOne(void *out, i64 i, float v) {
   if (Out == 2)
     static_cast<float *>(out)[i] = v;
   else
@@ -203,9 +202,9 @@ template <class D, class = void> struct HasFactors8 {
   static constexpr bool value = false;
 };
 template <class D>
-struct HasFactors8<D, decltype(void(D::factors8(
-                          DequantArgs{}, i64(), i64(),
-                          *static_cast<float (*)[8]>(nullptr))))> {
+struct HasFactors8<D, decltype(void(
+                          D::factors8(DequantArgs{}, i64(), i64(),
+                                      *static_cast<float (*)[8]>(nullptr))))> {
   static constexpr bool value = true;
 };
 
@@ -316,13 +315,13 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
   constexpr int kPieces = kTileC * kBytesPerRow / 16; // 16-byte loads
   // A row of the storage starts 16-byte aligned when M codes are a whole
   // number of 16-byte pieces.
-  const bool aligned = (a.m / D::kCodesPerByte) % 16 == 0 &&
-                       a.m % D::kCodesPerByte == 0;
+  const bool aligned =
+      (a.m / D::kCodesPerByte) % 16 == 0 && a.m % D::kCodesPerByte == 0;
   for (u32 t = blockIdx.x; t < tiles; t += gridDim.x) {
     // Consecutive CTAs take consecutive column tiles of the same rows.
     const i64 r0 = i64(t / tilesC) * kTileR, c0 = i64(t % tilesC) * kTileC;
-    const bool full = aligned && r0 + kTileR <= a.m && c0 + kTileC <= a.k &&
-                      a.k % 8 == 0;
+    const bool full =
+        aligned && r0 + kTileR <= a.m && c0 + kTileC <= a.k && a.k % 8 == 0;
     if (!full) {
       // Edge tile: element by element.
       for (int e = threadIdx.x; e < kTileR * kTileC; e += blockDim.x) {
@@ -337,8 +336,8 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
       const int row = p / (kBytesPerRow / 16), piece = p % (kBytesPerRow / 16);
       const uint4 v = *reinterpret_cast<const uint4 *>(
           a.data + ((c0 + row) * a.m + r0) / D::kCodesPerByte + piece * 16);
-      u32 *dst = reinterpret_cast<u32 *>(
-          &codes[row][piece * 16 * D::kCodesPerByte]);
+      u32 *dst =
+          reinterpret_cast<u32 *>(&codes[row][piece * 16 * D::kCodesPerByte]);
       const u32 in[4] = {v.x, v.y, v.z, v.w};
       TE_UNROLL
       for (int q = 0; q < 4; ++q) {
