@@ -64,8 +64,8 @@ if [[ -d "$PACK/tejit" && -d "$PACK/nanobind" ]]; then
   run "pytest" env PYTHONPATH="$PYBUILD/python" TEJIT_TE_RUN="$PWD/$PACK/bin/te-run" \
     python3 -m pytest -v -p no:cacheprovider python/tests
 fi
-# TE_GPU_BENCH: 1 every benchmark, linear / adam / python / gemm one of them,
-# 0 none.
+# TE_GPU_BENCH: 1 every benchmark, linear / adam / python / gemm / recipes
+# one of them, 0 none.
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == adam ]]; then
   python3 bench/gen_adam.py 128 8192 1024 > "$LOG/adam_1b.mlir"
   run "adam-bench" "$PACK/bin/te-run" "$LOG/adam_1b.mlir" --random-inputs 1 --bench 10 --backend cuda
@@ -75,6 +75,10 @@ run "adam_vs_torch.py" python3 bench/adam_vs_torch.py "$PACK/bin/te-run" 10
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == linear ]]; then
   run "linear-bench" "$PACK/bin/te-run" bench/linear_block_fp8_8192.mlir --random-inputs 1 --bench 20 --backend cuda
   run "linear_torch.py" python3 bench/linear_torch.py 8192 20
+fi
+if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == recipes ]]; then
+  run "recipes-bench" sh -c "for e in bf16 fp8_block mxfp8 nvfp4 hybrid; do echo \$e; $PACK/bin/te-run bench/linear_recipes_8192.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
+  run "dequantize-bench" sh -c "$PACK/bin/te-run bench/dequantize_8192.mlir --random-inputs 1 --bench 20 | grep -E 'bench|copy'"
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == python ]]; then
   [[ -f "$PYBUILD/python/tejit/__init__.py" ]] && {
@@ -92,7 +96,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
   run "quantize-bench" sh -c "for e in mxfp8 fp8_block_1x128 fp8_block_128x128 nvfp4 fp8_current; do echo \$e; $PACK/bin/te-run bench/quantize_16384x8192.mlir --entry \$e --random-inputs 3 --bench 30 | grep -E 'bench|copy'; done"
   run "quantize_torch.py" python3 bench/quantize_torch.py 16384 8192 30
 fi
-for b in grouped-gemm-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
+for b in recipes-bench dequantize-bench grouped-gemm-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
   [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
 done
 echo

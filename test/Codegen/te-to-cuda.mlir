@@ -64,7 +64,7 @@ func.func @block_and_current(%x: tensor<200x160xf16>)
 // CHECK: // launch te_dequantize_1 grid {{[0-9]+}} block 256
 // CHECK: #include "te/device/DequantizeKernel.cuh"
 // CHECK: te_dequantize_1(const unsigned char *data, const void *scale, const float *amax,
-// CHECK: te::dev::dequantizeTensor<te::dev::Nvfp4Decode<false>, 2>(
+// CHECK: te::dev::dequantizeTensor<te::dev::Nvfp4Decode<false>, 2, te::dev::DequantPath::Tiles>(
 func.func @roundtrip(%x: tensor<64x128xbf16>) -> tensor<64x128xf32> {
   %q = te.quantize %x : tensor<64x128xbf16> -> !te.qtensor<64x128xbf16, #te.nvfp4<>, columnwise>
   %y = te.dequantize %q columnwise : !te.qtensor<64x128xbf16, #te.nvfp4<>, columnwise> -> tensor<64x128xf32>

@@ -85,9 +85,8 @@ void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs) {
       gemmUs += t * 1e3;
       // A generated GEMM (the grouped kernel) counts all M_total rows.
       llvm::outs() << llvm::format(
-          "bench %-28s %-13s %9.1f us  %8.1f TFLOP/s\n", kp.name.c_str(),
-          kp.plan.gemms.empty() ? "generated GEMM" : "cuBLASLt GEMM", t * 1e3,
-          double(kp.flops) / (t * 1e-3) * 1e-12);
+          "bench %-28s GEMM %9.1f us  %8.1f TFLOP/s  (%s)\n", kp.name.c_str(),
+          t * 1e3, double(kp.flops) / (t * 1e-3) * 1e-12, kp.engine.c_str());
       continue;
     }
     otherUs += t * 1e3;

@@ -437,6 +437,15 @@ static rt::Expected<KernelPlan> planGemm(const Program &p, const Entry &e,
        {call.a, call.aScale, call.b, call.bScale, call.out, call.bias})
     kp.bytesMoved += table.bytes(r.buffer);
   kp.flops = uint64_t(2 * pr.m * pr.n * pr.k);
+  auto dequantized = [&](int value) {
+    for (const Kernel &k : e.kernels)
+      if (auto *d = std::get_if<DequantizeKernel>(&k); d && d->output == value)
+        return true;
+    return false;
+  };
+  kp.engine = dequantized(g.a) || dequantized(g.b)
+                  ? "cuBLASLt, dequantized operands"
+                  : "cuBLASLt";
   return kp;
 }
 

@@ -115,6 +115,7 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   for (int b : {xData, xScale, wData, wScale, splits, bias, result})
     kp.bytesMoved += table.bytes(b);
   kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
+  kp.engine = "generated";
   return kp;
 }
 
@@ -235,6 +236,7 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                    table.bytes(b->data) + table.bytes(b->scales) +
                    table.bytes(result);
   kp.flops = uint64_t(2 * m * n * k);
+  kp.engine = "generated";
   return kp;
 }
 

@@ -401,6 +401,40 @@ TEST(DequantizeCodegenPaths, StorageAndShapePickThePath) {
   ASSERT_TRUE(n) << n.status().toString();
 }
 
+// te-run --bench names what runs each GEMM: a library GEMM on operands a
+// dequantize kernel of the entry wrote is the emulated path.
+TEST(DequantizeCodegenPaths, GemmPlansNameTheirEngine) {
+  DequantCase c{"", Scheme::mxfp8(DType::E4M3), Direction::Rowwise,
+                DType::BF16};
+  cg::Program p = dequantProgram(c, 64, 64, DType::BF16);
+  cg::Entry &e = p.entries[0];
+  const int dequantized = e.results[0], plain = e.args[0];
+  for (auto [name, operand] :
+       {std::pair<const char *, int>{"gemm_dequantized", dequantized},
+        {"gemm_plain", plain}}) {
+    cg::Value z;
+    z.name = name;
+    z.shape = {64, 64};
+    z.dtype = DType::BF16;
+    e.values.push_back(z);
+    cg::GemmKernel g;
+    g.name = name;
+    g.a = g.b = operand;
+    g.transposeB = true;
+    g.output = int(e.values.size()) - 1;
+    e.kernels.push_back(g);
+    e.results.push_back(g.output);
+  }
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  const auto &kernels = plan->kernels;
+  ASSERT_GE(kernels.size(), 2u);
+  EXPECT_EQ(kernels[kernels.size() - 2].engine,
+            "cuBLASLt, dequantized operands");
+  EXPECT_EQ(kernels.back().engine, "cuBLASLt");
+  EXPECT_EQ(kernels.front().engine, ""); // not a GEMM
+}
+
 // Tensors large enough that every CTA of the row and tile paths loops
 // (more 16-element runs and tiles than the grid covers at once).
 TEST(DequantizeCodegenLarge, GridStrideLoopsAreBitExactOnGpu) {
