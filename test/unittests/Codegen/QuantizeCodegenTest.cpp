@@ -223,11 +223,11 @@ TEST_P(QuantizeCodegen, CompilesWithNvrtc) {
 }
 
 TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
-  rt::Expected<rt::Device> dev = rt::Device::open();
-  if (!dev)
-    GTEST_SKIP() << dev.status().toString();
-  rt::Expected<rt::Stream> stream = rt::Stream::create(*dev);
-  ASSERT_TRUE(stream) << stream.status().toString();
+  test::GpuStream gpu = test::GpuStream::open();
+  if (!gpu.stream)
+    GTEST_SKIP() << gpu.why;
+  const rt::Device &dev = *gpu.device;
+  const rt::Stream &stream = *gpu.stream;
   static rt::KernelCache cache("");
   const Case &c = GetParam();
   struct Shape {
@@ -252,8 +252,7 @@ TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
         if (input == DType::F16)
           for (size_t i = 1; i < x.size(); i += 2)
             x[i] &= 0x7B; // keep f16 values finite
-        EXPECT_EQ(test::gpuVersusCpu(p, {x}, *dev, *stream, cache).difference,
-                  "")
+        EXPECT_EQ(test::gpuVersusCpu(p, {x}, dev, stream, cache).difference, "")
             << s.m << "x" << s.k << " " << rt::dtypeName(input)
             << (d == Data::Edge ? " edge data" : " random data");
         ++tested;
@@ -335,11 +334,11 @@ TEST_P(DequantizeCodegen, CompilesWithNvrtc) {
 }
 
 TEST_P(DequantizeCodegen, BitExactAgainstReferenceOnGpu) {
-  rt::Expected<rt::Device> dev = rt::Device::open();
-  if (!dev)
-    GTEST_SKIP() << dev.status().toString();
-  rt::Expected<rt::Stream> stream = rt::Stream::create(*dev);
-  ASSERT_TRUE(stream) << stream.status().toString();
+  test::GpuStream gpu = test::GpuStream::open();
+  if (!gpu.stream)
+    GTEST_SKIP() << gpu.why;
+  const rt::Device &dev = *gpu.device;
+  const rt::Stream &stream = *gpu.stream;
   static rt::KernelCache cache("");
   const DequantCase &c = GetParam();
   int tested = 0;
@@ -358,7 +357,7 @@ TEST_P(DequantizeCodegen, BitExactAgainstReferenceOnGpu) {
     for (Data d : {Data::Random, Data::Edge}) {
       cg::Program p = dequantProgram(c, m, k, DType::BF16);
       std::vector<uint8_t> x = makeInput(m * k, d, uint64_t(m * 7 + k));
-      EXPECT_EQ(test::gpuVersusCpu(p, {x}, *dev, *stream, cache).difference, "")
+      EXPECT_EQ(test::gpuVersusCpu(p, {x}, dev, stream, cache).difference, "")
           << m << "x" << k << (d == Data::Edge ? " edge data" : " random");
       ++tested;
     }
@@ -436,13 +435,13 @@ TEST(DequantizeCodegenPaths, GemmPlansNameTheirEngine) {
 }
 
 // Tensors large enough that every CTA of the row and tile paths loops
-// (more 16-element runs and tiles than the grid covers at once).
+// (more 8-element runs and tiles than the grid covers at once).
 TEST(DequantizeCodegenLarge, GridStrideLoopsAreBitExactOnGpu) {
-  rt::Expected<rt::Device> dev = rt::Device::open();
-  if (!dev)
-    GTEST_SKIP() << dev.status().toString();
-  rt::Expected<rt::Stream> stream = rt::Stream::create(*dev);
-  ASSERT_TRUE(stream) << stream.status().toString();
+  test::GpuStream gpu = test::GpuStream::open();
+  if (!gpu.stream)
+    GTEST_SKIP() << gpu.why;
+  const rt::Device &dev = *gpu.device;
+  const rt::Stream &stream = *gpu.stream;
   static rt::KernelCache cache("");
   const int64_t m = 3072, k = 4096;
   std::vector<uint8_t> x = makeInput(m * k, Data::Random, 11);
@@ -455,7 +454,7 @@ TEST(DequantizeCodegenLarge, GridStrideLoopsAreBitExactOnGpu) {
         DequantCase{"nvfp4_col", Scheme::nvfp4(false, false, false),
                     Direction::Columnwise, DType::BF16}}) {
     cg::Program p = dequantProgram(c, m, k, DType::BF16);
-    EXPECT_EQ(test::gpuVersusCpu(p, {x}, *dev, *stream, cache).difference, "")
+    EXPECT_EQ(test::gpuVersusCpu(p, {x}, dev, stream, cache).difference, "")
         << c.name;
   }
 }
