@@ -226,8 +226,6 @@ TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
   test::GpuStream gpu = test::GpuStream::open();
   if (!gpu.stream)
     GTEST_SKIP() << gpu.why;
-  const rt::Device &dev = *gpu.device;
-  const rt::Stream &stream = *gpu.stream;
   static rt::KernelCache cache("");
   const Case &c = GetParam();
   struct Shape {
@@ -252,7 +250,9 @@ TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
         if (input == DType::F16)
           for (size_t i = 1; i < x.size(); i += 2)
             x[i] &= 0x7B; // keep f16 values finite
-        EXPECT_EQ(test::gpuVersusCpu(p, {x}, dev, stream, cache).difference, "")
+        EXPECT_EQ(test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache)
+                      .difference,
+                  "")
             << s.m << "x" << s.k << " " << rt::dtypeName(input)
             << (d == Data::Edge ? " edge data" : " random data");
         ++tested;
@@ -337,8 +337,6 @@ TEST_P(DequantizeCodegen, BitExactAgainstReferenceOnGpu) {
   test::GpuStream gpu = test::GpuStream::open();
   if (!gpu.stream)
     GTEST_SKIP() << gpu.why;
-  const rt::Device &dev = *gpu.device;
-  const rt::Stream &stream = *gpu.stream;
   static rt::KernelCache cache("");
   const DequantCase &c = GetParam();
   int tested = 0;
@@ -357,7 +355,9 @@ TEST_P(DequantizeCodegen, BitExactAgainstReferenceOnGpu) {
     for (Data d : {Data::Random, Data::Edge}) {
       cg::Program p = dequantProgram(c, m, k, DType::BF16);
       std::vector<uint8_t> x = makeInput(m * k, d, uint64_t(m * 7 + k));
-      EXPECT_EQ(test::gpuVersusCpu(p, {x}, dev, stream, cache).difference, "")
+      EXPECT_EQ(test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache)
+                    .difference,
+                "")
           << m << "x" << k << (d == Data::Edge ? " edge data" : " random");
       ++tested;
     }
@@ -440,8 +440,6 @@ TEST(DequantizeCodegenLarge, GridStrideLoopsAreBitExactOnGpu) {
   test::GpuStream gpu = test::GpuStream::open();
   if (!gpu.stream)
     GTEST_SKIP() << gpu.why;
-  const rt::Device &dev = *gpu.device;
-  const rt::Stream &stream = *gpu.stream;
   static rt::KernelCache cache("");
   const int64_t m = 3072, k = 4096;
   std::vector<uint8_t> x = makeInput(m * k, Data::Random, 11);
@@ -454,7 +452,9 @@ TEST(DequantizeCodegenLarge, GridStrideLoopsAreBitExactOnGpu) {
         DequantCase{"nvfp4_col", Scheme::nvfp4(false, false, false),
                     Direction::Columnwise, DType::BF16}}) {
     cg::Program p = dequantProgram(c, m, k, DType::BF16);
-    EXPECT_EQ(test::gpuVersusCpu(p, {x}, dev, stream, cache).difference, "")
+    EXPECT_EQ(
+        test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache).difference,
+        "")
         << c.name;
   }
 }
