@@ -286,6 +286,19 @@ TE_UNARY_FUNCTOR(
              dev::decodeE8M0(uint8_t(x)), dev::e8m0ReciprocalScale(uint8_t(x)),
              dev::decodeE2M1(uint8_t(x))}));
 
+/// Both paired FP8 decoders on one pair of codes.
+struct PairDecoded {
+  float e4m3[2], e5m2[2];
+};
+struct DecodePairs {
+  __device__ PairDecoded operator()(uint32_t x) const {
+    PairDecoded d;
+    dev::decodeE4M3x2(uint16_t(x), d.e4m3[0], d.e4m3[1]);
+    dev::decodeE5M2x2(uint16_t(x), d.e5m2[0], d.e5m2[1]);
+    return d;
+  }
+};
+
 /// bf16 pattern times a scale, multiplied on the device (mulRn).
 struct Bf16Scaled {
   uint32_t pattern;
@@ -497,6 +510,34 @@ TEST_F(DeviceCodecsGpu, DecodersOnEveryCode) {
     narrow.bits(in, got[c].e8m0Rcp, ref::e8m0ReciprocalScale(b));
     narrow.bits(in, got[c].e2m1, ref::decodeE2M1(b));
   }
+}
+
+// The paired decoders (the hardware f16x2 conversion on sm_90): every value
+// bit for bit, the low byte first; a NaN code gives a NaN (its sign and
+// payload are left open: the dequantize kernels multiply it).
+TEST_F(DeviceCodecsGpu, PairedDecodersOnEveryPair) {
+  std::vector<uint32_t> pairs(0x10000);
+  for (uint32_t c = 0; c < 0x10000; ++c)
+    pairs[c] = c;
+  std::vector<PairDecoded> got = runOnDevice<PairDecoded>(pairs, DecodePairs{});
+  int64_t wrong = 0;
+  std::string first;
+  auto check = [&](uint32_t pair, float g, float want, const char *what) {
+    uint32_t gb, wb;
+    std::memcpy(&gb, &g, 4);
+    std::memcpy(&wb, &want, 4);
+    bool ok = std::isnan(want) ? std::isnan(g) : gb == wb;
+    if (!ok && wrong++ == 0)
+      first = std::string(what) + " of pair " + std::to_string(pair);
+  };
+  for (uint32_t c = 0; c < 0x10000; ++c) {
+    for (int h = 0; h < 2; ++h) {
+      uint8_t code = uint8_t(c >> (8 * h));
+      check(c, got[c].e4m3[h], ref::decodeE4M3(code), "decodeE4M3x2");
+      check(c, got[c].e5m2[h], ref::decodeE5M2(code), "decodeE5M2x2");
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "first: " << first;
 }
 
 TEST_F(DeviceCodecsGpu, StochasticE2M1ForEveryRbits) {

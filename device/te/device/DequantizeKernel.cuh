@@ -55,6 +55,9 @@ enum class DequantPath { Rows = 0, Tiles = 1, Elements = 2 };
 //   kFactorRows    - (transposed data) aligned rows of one column that
 //                    share a factor, a divisor of 128;
 //   decode(code)   - the code's value;
+//   decode2(pair)  - two codes' values (bits 0-7, 8-15), as decode gives
+//                    them except that a NaN may differ in sign and payload:
+//                    every use multiplies, which canonicalises NaN;
 //   factor(a,r,c)  - what element (r, c)'s decoded code is multiplied by.
 
 /// Per-tensor FP8: q * scale_inv; `Transposed`: data is K x M.
@@ -62,6 +65,9 @@ template <Fp8Format F, bool Transposed> struct Fp8PerTensorDecode {
   static constexpr bool kTransposed = Transposed, kUniformFactor = true;
   static constexpr int kCodesPerByte = 1, kFactorRows = 128;
   __device__ static float decode(u8 q) { return decodeFp8<F>(q); }
+  __device__ static void decode2(u32 pair, float &first, float &second) {
+    decodeFp8x2<F>(u16(pair), first, second);
+  }
   __device__ static float factor(const DequantArgs &a, i64, i64) {
     return *static_cast<const float *>(a.scale);
   }
@@ -73,6 +79,9 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Decode {
   static constexpr bool kTransposed = false, kUniformFactor = Rowwise;
   static constexpr int kCodesPerByte = 1;
   __device__ static float decode(u8 q) { return decodeFp8<F>(q); }
+  __device__ static void decode2(u32 pair, float &first, float &second) {
+    decodeFp8x2<F>(u16(pair), first, second);
+  }
   __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
     const u8 *s = static_cast<const u8 *>(a.scale);
     return decodeE8M0(Rowwise ? s[r * a.scaleCols + c / 32]
@@ -98,6 +107,10 @@ template <bool Rowwise> struct Nvfp4Decode {
   static constexpr bool kTransposed = !Rowwise, kUniformFactor = Rowwise;
   static constexpr int kCodesPerByte = 2, kFactorRows = 16;
   __device__ static float decode(u8 code) { return decodeE2M1(code); }
+  __device__ static void decode2(u32 pair, float &first, float &second) {
+    first = decodeE2M1(u8(pair & 0xFu));
+    second = decodeE2M1(u8((pair >> 8) & 0xFu));
+  }
   __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
     const u8 *s = static_cast<const u8 *>(a.scale);
     u8 sB = Rowwise ? s[r * a.scaleCols + c / 16] : s[c * a.scaleCols + r / 16];
@@ -112,6 +125,9 @@ template <Fp8Format F, bool Rowwise, bool Tile2d> struct Fp8BlockDecode {
   static constexpr bool kUniformFactor = Rowwise || Tile2d;
   static constexpr int kCodesPerByte = 1, kFactorRows = 128;
   __device__ static float decode(u8 q) { return decodeFp8<F>(q); }
+  __device__ static void decode2(u32 pair, float &first, float &second) {
+    decodeFp8x2<F>(u16(pair), first, second);
+  }
   __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
     const float *s = static_cast<const float *>(a.scale);
     i64 rb = r / 128, cb = c / 128;
@@ -208,6 +224,19 @@ struct HasFactors8<D, decltype(void(
   static constexpr bool value = true;
 };
 
+/// v[j] = fl(decode(code j) · v[j]) for the 8 codes of `codes`, one a byte.
+template <class D>
+__device__ __forceinline__ void decodeTimes8(const u32 (&codes)[2],
+                                             float (&v)[8]) {
+  TE_UNROLL
+  for (int p = 0; p < 4; ++p) {
+    float first, second;
+    D::decode2(codes[p / 2] >> (16 * (p % 2)), first, second);
+    v[2 * p] = mulRn(first, v[2 * p]);
+    v[2 * p + 1] = mulRn(second, v[2 * p + 1]);
+  }
+}
+
 /// Row path: a run is 8 consecutive elements of a row stored [M, K]
 /// (K % 8 == 0). Consecutive threads take consecutive runs, so every load
 /// and store instruction of a warp is contiguous.
@@ -264,9 +293,7 @@ template <class D> struct Run8 {
         for (int j = 0; j < 8; ++j)
           v[j] = D::factor(a, r, c0 + j);
       }
-      TE_UNROLL
-      for (int j = 0; j < 8; ++j)
-        v[j] = mulRn(D::decode(u8(raw[j / 4] >> (8 * (j % 4)))), v[j]);
+      decodeTimes8<D>(raw, v);
     }
     store8<Out>(out, i64(t) * 8, v);
   }
@@ -295,10 +322,26 @@ __device__ __forceinline__ void dequantizeRows(const DequantArgs &a,
 }
 
 /// Tile path: data stored [K, M]. A tile is kTileC rows of the storage
-/// (logical columns c) by kTileR codes (logical rows r), staged in shared
-/// memory one code a byte. The pitch is 33 words, so the 8 column groups a
-/// warp reads at once fall into different banks but two.
-constexpr int kTileR = 128, kTileC = 64, kTilePitch = kTileR + 4;
+/// (logical columns c) by kTileR codes (logical rows r). It is staged in
+/// shared memory transposed, `codes[r][c]` one code a byte, so that a
+/// thread reads its 8 output columns with two 4-byte loads: each thread
+/// loads 4 storage rows x 4 bytes and transposes the 4 x 4 block in
+/// registers. The pitch, 17 words, keeps the stores free of bank conflicts
+/// (FP8; two-way for E2M1).
+constexpr int kTileR = 128, kTileC = 64, kTilePitch = kTileC + 4;
+
+/// rows[k] holds 4 codes (bytes) of storage row k; afterwards rows[j]
+/// holds the 4 rows' codes of position j.
+__device__ __forceinline__ void transpose4x4(u32 (&rows)[4]) {
+  u32 t0 = __byte_perm(rows[0], rows[1], 0x5140);
+  u32 t1 = __byte_perm(rows[0], rows[1], 0x7362);
+  u32 t2 = __byte_perm(rows[2], rows[3], 0x5140);
+  u32 t3 = __byte_perm(rows[2], rows[3], 0x7362);
+  rows[0] = __byte_perm(t0, t2, 0x5410);
+  rows[1] = __byte_perm(t0, t2, 0x7632);
+  rows[2] = __byte_perm(t1, t3, 0x5410);
+  rows[3] = __byte_perm(t1, t3, 0x7632);
+}
 
 template <class D, int Out>
 __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
@@ -306,15 +349,16 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
   static_assert(D::kTransposed, "the tile path reads [K, M] data");
   static_assert(kTileR % D::kFactorRows == 0, "factor rows must tile 128");
   constexpr int kFactorBlocks = kTileR / D::kFactorRows;
-  __shared__ __align__(16) u8 codes[kTileC][kTilePitch];
+  __shared__ __align__(16) u8 codes[kTileR][kTilePitch];
   // The tile's factors, computed once per (factor block, column).
-  __shared__ float factors[kFactorBlocks][kTileC];
+  __shared__ __align__(16) float factors[kFactorBlocks][kTileC];
   const u32 tilesC = u32((a.k + kTileC - 1) / kTileC);
   const u32 tiles = tilesC * u32((a.m + kTileR - 1) / kTileR);
-  constexpr int kBytesPerRow = kTileR / D::kCodesPerByte;
-  constexpr int kPieces = kTileC * kBytesPerRow / 16; // 16-byte loads
-  // A row of the storage starts 16-byte aligned when M codes are a whole
-  // number of 16-byte pieces.
+  // A block: 4 storage rows by one 4-byte word of each (4 or 8 codes).
+  constexpr int kCodesPerWord = 4 * D::kCodesPerByte;
+  constexpr int kWordBlocksR = kTileR / kCodesPerWord; // 32 or 16
+  constexpr int kBlocks = (kTileC / 4) * kWordBlocksR;
+  // Whole 16-byte pieces per storage row keep every word aligned.
   const bool aligned =
       (a.m / D::kCodesPerByte) % 16 == 0 && a.m % D::kCodesPerByte == 0;
   for (u32 t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -332,21 +376,37 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
       continue;
     }
     __syncthreads(); // the previous tile's readers are done
-    for (int p = threadIdx.x; p < kPieces; p += blockDim.x) {
-      const int row = p / (kBytesPerRow / 16), piece = p % (kBytesPerRow / 16);
-      const uint4 v = *reinterpret_cast<const uint4 *>(
-          a.data + ((c0 + row) * a.m + r0) / D::kCodesPerByte + piece * 16);
-      u32 *dst =
-          reinterpret_cast<u32 *>(&codes[row][piece * 16 * D::kCodesPerByte]);
-      const u32 in[4] = {v.x, v.y, v.z, v.w};
+    for (int b = threadIdx.x; b < kBlocks; b += blockDim.x) {
+      // A warp: 8 consecutive words of 4 storage rows each (32-byte
+      // segments), so its shared stores hit 32 different banks.
+      const int lane = b % 32, w = b / 32;
+      const int rr = (w % (kWordBlocksR / 8)) * 8 + lane % 8;
+      const int cr = (w / (kWordBlocksR / 8)) * 4 + lane / 8;
+      u32 rows[4];
       TE_UNROLL
-      for (int q = 0; q < 4; ++q) {
-        if (D::kCodesPerByte == 1) {
-          dst[q] = in[q];
-        } else {
-          u32 w[2];
-          unpackE2M1x8(in[q], w);
-          dst[2 * q] = w[0], dst[2 * q + 1] = w[1];
+      for (int k = 0; k < 4; ++k)
+        rows[k] = *reinterpret_cast<const u32 *>(
+            a.data + ((c0 + 4 * cr + k) * a.m + r0 + rr * kCodesPerWord) /
+                         D::kCodesPerByte);
+      if (D::kCodesPerByte == 1) {
+        transpose4x4(rows);
+        TE_UNROLL
+        for (int j = 0; j < 4; ++j)
+          *reinterpret_cast<u32 *>(&codes[4 * rr + j][4 * cr]) = rows[j];
+      } else {
+        u32 lo[4], hi[4]; // codes of positions 0-3 and 4-7 of each row
+        TE_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          u32 w2[2];
+          unpackE2M1x8(rows[k], w2);
+          lo[k] = w2[0], hi[k] = w2[1];
+        }
+        transpose4x4(lo);
+        transpose4x4(hi);
+        TE_UNROLL
+        for (int j = 0; j < 4; ++j) {
+          *reinterpret_cast<u32 *>(&codes[8 * rr + j][4 * cr]) = lo[j];
+          *reinterpret_cast<u32 *>(&codes[8 * rr + 4 + j][4 * cr]) = hi[j];
         }
       }
     }
@@ -359,11 +419,13 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
     for (int task = threadIdx.x; task < kTileR * (kTileC / 8);
          task += blockDim.x) {
       const int rl = task / (kTileC / 8), cl = (task % (kTileC / 8)) * 8;
-      const float *f = factors[rl / D::kFactorRows] + cl;
-      float v[8];
-      TE_UNROLL
-      for (int j = 0; j < 8; ++j)
-        v[j] = mulRn(D::decode(codes[cl + j][rl]), f[j]);
+      const u32 *src = reinterpret_cast<const u32 *>(&codes[rl][cl]);
+      const u32 c8[2] = {src[0], src[1]};
+      const float4 *f =
+          reinterpret_cast<const float4 *>(&factors[rl / D::kFactorRows][cl]);
+      const float4 f0 = f[0], f1 = f[1];
+      float v[8] = {f0.x, f0.y, f0.z, f0.w, f1.x, f1.y, f1.z, f1.w};
+      decodeTimes8<D>(c8, v);
       store8<Out>(out, (r0 + rl) * a.k + c0 + cl, v);
     }
   }
