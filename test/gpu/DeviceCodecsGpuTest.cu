@@ -288,13 +288,14 @@ TE_UNARY_FUNCTOR(
 
 /// Both paired FP8 decoders on one pair of codes.
 struct PairDecoded {
-  float e4m3[2], e5m2[2];
+  float e4m3[2], e5m2[2], e2m1[2];
 };
 struct DecodePairs {
   __device__ PairDecoded operator()(uint32_t x) const {
     PairDecoded d;
     dev::decodeE4M3x2(uint16_t(x), d.e4m3[0], d.e4m3[1]);
     dev::decodeE5M2x2(uint16_t(x), d.e5m2[0], d.e5m2[1]);
+    dev::decodeE2M1x2(x, d.e2m1[0], d.e2m1[1]);
     return d;
   }
 };
@@ -514,7 +515,8 @@ TEST_F(DeviceCodecsGpu, DecodersOnEveryCode) {
 
 // The paired decoders (the hardware f16x2 conversion on sm_90): every value
 // bit for bit, the low byte first; a NaN code gives a NaN (its sign and
-// payload are left open: the dequantize kernels multiply it).
+// payload are left open: the dequantize kernels multiply it). E2M1 reads
+// the low nibble of each byte (the high one must not matter).
 TEST_F(DeviceCodecsGpu, PairedDecodersOnEveryPair) {
   std::vector<uint32_t> pairs(0x10000);
   for (uint32_t c = 0; c < 0x10000; ++c)
@@ -535,6 +537,7 @@ TEST_F(DeviceCodecsGpu, PairedDecodersOnEveryPair) {
       uint8_t code = uint8_t(c >> (8 * h));
       check(c, got[c].e4m3[h], ref::decodeE4M3(code), "decodeE4M3x2");
       check(c, got[c].e5m2[h], ref::decodeE5M2(code), "decodeE5M2x2");
+      check(c, got[c].e2m1[h], ref::decodeE2M1(code & 0xF), "decodeE2M1x2");
     }
   }
   EXPECT_EQ(wrong, 0) << "first: " << first;

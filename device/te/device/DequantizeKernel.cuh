@@ -108,8 +108,7 @@ template <bool Rowwise> struct Nvfp4Decode {
   static constexpr int kCodesPerByte = 2, kFactorRows = 16;
   __device__ static float decode(u8 code) { return decodeE2M1(code); }
   __device__ static void decode2(u32 pair, float &first, float &second) {
-    first = decodeE2M1(u8(pair & 0xFu));
-    second = decodeE2M1(u8((pair >> 8) & 0xFu));
+    decodeE2M1x2(pair, first, second);
   }
   __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
     const u8 *s = static_cast<const u8 *>(a.scale);

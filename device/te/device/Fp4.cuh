@@ -20,6 +20,7 @@
 #define TE_DEVICE_FP4_CUH
 
 #include "te/device/Arith.cuh"
+#include "te/device/Fp8.cuh"
 
 namespace te {
 namespace dev {
@@ -74,6 +75,24 @@ TE_HD float decodeE2M1(u8 code4) {
   u32 magnitude = expField == 0 ? (manField ? 0x3F000000u : 0u)
                                 : ((expField + 126u) << 23) | (manField << 22);
   return bitsToFloat(sign | magnitude);
+}
+
+/// Two codes at once (`pair`: bits 0-3 the first, bits 8-11 the second, the
+/// rest ignored), exactly as decodeE2M1. sm_89+: every E2M1 value is an
+/// E4M3 value, so a byte permutation maps the magnitudes to E4M3 codes and
+/// the FP8 pair conversion does the rest (half the integer decode's
+/// instructions).
+TE_HD void decodeE2M1x2(u32 pair, float &first, float &second) {
+#if TE_DEVICE_HW_FP8
+  // E4M3 codes of 0, 0.5, 1, 1.5 and of 2, 3, 4, 6.
+  const u32 low = 0x3C383000u, high = 0x4C484440u;
+  u32 select = (pair & 0x7u) | ((pair >> 4) & 0x70u);
+  u32 e4m3 = __byte_perm(low, high, select) | ((pair & 0x0808u) << 4);
+  decodeE4M3x2(u16(e4m3), first, second);
+#else
+  first = decodeE2M1(u8(pair & 0xFu));
+  second = decodeE2M1(u8((pair >> 8) & 0xFu));
+#endif
 }
 
 /// Two codes in a byte: the even element in the low nibble (docs/Numerics.md
