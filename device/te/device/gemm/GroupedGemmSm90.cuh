@@ -211,40 +211,22 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
       const unsigned char *a =
           stageA + stage * C::kStageA + warpgroup * 64 * 128;
       const unsigned char *b = stageB + stage * C::kStageB;
-      float(&d)[kAccum] = *(C::kFp8Block ? &acc : &total);
-      detail::mmaSlab<Mma>(a, b, d, C::kFp8Block || kb == 0);
-      if (C::kFp8Block) {
-        // The block's partial sums are needed now: wait for them, hand the
-        // stage back (scales are in registers), promote.
-        warpgroup_wait<0>();
+      // FP8: the scales are in registers already; accumulator i holds row
+      // r (i & 2 == 0) or r + 8 of its column.
+      detail::mathSlab<C::kFp8Block, Mma>(
+          a, b, acc, total, kb == 0, stage, C::kStages, [] {}, release,
+          [&] {
+            const float lo = sxLo * swKb, hi = sxHi * swKb;
 #pragma unroll
-        for (int i = 0; i < kAccum; ++i)
-          warpgroup_fence_operand(d[i]);
-        release(stage);
-        // Accumulator i holds row r (i & 2 == 0) or r + 8 of its column.
-        const float lo = sxLo * swKb, hi = sxHi * swKb;
-#pragma unroll
-        for (int i = 0; i < kAccum; ++i)
-          total[i] = fmaf(acc[i], (i & 2) ? hi : lo, total[i]);
-      } else {
-        // BF16 accumulates in place: keep this batch in flight and hand
-        // back the stage the previous one read.
-        warpgroup_wait<1>();
-        if (kb > 0)
-          release(stage == 0 ? C::kStages - 1 : stage - 1);
-      }
+            for (int i = 0; i < kAccum; ++i)
+              total[i] = fmaf(acc[i], (i & 2) ? hi : lo, total[i]);
+          });
       if (++stage == C::kStages) {
         stage = 0;
         phase ^= 1;
       }
     }
-    if (!C::kFp8Block) {
-      warpgroup_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kAccum; ++i)
-        warpgroup_fence_operand(total[i]);
-      release(stage == 0 ? C::kStages - 1 : stage - 1);
-    }
+    detail::finishSlabs<C::kFp8Block>(total, stage, C::kStages, true, release);
     // Epilogue: + the expert's bias (fp32), bf16 (round to nearest even),
     // rows of this expert only.
     const int r0 = tile.row0 + warpgroup * 64 + rowInWg;
@@ -357,8 +339,8 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
         detail::Tile tile = detail::locate<C>(t, rank, tileEnd, rowEnd);
         // The W tile: rows of the expert's weight (fprop), or rows of the
         // output and the expert's reduction columns (columnwise).
-        int wRow = C::kWeightColumnwise ? tile.col0
-                                        : tile.expert * C::kN + tile.col0;
+        int wRow =
+            C::kWeightColumnwise ? tile.col0 : tile.expert * C::kN + tile.col0;
         int wCol0 = C::kWeightColumnwise ? tile.expert * C::kK : 0;
         for (int kb = 0; kb < C::kKBlocks; ++kb) {
           empty[stage].wait(phase ^ 1);

@@ -89,6 +89,10 @@ wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
   const int rowInWg = (wgThread / 32) * 16 + lane / 4;
   const int colInTile = (lane % 4) * 2;
   constexpr int kItems = C::kGroups * C::kMTiles * C::kNTiles;
+  auto release = [&](int stage) {
+    if (wgThread == 0)
+      empty[stage].arrive();
+  };
   float acc[kAccum]; // FP8: one block's partial sums
   float total[kAccum];
   int stage = 0;
@@ -107,50 +111,37 @@ wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
       const unsigned char *a =
           stageA + stage * C::kStageA + warpgroup * 64 * 128;
       const unsigned char *b = stageB + stage * C::kStageB;
-      float(&d)[kAccum] = *(C::kFp8Block ? &acc : &total);
-      detail::mmaSlab<Mma>(a, b, d, C::kFp8Block || kb == 0);
-      if (C::kFp8Block) {
-        warpgroup_wait<0>();
+      // FP8: the block's scales, A's for this thread's two rows and B's for
+      // its columns, go into registers before the stage goes back.
+      const float *sa = stageScales + stage * 256 + warpgroup * 64;
+      const float *sb = stageScales + stage * 256 + 128;
+      float lo = 0.f, hi = 0.f, colScale[kAccum / 2];
+      detail::mathSlab<C::kFp8Block, Mma>(
+          a, b, acc, total, kb == 0, stage, C::kStages,
+          [&] {
+            lo = sa[rowInWg], hi = sa[rowInWg + 8];
 #pragma unroll
-        for (int i = 0; i < kAccum; ++i)
-          warpgroup_fence_operand(acc[i]);
-        // The block's scales: A's for this thread's two rows, B's for its
-        // columns (registers, so that the stage can go back first).
-        const float *sa = stageScales + stage * 256 + warpgroup * 64;
-        const float *sb = stageScales + stage * 256 + 128;
-        const float lo = sa[rowInWg], hi = sa[rowInWg + 8];
-        float colScale[kAccum / 2];
+            for (int j = 0; j < kAccum / 4; ++j) {
+              colScale[2 * j] = sb[j * 8 + colInTile];
+              colScale[2 * j + 1] = sb[j * 8 + colInTile + 1];
+            }
+          },
+          release,
+          [&] {
+      // Accumulator i: row r (i & 2 == 0) or r + 8, column
+      // 8 (i / 4) + colInTile + (i & 1).
 #pragma unroll
-        for (int j = 0; j < kAccum / 4; ++j) {
-          colScale[2 * j] = sb[j * 8 + colInTile];
-          colScale[2 * j + 1] = sb[j * 8 + colInTile + 1];
-        }
-        if (wgThread == 0)
-          empty[stage].arrive();
-        // Accumulator i: row r (i & 2 == 0) or r + 8, column
-        // 8 (i / 4) + colInTile + (i & 1).
-#pragma unroll
-        for (int i = 0; i < kAccum; ++i)
-          total[i] = fmaf(acc[i] * ((i & 2) ? hi : lo),
-                          colScale[(i / 4) * 2 + (i & 1)], total[i]);
-      } else {
-        warpgroup_wait<1>();
-        if (kb > 0 && wgThread == 0)
-          empty[stage == 0 ? C::kStages - 1 : stage - 1].arrive();
-      }
+            for (int i = 0; i < kAccum; ++i)
+              total[i] = fmaf(acc[i] * ((i & 2) ? hi : lo),
+                              colScale[(i / 4) * 2 + (i & 1)], total[i]);
+          });
       if (++stage == C::kStages) {
         stage = 0;
         phase ^= 1;
       }
     }
-    if (!C::kFp8Block) {
-      warpgroup_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kAccum; ++i)
-        warpgroup_fence_operand(total[i]);
-      if (stages > 0 && wgThread == 0)
-        empty[stage == 0 ? C::kStages - 1 : stage - 1].arrive();
-    }
+    detail::finishSlabs<C::kFp8Block>(total, stage, C::kStages, stages > 0,
+                                      release);
     // Epilogue: fp32 pairs into dW[expert].
     float *out = dw + (long long)expert * C::kN * C::kK;
     const int r0 = row0 + warpgroup * 64 + rowInWg;
@@ -250,8 +241,8 @@ groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
             float *scales = stageScales + stage * 256;
             SM90_TMA_LOAD_2D::copy(tmSA, bar, kEvictNormal, scales, row0,
                                    token / 128);
-            SM90_TMA_LOAD_2D::copy(tmSB, bar, kEvictNormal, scales + 128,
-                                   col0, token / 128);
+            SM90_TMA_LOAD_2D::copy(tmSB, bar, kEvictNormal, scales + 128, col0,
+                                   token / 128);
           }
           if (++stage == C::kStages) {
             stage = 0;

@@ -90,6 +90,54 @@ __device__ __forceinline__ void mmaSlab(const unsigned char *a,
   warpgroup_commit_batch();
 }
 
+/// One K slab of a math warpgroup's main loop, in the two ways the engine's
+/// kernels accumulate:
+///  * FP8 (block-scaled): the slab's partial sums go into `acc` (zeroed
+///    first) and are awaited; `takeScales()` reads what the promotion needs
+///    from the stage into registers, `release(stage)` hands the stage back,
+///    and `promote()` folds `acc` into the running `total`.
+///  * BF16: the slab accumulates into `total` in place (zeroing it when
+///    `first`); it stays in flight while the stage the previous slab read
+///    goes back (finishSlabs releases the last one).
+template <bool Fp8, class Mma, int N, class TakeScales, class Release,
+          class Promote>
+__device__ __forceinline__ void
+mathSlab(const unsigned char *a, const unsigned char *b, float (&acc)[N],
+         float (&total)[N], bool first, int stage, int stages,
+         TakeScales takeScales, Release release, Promote promote) {
+  if (Fp8) {
+    mmaSlab<Mma>(a, b, acc, true);
+    warpgroup_wait<0>();
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      warpgroup_fence_operand(acc[i]);
+    takeScales();
+    release(stage);
+    promote();
+  } else {
+    mmaSlab<Mma>(a, b, total, first);
+    warpgroup_wait<1>();
+    if (!first)
+      release(stage == 0 ? stages - 1 : stage - 1);
+  }
+}
+
+/// After the last mathSlab of a tile (`stage`: the next one, `any`: whether
+/// there was a slab): BF16 awaits the batch in flight and releases its stage.
+template <bool Fp8, int N, class Release>
+__device__ __forceinline__ void finishSlabs(float (&total)[N], int stage,
+                                            int stages, bool any,
+                                            Release release) {
+  if (Fp8)
+    return;
+  warpgroup_wait<0>();
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    warpgroup_fence_operand(total[i]);
+  if (any)
+    release(stage == 0 ? stages - 1 : stage - 1);
+}
+
 } // namespace detail
 } // namespace gemm
 } // namespace te
