@@ -53,28 +53,17 @@ namespace gemm {
 /// which cuts the tile traffic from L2 by a quarter to a third.
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
           int Groups_, bool WeightColumnwise = false>
-struct GroupedGemmConfig {
-  static constexpr bool kFp8Block = Fp8Block;
+struct GroupedGemmConfig : Sm90TileShape<Fp8Block, Stages, BlockN> {
+  using Shape = Sm90TileShape<Fp8Block, Stages, BlockN>;
+  using Shape::kBlockK, Shape::kBlockM, Shape::kBlockN, Shape::kStageA,
+      Shape::kStageB, Shape::kStages;
   /// W is a [N, G·K] matrix (a stack's columnwise storage): expert g's
   /// reduction is columns g·K .. g·K + K - 1.
   static constexpr bool kWeightColumnwise = WeightColumnwise;
-  static constexpr int kBlockM = 128;
-  static constexpr int kBlockN = BlockN;
   static constexpr int kCluster = Cluster;
-  /// One 128-byte swizzle row of K per tile row: 128 FP8 or 64 BF16.
-  static constexpr int kElementBytes = Fp8Block ? 1 : 2;
-  static constexpr int kBlockK = 128 / kElementBytes;
-  static constexpr int kStages = Stages;
   static constexpr int kN = N_, kK = K_, kGroups = Groups_;
   static constexpr int kKBlocks = (kK + kBlockK - 1) / kBlockK;
   static constexpr int kNBlocks = (kN + kBlockN - 1) / kBlockN;
-  static constexpr int kMathWarpgroups = 2;
-  static constexpr int kThreads = 128 * (kMathWarpgroups + 1);
-  /// Accumulator floats per thread: a 64 x kBlockN tile per warpgroup.
-  static constexpr int kAccum = kBlockN / 2;
-
-  static constexpr int kStageA = kBlockM * 128; // bytes
-  static constexpr int kStageB = kBlockN * 128; // bytes
   /// The x scales of one stage: TMA reads a box whose start is 16-byte
   /// aligned, so kBlockM + 4 floats from the row rounded down to a multiple
   /// of 4 (a 128-byte aligned slot each).

@@ -33,25 +33,18 @@
 namespace te {
 namespace gemm {
 
-/// One instantiation's compile-time shape: dW is [Groups, N, K].
+/// One instantiation's compile-time shape: dW is [Groups, N, K]. A tile is
+/// 128 rows of dW (n) by 128 columns (k); a stage is one 128-byte swizzle
+/// row of tokens.
 template <bool Fp8Block, int Stages, int N_, int K_, int Groups_>
-struct GroupedWgradConfig {
-  static constexpr bool kFp8Block = Fp8Block;
-  static constexpr int kBlockM = 128; ///< rows of dW (n) per tile
-  static constexpr int kBlockN = 128; ///< columns of dW (k) per tile
-  static constexpr int kElementBytes = Fp8Block ? 1 : 2;
-  /// Tokens per stage: one 128-byte swizzle row.
-  static constexpr int kBlockK = 128 / kElementBytes;
+struct GroupedWgradConfig : Sm90TileShape<Fp8Block, Stages, 128> {
+  using Shape = Sm90TileShape<Fp8Block, Stages, 128>;
+  using Shape::kBlockK, Shape::kBlockM, Shape::kBlockN, Shape::kStageA,
+      Shape::kStageB, Shape::kStages;
   static constexpr int kStagesPerBlock = 128 / kBlockK;
-  static constexpr int kStages = Stages;
   static constexpr int kN = N_, kK = K_, kGroups = Groups_;
   static constexpr int kMTiles = (kN + kBlockM - 1) / kBlockM;
   static constexpr int kNTiles = (kK + kBlockN - 1) / kBlockN;
-  static constexpr int kMathWarpgroups = 2;
-  static constexpr int kThreads = 128 * (kMathWarpgroups + 1);
-  static constexpr int kAccum = kBlockN / 2;
-  static constexpr int kStageA = kBlockM * 128; // bytes
-  static constexpr int kStageB = kBlockN * 128;
   /// One stage's 128 scales of A's rows and of B's rows (FP8).
   static constexpr int kStageScales = Fp8Block ? 2 * 128 * 4 : 0;
   static constexpr int kTableBytes = 2 * 4 * kGroups;

@@ -33,6 +33,24 @@ namespace gemm {
 
 namespace GMMA = cute::SM90::GMMA;
 
+/// The tile geometry of the engine's Hopper kernels: 128-row A tiles,
+/// BlockN-row B tiles, one 128-byte swizzle row of K per stage (128 FP8 or
+/// 64 BF16), two math warpgroups of 64 rows each and a producer warpgroup.
+template <bool Fp8, int Stages, int BlockN> struct Sm90TileShape {
+  static constexpr bool kFp8Block = Fp8;
+  static constexpr int kBlockM = 128;
+  static constexpr int kBlockN = BlockN;
+  static constexpr int kElementBytes = Fp8 ? 1 : 2;
+  static constexpr int kBlockK = 128 / kElementBytes;
+  static constexpr int kStages = Stages;
+  static constexpr int kMathWarpgroups = 2;
+  static constexpr int kThreads = 128 * (kMathWarpgroups + 1);
+  /// Accumulator floats per thread: a 64 x kBlockN tile per warpgroup.
+  static constexpr int kAccum = kBlockN / 2;
+  static constexpr int kStageA = kBlockM * 128; // bytes
+  static constexpr int kStageB = kBlockN * 128; // bytes
+};
+
 namespace detail {
 
 using namespace cute;
