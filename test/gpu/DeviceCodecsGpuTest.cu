@@ -293,8 +293,8 @@ struct PairDecoded {
 struct DecodePairs {
   __device__ PairDecoded operator()(uint32_t x) const {
     PairDecoded d;
-    dev::decodeE4M3x2(uint16_t(x), d.e4m3[0], d.e4m3[1]);
-    dev::decodeE5M2x2(uint16_t(x), d.e5m2[0], d.e5m2[1]);
+    dev::decodeFp8x2<dev::Fp8Format::E4M3>(uint16_t(x), d.e4m3[0], d.e4m3[1]);
+    dev::decodeFp8x2<dev::Fp8Format::E5M2>(uint16_t(x), d.e5m2[0], d.e5m2[1]);
     dev::decodeE2M1x2(x, d.e2m1[0], d.e2m1[1]);
     return d;
   }
@@ -535,8 +535,8 @@ TEST_F(DeviceCodecsGpu, PairedDecodersOnEveryPair) {
   for (uint32_t c = 0; c < 0x10000; ++c) {
     for (int h = 0; h < 2; ++h) {
       uint8_t code = uint8_t(c >> (8 * h));
-      check(c, got[c].e4m3[h], ref::decodeE4M3(code), "decodeE4M3x2");
-      check(c, got[c].e5m2[h], ref::decodeE5M2(code), "decodeE5M2x2");
+      check(c, got[c].e4m3[h], ref::decodeE4M3(code), "decodeFp8x2<E4M3>");
+      check(c, got[c].e5m2[h], ref::decodeE5M2(code), "decodeFp8x2<E5M2>");
       check(c, got[c].e2m1[h], ref::decodeE2M1(code & 0xF), "decodeE2M1x2");
     }
   }

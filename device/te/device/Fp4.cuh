@@ -88,7 +88,7 @@ TE_HD void decodeE2M1x2(u32 pair, float &first, float &second) {
   const u32 low = 0x3C383000u, high = 0x4C484440u;
   u32 select = (pair & 0x7u) | ((pair >> 4) & 0x70u);
   u32 e4m3 = __byte_perm(low, high, select) | ((pair & 0x0808u) << 4);
-  decodeE4M3x2(u16(e4m3), first, second);
+  decodeFp8x2<Fp8Format::E4M3>(u16(e4m3), first, second);
 #else
   first = decodeE2M1(u8(pair & 0xFu));
   second = decodeE2M1(u8((pair >> 8) & 0xFu));

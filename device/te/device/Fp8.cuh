@@ -133,41 +133,18 @@ TE_HD float decodeE5M2(u8 code) {
   return bitsToFloat(sign | ((expField + 112u) << 23) | (manField << 21));
 }
 
-/// Two codes at once, `pair`'s low byte first, for a use that multiplies
-/// them: every value exactly as decodeE4M3 / decodeE5M2 gives it, except
-/// that a NaN code yields a NaN of unspecified sign and payload (a GPU
-/// multiplication returns the canonical NaN for any NaN operand). sm_89+:
-/// one conversion to f16x2 (every E4M3 and E5M2 value is an f16) and two
-/// exact widenings, a third of the integer decode's instructions.
-TE_HD void decodeE4M3x2(u16 pair, float &first, float &second) {
 #if TE_DEVICE_HW_FP8
-  asm("{\n\t.reg .b32 h2;\n\t.reg .b16 lo, hi;\n\t"
-      "cvt.rn.f16x2.e4m3x2 h2, %2;\n\t"
-      "mov.b32 {lo, hi}, h2;\n\t"
+/// An f16x2 register (low half first) widened to two floats, exactly.
+__device__ __forceinline__ void widenF16x2(u32 h2, float &first,
+                                           float &second) {
+  asm("{\n\t.reg .b16 lo, hi;\n\t"
+      "mov.b32 {lo, hi}, %2;\n\t"
       "cvt.f32.f16 %0, lo;\n\t"
       "cvt.f32.f16 %1, hi;\n\t}"
       : "=f"(first), "=f"(second)
-      : "h"(pair));
-#else
-  first = decodeE4M3(u8(pair & 0xFFu));
-  second = decodeE4M3(u8(pair >> 8));
-#endif
+      : "r"(h2));
 }
-
-TE_HD void decodeE5M2x2(u16 pair, float &first, float &second) {
-#if TE_DEVICE_HW_FP8
-  asm("{\n\t.reg .b32 h2;\n\t.reg .b16 lo, hi;\n\t"
-      "cvt.rn.f16x2.e5m2x2 h2, %2;\n\t"
-      "mov.b32 {lo, hi}, h2;\n\t"
-      "cvt.f32.f16 %0, lo;\n\t"
-      "cvt.f32.f16 %1, hi;\n\t}"
-      : "=f"(first), "=f"(second)
-      : "h"(pair));
-#else
-  first = decodeE5M2(u8(pair & 0xFFu));
-  second = decodeE5M2(u8(pair >> 8));
 #endif
-}
 
 //===----------------------------------------------------------------------===//
 // Format-generic forms
@@ -186,13 +163,25 @@ template <Fp8Format Format> TE_HD float decodeFp8(u8 code) {
   return Format == Fp8Format::E4M3 ? decodeE4M3(code) : decodeE5M2(code);
 }
 
-/// decodeE4M3x2 / decodeE5M2x2 (NaN codes: a NaN, for a product).
+/// Two codes at once, `pair`'s low byte first, for a use that multiplies
+/// them: every value exactly as decodeFp8 gives it, except that a NaN code
+/// yields a NaN of unspecified sign and payload (a GPU multiplication
+/// returns the canonical NaN for any NaN operand). sm_89+: one conversion to
+/// f16x2 (every E4M3 and E5M2 value is an f16) and two exact widenings, a
+/// third of the integer decode's instructions.
 template <Fp8Format Format>
 TE_HD void decodeFp8x2(u16 pair, float &first, float &second) {
+#if TE_DEVICE_HW_FP8
+  u32 h2;
   if (Format == Fp8Format::E4M3)
-    decodeE4M3x2(pair, first, second);
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(pair));
   else
-    decodeE5M2x2(pair, first, second);
+    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(pair));
+  widenF16x2(h2, first, second);
+#else
+  first = decodeFp8<Format>(u8(pair & 0xFFu));
+  second = decodeFp8<Format>(u8(pair >> 8));
+#endif
 }
 
 TE_HD u8 encodeFp8(Fp8Format format, float y) {
