@@ -4,9 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// te-grouped-gemm-bench [iters] [--sweep] [--first]: the M-grouped GEMMs of an
-// MoE layer (DeepSeek-V3-like experts: N=4096 K=7168 and N=7168 K=2048; G = 8
-// and 32; 32768 tokens split unevenly, and 256 tokens per expert) through
+// te-grouped-gemm-bench [iters] [--sweep] [--first] [--dense]: the M-grouped
+// GEMMs of an MoE layer (DeepSeek-V3-like experts: N=4096 K=7168 and N=7168
+// K=2048; G = 8 and 32; 32768 tokens split unevenly, and 256 tokens per
+// expert; last, G = 1 at 8192^3: the generated kernel as a dense GEMM) through
 // tejit's generated kernels (block FP8 1x128 x 128x128, and BF16) against a
 // loop of per-expert cuBLASLt block-FP8 GEMMs, all in one process. Also the
 // cold NVRTC compile and the disk-cache hit of each generated kernel. Splits:
@@ -255,16 +256,20 @@ int main(int argc, char **argv) {
   int iters = argc > 1 ? std::atoi(argv[1]) : 20;
   // --sweep: also every FP8 tile width and cluster size.
   // --first: only the first shape (e.g. under a profiler).
-  bool sweep = false, first = false;
+  // --dense: only G = 1 at 8192^3, the generated kernel as a dense block-FP8
+  // GEMM against one cuBLASLt call (which te-legalize-target keeps).
+  bool sweep = false, first = false, dense = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--sweep")
       sweep = true;
     else if (a == "--first")
       first = true;
+    else if (a == "--dense")
+      dense = true;
     else
       die(rt::Status(rt::StatusCode::InvalidArgument,
-                     "unknown option '" + a + "' (--sweep, --first)"));
+                     "unknown option '" + a + "' (--sweep, --first, --dense)"));
   }
   std::string cacheDir =
       (std::filesystem::temp_directory_path() / "te-grouped-gemm-bench")
@@ -284,12 +289,15 @@ int main(int argc, char **argv) {
       {8, 4096, 7168, 32768, false},  {8, 7168, 2048, 32768, false},
       {32, 4096, 7168, 32768, false}, {32, 7168, 2048, 32768, false},
       {8, 4096, 7168, 256, true},     {8, 7168, 2048, 256, true},
-      {32, 4096, 7168, 256, true},    {32, 7168, 2048, 256, true}};
+      {32, 4096, 7168, 256, true},    {32, 7168, 2048, 256, true},
+      {1, 8192, 8192, 8192, true}};
   std::printf("%-4s %-6s %-6s %-22s %12s %12s %12s %9s\n", "G", "N", "K",
               "tokens", "tejit fp8", "cublas loop", "tejit bf16", "fp8/loop");
   for (const Case &c : cases) {
     if (first && &c != &cases[0])
       break;
+    if (dense && c.g != 1)
+      continue;
     std::vector<int64_t> splits = c.perExpert
                                       ? std::vector<int64_t>(c.g, c.tokens)
                                       : unevenSplits(c.g, c.tokens);
@@ -431,6 +439,7 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   }
   std::printf("(TFLOP/s; median of %d runs)\n", iters);
-  backward(cache, opts, device, stream, iters);
+  if (!dense)
+    backward(cache, opts, device, stream, iters);
   return 0;
 }
