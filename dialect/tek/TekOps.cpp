@@ -327,7 +327,7 @@ LogicalResult AdamKernelOp::verify() {
                              << " must quantize the f32 parameter " << i;
     }
   }
-  if (getGrid() != adamGrid(params))
+  if (static_cast<int64_t>(getGrid()) != adamGrid(params))
     return emitOpError() << "grid must be " << adamGrid(params)
                          << " tiles (every tile of every parameter), got "
                          << getGrid();

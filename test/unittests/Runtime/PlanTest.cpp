@@ -100,8 +100,9 @@ TEST(Plan, CorruptBytesNeverCrash) {
     std::string b = bytes;
     b[i] = char(b[i] ^ 0xff);
     Expected<Plan> q = Plan::deserialize(b);
-    if (q)
+    if (q) {
       EXPECT_EQ(q->validate(), "");
+    }
   }
 }
 
