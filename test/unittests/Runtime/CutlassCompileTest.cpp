@@ -59,7 +59,8 @@ TEST(Cutlass, MissingHeadersSayWhereTheyWereLookedForAndTheFix) {
       detail::findCutlass("/nonexistent/cutlass", "/nonexistent/built");
   ASSERT_FALSE(dir);
   EXPECT_EQ(dir.status().code(), StatusCode::LibraryMissing);
-  const std::string &m = dir.status().message();
+  // status() returns a copy: keep the message, not a reference into it.
+  const std::string m = dir.status().message();
   EXPECT_NE(m.find("$TE_CUTLASS_DIR=/nonexistent/cutlass"), std::string::npos)
       << m;
   EXPECT_NE(m.find("/nonexistent/built"), std::string::npos) << m;

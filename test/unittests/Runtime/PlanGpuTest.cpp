@@ -189,8 +189,9 @@ TEST(PlanGpu, TableArgumentsCarryEveryTensorsBuffers) {
     for (int which = 0; which < 2; ++which) {
       Expected<DeviceBuffer> b = DeviceBuffer::allocate(v.size() * 4);
       ASSERT_TRUE(b);
-      if (which == 0)
+      if (which == 0) {
         ASSERT_TRUE(b->copyFromHost(v.data(), v.size() * 4, *s));
+      }
       ASSERT_TRUE(ex->bind(uint32_t(2 * t + which), b->devicePtr(), b->size()));
       bufs.push_back(std::move(*b));
     }
