@@ -17,9 +17,12 @@
 // rowwise). Each expert's rows must be quantized as if they were its own
 // tensor: the [M_total, K] tokens and the [G, N, K] stack are quantized as
 // one tensor each, which is the same only where no scaling block or amax
-// spans two experts - identity and block FP8 (128x128 weight tiles with N a
-// multiple of 128). Other schemes and te.grouped_linear_grad are located
-// errors until the grouped quantize and the wgrad kernel exist.
+// spans two experts - identity, block FP8 (128x128 weight tiles with N a
+// multiple of 128) and MXFP8 (1x32 blocks along K; te-lower-to-kernels runs
+// its grouped GEMM on dequantized operands). Schemes with a tensor-wide
+// scale (per-tensor FP8, NVFP4) are located errors until the grouped
+// quantize has a per-expert amax. te.grouped_linear_grad becomes a dgrad
+// grouped GEMM (block FP8 weights) and te.grouped_wgrad (below).
 //
 // Every te.quantize holds just the directions this layer's GEMMs read;
 // te-infer-usage and te-fuse-quantize then merge what several layers (or
@@ -219,13 +222,22 @@ LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
   if (failed(scheme))
     return failure();
   rt::Scheme s = scheme->getRuntimeScheme(dir);
-  if (s.kind != rt::SchemeKind::Identity && s.kind != rt::SchemeKind::Fp8Block)
+  if (s.kind != rt::SchemeKind::Identity &&
+      s.kind != rt::SchemeKind::Fp8Block && s.kind != rt::SchemeKind::Mxfp8)
     return lin->emitOpError()
            << "quantizes its " << role << " by " << *scheme
            << ", which te-expand-linear does not lower for grouped layers "
-              "yet: identity and block FP8 are lowered (their scaling "
-              "blocks never span two experts); other schemes need the "
-              "grouped quantize";
+              "yet: identity, block FP8 and MXFP8 are lowered (their scaling "
+              "blocks never span two experts); a scheme with a tensor-wide "
+              "scale needs the grouped quantize's per-expert amax";
+  if (s.kind == rt::SchemeKind::Mxfp8 && dir == Direction::columnwise &&
+      out % 32)
+    return lin->emitOpError()
+           << "quantizes its " << role << " by " << *scheme
+           << " with N = " << out
+           << " output features per expert: columnwise 32x1 blocks of the "
+              "[G, N, K] stack are each expert's own only when N is a "
+              "multiple of 32";
   if (s.kind == rt::SchemeKind::Fp8Block && s.tileRows == 128 && out % 128)
     return lin->emitOpError()
            << "quantizes its " << role << " by " << *scheme

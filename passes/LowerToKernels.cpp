@@ -35,6 +35,7 @@ namespace mlir::te {
 
 using namespace mlir;
 using namespace mlir::te;
+namespace rt = ::te::rt;
 
 namespace {
 
@@ -125,6 +126,31 @@ static bool isEmulated(GemmOp g) {
   return g.getPath() && *g.getPath() == GemmPath::emulated;
 }
 
+/// A grouped GEMM whose operands the engine's kernel cannot read (it reads
+/// identity and block FP8; MXFP8's scales change every 32 K): its quantized
+/// operands are dequantized to bf16 first and the bf16 kernel runs, as for
+/// an emulated te.gemm.
+static bool isEmulated(GroupedGemmOp g) {
+  for (auto [value, dir] :
+       {std::pair<Value, Direction>{g.getInput(), Direction::rowwise},
+        {g.getWeight(), g.getWeightDirection()}})
+    if (auto q = dyn_cast<QTensorType>(value.getType())) {
+      rt::SchemeKind kind = q.getScheme().getRuntimeScheme(dir).kind;
+      if (kind != rt::SchemeKind::Identity && kind != rt::SchemeKind::Fp8Block)
+        return true;
+    }
+  return false;
+}
+
+/// Whether `op` is a GEMM whose quantized operands get dequantize kernels.
+static bool dequantizesOperands(Operation *op) {
+  if (auto g = dyn_cast<GemmOp>(op))
+    return isEmulated(g);
+  if (auto g = dyn_cast<GroupedGemmOp>(op))
+    return isEmulated(g);
+  return false;
+}
+
 /// Decisions made before the conversion, which visits ops one at a time.
 struct KernelPlan {
   /// The number of each op's first kernel (`te_<op>_<n>`): program order,
@@ -140,13 +166,13 @@ struct KernelPlan {
     for (Operation &op : fn.getBody().getOps()) {
       ops.push_back(&op);
       if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp,
-              GroupedGemmOp, GroupedWgradOp>(op)) {
+              GroupedWgradOp>(op)) {
         numbers[&op] = counter++;
-      } else if (auto g = dyn_cast<GemmOp>(op)) {
+      } else if (isa<GemmOp, GroupedGemmOp>(op)) {
         numbers[&op] = counter;
-        if (isEmulated(g))
+        if (dequantizesOperands(&op))
           counter +=
-              llvm::count_if(g->getOperandTypes(), llvm::IsaPred<QTensorType>);
+              llvm::count_if(op.getOperandTypes(), llvm::IsaPred<QTensorType>);
         ++counter;
       }
     }
@@ -284,16 +310,31 @@ struct GemmLowering : public PlannedPattern<GemmOp> {
   }
 };
 
-/// te.grouped_gemm -> tek.grouped_gemm (the GEMM engine's kernel).
+/// te.grouped_gemm -> tek.grouped_gemm (the GEMM engine's kernel), after
+/// dequantize kernels where the kernel cannot read the operands.
 struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
   using PlannedPattern::PlannedPattern;
 
   LogicalResult
   matchAndRewrite(GroupedGemmOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    Value operands[2] = {adaptor.getInput(), adaptor.getWeight()};
+    Direction dirs[2] = {Direction::rowwise, op.getWeightDirection()};
+    unsigned next = 0;
+    if (isEmulated(op)) {
+      for (unsigned i = 0; i < 2; ++i) {
+        auto q = dyn_cast<QTensorType>(operands[i].getType());
+        if (!q)
+          continue;
+        auto bf16 = RankedTensorType::get(q.getShape(), rewriter.getBF16Type());
+        operands[i] =
+            dequantizeKernel(rewriter, op.getLoc(), operands[i], bf16,
+                             plan.name(op, "dequantize", next++), dirs[i]);
+      }
+    }
     rewriter.replaceOpWithNewOp<tek::GroupedGemmOp>(
-        op, op.getType(), adaptor.getInput(), adaptor.getWeight(),
-        adaptor.getSplitSizes(), adaptor.getBias(), plan.name(op),
+        op, op.getType(), operands[0], operands[1], adaptor.getSplitSizes(),
+        adaptor.getBias(), plan.name(op, "grouped_gemm", next),
         op.getWeightColumnwiseAttr());
     return success();
   }

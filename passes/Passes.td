@@ -56,8 +56,9 @@ def TeExpandLinearPass : Pass<"te-expand-linear", "::mlir::func::FuncOp"> {
     Inputs must be 2-D. `te.grouped_linear` becomes the quantizations of
     its tokens and stacked weight (both rowwise) and one `te.grouped_gemm`;
     each expert's part must quantize as its own tensor would, so its roles
-    must be identity or block FP8 (128x128 weight tiles need N a multiple of
-    128). `te.grouped_linear_grad` becomes the dgrad `te.grouped_gemm
+    must be identity, block FP8 (128x128 weight tiles need N a multiple of
+    128) or MXFP8 (forward; its grouped GEMM runs on dequantized operands).
+    `te.grouped_linear_grad` becomes the dgrad `te.grouped_gemm
     {weight_columnwise}` (dy rowwise, the stack columnwise) and
     `te.grouped_wgrad` (dW and, with `bias`, each expert's db; it quantizes
     dy and x per expert itself); its dW must be f32.

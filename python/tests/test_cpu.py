@@ -266,6 +266,42 @@ def test_adam_program_with_requantize_runs_on_the_cpu_backend():
     assert out[3].directions == ["rowwise", "columnwise"]
 
 
+MXFP8_MOE = """
+te.recipe @mx {
+  te.rule "*", "*" -> #te.mxfp8<e4m3>
+}
+func.func @grouped(%x: tensor<192x128xbf16>, %w: tensor<3x64x128xbf16>,
+                   %s: tensor<3xi64>) -> tensor<192x64xbf16> {
+  %y = te.grouped_linear %x, %w, %s {recipe = @mx}
+         : tensor<192x128xbf16>, tensor<3x64x128xbf16>, tensor<3xi64> -> tensor<192x64xbf16>
+  return %y : tensor<192x64xbf16>
+}
+func.func @dense64(%x: tensor<64x128xbf16>, %w: tensor<64x128xbf16>) -> tensor<64x64xbf16> {
+  %y = te.linear %x, %w {recipe = @mx} : tensor<64x128xbf16>, tensor<64x128xbf16> -> tensor<64x64xbf16>
+  return %y : tensor<64x64xbf16>
+}
+func.func @dense96(%x: tensor<96x128xbf16>, %w: tensor<64x128xbf16>) -> tensor<96x64xbf16> {
+  %y = te.linear %x, %w {recipe = @mx} : tensor<96x128xbf16>, tensor<64x128xbf16> -> tensor<96x64xbf16>
+  return %y : tensor<96x64xbf16>
+}
+"""
+
+
+def test_mxfp8_grouped_layer_is_each_experts_own_mxfp8_linear():
+    # MXFP8 blocks run along K inside each expert's rows, so the grouped
+    # forward (dequantized operands, bf16 grouped GEMM) equals the dense
+    # MXFP8 te.linear of each expert alone, bit for bit on the CPU backend.
+    m = tejit.compile(MXFP8_MOE)
+    rng = np.random.default_rng(11)
+    x = tejit.float_to_bf16_bits(rng.standard_normal((192, 128)).astype(np.float32))
+    w = tejit.float_to_bf16_bits(rng.standard_normal((3, 64, 128)).astype(np.float32))
+    splits = np.array([64, 0, 96], np.int64)  # 32 padding rows
+    y = m.grouped(x, w, splits)
+    np.testing.assert_array_equal(y[0:64], m.dense64(x[0:64], w[0]))
+    np.testing.assert_array_equal(y[64:160], m.dense96(x[64:160], w[2]))
+    assert not y[160:].any(), "padding rows are zeros"
+
+
 def test_moe_example_gives_each_expert_its_own_rows():
     # examples/moe_block_fp8.mlir: 8 experts, 1024 token rows, block FP8.
     # Ragged split sizes with empty experts and 100 padding rows.

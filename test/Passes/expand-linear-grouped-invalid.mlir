@@ -7,10 +7,10 @@
 // would straddle two experts, and what the backward cannot lower yet.
 
 te.recipe @r {
-  te.rule "*", "*" -> #te.mxfp8<e4m3>
+  te.rule "*", "*" -> #te.nvfp4<>
 }
-func.func @mxfp8(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) -> tensor<64x32xbf16> {
-  // expected-error @+1 {{'te.grouped_linear' op quantizes its input by #te.mxfp8<e4m3>, which te-expand-linear does not lower for grouped layers yet: identity and block FP8 are lowered (their scaling blocks never span two experts); other schemes need the grouped quantize}}
+func.func @nvfp4(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) -> tensor<64x32xbf16> {
+  // expected-error @+1 {{'te.grouped_linear' op quantizes its input by #te.nvfp4<>, which te-expand-linear does not lower for grouped layers yet: identity, block FP8 and MXFP8 are lowered (their scaling blocks never span two experts); a scheme with a tensor-wide scale needs the grouped quantize's per-expert amax}}
   %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
   return %y : tensor<64x32xbf16>
 }
@@ -57,8 +57,8 @@ te.recipe @r {
   te.rule "grouped_linear", "grad_output" -> #te.mxfp8<e5m2>
   te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
 }
-func.func @grad_mxfp8(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes its grad_output by #te.mxfp8<e5m2>, which te-expand-linear does not lower for grouped layers yet}}
+func.func @grad_mxfp8_with_block_weight(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
+  // expected-error @+1 {{'te.grouped_linear_grad' op cannot form its dgrad grouped GEMM (dx_g = dy_g W_g: dy rowwise, W columnwise): 'te.grouped_gemm' op operands pair incompatible schemes: #te.mxfp8<e5m2> (a, rowwise) with #te.fp8_block<e4m3, 1x128> (b, columnwise)}}
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
   return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }
@@ -85,4 +85,27 @@ func.func @grad_bf16_dgrad(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w
   // expected-error @+1 {{'te.grouped_linear_grad' op reads its weight columnwise by #te.identity<bf16> for the dgrad; the grouped dgrad kernel reads block FP8 (128x128) only (a high-precision weight read along N has no kernel yet)}}
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
   return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
+}
+
+// -----
+
+// MXFP8 lowers forward only: the grouped dgrad reads block FP8 weights.
+te.recipe @r {
+  te.rule "*", "*" -> #te.mxfp8<e4m3>
+}
+func.func @grad_mxfp8(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
+  // expected-error @+1 {{'te.grouped_linear_grad' op reads its weight columnwise by #te.mxfp8<e4m3> for the dgrad; the grouped dgrad kernel reads block FP8 (128x128) only}}
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
+  return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
+}
+
+// -----
+
+te.recipe @r {
+  te.rule "*", "*" -> #te.mxfp8<e4m3>
+}
+func.func @mxfp8_blocks_straddle_experts(%dy: tensor<64x80xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x80x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x80x128xf32>) {
+  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes its weight by #te.mxfp8<e4m3> with N = 80 output features per expert: columnwise 32x1 blocks of the [G, N, K] stack are each expert's own only when N is a multiple of 32}}
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x80xbf16>, tensor<64x128xbf16>, tensor<2x80x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x80x128xf32>
+  return %dx, %dw : tensor<64x128xbf16>, tensor<2x80x128xf32>
 }

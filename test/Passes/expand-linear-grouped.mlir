@@ -4,7 +4,8 @@
 
 // Tests that te.grouped_linear becomes the rowwise quantizations of its
 // tokens and stacked weight and one te.grouped_gemm, and through te-to-cuda
-// one tek.grouped_gemm reading the quantize kernels' results; and that
+// one tek.grouped_gemm reading the quantize kernels' results (MXFP8: their
+// dequantized values); and that
 // te.grouped_linear_grad becomes the dgrad grouped GEMM and te.grouped_wgrad.
 
 te.recipe @deepseek {
@@ -26,6 +27,32 @@ te.recipe @deepseek {
 func.func @block_fp8(%x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>) -> tensor<512x128xbf16> {
   %y = te.grouped_linear %x, %w, %s {recipe = @deepseek} : tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x128xbf16>
   return %y : tensor<512x128xbf16>
+}
+
+// -----
+
+te.recipe @mx {
+  te.rule "*", "*" -> #te.mxfp8<e4m3>
+}
+
+// MXFP8's 1x32 blocks run along K, inside each expert's rows: the tokens and
+// the stack are quantized as one tensor each. The engine's kernel reads
+// identity and block FP8, so te-to-cuda dequantizes both operands to bf16
+// and runs the bf16 grouped GEMM (the emulated path of te.gemm on sm_90).
+// CHECK-LABEL: func.func @mxfp8
+// CHECK: %[[X:.*]] = te.quantize %arg0 : tensor<256x128xbf16> -> !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>
+// CHECK: %[[W:.*]] = te.quantize %arg1 : tensor<2x64x128xbf16> -> !te.qtensor<2x64x128xbf16, #te.mxfp8<e4m3>, rowwise>
+// CHECK: te.grouped_gemm %[[X]], %[[W]], %arg2 : {{.*}} -> tensor<256x64xbf16>
+// KERNELS-LABEL: func.func @mxfp8
+// KERNELS: %[[X:.*]] = tek.quantize_kernel "te_quantize_0" %arg0
+// KERNELS: %[[W:.*]] = tek.quantize_kernel "te_quantize_1" %arg1
+// KERNELS: %[[DX:.*]] = tek.dequantize_kernel "te_dequantize_2" %[[X]] rowwise {{.*}} -> tensor<256x128xbf16>
+// KERNELS: %[[DW:.*]] = tek.dequantize_kernel "te_dequantize_3" %[[W]] rowwise {{.*}} -> tensor<2x64x128xbf16>
+// KERNELS: %[[Y:.*]] = tek.grouped_gemm "te_grouped_gemm_4" %[[DX]], %[[DW]], %arg2 : tensor<256x128xbf16>, tensor<2x64x128xbf16>, tensor<2xi64> -> tensor<256x64xbf16>
+// KERNELS: return %[[Y]]
+func.func @mxfp8(%x: tensor<256x128xbf16>, %w: tensor<2x64x128xbf16>, %s: tensor<2xi64>) -> tensor<256x64xbf16> {
+  %y = te.grouped_linear %x, %w, %s {recipe = @mx} : tensor<256x128xbf16>, tensor<2x64x128xbf16>, tensor<2xi64> -> tensor<256x64xbf16>
+  return %y : tensor<256x64xbf16>
 }
 
 // -----

@@ -1,16 +1,21 @@
-// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias | FileCheck %s
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
-// tensors read as they are, and block FP8; 4 experts, 500 token rows
-// (te-run's ragged split sizes, one expert empty), N = 256 (2-CTA
-// clusters on the GPU), the bias added in the GEMM epilogue.
+// tensors read as they are, block FP8, and MXFP8 (dequantized, then the
+// bf16 grouped GEMM; 512 rows: MXFP8 blocks need 32-row multiples); 4
+// experts, 500 token rows (te-run's ragged split sizes, one expert empty),
+// N = 256 (2-CTA clusters on the GPU), the bias added in the GEMM epilogue.
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
-// CHECK: result0 ({{.*}}): data[500x256 bf16]
+// CHECK: call 3 mxfp8_bias: rms(result0)=
+// CHECK: result0 ({{.*}}): data[512x256 bf16]
 
 te.recipe @bf16 {
   te.rule "*", "*" -> #te.identity<bf16>
+}
+te.recipe @mxfp8 {
+  te.rule "*", "*" -> #te.mxfp8<e4m3>
 }
 te.recipe @fp8_block {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
@@ -31,4 +36,12 @@ func.func @fp8_bias(%x: tensor<500x384xbf16>, %w: tensor<4x256x384xbf16>,
          : tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>, tensor<4x256xbf16>
          -> tensor<500x256xbf16>
   return %y : tensor<500x256xbf16>
+}
+
+func.func @mxfp8_bias(%x: tensor<512x384xbf16>, %w: tensor<4x256x384xbf16>,
+                      %s: tensor<4xi64>, %b: tensor<4x256xbf16>) -> tensor<512x256xbf16> {
+  %y = te.grouped_linear %x, %w, %s bias %b {recipe = @mxfp8}
+         : tensor<512x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>, tensor<4x256xbf16>
+         -> tensor<512x256xbf16>
+  return %y : tensor<512x256xbf16>
 }
