@@ -126,20 +126,14 @@ static bool isEmulated(GemmOp g) {
   return g.getPath() && *g.getPath() == GemmPath::emulated;
 }
 
-/// A grouped GEMM whose operands the engine's kernel cannot read (it reads
-/// identity and block FP8; MXFP8's scales change every 32 K): its quantized
-/// operands are dequantized to bf16 first and the bf16 kernel runs, as for
-/// an emulated te.gemm.
+/// A grouped GEMM whose operands the engine's kernel cannot read
+/// (te::GroupedGemmOp::engineReads): its quantized operands are dequantized
+/// to bf16 first and the bf16 kernel runs, as for an emulated te.gemm.
 static bool isEmulated(GroupedGemmOp g) {
-  for (auto [value, dir] :
-       {std::pair<Value, Direction>{g.getInput(), Direction::rowwise},
-        {g.getWeight(), g.getWeightDirection()}})
-    if (auto q = dyn_cast<QTensorType>(value.getType())) {
-      rt::SchemeKind kind = q.getScheme().getRuntimeScheme(dir).kind;
-      if (kind != rt::SchemeKind::Identity && kind != rt::SchemeKind::Fp8Block)
-        return true;
-    }
-  return false;
+  return !GroupedGemmOp::engineReads(g.getInput().getType(),
+                                     Direction::rowwise) ||
+         !GroupedGemmOp::engineReads(g.getWeight().getType(),
+                                     g.getWeightDirection());
 }
 
 /// Whether `op` is a GEMM whose quantized operands get dequantize kernels.

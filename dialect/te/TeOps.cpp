@@ -248,6 +248,14 @@ LogicalResult GroupedGemmOp::verify() {
                      getWeightColumnwise());
 }
 
+bool GroupedGemmOp::engineReads(Type operand, Direction dir) {
+  auto q = llvm::dyn_cast<QTensorType>(operand);
+  if (!q)
+    return true;
+  rt::SchemeKind kind = q.getScheme().getRuntimeScheme(dir).kind;
+  return kind == rt::SchemeKind::Identity || kind == rt::SchemeKind::Fp8Block;
+}
+
 LogicalResult
 GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
                            Type input, Type weight, Type splitSizes, Type bias,

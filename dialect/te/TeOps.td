@@ -283,6 +283,11 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
       return getWeightColumnwise() ? Direction::columnwise
                                    : Direction::rowwise;
     }
+    /// Whether the GEMM engine's grouped kernel reads `operand`, read in
+    /// direction `dir`, as it is: a high-precision tensor or block FP8.
+    /// te-lower-to-kernels dequantizes other operands (MXFP8) to bf16
+    /// first; tek.grouped_gemm takes only what the kernel reads.
+    static bool engineReads(::mlir::Type operand, Direction dir);
   }];
 }
 

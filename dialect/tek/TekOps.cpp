@@ -191,11 +191,24 @@ Direction GemmCallOp::getOperandDirection(unsigned index) {
 
 LogicalResult GroupedGemmOp::verify() {
   Value bias = getBias();
-  return te::GroupedGemmOp::verifyTypes(
-      [&] { return emitOpError(); }, getInput().getType(),
-      getWeight().getType(), getSplitSizes().getType(),
-      bias ? bias.getType() : Type(), getResult().getType(),
-      getWeightColumnwise());
+  if (failed(te::GroupedGemmOp::verifyTypes(
+          [&] { return emitOpError(); }, getInput().getType(),
+          getWeight().getType(), getSplitSizes().getType(),
+          bias ? bias.getType() : Type(), getResult().getType(),
+          getWeightColumnwise())))
+    return failure();
+  for (auto [name, value, dir] :
+       {std::tuple<const char *, Value, Direction>{"input", getInput(),
+                                                   Direction::rowwise},
+        {"weight", getWeight(),
+         getWeightColumnwise() ? Direction::columnwise : Direction::rowwise}})
+    if (!te::GroupedGemmOp::engineReads(value.getType(), dir))
+      return emitOpError()
+             << name << " is " << value.getType()
+             << ", which the GEMM engine's kernel does not read (it reads "
+                "high-precision tensors and block FP8); te-lower-to-kernels "
+                "dequantizes such operands first";
+  return success();
 }
 
 LogicalResult GroupedWgradOp::verify() {

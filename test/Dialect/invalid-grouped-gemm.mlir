@@ -1,8 +1,9 @@
 // RUN: te-opt %s -split-input-file -verify-diagnostics
 
 // Tests every rule of te.grouped_gemm (and of tek.grouped_gemm, which
-// checks the same rules): shapes, split sizes, the rowwise directions both
-// operands are read in, and the pairing of their schemes.
+// checks the same rules and that the engine's kernel reads its operands):
+// shapes, split sizes, the rowwise directions both operands are read in,
+// and the pairing of their schemes.
 
 func.func @input_not_2d(%x: tensor<2x64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
   // expected-error @+1 {{'te.grouped_gemm' op input must be 2-D ([M_total, K], rows sorted by expert), got 2x64x64}}
@@ -82,6 +83,14 @@ func.func @high_precision_with_quantized(%x: tensor<256x128xbf16>,
 func.func @tek_rules(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) {
   // expected-error @+1 {{'tek.grouped_gemm' op result must be [M_total, N] = 64x32, got 32x32}}
   %y = tek.grouped_gemm "g" %x, %w, %s : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<32x32xbf16>
+  return
+}
+
+// -----
+
+func.func @tek_reads_what_the_kernel_reads(%x: !te.qtensor<64x64xbf16, #te.mxfp8<e4m3>, rowwise>, %w: !te.qtensor<2x32x64xbf16, #te.mxfp8<e4m3>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op input is '!te.qtensor<64x64xbf16, #te.mxfp8<e4m3>, rowwise>', which the GEMM engine's kernel does not read (it reads high-precision tensors and block FP8); te-lower-to-kernels dequantizes such operands first}}
+  %y = tek.grouped_gemm "g" %x, %w, %s : !te.qtensor<64x64xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<2x32x64xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<2xi64> -> tensor<64x32xbf16>
   return
 }
 
