@@ -273,6 +273,24 @@ struct DequantizeKernelLowering : public PlannedPattern<DequantizeOp> {
   }
 };
 
+/// Replaces each quantized value of `operands` (read in `dirs[i]`) by its
+/// bf16 dequantization, kernels named after `op`'s; returns their count.
+static unsigned dequantizeOperands(OpBuilder &b, Operation *op,
+                                   const KernelPlan &plan,
+                                   MutableArrayRef<Value> operands,
+                                   ArrayRef<Direction> dirs) {
+  unsigned count = 0;
+  for (auto [value, dir] : llvm::zip_equal(operands, dirs)) {
+    auto q = dyn_cast<QTensorType>(value.getType());
+    if (!q)
+      continue;
+    auto bf16 = RankedTensorType::get(q.getShape(), b.getBF16Type());
+    value = dequantizeKernel(b, op->getLoc(), value, bf16,
+                             plan.name(op, "dequantize", count++), dir);
+  }
+  return count;
+}
+
 /// te.gemm -> tek.gemm_call. An emulated GEMM (te-legalize-target's `path`)
 /// first dequantizes each quantized operand, in the direction the GEMM
 /// reads, to bf16.
@@ -283,18 +301,10 @@ struct GemmLowering : public PlannedPattern<GemmOp> {
   matchAndRewrite(GemmOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Value operands[2] = {adaptor.getA(), adaptor.getB()};
-    unsigned next = 0;
-    if (isEmulated(op)) {
-      for (unsigned i = 0; i < 2; ++i) {
-        auto q = dyn_cast<QTensorType>(operands[i].getType());
-        if (!q)
-          continue;
-        auto bf16 = RankedTensorType::get(q.getShape(), rewriter.getBF16Type());
-        operands[i] = dequantizeKernel(rewriter, op.getLoc(), operands[i], bf16,
-                                       plan.name(op, "dequantize", next++),
-                                       op.getOperandDirection(i));
-      }
-    }
+    Direction dirs[2] = {op.getOperandDirection(0), op.getOperandDirection(1)};
+    unsigned next = isEmulated(op)
+                        ? dequantizeOperands(rewriter, op, plan, operands, dirs)
+                        : 0;
     rewriter.replaceOpWithNewOp<tek::GemmCallOp>(
         op, op.getType(), operands[0], operands[1], adaptor.getBias(),
         plan.name(op, "gemm", next),
@@ -314,18 +324,9 @@ struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Value operands[2] = {adaptor.getInput(), adaptor.getWeight()};
     Direction dirs[2] = {Direction::rowwise, op.getWeightDirection()};
-    unsigned next = 0;
-    if (isEmulated(op)) {
-      for (unsigned i = 0; i < 2; ++i) {
-        auto q = dyn_cast<QTensorType>(operands[i].getType());
-        if (!q)
-          continue;
-        auto bf16 = RankedTensorType::get(q.getShape(), rewriter.getBF16Type());
-        operands[i] =
-            dequantizeKernel(rewriter, op.getLoc(), operands[i], bf16,
-                             plan.name(op, "dequantize", next++), dirs[i]);
-      }
-    }
+    unsigned next = isEmulated(op)
+                        ? dequantizeOperands(rewriter, op, plan, operands, dirs)
+                        : 0;
     rewriter.replaceOpWithNewOp<tek::GroupedGemmOp>(
         op, op.getType(), operands[0], operands[1], adaptor.getSplitSizes(),
         adaptor.getBias(), plan.name(op, "grouped_gemm", next),
