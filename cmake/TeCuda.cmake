@@ -1,14 +1,15 @@
 #===- cmake/TeCuda.cmake - locate the CUDA 13 toolkit ---------------------===#
 #
-# tejit needs CUDA's headers (cuda.h, nvrtc.h, cublasLt.h) at build time; the
-# libraries themselves are loaded lazily at run time, so nothing links them.
+# tejit needs CUDA's headers (cuda.h, nvrtc.h, cublasLt.h, nccl.h) at build
+# time; the libraries themselves are loaded lazily at run time, so nothing
+# links them.
 #
 #===------------------------------------------------------------------------===#
 set(TE_CUDA_HOME "$ENV{CUDA_HOME}" CACHE PATH "CUDA toolkit root")
 if(NOT TE_CUDA_HOME)
   set(TE_CUDA_HOME /usr/local/cuda CACHE PATH "CUDA toolkit root" FORCE)
 endif()
-foreach(h cuda.h nvrtc.h cublasLt.h)
+foreach(h cuda.h nvrtc.h cublasLt.h nccl.h)
   if(NOT EXISTS "${TE_CUDA_HOME}/include/${h}")
     message(FATAL_ERROR
       "tejit: ${TE_CUDA_HOME}/include/${h} not found. Install the CUDA 13 "

@@ -83,7 +83,9 @@ struct TeFuseQuantizePass
     getOperation().walk([&](Block *block) {
       llvm::MapVector<Value, Group> groups;
       for (Operation &op : *block) {
-        if (auto q = dyn_cast<QuantizeOp>(op)) {
+        // A quantize of a row shard (amax_ranks) reduces its amax over the
+        // ranks: it stays on its own.
+        if (auto q = dyn_cast<QuantizeOp>(op); q && !q.getAmaxRanks()) {
           Group &g = groups[q.getInput()];
           g.quantizes.push_back(q);
           g.first = g.first ? g.first : &op;

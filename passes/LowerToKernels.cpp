@@ -160,7 +160,7 @@ struct KernelPlan {
     for (Operation &op : fn.getBody().getOps()) {
       ops.push_back(&op);
       if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp,
-              GroupedWgradOp>(op)) {
+              GroupedWgradOp, AllGatherOp>(op)) {
         numbers[&op] = counter++;
       } else if (isa<GemmOp, GroupedGemmOp>(op)) {
         numbers[&op] = counter;
@@ -254,7 +254,26 @@ struct QuantizeKernelLowering : public PlannedPattern<OpTy> {
         rewriter.getDenseI64ArrayAttr(tek::quantizeGrid(inType.getShape())),
         rewriter.getI64IntegerAttr(tek::kThreads), stages,
         biasGrad ? rewriter.getUnitAttr() : UnitAttr(),
-        amax ? rewriter.getUnitAttr() : UnitAttr());
+        amax ? rewriter.getUnitAttr() : UnitAttr(), amaxRanks(op));
+    return success();
+  }
+
+  static IntegerAttr amaxRanks(OpTy op) {
+    if constexpr (std::is_same_v<OpTy, QuantizeOp>)
+      return op.getAmaxRanksAttr();
+    return {};
+  }
+};
+
+/// te.all_gather -> tek.all_gather.
+struct AllGatherLowering : public PlannedPattern<AllGatherOp> {
+  using PlannedPattern::PlannedPattern;
+
+  LogicalResult
+  matchAndRewrite(AllGatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tek::AllGatherOp>(
+        op, op.getType(), adaptor.getInput(), plan.name(op), op.getRanksAttr());
     return success();
   }
 };
@@ -411,7 +430,7 @@ struct AdamGroupLowering : public PlannedPattern<OpTy> {
 static LogicalResult checkLowerable(func::FuncOp fn) {
   for (Operation &op : fn.getBody().getOps()) {
     if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp, GemmOp,
-            GroupedGemmOp, GroupedWgradOp, AdamStepOp, FusedAdamOp,
+            GroupedGemmOp, GroupedWgradOp, AdamStepOp, FusedAdamOp, AllGatherOp,
             func::ReturnOp>(op) ||
         isa_and_nonnull<tek::TekDialect>(op.getDialect()))
       continue;
@@ -420,7 +439,7 @@ static LogicalResult checkLowerable(func::FuncOp fn) {
                              "for te.quantize, te.fused_quantize, "
                              "te.bias_grad, te.dequantize, te.gemm, "
                              "te.grouped_gemm, te.grouped_wgrad, "
-                             "te.adam_step and te.fused_adam";
+                             "te.all_gather, te.adam_step and te.fused_adam";
   }
   return success();
 }
@@ -441,8 +460,8 @@ struct TeLowerToKernelsPass
                  QuantizeKernelLowering<FusedQuantizeOp>,
                  QuantizeKernelLowering<BiasGradOp>, DequantizeKernelLowering,
                  GemmLowering, GroupedGemmLowering, GroupedWgradLowering,
-                 AdamGroupLowering<AdamStepOp>, AdamGroupLowering<FusedAdamOp>>(
-        ctx, plan);
+                 AllGatherLowering, AdamGroupLowering<AdamStepOp>,
+                 AdamGroupLowering<FusedAdamOp>>(ctx, plan);
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TeDialect>();
     target.addLegalDialect<tek::TekDialect>();

@@ -80,7 +80,7 @@ command -v ccache >/dev/null || {
 }
 
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
-for f in include/cuda.h include/nvrtc.h include/cublasLt.h; do
+for f in include/cuda.h include/nvrtc.h include/cublasLt.h include/nccl.h; do
   if [[ ! -f "$CUDA_HOME/$f" ]]; then
     echo "install-deps: error: $CUDA_HOME/$f not found; tejit needs the CUDA 13 toolkit" \
          "(headers, NVRTC, cuBLASLt) in /usr/local/cuda or \$CUDA_HOME" >&2

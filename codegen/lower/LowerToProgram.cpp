@@ -173,7 +173,21 @@ private:
         return failure();
       k.biasGrad = *v;
     }
+    if (std::optional<uint64_t> ranks = q.getAmaxRanks())
+      k.amaxRanks = int(*ranks);
     return push(q, std::move(k));
+  }
+
+  LogicalResult lowerAllGather(tek::AllGatherOp g) {
+    cg::AllGatherKernel k;
+    k.name = g.getKernelName().str();
+    k.input = ids.lookup(g.getInput());
+    k.ranks = int(g.getRanks());
+    FailureOr<int> v = addDefined(g.getResult(), "gathered");
+    if (failed(v))
+      return failure();
+    k.output = *v;
+    return push(g, std::move(k));
   }
 
   LogicalResult lowerDequantize(tek::DequantizeKernelOp d) {
@@ -308,6 +322,7 @@ private:
         .Case([&](tek::GroupedGemmOp g) { return lowerGroupedGemm(g); })
         .Case([&](tek::GroupedWgradOp g) { return lowerGroupedWgrad(g); })
         .Case([&](tek::AdamKernelOp a) { return lowerAdam(a); })
+        .Case([&](tek::AllGatherOp g) { return lowerAllGather(g); })
         .Case([&](func::ReturnOp r) { return lowerReturn(r); })
         .Default([](Operation *other) {
           return other->emitError()

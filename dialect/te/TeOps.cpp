@@ -15,6 +15,7 @@
 #include "dialect/te/TeOpsSupport.h"
 
 #include "te/formats/GemmRules.h"
+#include "te/formats/Sharding.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -166,6 +167,15 @@ mlir::te::detail::verifyResolvedSchemes(Operation *op, DictionaryAttr schemes,
 // QuantizeOp / DequantizeOp
 //===----------------------------------------------------------------------===//
 
+/// Why direction `d` of `q` cannot be a row shard of `rows` rows, or "".
+static std::string rowShardProblem(QTensorType q, Direction d) {
+  ::te::rt::Direction rd = d == Direction::rowwise
+                               ? ::te::rt::Direction::Rowwise
+                               : ::te::rt::Direction::Columnwise;
+  return ::te::rt::validateRowShard(q.getScheme().getRuntimeScheme(d), rd,
+                                    q.getRows());
+}
+
 LogicalResult QuantizeOp::verify() {
   auto in = getInput().getType();
   QTensorType out = getResult().getType();
@@ -177,6 +187,85 @@ LogicalResult QuantizeOp::verify() {
     return emitOpError() << "input element type " << in.getElementType()
                          << " differs from the quantized tensor's source type "
                          << out.getElementType();
+  if (getAmaxRanks())
+    for (Direction d : {Direction::rowwise, Direction::columnwise}) {
+      if (!out.hasDirection(d))
+        continue;
+      std::string why = rowShardProblem(out, d);
+      if (!why.empty())
+        return emitOpError()
+               << "quantizes a row shard (amax_ranks), but " << why;
+    }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AllGatherOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+AllGatherOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
+                         Type input, Type result, int64_t ranks) {
+  auto qin = dyn_cast<QTensorType>(input), qout = dyn_cast<QTensorType>(result);
+  if (bool(qin) != bool(qout))
+    return emitError() << "gathers " << input << " into " << result
+                       << ": both or neither must be quantized";
+  ArrayRef<int64_t> inShape = shapeOf(input), outShape = shapeOf(result);
+  SmallVector<int64_t> expected(inShape);
+  if (!expected.empty())
+    expected[0] *= ranks;
+  if (inShape.empty() || outShape != ArrayRef<int64_t>(expected))
+    return emitError() << "result shape " << shapeStr(outShape)
+                       << " must be the shard's " << shapeStr(inShape)
+                       << " with its first dimension times " << ranks
+                       << " ranks";
+  if (!qin) {
+    if (cast<RankedTensorType>(input).getElementType() !=
+        cast<RankedTensorType>(result).getElementType())
+      return emitError() << "result element type differs from the shard's";
+    return success();
+  }
+  if (qin.getElementType() != qout.getElementType() ||
+      qin.getScheme() != qout.getScheme())
+    return emitError() << "result " << qout
+                       << " must have the shard's element type and scheme "
+                       << qin.getScheme();
+  for (Direction d : {Direction::rowwise, Direction::columnwise}) {
+    if (!qout.hasDirection(d))
+      continue;
+    if (!qin.hasDirection(d))
+      return emitError() << "gathers the " << stringifyDirection(d)
+                         << " direction, which the shard does not hold";
+    std::string why = rowShardProblem(qin, d);
+    if (!why.empty())
+      return emitError() << "cannot gather the " << stringifyDirection(d)
+                         << " direction: " << why;
+  }
+  return success();
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (failed(verifyTypes([&] { return emitOpError(); }, getInput().getType(),
+                         getResult().getType(), getRanks())))
+    return failure();
+  auto q = dyn_cast<QTensorType>(getInput().getType());
+  if (!q)
+    return success();
+  // Shards scaled by the tensor amax share one scale only if they were
+  // quantized with the amax reduced over the ranks.
+  for (Direction d : {Direction::rowwise, Direction::columnwise}) {
+    auto out = cast<QTensorType>(getResult().getType());
+    if (!out.hasDirection(d) ||
+        !::te::rt::needsRankAmax(q.getScheme().getRuntimeScheme(d)))
+      continue;
+    auto producer = getInput().getDefiningOp<QuantizeOp>();
+    if (!producer || producer.getAmaxRanks() != uint64_t(getRanks()))
+      return emitOpError()
+             << "gathers " << stringifyDirection(d)
+             << " shards scaled by the tensor amax: they must come from "
+                "te.quantize with amax_ranks = "
+             << getRanks() << " so that every rank shares one scale";
+  }
   return success();
 }
 

@@ -106,8 +106,16 @@ def Te_QuantizeOp : Te_Op<"quantize", [Pure]> {
       return %q : !te.qtensor<4096x1024xbf16, #te.mxfp8<e4m3>, rowwise|columnwise>
     }
     ```
+
+    With `amax_ranks = R` the input is one row shard of a tensor split over
+    R ranks along its first dimension (FSDP): the amax that per-tensor FP8
+    and NVFP4 scale by, and record, is the whole tensor's, reduced over the
+    ranks, so `te.all_gather` of the shards equals the quantization of the
+    whole tensor bit for bit (docs/Numerics.md §14).
   }];
-  let arguments = (ins Te_FloatTensor:$input);
+  let arguments = (ins Te_FloatTensor:$input,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:
+                           $amax_ranks);
   let results = (outs Te_QTensor:$result);
   let assemblyFormat =
       "$input attr-dict `:` type($input) `->` qualified(type($result))";
@@ -362,6 +370,47 @@ def Te_BiasGradOp : Te_Op<"bias_grad", [Pure]> {
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+}
+
+def Te_AllGatherOp : Te_Op<"all_gather"> {
+  let summary = "the whole tensor from every rank's row shard";
+  let description = [{
+    Each of `ranks` ranks (one process per GPU) holds rows `[r*m, (r+1)*m)`
+    of a tensor; every rank receives the whole `[ranks*m, ...]` tensor. A
+    quantized shard is gathered in the directions the result holds, and
+    only those (a forward gathers the rowwise copy, a backward the
+    columnwise one), data and scales laid into the whole tensor's layout
+    (docs/Numerics.md §14): the result is bit-identical to quantizing the
+    whole high-precision tensor. Scaling blocks that run down the rows must
+    not cross a shard boundary, and a scheme scaled by the tensor amax
+    needs its shard from `te.quantize` with `amax_ranks = ranks`. Every
+    rank runs the same program; it lowers to NCCL all-gathers.
+
+    ```mlir
+    func.func @gather(%w: tensor<2048x4096xbf16>)
+        -> !te.qtensor<4096x4096xbf16, #te.mxfp8<e4m3>, rowwise> {
+      %q = te.quantize %w : tensor<2048x4096xbf16>
+             -> !te.qtensor<2048x4096xbf16, #te.mxfp8<e4m3>, rowwise>
+      %g = te.all_gather %q {ranks = 2}
+             : !te.qtensor<2048x4096xbf16, #te.mxfp8<e4m3>, rowwise>
+            -> !te.qtensor<4096x4096xbf16, #te.mxfp8<e4m3>, rowwise>
+      return %g : !te.qtensor<4096x4096xbf16, #te.mxfp8<e4m3>, rowwise>
+    }
+    ```
+  }];
+  let arguments = (ins Te_GemmOperand:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+  let results = (outs Te_GemmOperand:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` "
+                       "qualified(type($result))";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The rules on types alone (te.all_gather and tek.all_gather):
+    /// shapes, element types, schemes, directions and shard boundaries.
+    static ::llvm::LogicalResult
+    verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
+                ::mlir::Type input, ::mlir::Type result, int64_t ranks);
+  }];
 }
 
 } // opDocGroup Te_QuantGroup

@@ -155,6 +155,16 @@ LogicalResult QuantizeKernelOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// all_gather
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllGatherOp::verify() {
+  return mlir::te::AllGatherOp::verifyTypes([&] { return emitOpError(); },
+                                            getInput().getType(),
+                                            getResult().getType(), getRanks());
+}
+
+//===----------------------------------------------------------------------===//
 // dequantize_kernel
 //===----------------------------------------------------------------------===//
 

@@ -54,7 +54,9 @@ def Tek_QuantizeKernelOp : Tek_Op<"quantize_kernel", [Pure]> {
     last result. `grid` is the iteration space in tiles (ceil(M / tile[0]),
     ceil(K / tile[1])), one CTA of `threads` threads per tile.
     `amax_prepass`: a stage scales by the tensor amax (FP8 current scaling,
-    NVFP4), so a grid-stride amax launch runs first.
+    NVFP4), so a grid-stride amax launch runs first. `amax_ranks` (from
+    `te.quantize`): the input is a row shard and that amax, and the amax
+    delayed scaling records, are reduced over the ranks (NCCL all-reduce).
 
     ```mlir
     func.func @quantize_kernel(%dy: tensor<256x128xbf16>) -> tensor<128xf32> {
@@ -72,7 +74,9 @@ def Tek_QuantizeKernelOp : Tek_Op<"quantize_kernel", [Pure]> {
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$kernel_name,
                        DenseI64ArrayAttr:$tile, DenseI64ArrayAttr:$grid,
                        I64Attr:$threads, Tek_StageArray:$stages,
-                       UnitAttr:$bias_grad, UnitAttr:$amax_prepass);
+                       UnitAttr:$bias_grad, UnitAttr:$amax_prepass,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:
+                           $amax_ranks);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat =
       "$kernel_name $input attr-dict `:` type($input) `->` type($results)";
@@ -178,6 +182,31 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
     attr-dict `:` qualified(type($input)) `,` qualified(type($weight)) `,`
     type($split_sizes) (`,` type($bias)^)? `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def Tek_AllGatherOp : Tek_Op<"all_gather"> {
+  let summary = "NCCL all-gathers of a row shard's buffers, unpacked";
+  let description = [{
+    `te.all_gather` as the runtime runs it: one NCCL all-gather per storage
+    buffer of the gathered directions, straight into the whole tensor's
+    buffer where every rank's piece is contiguous, else into a staging
+    buffer that one launch lays out (docs/Numerics.md §14). Same operand,
+    attribute and rules as `te.all_gather`.
+
+    ```mlir
+    func.func @all_gather(%w: tensor<128x256xbf16>) -> tensor<256x256xbf16> {
+      %g = tek.all_gather "te_all_gather_0" %w {ranks = 2 : i64}
+          : tensor<128x256xbf16> -> tensor<256x256xbf16>
+      return %g : tensor<256x256xbf16>
+    }
+    ```
+  }];
+  let arguments = (ins AnyType:$input, StrAttr:$kernel_name,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$kernel_name $input attr-dict `:` "
+                       "qualified(type($input)) `->` qualified(type($result))";
   let hasVerifier = 1;
 }
 

@@ -72,7 +72,7 @@ rt::Expected<BackendSession::Call> BackendSession::call(const Entry &e) {
   CpuState state;
   if (cpu_) {
     auto r = runCpu(*program_, e, args, &state, &pe.inexact, &hostStore_,
-                    cpuProgress_);
+                    cpuProgress_, host_);
     if (!r)
       return r.status();
     out.cpu = std::move(*r);
@@ -85,6 +85,7 @@ rt::Expected<BackendSession::Call> BackendSession::call(const Entry &e) {
       if (!r)
         return r.status();
       pe.runner.emplace(std::move(*r));
+      pe.runner->setCommunicator(comm_);
       TE_RETURN_IF_ERROR(pe.runner->poison(0xA5, s));
       for (size_t i = 0; i < args.size(); ++i)
         if (!e.values[e.args[i]].isQuantized() &&

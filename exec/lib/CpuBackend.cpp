@@ -283,9 +283,13 @@ runGemm(const Entry &e, const GemmKernel &g,
 /// delayed-scaling state, the program's random state.
 static rt::Status quantizeStage(const Program &p, const Stage &s,
                                 const std::vector<uint8_t> &x, const Value &in,
-                                HostValue &dst) {
+                                HostValue &dst, const RankAmax &rank = {}) {
   ref::QuantizeOptions options;
   options.target = p.target;
+  if (rank.shared) {
+    options.tensorAmax = &rank.tensor;
+    options.rhtTensorAmax = &rank.rht;
+  }
   options.seed = p.random.seed;
   options.offset = p.random.offset;
   ref::DelayedScalingState fresh; // scale 1, empty history
@@ -385,11 +389,18 @@ static rt::Status runDequantize(const Entry &e, const DequantizeKernel &d,
 
 static rt::Status runQuantize(const Program &p, const Entry &e,
                               const QuantizeKernel &q,
-                              std::vector<HostValue> &values) {
+                              std::vector<HostValue> &values,
+                              rt::HostCollective *collective) {
   const Value &in = e.values[q.input];
   const std::vector<uint8_t> &x = values[q.input].tensor;
+  RankAmax rank;
+  if (q.amaxRanks > 1) {
+    rt::Status st = rankAmaxes(q, in, widen(x, in.dtype), collective, rank);
+    if (!st.isOk())
+      return fail(q.name + ": " + st.message());
+  }
   for (const Stage &s : q.stages) {
-    rt::Status st = quantizeStage(p, s, x, in, values[s.value]);
+    rt::Status st = quantizeStage(p, s, x, in, values[s.value], rank);
     if (!st.isOk())
       return fail(q.name + ": " + st.message());
     values[s.value].unbounded = values[q.input].inexact();
@@ -461,6 +472,10 @@ static std::string kernelWhat(const Entry &e, const Kernel &k) {
                           std::to_string(w.shape[1]) + "x" +
                           std::to_string(x.shape[1]) + ")";
                  },
+                 [&](const AllGatherKernel &g) {
+                   return g.name + " (" + dims(g.input) + " from " +
+                          std::to_string(g.ranks) + " ranks)";
+                 },
                  [&](const GroupedWgradKernel &g) {
                    const Value &dw = e.values[g.output];
                    return g.name + " (" + std::to_string(dw.shape[0]) +
@@ -475,7 +490,7 @@ static rt::Expected<std::vector<ValueData>>
 runCpuChecked(const Program &p, const Entry &e,
               const std::vector<std::vector<uint8_t>> &args, CpuState *state,
               const std::vector<bool> *inexactArgs, HostStore *store,
-              const CpuProgressFn &progress) {
+              const CpuProgressFn &progress, rt::HostCollective *collective) {
   std::string why = validate(e);
   if (!why.empty())
     return fail(e.name + ": " + why);
@@ -524,7 +539,7 @@ runCpuChecked(const Program &p, const Entry &e,
     rt::Status st = std::visit(
         Overloaded{
             [&](const QuantizeKernel &q) {
-              return runQuantize(p, e, q, values);
+              return runQuantize(p, e, q, values, collective);
             },
             [&](const DequantizeKernel &d) {
               return runDequantize(e, d, values);
@@ -536,6 +551,9 @@ runCpuChecked(const Program &p, const Entry &e,
             },
             [&](const GroupedWgradKernel &g) {
               return runGroupedWgrad(e, g, values);
+            },
+            [&](const AllGatherKernel &g) {
+              return runAllGather(p, e, g, values, collective);
             }},
         k);
     if (!st.isOk())
@@ -567,11 +585,12 @@ rt::Expected<std::vector<ValueData>>
 runCpu(const Program &p, const Entry &e,
        const std::vector<std::vector<uint8_t>> &args, CpuState *state,
        const std::vector<bool> *inexactArgs, HostStore *store,
-       const CpuProgressFn &progress) {
+       const CpuProgressFn &progress, rt::HostCollective *collective) {
   // The estimate of checkCpuMemory can be short, or memory can go to
   // someone else meanwhile: an allocation failure is an error value too.
   try {
-    return runCpuChecked(p, e, args, state, inexactArgs, store, progress);
+    return runCpuChecked(p, e, args, state, inexactArgs, store, progress,
+                         collective);
   } catch (const std::bad_alloc &) {
     return rt::Status(rt::StatusCode::ResourceExhausted,
                       "the CPU backend ran out of memory running '" + e.name +

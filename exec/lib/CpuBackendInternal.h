@@ -15,6 +15,7 @@
 #define TE_EXEC_LIB_CPUBACKENDINTERNAL_H
 
 #include "te/codegen/Program.h"
+#include "te/runtime/Collective.h"
 #include "te/runtime/Status.h"
 #include "te/runtime/reference/Quantize.h"
 
@@ -50,6 +51,21 @@ rt::Status runGroupedGemm(const cg::Entry &e, const cg::GroupedGemmKernel &g,
                           std::vector<HostValue> &values);
 rt::Status runGroupedWgrad(const cg::Entry &e, const cg::GroupedWgradKernel &g,
                            std::vector<HostValue> &values);
+
+/// The whole tensor's amaxes a quantize of a row shard scales by
+/// (QuantizeKernel::amaxRanks), reduced over the ranks; `shared` false when
+/// the kernel needs none.
+struct RankAmax {
+  bool shared = false;
+  float tensor = 0, rht = 0; ///< of the input; of its Hadamard transform
+};
+rt::Status rankAmaxes(const cg::QuantizeKernel &q, const cg::Value &in,
+                      const std::vector<float> &x,
+                      rt::HostCollective *collective, RankAmax &out);
+rt::Status runAllGather(const cg::Program &p, const cg::Entry &e,
+                        const cg::AllGatherKernel &g,
+                        std::vector<HostValue> &values,
+                        rt::HostCollective *collective);
 
 } // namespace te::exec::detail
 

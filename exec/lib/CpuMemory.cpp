@@ -54,7 +54,8 @@ static uint64_t storageBytes(const Program &p, const Value &v) {
 
 /// The fp32 working copies a kernel allocates while it runs (widened
 /// operands, sums, bounds), beyond the values it writes.
-static uint64_t kernelScratchBytes(const Entry &e, const Kernel &k) {
+static uint64_t kernelScratchBytes(const Program &p, const Entry &e,
+                                   const Kernel &k) {
   return std::visit(
       Overloaded{[&](const QuantizeKernel &q) {
                    return 4 * elementsOf(e.values[q.input]);
@@ -88,6 +89,10 @@ static uint64_t kernelScratchBytes(const Entry &e, const Kernel &k) {
                    return 4 * (3 * elementsOf(e.values[g.dy]) +
                                3 * elementsOf(e.values[g.x]) +
                                3 * elementsOf(e.values[g.output]));
+                 },
+                 [&](const AllGatherKernel &g) {
+                   // The staging copy of every rank's shards.
+                   return storageBytes(p, e.values[g.output]);
                  }},
       k);
 }
@@ -103,7 +108,7 @@ uint64_t cpuMemoryBytes(const Program &p, const Entry &e) {
     bytes = addBytes(bytes, storageBytes(p, e.values[size_t(r)]));
   uint64_t scratch = 0;
   for (const Kernel &k : e.kernels) {
-    scratch = std::max(scratch, kernelScratchBytes(e, k));
+    scratch = std::max(scratch, kernelScratchBytes(p, e, k));
     if (const auto *g = std::get_if<GemmKernel>(&k)) // its kept bound
       bytes = addBytes(bytes, 4 * elementsOf(e.values[g->output]));
     if (const auto *g = std::get_if<GroupedGemmKernel>(&k))

@@ -150,6 +150,11 @@ rt::DeviceBuffer *DeviceEntry::buffer(size_t b) const {
 bool DeviceEntry::holdsInput(size_t b) const { return state_->input[b]; }
 size_t DeviceEntry::numKernels() const { return state_->executors.size(); }
 
+void DeviceEntry::setCommunicator(rt::Communicator *comm) {
+  for (rt::PlanExecutor &ex : state_->executors)
+    ex.setCommunicator(comm);
+}
+
 rt::Status DeviceEntry::bind(size_t b, uint64_t ptr, uint64_t bytes) {
   for (rt::PlanExecutor &ex : state_->executors)
     TE_RETURN_IF_ERROR(ex.bind(uint32_t(b), ptr, bytes));

@@ -43,6 +43,7 @@ struct PlanExecutor::State {
   bool stale = true;
   std::unique_ptr<BlasLt> blas;
   std::unique_ptr<Graph> graph;
+  Communicator *comm = nullptr;
 
   explicit State(const Device &d) : device(d) {}
 
@@ -174,6 +175,8 @@ Expected<PlanExecutor> PlanExecutor::create(const Plan &plan,
 PlanExecutor::PlanExecutor(PlanExecutor &&) noexcept = default;
 PlanExecutor::~PlanExecutor() = default;
 
+void PlanExecutor::setCommunicator(Communicator *comm) { state_->comm = comm; }
+
 Status PlanExecutor::bind(uint32_t index, uint64_t devicePtr, uint64_t bytes) {
   const Plan &p = state_->plan;
   if (index >= p.buffers.size() || !p.buffers[index].external)
@@ -231,6 +234,25 @@ Status PlanExecutor::run(const Stream &s) {
                                   static_cast<CUstream>(s.handle())),
           "cuMemsetD8Async"));
       break;
+    case Step::Kind::Collective: {
+      const CollectiveCall &c = st.plan.collectives[step.index];
+      if (!st.comm || st.comm->ranks() != c.ranks)
+        return Status(
+            StatusCode::InvalidArgument,
+            "the plan gathers or reduces over " + std::to_string(c.ranks) +
+                " ranks, but " +
+                (st.comm ? "the communicator has " +
+                               std::to_string(st.comm->ranks())
+                         : std::string("no communicator was set (run one "
+                                       "process per rank: te-run --ranks ") +
+                               std::to_string(c.ranks) + ")"));
+      TE_RETURN_IF_ERROR(
+          c.kind == CollectiveCall::Kind::AllGather
+              ? st.comm->allGather(st.resolve(c.send), st.resolve(c.recv),
+                                   c.bytes, s)
+              : st.comm->allReduceMax(st.resolve(c.send), c.bytes / 4, s));
+      break;
+    }
     }
   }
   return Status::ok();

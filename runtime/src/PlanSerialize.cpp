@@ -20,7 +20,7 @@ namespace te::rt {
 
 static constexpr char kPlanMagic[9] = {'T', 'E', 'J', 'I', 'T',
                                        'P', 'L', 'A', 'N'};
-static constexpr uint32_t kPlanVersion = 4;
+static constexpr uint32_t kPlanVersion = 5;
 
 namespace {
 
@@ -158,16 +158,31 @@ std::string Plan::validate() const {
     if (c.a.buffer < 0 || c.b.buffer < 0 || c.out.buffer < 0)
       return where + " lacks an operand or output buffer";
   }
+  for (size_t c = 0; c < collectives.size(); ++c) {
+    const CollectiveCall &call = collectives[c];
+    std::string where = "collective " + std::to_string(c);
+    bool gather = call.kind == CollectiveCall::Kind::AllGather;
+    if (call.ranks < 1 || call.bytes == 0 || call.send.buffer < 0 ||
+        (gather && call.recv.buffer < 0) || (!gather && call.bytes % 4 != 0))
+      return where + " has no ranks, bytes or buffers";
+    std::string e = checkRef(call.send, where, call.bytes);
+    if (e.empty() && gather)
+      e = checkRef(call.recv, where, call.bytes * uint64_t(call.ranks));
+    if (!e.empty())
+      return e;
+  }
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step &st = steps[i];
-    size_t limit = st.kind == Step::Kind::Launch ? kernels.size()
-                   : st.kind == Step::Kind::Gemm ? gemms.size()
-                                                 : buffers.size();
+    size_t limit = st.kind == Step::Kind::Launch       ? kernels.size()
+                   : st.kind == Step::Kind::Gemm       ? gemms.size()
+                   : st.kind == Step::Kind::Collective ? collectives.size()
+                                                       : buffers.size();
     if (st.index >= limit)
       return "step " + std::to_string(i) + " names a missing " +
-             (st.kind == Step::Kind::Launch ? "kernel"
-              : st.kind == Step::Kind::Gemm ? "gemm"
-                                            : "buffer");
+             (st.kind == Step::Kind::Launch       ? "kernel"
+              : st.kind == Step::Kind::Gemm       ? "gemm"
+              : st.kind == Step::Kind::Collective ? "collective"
+                                                  : "buffer");
   }
   return "";
 }
@@ -240,6 +255,14 @@ std::string Plan::serialize() const {
     for (const BufferRef *r :
          {&g.a, &g.aScale, &g.b, &g.bScale, &g.out, &g.bias})
       w.ref(*r);
+  }
+  w.put<uint32_t>(collectives.size());
+  for (const CollectiveCall &c : collectives) {
+    w.put<uint8_t>(uint8_t(c.kind));
+    w.put<int32_t>(c.ranks);
+    w.ref(c.send);
+    w.ref(c.recv);
+    w.put<uint64_t>(c.bytes);
   }
   w.put<uint32_t>(steps.size());
   for (const Step &s : steps) {
@@ -343,9 +366,16 @@ Expected<Plan> Plan::deserialize(const std::string &bytes) {
   }
   if (!r.count(n))
     return bad("truncated");
+  p.collectives.resize(n);
+  for (CollectiveCall &c : p.collectives)
+    if (!r.enumOf(c.kind, uint8_t(CollectiveCall::Kind::AllReduceMax)) ||
+        !r.get(c.ranks) || !r.ref(c.send) || !r.ref(c.recv) || !r.get(c.bytes))
+      return bad("bad collective");
+  if (!r.count(n))
+    return bad("truncated");
   p.steps.resize(n);
   for (Step &s : p.steps)
-    if (!r.enumOf(s.kind, uint8_t(Step::Kind::Fill)) || !r.get(s.index) ||
+    if (!r.enumOf(s.kind, uint8_t(Step::Kind::Collective)) || !r.get(s.index) ||
         !r.get(s.fillByte))
       return bad("bad step");
   if (!r.atEnd())

@@ -7,7 +7,7 @@
 // te-run FILE.mlir [--entry NAME[,NAME...]] [--backend cuda|cpu|both]
 //        [--input NAME=FILE.npy]... [--random-inputs SEED] [--dump DIR]
 //        [--check | --check-if-gpu] [--bench N] [--steps N] [--arch sm_90a]
-//        [--cache-dir DIR]
+//        [--cache-dir DIR] [--ranks N]
 //
 // Parses FILE (te IR at any stage te-opt prints, "-" for stdin), runs the
 // te-to-cuda pipeline, lowers the entry to the kernel level, then runs it on
@@ -25,6 +25,7 @@
 
 #include "Bench.h"
 #include "Inputs.h"
+#include "Ranks.h"
 #include "Report.h"
 
 #include "ProgramFile.h"
@@ -96,6 +97,14 @@ static cl::opt<std::string>
          cl::init(""));
 static cl::opt<std::string>
     cacheDir("cache-dir", cl::desc("Kernel cache directory"), cl::init(""));
+static cl::opt<int> ranks(
+    "ranks",
+    cl::desc("Run N processes, rank r on GPU r, for programs with "
+             "te.all_gather or te.quantize {amax_ranks}: they meet in a "
+             "temporary directory (NCCL between GPUs, files between CPU "
+             "backends); rank r draws --random-inputs with SEED + r; every "
+             "rank's output is printed in rank order"),
+    cl::value_desc("N"), cl::init(1));
 static cl::opt<int> steps(
     "steps",
     cl::desc("Run the entry (or the sequence) N times, carrying optimizer "
@@ -225,6 +234,11 @@ static int run(int argc, char **argv) {
         "(use --backend cuda or both)");
   if (check && checkIfGpu)
     die("give --check or --check-if-gpu, not both");
+  if (ranks < 1)
+    die("--ranks must be at least 1");
+  std::optional<te::run::RankEnv> rank = te::run::rankFromEnv();
+  if (ranks > 1 && !rank)
+    return te::run::launchRanks(ranks, argv);
 
   mlir::MLIRContext context;
   context.getOrLoadDialect<mlir::te::TeDialect>();
@@ -251,7 +265,7 @@ static int run(int argc, char **argv) {
 
   // Backends.
   bool compare = check || checkIfGpu;
-  rt::Expected<rt::Device> device = rt::Device::open();
+  rt::Expected<rt::Device> device = rt::Device::open(rank ? rank->rank : 0);
   std::string noGpu;
   if (!device) {
     noGpu = device.status().message();
@@ -282,8 +296,10 @@ static int run(int argc, char **argv) {
         die(fits.message());
     }
 
-  auto argsOf =
-      te::run::argumentsOf(*program, sequence, inputs, int64_t(randomSeed));
+  int64_t seed = randomSeed;
+  if (rank && seed >= 0)
+    seed += rank->rank;
+  auto argsOf = te::run::argumentsOf(*program, sequence, inputs, seed);
   rt::KernelCache cache(cacheDir.empty() ? rt::KernelCache::defaultDiskDir()
                                          : std::string(cacheDir));
   if (!device) {
@@ -306,6 +322,21 @@ static int run(int argc, char **argv) {
   if (!session)
     die(session.status().toString());
   session->setCpuProgress(cpuProgress(*program));
+  std::unique_ptr<rt::FileCollective> host;
+  std::unique_ptr<rt::Communicator> comm;
+  if (rank) {
+    auto h = rt::FileCollective::create(rank->dir, rank->rank, rank->ranks);
+    if (!h)
+      die(h.status().toString());
+    host = std::move(*h);
+    if (wantCuda) {
+      auto c = rt::Communicator::create(*device, *host);
+      if (!c)
+        die(c.status().toString());
+      comm = std::move(*c);
+    }
+    session->setRanks(host.get(), comm.get());
+  }
   for (auto &[entry, args] : argsOf)
     session->setArguments(*entry, std::move(args));
 

@@ -174,6 +174,19 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
     w.kp.bytesMoved += inputBytes;
   }
 
+  // A row shard scales by the whole tensor's amax: reduce it over the ranks
+  // before the cast reads it.
+  auto reduceOverRanks = [&](int buffer) {
+    rt::CollectiveCall c;
+    c.kind = rt::CollectiveCall::Kind::AllReduceMax;
+    c.ranks = q.amaxRanks;
+    c.send = {buffer, 0};
+    c.bytes = 4;
+    w.kp.addCollective(c);
+  };
+  if (globalAmax >= 0 && q.amaxRanks > 1)
+    reduceOverRanks(globalAmax);
+
   int rhtAmax = -1;
   if (!src.rhtAmaxEntry.empty()) {
     rhtAmax = table.add(q.name + ".rht_amax", 4);
@@ -184,6 +197,8 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
              {ArgDesc::ptr(input), ArgDesc::i64(m), ArgDesc::i64(k),
               ArgDesc::ptr(rhtAmax)});
     w.kp.bytesMoved += inputBytes;
+    if (q.amaxRanks > 1)
+      reduceOverRanks(rhtAmax);
   }
 
   std::vector<ArgDesc> args = {ArgDesc::ptr(input), ArgDesc::i64(m),
@@ -209,6 +224,13 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
                   rt::ceilDiv(k, int64_t(kQuantizeTileCols));
   w.launch(src.mainEntry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args))
       .sharedBytes = quantizeDynamicSmem(in.dtype);
+  // Delayed scaling records the amax as it casts: the record of a shard
+  // becomes the whole tensor's afterwards.
+  if (q.amaxRanks > 1)
+    for (const Stage &s : q.stages)
+      if (s.scheme.kind == SchemeKind::Fp8Delayed)
+        reduceOverRanks(
+            out.values[s.value].dir[s.dir == Direction::Rowwise ? 0 : 1].amax);
   if (q.biasGrad >= 0)
     w.launch(
         src.biasEntry,
@@ -474,6 +496,9 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
             },
             [&](const GroupedWgradKernel &g) {
               return detail::planGroupedWgrad(p, e, g, table, out);
+            },
+            [&](const AllGatherKernel &g) {
+              return detail::planAllGather(p, e, g, table, out);
             }},
         k);
     if (!kp && keepUnsupported &&

@@ -80,6 +80,14 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                                           BufferTable &table,
                                           const EntryPlan &out);
 
+/// An all-gather of row shards: NCCL all-gathers straight into the whole
+/// tensor's buffers where the pieces are contiguous, else into a staging
+/// buffer and an unpack launch (te/device/GatherKernel.cuh).
+rt::Expected<KernelPlan> planAllGather(const Program &p, const Entry &e,
+                                       const AllGatherKernel &g,
+                                       BufferTable &table,
+                                       const EntryPlan &out);
+
 } // namespace te::cg::detail
 
 #endif // TE_CODEGEN_CUDA_LIB_PLANBUILDERINTERNAL_H

@@ -6,6 +6,8 @@
 
 #include "te/codegen/Program.h"
 
+#include "te/formats/Sharding.h"
+
 #include "te/formats/GemmRules.h"
 
 #include <algorithm>
@@ -55,6 +57,7 @@ static std::vector<int> readsOf(const Kernel &k) {
           [](const GroupedWgradKernel &g) {
             return std::vector<int>{g.dy, g.x, g.splits};
           },
+          [](const AllGatherKernel &g) { return std::vector<int>{g.input}; },
           [](const AdamKernel &a) {
             std::vector<int> out = {a.lr, a.step};
             for (const AdamTensor &t : a.tensors)
@@ -276,6 +279,14 @@ static std::string validateQuantize(const Entry &e, const QuantizeKernel &q) {
              "' does not hold the " + rt::directionName(s.dir) +
              " direction with the stage's scheme";
   }
+  if (q.amaxRanks < 1)
+    return "quantize '" + q.name + "': amax ranks must be positive";
+  if (q.amaxRanks > 1)
+    for (const Stage &s : q.stages) {
+      std::string why = rt::validateRowShard(s.scheme, s.dir, in.rows());
+      if (!why.empty())
+        return "quantize '" + q.name + "' of a row shard: " + why;
+    }
   if (q.biasGrad >= 0 &&
       (!inRange(e, q.biasGrad) || e.values[q.biasGrad].isQuantized() ||
        e.values[q.biasGrad].dtype != rt::DType::F32 ||
@@ -283,6 +294,33 @@ static std::string validateQuantize(const Entry &e, const QuantizeKernel &q) {
     return "quantize '" + q.name +
            "': the bias gradient must be an f32 "
            "tensor of the input's last dimension";
+  return "";
+}
+
+static std::string validateAllGather(const Entry &e, const AllGatherKernel &g) {
+  if (!inRange(e, g.input) || !inRange(e, g.output) || g.ranks < 1)
+    return "value index or rank count out of range";
+  const Value &in = e.values[g.input], &out = e.values[g.output];
+  if (in.isQuantized() != out.isQuantized() || in.dtype != out.dtype ||
+      in.shape.empty() || out.shape.size() != in.shape.size() ||
+      out.shape[0] != in.shape[0] * g.ranks ||
+      !std::equal(in.shape.begin() + 1, in.shape.end(), out.shape.begin() + 1))
+    return "the output must be the input's type with " +
+           std::to_string(g.ranks) + " times its first dimension";
+  if (!out.isQuantized())
+    return "";
+  if (!out.rowwise && !out.columnwise)
+    return "the output holds no direction";
+  for (rt::Direction d : {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
+    if (!out.scheme(d))
+      continue;
+    if (in.scheme(d) != out.scheme(d))
+      return std::string("the input does not hold the ") +
+             rt::directionName(d) + " direction with the output's scheme";
+    std::string why = rt::validateRowShard(*in.scheme(d), d, in.rows());
+    if (!why.empty())
+      return why;
+  }
   return "";
 }
 
@@ -351,6 +389,10 @@ std::string validateKernel(const Entry &e, const Kernel &k) {
           [&](const GroupedWgradKernel &g) {
             std::string why = validateGroupedWgrad(e, g);
             return why.empty() ? why : "grouped wgrad '" + g.name + "': " + why;
+          },
+          [&](const AllGatherKernel &g) {
+            std::string why = validateAllGather(e, g);
+            return why.empty() ? why : "all-gather '" + g.name + "': " + why;
           }},
       k);
 }

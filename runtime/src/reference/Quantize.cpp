@@ -128,7 +128,9 @@ static QuantizedDirection quantizePerTensor(const SourceView &src,
                                             DelayedScalingState *state) {
   QuantizedDirection q = allocate(s, d, src.m, src.k, options.target);
   Fp8Format format = fp8FormatOf(s.element);
-  float amax = amaxOf(src.x, static_cast<size_t>(src.m * src.k));
+  float amax = options.tensorAmax
+                   ? *options.tensorAmax
+                   : amaxOf(src.x, static_cast<size_t>(src.m * src.k));
   float scale, recordedAmax;
   if (s.kind == SchemeKind::Fp8Current) {
     scale = computeScaleFromAmax(amax, fp8MaxNorm(format), s.pow2,

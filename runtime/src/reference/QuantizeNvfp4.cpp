@@ -125,7 +125,10 @@ QuantizedDirection quantizeNvfp4(const SourceView &src, const Scheme &s,
 
   // Global scales of this direction (post-RHT amax for RHT columnwise; for
   // the plain transpose this equals the input amax, as TE copies it).
-  float globalAmax = amaxOf(sm, static_cast<size_t>(rows * cols));
+  const float *shared = !row && s.rht ? options.rhtTensorAmax
+                                      : options.tensorAmax;
+  float globalAmax =
+      shared ? *shared : amaxOf(sm, static_cast<size_t>(rows * cols));
   float sEnc = nvfp4GlobalEncodeScale(globalAmax);
   float sDec = nvfp4GlobalDecodeScale(sEnc);
   storeF32(q.amax, 0, globalAmax);

@@ -39,6 +39,13 @@ public:
     cpuProgress_ = std::move(progress);
   }
   bool runsCuda() const { return device_ != nullptr; }
+  /// The job's ranks (neither owned; both must outlive the session), for
+  /// entries that gather or reduce across them: `host` connects the CPU
+  /// backends, `comm` the devices (null without CUDA).
+  void setRanks(rt::HostCollective *host, rt::Communicator *comm) {
+    host_ = host;
+    comm_ = comm;
+  }
 
   /// The arguments of entry `e` (host bytes, argument order; empty for a
   /// persistent quantized argument, which the store provides). Given once
@@ -88,6 +95,8 @@ private:
   std::optional<rt::Stream> stream_;
   HostStore hostStore_;
   CpuProgressFn cpuProgress_;
+  rt::HostCollective *host_ = nullptr;
+  rt::Communicator *comm_ = nullptr;
   /// Shared by the runners: kept at one address (they point into it).
   std::unique_ptr<DeviceStore> deviceStore_;
   std::map<const cg::Entry *, PerEntry> entries_;

@@ -17,6 +17,7 @@
 
 #include "te/exec/Persistent.h"
 #include "te/exec/ValueData.h"
+#include "te/runtime/Collective.h"
 
 #include <functional>
 
@@ -70,12 +71,15 @@ std::string formatGiB(uint64_t bytes);
 /// tensor argument it does not hold yet is initialised from `args[i]`.
 /// Refuses up front what does not fit in memory (checkCpuMemory) and
 /// returns an allocation failure as a Status. `progress`, if set, hears of
-/// every kernel.
+/// every kernel. `collective` connects the ranks of a job for the kernels
+/// that work on row shards (all-gathers, quantizes with a rank amax); an
+/// entry with such kernels fails without one.
 rt::Expected<std::vector<ValueData>>
 runCpu(const cg::Program &p, const cg::Entry &e,
        const std::vector<std::vector<uint8_t>> &args, CpuState *state = nullptr,
        const std::vector<bool> *inexactArgs = nullptr,
-       HostStore *store = nullptr, const CpuProgressFn &progress = {});
+       HostStore *store = nullptr, const CpuProgressFn &progress = {},
+       rt::HostCollective *collective = nullptr);
 
 /// Optimizer state an entry carries from one call to the next: after a
 /// call, value `value` (a new parameter or moment) becomes argument

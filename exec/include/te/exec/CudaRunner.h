@@ -31,6 +31,8 @@ public:
   rt::Status setArgument(size_t i, const std::vector<uint8_t> &bytes,
                          const rt::Stream &s);
   rt::Status run(const rt::Stream &s) { return entry_.run(s); }
+  /// See DeviceEntry::setCommunicator.
+  void setCommunicator(rt::Communicator *comm) { entry_.setCommunicator(comm); }
   /// Copies each carried value into its argument's buffer (on the device).
   rt::Status carry(const std::vector<CarriedState> &state, const rt::Stream &s);
   rt::Status capture(const rt::Stream &s) { return entry_.capture(s); }

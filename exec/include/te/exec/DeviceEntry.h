@@ -18,6 +18,7 @@
 
 #include "te/codegen/PlanBuilder.h"
 #include "te/exec/Persistent.h"
+#include "te/runtime/Collective.h"
 #include "te/runtime/Device.h"
 #include "te/runtime/KernelCache.h"
 
@@ -76,6 +77,9 @@ public:
   rt::Status capture(const rt::Stream &s);
   rt::Status replay(const rt::Stream &s);
   size_t numKernels() const;
+  /// The communicator of the job's ranks for kernels that gather or reduce
+  /// across them (not owned; it must outlive the entry's runs).
+  void setCommunicator(rt::Communicator *comm);
 
 private:
   DeviceEntry();

@@ -17,6 +17,7 @@
 #define TE_RUNTIME_PLAN_H
 
 #include "te/runtime/BlasLt.h"
+#include "te/runtime/Collective.h"
 #include "te/runtime/Device.h"
 #include "te/runtime/KernelCache.h"
 #include "te/runtime/TensorMap.h"
@@ -111,6 +112,23 @@ struct GemmCall {
   }
 };
 
+/// A collective over the ranks of the job, through the Communicator the
+/// executor is given (PlanExecutor::setCommunicator). AllGather: `bytes`
+/// at `send` from each rank land in rank order at `recv`; AllReduceMax:
+/// the `bytes / 4` floats at `send` become their maximum over the ranks,
+/// in place (`recv` unused).
+struct CollectiveCall {
+  enum class Kind : uint8_t { AllGather, AllReduceMax };
+  Kind kind = Kind::AllGather;
+  int32_t ranks = 1; ///< the job size the plan was built for
+  BufferRef send, recv;
+  uint64_t bytes = 0;
+  bool operator==(const CollectiveCall &o) const {
+    return kind == o.kind && ranks == o.ranks && send == o.send &&
+           recv == o.recv && bytes == o.bytes;
+  }
+};
+
 struct BufferDecl {
   std::string name;
   uint64_t bytes = 0;
@@ -118,9 +136,10 @@ struct BufferDecl {
 };
 
 struct Step {
-  enum class Kind : uint8_t { Launch, Gemm, Fill };
+  enum class Kind : uint8_t { Launch, Gemm, Fill, Collective };
   Kind kind = Kind::Launch;
-  uint32_t index = 0; ///< kernel / gemm index; for Fill, the buffer
+  /// kernel / gemm / collective index; for Fill, the buffer
+  uint32_t index = 0;
   uint8_t fillByte = 0;
 };
 
@@ -128,6 +147,7 @@ struct Plan {
   std::vector<BufferDecl> buffers;
   std::vector<KernelSpec> kernels;
   std::vector<GemmCall> gemms;
+  std::vector<CollectiveCall> collectives;
   std::vector<Step> steps;
 
   /// Checks indices and kinds (every reference names an existing buffer,
@@ -147,6 +167,11 @@ public:
                                        KernelCache &cache);
   PlanExecutor(PlanExecutor &&) noexcept;
   ~PlanExecutor();
+
+  /// The communicator collective steps use (not owned; it must outlive
+  /// the executor's runs and replays). A plan with collective steps fails
+  /// to run without one, or with one of another size.
+  void setCommunicator(Communicator *comm);
 
   /// Binds external buffer `index` to caller memory of at least its size.
   Status bind(uint32_t index, uint64_t devicePtr, uint64_t bytes);

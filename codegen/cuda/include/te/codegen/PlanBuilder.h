@@ -58,6 +58,14 @@ struct KernelPlan {
     ++launches;
     return plan.kernels.back();
   }
+  /// Appends `c` and a step running it.
+  void addCollective(const rt::CollectiveCall &c) {
+    rt::Step s;
+    s.kind = rt::Step::Kind::Collective;
+    s.index = uint32_t(plan.collectives.size());
+    plan.collectives.push_back(c);
+    plan.steps.push_back(s);
+  }
 };
 
 struct EntryPlan {

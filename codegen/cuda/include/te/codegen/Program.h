@@ -66,6 +66,10 @@ struct QuantizeKernel {
   int input = -1;
   std::vector<Stage> stages;
   int biasGrad = -1;
+  /// > 1: `input` is one row shard of a tensor split over that many ranks,
+  /// and the amax that per-tensor FP8 and NVFP4 scale by (and record) is
+  /// the whole tensor's, reduced over the ranks (docs/Numerics.md §14).
+  int amaxRanks = 1;
 };
 
 /// The logical values of direction `dir` of quantized value `input`, as a
@@ -173,10 +177,23 @@ struct GroupedWgradKernel {
   rt::Scheme dyScheme, xScheme;
 };
 
+/// The whole tensor `output` ([ranks * m, ...]) from every rank's row shard
+/// `input` ([m, ...]; docs/Numerics.md §14): a tensor, or a quantized value
+/// whose directions `output` holds (the same schemes; only those are
+/// gathered). The CUDA plan is NCCL all-gathers plus an unpack launch per
+/// buffer whose pieces are not contiguous; the CPU backend gathers through
+/// its host collective.
+struct AllGatherKernel {
+  std::string name;
+  int input = -1, output = -1;
+  int ranks = 1;
+};
+
 /// One kernel of an entry. A std::variant, so a new kernel kind is a compile
 /// error in every std::visit that does not handle it yet.
-using Kernel = std::variant<QuantizeKernel, DequantizeKernel, GemmKernel,
-                            AdamKernel, GroupedGemmKernel, GroupedWgradKernel>;
+using Kernel =
+    std::variant<QuantizeKernel, DequantizeKernel, GemmKernel, AdamKernel,
+                 GroupedGemmKernel, GroupedWgradKernel, AllGatherKernel>;
 
 /// The kernel's C identifier.
 inline const std::string &kernelName(const Kernel &k) {

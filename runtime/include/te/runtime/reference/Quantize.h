@@ -121,6 +121,13 @@ struct QuantizeOptions {
   DelayedScalingState *delayedColumnwise = nullptr;
   /// MXFP8 / NVFP4: write scales in the GEMM-ready swizzled layout.
   bool swizzleScales = false;
+  /// `x` is one row shard of a larger tensor (docs/Numerics.md §14): the
+  /// whole tensor's amax, reduced over the ranks, replaces x's own in
+  /// per-tensor FP8 (the recorded amax of delayed scaling too) and NVFP4;
+  /// `rhtTensorAmax` likewise for NVFP4's Hadamard-transformed columnwise
+  /// direction. Null: x's own amax.
+  const float *tensorAmax = nullptr;
+  const float *rhtTensorAmax = nullptr;
 };
 
 /// Widens `count` elements of the given type to fp32 (exact).

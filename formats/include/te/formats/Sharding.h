@@ -1,0 +1,80 @@
+//===- te/formats/Sharding.h - row shards of a quantized tensor -*- C++ -*-===//
+//
+// Part of tejit. Plain C++17, no MLIR and no CUDA.
+//
+//===----------------------------------------------------------------------===//
+//
+// A tensor sharded along its first dimension over R ranks (FSDP): rank r
+// holds rows [r * m, (r + 1) * m) of the R*m x K tensor. The one home of
+// the rules for gathering quantized shards (docs/Numerics.md §14): which
+// shards can be quantized on their own and gathered into exactly the
+// quantization of the whole tensor, and where each storage buffer of a
+// shard lands in the whole tensor's buffer. te.all_gather's verifier, the
+// program checks, the plan builder, the CPU backend and the device's
+// unpack kernel all follow it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_FORMATS_SHARDING_H
+#define TE_FORMATS_SHARDING_H
+
+#include "te/formats/Scheme.h"
+
+#include <string>
+
+namespace te::rt {
+
+/// Why direction `d` of a shard of `shardRows` rows (of an R*shardRows x K
+/// tensor) cannot be quantized on its own and gathered into the whole
+/// tensor's quantization, or "". Scaling blocks that run down the rows
+/// (columnwise blocks, 2-D tiles, NVFP4's Hadamard transform) must not
+/// cross a shard boundary; stochastic rounding draws by element index, so a
+/// shard's draws would differ from the whole tensor's.
+std::string validateRowShard(const Scheme &s, Direction d, int64_t shardRows);
+
+/// Schemes whose scale depends on the whole tensor's amax (per-tensor FP8,
+/// NVFP4's tensor scale): their shards must be quantized with the amax
+/// reduced over every rank, and their recorded amax is the reduced one.
+inline bool needsRankAmax(const Scheme &s) {
+  return s.isPerTensor() || s.kind == SchemeKind::Nvfp4;
+}
+
+/// Where one storage buffer (data, scale_inv or amax) of a shard sits in
+/// the whole tensor's buffer. Both are 2-D row-major buffers (storageFor).
+struct ShardPiece {
+  enum class Axis : uint8_t {
+    Whole, ///< one value for the tensor (a scale, an amax): every rank's
+           ///< copy is the same, the whole tensor's is rank 0's
+    Rows,  ///< the tensor's rows run down the buffer's rows
+    Cols,  ///< ... along the buffer's columns (a transposed layout)
+  };
+  Axis axis = Axis::Whole;
+  /// Buffer rows (Rows) or columns (Cols) one shard fills; the shard
+  /// buffer's extent past it is padding. Rank r's piece starts at r *
+  /// valid in the whole tensor's buffer, and what follows rank R-1's
+  /// piece is padding (zero).
+  int64_t valid = 0;
+};
+
+/// The piece of `buffer` (one of storageFor(s, d, shardRows, k)'s buffers:
+/// 0 data, 1 scale_inv, 2 amax) of a shard of `shardRows` rows. Requires
+/// validateRowShard(s, d, shardRows) == "".
+ShardPiece shardPiece(const Scheme &s, Direction d, int buffer,
+                      int64_t shardRows, int64_t k,
+                      const Target &target = Target::sm90());
+
+/// A buffer seen as bytes for gathering: rank r's shard buffer is `rows` x
+/// `shardRowBytes`, of which the first `validBytes` of each row are its
+/// piece; the whole tensor's buffer is `rows` x `wholeRowBytes`, and byte
+/// (i, j) of it is byte (i, j mod validBytes) of rank j / validBytes, or 0
+/// past the last rank. A Rows piece is one row of the whole buffer.
+struct GatherView {
+  int64_t rows = 0, shardRowBytes = 0, validBytes = 0, wholeRowBytes = 0;
+  bool whole = false; ///< a Whole piece: rank 0's buffer is copied as is
+};
+GatherView gatherView(const ShardPiece &piece, const BufferDesc &shard,
+                      const BufferDesc &whole);
+
+} // namespace te::rt
+
+#endif // TE_FORMATS_SHARDING_H

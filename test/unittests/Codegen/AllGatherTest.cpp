@@ -1,0 +1,369 @@
+//===- AllGatherTest.cpp - row shards gathered into the whole tensor ------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// docs/Numerics.md §14: R ranks each quantize their row shard (the tensor
+// amax reduced over the ranks) and all-gather it; the result must be the
+// quantization of the whole tensor, bit for bit, in every gathered buffer.
+// The ranks are threads of this process: on the CPU backend they meet in a
+// directory (rt::FileCollective); on GPUs (two or more) through NCCL.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProgramHelpers.h"
+#include "SchemeCases.h"
+
+#include "te/exec/CpuBackend.h"
+#include "te/exec/CudaRunner.h"
+#include "te/formats/Sharding.h"
+#include "te/runtime/Collective.h"
+#include "te/runtime/reference/Gather.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+namespace te {
+namespace {
+
+using rt::Direction;
+using rt::Scheme;
+
+/// One direction pair of a (possibly hybrid) recipe and what is gathered.
+struct Case {
+  std::string label;
+  std::optional<Scheme> rowwise, columnwise; ///< what the shard holds
+  bool gatherRowwise = true, gatherColumnwise = true;
+  int64_t rows = 128, cols = 192; ///< of one shard
+  int ranks = 2;
+};
+
+cg::Value quantized(std::string name, std::vector<int64_t> shape,
+                    const std::optional<Scheme> &row,
+                    const std::optional<Scheme> &col) {
+  cg::Value v =
+      test::tensor(std::move(name), std::move(shape), rt::DType::BF16);
+  v.kind = cg::Value::Kind::Quantized;
+  v.rowwise = row;
+  v.columnwise = col;
+  return v;
+}
+
+std::vector<cg::Stage> stagesOf(const cg::Value &v, int value) {
+  std::vector<cg::Stage> out;
+  if (v.rowwise)
+    out.push_back({*v.rowwise, Direction::Rowwise, value});
+  if (v.columnwise)
+    out.push_back({*v.columnwise, Direction::Columnwise, value});
+  return out;
+}
+
+/// x shard [rows, cols] -> quantize (amax over the ranks) -> all-gather.
+cg::Program shardProgram(const Case &c) {
+  cg::Entry e;
+  e.name = "gather";
+  e.values.push_back(test::tensor("x", {c.rows, c.cols}, rt::DType::BF16));
+  e.values.push_back(
+      quantized("shard", {c.rows, c.cols}, c.rowwise, c.columnwise));
+  e.values.push_back(
+      quantized("whole", {c.rows * c.ranks, c.cols},
+                c.gatherRowwise ? c.rowwise : std::nullopt,
+                c.gatherColumnwise ? c.columnwise : std::nullopt));
+  e.args = {0};
+  e.results = {2};
+  cg::QuantizeKernel q;
+  q.name = "te_quantize_0";
+  q.input = 0;
+  q.stages = stagesOf(e.values[1], 1);
+  q.amaxRanks = c.ranks;
+  e.kernels.push_back(q);
+  cg::AllGatherKernel g;
+  g.name = "te_all_gather_1";
+  g.input = 1;
+  g.output = 2;
+  g.ranks = c.ranks;
+  e.kernels.push_back(g);
+  cg::Program p;
+  p.entries.push_back(std::move(e));
+  return p;
+}
+
+/// The whole tensor quantized at once, in the gathered directions.
+cg::Program wholeProgram(const Case &c) {
+  cg::Entry e;
+  e.name = "whole";
+  e.values.push_back(
+      test::tensor("x", {c.rows * c.ranks, c.cols}, rt::DType::BF16));
+  e.values.push_back(
+      quantized("whole", {c.rows * c.ranks, c.cols},
+                c.gatherRowwise ? c.rowwise : std::nullopt,
+                c.gatherColumnwise ? c.columnwise : std::nullopt));
+  e.args = {0};
+  e.results = {1};
+  cg::QuantizeKernel q;
+  q.name = "te_quantize_0";
+  q.input = 0;
+  q.stages = stagesOf(e.values[1], 1);
+  e.kernels.push_back(q);
+  cg::Program p;
+  p.entries.push_back(std::move(e));
+  return p;
+}
+
+/// Every case the sharding rules accept: each scheme in both directions,
+/// forward-only and backward-only gathers, hybrids, and shards whose scale
+/// buffers are padded (32 rows of MXFP8 / NVFP4, 3 ranks).
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const Scheme &s : test::allSchemes()) {
+    if (!rt::validateRowShard(s, Direction::Rowwise, 128).empty() ||
+        !rt::validateRowShard(s, Direction::Columnwise, 128).empty())
+      continue;
+    std::string name = test::schemeLabel(s);
+    out.push_back({name + "_both", s, s});
+    out.push_back({name + "_forward", s, s, true, false});
+    out.push_back({name + "_backward", s, s, false, true, 128, 192, 3});
+    if (rt::validateRowShard(s, Direction::Columnwise, 32).empty())
+      out.push_back({name + "_32_rows_3_ranks", s, s, true, true, 32, 192, 3});
+  }
+  Scheme mx = Scheme::mxfp8(rt::DType::E4M3);
+  Scheme fp4 = Scheme::nvfp4(/*rht=*/true);
+  Scheme block = Scheme::fp8Block(rt::DType::E4M3, 1, 128);
+  out.push_back({"hybrid_mxfp8_nvfp4", mx, fp4});
+  out.push_back({"hybrid_block_mxfp8", block, mx, true, true, 128, 256, 3});
+  out.push_back({"hybrid_current_block2d", Scheme::fp8Current(rt::DType::E4M3),
+                 Scheme::fp8Block(rt::DType::E4M3, 128, 128)});
+  return out;
+}
+
+std::vector<float> wholeInput(const Case &c) {
+  std::vector<float> x = test::normals(size_t(c.rows * c.ranks * c.cols), 1234);
+  // Each rank's rows at their own scale, so the tensor amax lies in one
+  // shard and the others must learn it from the reduction.
+  for (int64_t r = 0; r < c.rows * c.ranks; ++r)
+    for (int64_t j = 0; j < c.cols; ++j)
+      x[size_t(r * c.cols + j)] *= float(1 + r / c.rows * 3);
+  return x;
+}
+
+std::vector<uint8_t> shardBytes(const Case &c, const std::vector<float> &x,
+                                int rank) {
+  auto first = x.begin() + rank * c.rows * c.cols;
+  return test::bf16Bytes(std::vector<float>(first, first + c.rows * c.cols));
+}
+
+/// A fresh rendezvous directory, removed at the end of the test.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "te-gather-XXXXXX").string();
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    path = mkdtemp(name.data()) ? name.data() : "";
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+/// Runs `body(rank, host)` on `ranks` threads that meet in one directory.
+std::vector<exec::ValueData>
+onRanks(int ranks, const std::function<rt::Expected<exec::ValueData>(
+                       int, rt::HostCollective &)> &body) {
+  TempDir dir;
+  std::vector<exec::ValueData> out(static_cast<size_t>(ranks));
+  std::vector<std::string> errors(static_cast<size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      auto host = rt::FileCollective::create(dir.path, r, ranks, 120);
+      if (!host) {
+        errors[size_t(r)] = host.status().toString();
+        return;
+      }
+      auto result = body(r, **host);
+      if (!result)
+        errors[size_t(r)] = result.status().toString();
+      else
+        out[size_t(r)] = std::move(*result);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int r = 0; r < ranks; ++r)
+    EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+  return out;
+}
+
+void expectWhole(const exec::ValueData &whole, const exec::ValueData &got,
+                 const std::string &who) {
+  ASSERT_EQ(got.size(), whole.size()) << who;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(got[i].name, whole[i].name) << who;
+    EXPECT_TRUE(got[i].desc == whole[i].desc) << who << " " << whole[i].name;
+    size_t differ = 0;
+    for (size_t b = 0; b < std::min(got[i].bytes.size(), whole[i].bytes.size());
+         ++b)
+      differ += got[i].bytes[b] != whole[i].bytes[b];
+    EXPECT_EQ(differ, 0u) << who << " " << whole[i].name << ": " << differ
+                          << " of " << whole[i].bytes.size()
+                          << " bytes differ from the whole tensor's";
+  }
+}
+
+class AllGather : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AllGather, CpuShardsGatherIntoTheWholeQuantization) {
+  const Case &c = GetParam();
+  cg::Program shard = shardProgram(c), whole = wholeProgram(c);
+  ASSERT_EQ(cg::validate(shard.entries[0]), "");
+  std::vector<float> x = wholeInput(c);
+  auto expected = exec::runCpu(whole, whole.entries[0], {test::bf16Bytes(x)});
+  ASSERT_TRUE(expected) << expected.status().toString();
+  auto got = onRanks(
+      c.ranks,
+      [&](int r, rt::HostCollective &host) -> rt::Expected<exec::ValueData> {
+        auto out = exec::runCpu(shard, shard.entries[0], {shardBytes(c, x, r)},
+                                nullptr, nullptr, nullptr, {}, &host);
+        if (!out)
+          return out.status();
+        return std::move((*out)[0]);
+      });
+  for (int r = 0; r < c.ranks; ++r)
+    expectWhole((*expected)[0], got[size_t(r)], "rank " + std::to_string(r));
+}
+
+TEST_P(AllGather, GpuShardsGatherIntoTheWholeQuantization) {
+  const Case &c = GetParam();
+  rt::Expected<int> gpus = rt::Device::count();
+  if (!gpus)
+    GTEST_SKIP() << gpus.status().toString();
+  if (*gpus < c.ranks)
+    GTEST_SKIP() << c.ranks << " ranks need " << c.ranks << " GPUs, found "
+                 << *gpus;
+  if (auto v = rt::Communicator::ncclVersion(); !v)
+    GTEST_SKIP() << v.status().toString();
+  cg::Program shard = shardProgram(c), whole = wholeProgram(c);
+  std::vector<float> x = wholeInput(c);
+  auto expected = exec::runCpu(whole, whole.entries[0], {test::bf16Bytes(x)});
+  ASSERT_TRUE(expected) << expected.status().toString();
+  auto got = onRanks(
+      c.ranks,
+      [&](int r, rt::HostCollective &host) -> rt::Expected<exec::ValueData> {
+        auto dev = rt::Device::open(r);
+        if (!dev)
+          return dev.status();
+        auto stream = rt::Stream::create(*dev);
+        if (!stream)
+          return stream.status();
+        auto comm = rt::Communicator::create(*dev, host);
+        if (!comm)
+          return comm.status();
+        rt::KernelCache cache;
+        auto runner =
+            exec::CudaRunner::create(shard, shard.entries[0], *dev, cache);
+        if (!runner)
+          return runner.status();
+        runner->setCommunicator(comm->get());
+        TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
+        TE_RETURN_IF_ERROR(
+            runner->setArgument(0, shardBytes(c, x, r), *stream));
+        TE_RETURN_IF_ERROR(runner->run(*stream));
+        auto out = runner->results(*stream);
+        if (!out)
+          return out.status();
+        return std::move((*out)[0]);
+      });
+  for (int r = 0; r < c.ranks; ++r)
+    expectWhole((*expected)[0], got[size_t(r)], "rank " + std::to_string(r));
+}
+
+INSTANTIATE_TEST_SUITE_P(Schemes, AllGather, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case> &info) {
+                           return info.param.label;
+                         });
+
+TEST(AllGatherTensor, BF16ShardsOnTheCpu) {
+  cg::Entry e;
+  e.name = "gather";
+  e.values.push_back(test::tensor("x", {3, 5}, rt::DType::BF16));
+  e.values.push_back(test::tensor("all", {9, 5}, rt::DType::BF16));
+  e.args = {0};
+  e.results = {1};
+  e.kernels.push_back(cg::AllGatherKernel{"te_all_gather_0", 0, 1, 3});
+  cg::Program p;
+  p.entries.push_back(e);
+  std::vector<float> x = test::normals(45, 7);
+  auto got = onRanks(
+      3, [&](int r, rt::HostCollective &host) -> rt::Expected<exec::ValueData> {
+        std::vector<float> mine(x.begin() + r * 15, x.begin() + (r + 1) * 15);
+        auto out = exec::runCpu(p, p.entries[0], {test::bf16Bytes(mine)},
+                                nullptr, nullptr, nullptr, {}, &host);
+        if (!out)
+          return out.status();
+        return std::move((*out)[0]);
+      });
+  for (const exec::ValueData &v : got) {
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].bytes, test::bf16Bytes(x));
+  }
+}
+
+TEST(AllGatherTensor, WithoutRanksTheCpuBackendSaysHowToRun) {
+  Case c{"mxfp8", Scheme::mxfp8(rt::DType::E4M3), std::nullopt};
+  cg::Program p = shardProgram(c);
+  auto out = exec::runCpu(p, p.entries[0], {shardBytes(c, wholeInput(c), 0)});
+  ASSERT_FALSE(out);
+  EXPECT_NE(out.status().message().find("te-run --ranks 2"), std::string::npos)
+      << out.status().message();
+}
+
+TEST(AllGatherRules, ShardsMustHoldWholeScalingBlocks) {
+  Scheme tiles = Scheme::fp8Block(rt::DType::E4M3, 128, 128);
+  Case c{"block_2d", tiles, tiles};
+  c.rows = 64; // a 128x128 tile would straddle two ranks
+  std::string why = cg::validate(shardProgram(c).entries[0]);
+  EXPECT_NE(why.find("span 128 rows: a shard of 64 rows"), std::string::npos)
+      << why;
+  EXPECT_NE(rt::validateRowShard(Scheme::nvfp4(false, /*sr=*/true),
+                                 Direction::Rowwise, 128)
+                .find("stochastic rounding"),
+            std::string::npos);
+}
+
+TEST(AllGatherRules, ShardOfInvertsGatherShards) {
+  Scheme s = Scheme::fp8Block(rt::DType::E4M3, 1, 128);
+  int64_t m = 8, k = 256, ranks = 3;
+  rt::DirectionStorage shard = rt::storageFor(s, Direction::Rowwise, m, k);
+  rt::DirectionStorage all = rt::storageFor(s, Direction::Rowwise, m * 3, k);
+  rt::GatherView v =
+      rt::gatherView(rt::shardPiece(s, Direction::Rowwise, 1, m, k),
+                     shard.scaleInv, all.scaleInv);
+  EXPECT_FALSE(v.whole);
+  EXPECT_EQ(v.validBytes, m * 4); // 1x128 scales run along M (transposed)
+  std::vector<uint8_t> whole(size_t(all.scaleInv.bytes()));
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = uint8_t(i * 7 + 1);
+  // Padding columns of the whole buffer are zero after a gather.
+  std::vector<uint8_t> staging;
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<uint8_t> piece = rt::ref::shardOf(whole, r, v);
+    staging.insert(staging.end(), piece.begin(), piece.end());
+  }
+  std::vector<uint8_t> back = rt::ref::gatherShards(staging, int(ranks), v);
+  for (int64_t i = 0; i < v.rows; ++i)
+    for (int64_t j = 0; j < v.wholeRowBytes; ++j) {
+      uint8_t want =
+          j < ranks * v.validBytes ? whole[size_t(i * v.wholeRowBytes + j)] : 0;
+      ASSERT_EQ(back[size_t(i * v.wholeRowBytes + j)], want) << i << "," << j;
+    }
+}
+
+} // namespace
+} // namespace te
