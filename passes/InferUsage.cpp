@@ -58,7 +58,8 @@ static Directions directionsReadBy(OpOperand &use, QTensorType type) {
   if (auto deq = dyn_cast<DequantizeOp>(user))
     return bitOf(deq.getDirection());
   if (auto gather = dyn_cast<AllGatherOp>(user))
-    return cast<QTensorType>(gather.getType()).getDirections();
+    return AllGatherOp::shardDirections(gather.getType(),
+                                        gather.getSendColumnwise());
   if (auto grouped = dyn_cast<GroupedGemmOp>(user)) {
     Directions d = Directions::none;
     if (grouped.getInput() == use.get())

@@ -273,7 +273,8 @@ struct AllGatherLowering : public PlannedPattern<AllGatherOp> {
   matchAndRewrite(AllGatherOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOpWithNewOp<tek::AllGatherOp>(
-        op, op.getType(), adaptor.getInput(), plan.name(op), op.getRanksAttr());
+        op, op.getType(), adaptor.getInput(), plan.name(op), op.getRanksAttr(),
+        op.getSendColumnwiseAttr());
     return success();
   }
 };

@@ -19,6 +19,14 @@ if [[ -f "$PACK/cutlass.tar.xz" ]]; then
   tar -C "${TMPDIR:-/tmp}/tejit-deps" -xJf "$PACK/cutlass.tar.xz"
   export TE_CUTLASS_DIR=$(ls -d "${TMPDIR:-/tmp}"/tejit-deps/cutlass-*/include | tail -1)
 fi
+# NCCL for the distributed tests and te-run --ranks: the toolkit's or the
+# system's, else the nvidia-nccl wheel that torch brings.
+if [[ -z "${TE_NCCL_LIBRARY:-}" && ! -f /usr/local/cuda/lib64/libnccl.so.2 ]] &&
+   ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+  lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  [[ -f "$lib" ]] && export TE_NCCL_LIBRARY="$lib"
+fi
+GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
 declare -a rows
 run() { # name, command...
   local name=$1; shift
@@ -53,6 +61,11 @@ run "te-run-session-copy" "$PACK/bin/te-run" test/Tools/te-run-session.mlir --ra
   --entry init,snap_master,snap_master,init,eval_step
 run "te-run-session-qweight" "$PACK/bin/te-run" examples/quantized_weight_adamw.mlir --random-inputs 1 --check \
   --entry init,train_step,optimizer_step,train_step,optimizer_step,train_step
+# Two ranks (processes) gather quantized weight shards over NCCL.
+if (( GPUS >= 2 )); then
+  run "te-run-check-all-gather" "$PACK/bin/te-run" test/Tools/te-run-all-gather.mlir --ranks 2 --check \
+    --random-inputs 3 --entry forward,backward
+fi
 # The Python package, built here against this machine's Python and the
 # packed libtejit.so (no MLIR needed), then its tests on the GPU.
 PYBUILD="${TMPDIR:-/tmp}/tejit-python"
@@ -64,8 +77,8 @@ if [[ -d "$PACK/tejit" && -d "$PACK/nanobind" ]]; then
   run "pytest" env PYTHONPATH="$PYBUILD/python" TEJIT_TE_RUN="$PWD/$PACK/bin/te-run" \
     python3 -m pytest -v -p no:cacheprovider python/tests
 fi
-# TE_GPU_BENCH: 1 every benchmark, linear / adam / python / gemm / recipes
-# one of them, 0 none.
+# TE_GPU_BENCH: 1 every benchmark, linear / adam / python / gemm / recipes /
+# ranks one of them, 0 none.
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == adam ]]; then
   python3 bench/gen_adam.py 128 8192 1024 > "$LOG/adam_1b.mlir"
   run "adam-bench" "$PACK/bin/te-run" "$LOG/adam_1b.mlir" --random-inputs 1 --bench 10 --backend cuda
@@ -90,13 +103,17 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == gemm ]]; then
   run "grouped-gemm-bench" "$PACK/bin/te-grouped-gemm-bench" 20
   run "grouped_gemm_torch.py" python3 bench/grouped_gemm_torch.py 20
 fi
+if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == ranks ]] && (( GPUS >= 2 )); then
+  python3 bench/gen_all_gather.py > "$LOG/all_gather_1b.mlir"
+  run "all-gather-bench" sh -c "for e in bf16 mxfp8_forward mxfp8_backward block_forward block_both block_both_sent nvfp4_forward; do echo \$e; $PACK/bin/te-run $LOG/all_gather_1b.mlir --ranks 2 --entry \$e --random-inputs 1 --bench 20 | grep -E '== rank|all-gather|bench entry|te_quantize_0 '; done"
+fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
   run "te-rt-bench" "$PACK/bin/te-rt-bench"
   run "gemm_torch.py" python3 bench/gemm_torch.py
   run "quantize-bench" sh -c "for e in mxfp8 fp8_block_1x128 fp8_block_128x128 nvfp4 fp8_current; do echo \$e; $PACK/bin/te-run bench/quantize_16384x8192.mlir --entry \$e --random-inputs 3 --bench 30 | grep -E 'bench|copy'; done"
   run "quantize_torch.py" python3 bench/quantize_torch.py 16384 8192 30
 fi
-for b in recipes-bench dequantize-bench grouped-gemm-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
+for b in all-gather-bench te-run-check-all-gather recipes-bench dequantize-bench grouped-gemm-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
   [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
 done
 echo

@@ -183,6 +183,7 @@ private:
     k.name = g.getKernelName().str();
     k.input = ids.lookup(g.getInput());
     k.ranks = int(g.getRanks());
+    k.sendColumnwise = g.getSendColumnwise();
     FailureOr<int> v = addDefined(g.getResult(), "gathered");
     if (failed(v))
       return failure();

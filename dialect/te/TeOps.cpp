@@ -167,13 +167,14 @@ mlir::te::detail::verifyResolvedSchemes(Operation *op, DictionaryAttr schemes,
 // QuantizeOp / DequantizeOp
 //===----------------------------------------------------------------------===//
 
-/// Why direction `d` of `q` cannot be a row shard of `rows` rows, or "".
-static std::string rowShardProblem(QTensorType q, Direction d) {
+/// Why direction `d` of `q`'s scheme cannot quantize a row shard of `rows`
+/// rows, or "".
+static std::string rowShardProblem(QTensorType q, Direction d, int64_t rows) {
   ::te::rt::Direction rd = d == Direction::rowwise
                                ? ::te::rt::Direction::Rowwise
                                : ::te::rt::Direction::Columnwise;
   return ::te::rt::validateRowShard(q.getScheme().getRuntimeScheme(d), rd,
-                                    q.getRows());
+                                    rows);
 }
 
 LogicalResult QuantizeOp::verify() {
@@ -191,7 +192,7 @@ LogicalResult QuantizeOp::verify() {
     for (Direction d : {Direction::rowwise, Direction::columnwise}) {
       if (!out.hasDirection(d))
         continue;
-      std::string why = rowShardProblem(out, d);
+      std::string why = rowShardProblem(out, d, out.getRows());
       if (!why.empty())
         return emitOpError()
                << "quantizes a row shard (amax_ranks), but " << why;
@@ -203,9 +204,33 @@ LogicalResult QuantizeOp::verify() {
 // AllGatherOp
 //===----------------------------------------------------------------------===//
 
+Directions AllGatherOp::shardDirections(Type result, bool sendColumnwise) {
+  auto q = dyn_cast<QTensorType>(result);
+  if (!q)
+    return Directions::none;
+  std::optional<::te::rt::Scheme> schemes[2];
+  unsigned whole = 0;
+  const Direction dirs[] = {Direction::rowwise, Direction::columnwise};
+  for (unsigned i = 0; i < 2; ++i)
+    if (q.hasDirection(dirs[i])) {
+      schemes[i] = q.getScheme().getRuntimeScheme(dirs[i]);
+      whole |= 1u << i;
+    }
+  unsigned read = ::te::rt::shardDirectionsRead(
+      schemes[0] ? &*schemes[0] : nullptr, schemes[1] ? &*schemes[1] : nullptr,
+      whole, sendColumnwise);
+  Directions out = Directions::none;
+  if (read & 1u)
+    out = out | Directions::rowwise;
+  if (read & 2u)
+    out = out | Directions::columnwise;
+  return out;
+}
+
 LogicalResult
 AllGatherOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
-                         Type input, Type result, int64_t ranks) {
+                         Type input, Type result, int64_t ranks,
+                         bool sendColumnwise) {
   auto qin = dyn_cast<QTensorType>(input), qout = dyn_cast<QTensorType>(result);
   if (bool(qin) != bool(qout))
     return emitError() << "gathers " << input << " into " << result
@@ -230,13 +255,17 @@ AllGatherOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "result " << qout
                        << " must have the shard's element type and scheme "
                        << qin.getScheme();
+  Directions read = shardDirections(result, sendColumnwise);
   for (Direction d : {Direction::rowwise, Direction::columnwise}) {
     if (!qout.hasDirection(d))
       continue;
-    if (!qin.hasDirection(d))
+    bool derived = (read & (d == Direction::rowwise
+                                ? Directions::rowwise
+                                : Directions::columnwise)) == Directions::none;
+    if (!derived && !qin.hasDirection(d))
       return emitError() << "gathers the " << stringifyDirection(d)
                          << " direction, which the shard does not hold";
-    std::string why = rowShardProblem(qin, d);
+    std::string why = rowShardProblem(qout, d, qin.getRows());
     if (!why.empty())
       return emitError() << "cannot gather the " << stringifyDirection(d)
                          << " direction: " << why;
@@ -246,7 +275,8 @@ AllGatherOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult AllGatherOp::verify() {
   if (failed(verifyTypes([&] { return emitOpError(); }, getInput().getType(),
-                         getResult().getType(), getRanks())))
+                         getResult().getType(), getRanks(),
+                         getSendColumnwise())))
     return failure();
   auto q = dyn_cast<QTensorType>(getInput().getType());
   if (!q)

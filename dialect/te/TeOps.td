@@ -383,8 +383,13 @@ def Te_AllGatherOp : Te_Op<"all_gather"> {
     (docs/Numerics.md §14): the result is bit-identical to quantizing the
     whole high-precision tensor. Scaling blocks that run down the rows must
     not cross a shard boundary, and a scheme scaled by the tensor amax
-    needs its shard from `te.quantize` with `amax_ranks = ranks`. Every
-    rank runs the same program; it lowers to NCCL all-gathers.
+    needs its shard from `te.quantize` with `amax_ranks = ranks`. Where
+    the columnwise copy is the rowwise one transposed bit for bit (FP8 block
+    128x128, per-tensor FP8), a gather of both directions sends only the
+    rowwise copy and derives the columnwise one on each rank - the shard
+    then needs only its rowwise direction - unless `send_columnwise` asks
+    to send both (to measure the difference). Every rank runs the same
+    program; it lowers to NCCL all-gathers.
 
     ```mlir
     func.func @gather(%w: tensor<2048x4096xbf16>)
@@ -399,7 +404,8 @@ def Te_AllGatherOp : Te_Op<"all_gather"> {
     ```
   }];
   let arguments = (ins Te_GemmOperand:$input,
-                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks,
+                       UnitAttr:$send_columnwise);
   let results = (outs Te_GemmOperand:$result);
   let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` "
                        "qualified(type($result))";
@@ -409,7 +415,12 @@ def Te_AllGatherOp : Te_Op<"all_gather"> {
     /// shapes, element types, schemes, directions and shard boundaries.
     static ::llvm::LogicalResult
     verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
-                ::mlir::Type input, ::mlir::Type result, int64_t ranks);
+                ::mlir::Type input, ::mlir::Type result, int64_t ranks,
+                bool sendColumnwise);
+    /// The directions the gather reads from the shard (the result's, less
+    /// a columnwise copy it derives from the rowwise one).
+    static ::mlir::te::Directions shardDirections(::mlir::Type result,
+                                                  bool sendColumnwise);
   }];
 }
 

@@ -159,9 +159,9 @@ LogicalResult QuantizeKernelOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllGatherOp::verify() {
-  return mlir::te::AllGatherOp::verifyTypes([&] { return emitOpError(); },
-                                            getInput().getType(),
-                                            getResult().getType(), getRanks());
+  return mlir::te::AllGatherOp::verifyTypes(
+      [&] { return emitOpError(); }, getInput().getType(),
+      getResult().getType(), getRanks(), getSendColumnwise());
 }
 
 //===----------------------------------------------------------------------===//

@@ -191,8 +191,9 @@ def Tek_AllGatherOp : Tek_Op<"all_gather"> {
     `te.all_gather` as the runtime runs it: one NCCL all-gather per storage
     buffer of the gathered directions, straight into the whole tensor's
     buffer where every rank's piece is contiguous, else into a staging
-    buffer that one launch lays out (docs/Numerics.md §14). Same operand,
-    attribute and rules as `te.all_gather`.
+    buffer that one launch lays out (docs/Numerics.md §14); a columnwise
+    copy derived from the rowwise one is a transpose launch after the
+    gathers. Same operand, attributes and rules as `te.all_gather`.
 
     ```mlir
     func.func @all_gather(%w: tensor<128x256xbf16>) -> tensor<256x256xbf16> {
@@ -203,7 +204,8 @@ def Tek_AllGatherOp : Tek_Op<"all_gather"> {
     ```
   }];
   let arguments = (ins AnyType:$input, StrAttr:$kernel_name,
-                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks);
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$ranks,
+                       UnitAttr:$send_columnwise);
   let results = (outs AnyType:$result);
   let assemblyFormat = "$kernel_name $input attr-dict `:` "
                        "qualified(type($input)) `->` qualified(type($result))";

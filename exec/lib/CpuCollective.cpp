@@ -59,6 +59,39 @@ rt::Status rankAmaxes(const QuantizeKernel &q, const Value &in,
   return rt::Status::ok();
 }
 
+/// The columnwise direction of `q` from its (gathered) rowwise one, where
+/// rt::columnwiseDerivesFromRowwise holds: the data transposed (or the same
+/// bytes where the target stores it untransposed), the scales transposed
+/// into their padded layout, the amax copied.
+static void deriveColumnwise(const cg::Program &p, const Value &v,
+                             rt::ref::QuantizedTensor &q) {
+  const rt::ref::QuantizedDirection &row = *q.rowwise;
+  rt::DirectionStorage st = rt::storageFor(*v.columnwise, Direction::Columnwise,
+                                           v.rows(), v.cols(), p.target);
+  rt::ref::QuantizedDirection col;
+  col.dataTransposed = st.dataTransposed;
+  col.sharesRowwiseData = st.sharesRowwiseData;
+  col.sharesRowwiseScale = st.sharesRowwiseScale;
+  auto derive = [](const rt::ref::HostBuffer &from, const rt::BufferDesc &to,
+                   bool transpose) {
+    rt::ref::HostBuffer out;
+    out.desc = to;
+    if (!to.present())
+      return out;
+    out.bytes = transpose
+                    ? rt::ref::transposePadded(
+                          from.bytes, std::min(from.desc.rows, to.cols),
+                          std::min(from.desc.cols, to.rows), from.desc.cols,
+                          to.rows, to.cols, rt::dtypeSize(to.dtype))
+                    : from.bytes;
+    return out;
+  };
+  col.data = derive(row.data, st.data, st.dataTransposed);
+  col.scaleInv = derive(row.scaleInv, st.scaleInv, true);
+  col.amax = derive(row.amax, st.amax, false);
+  q.columnwise = std::move(col);
+}
+
 rt::Status runAllGather(const cg::Program &p, const cg::Entry &e,
                         const cg::AllGatherKernel &g,
                         std::vector<HostValue> &values,
@@ -85,9 +118,14 @@ rt::Status runAllGather(const cg::Program &p, const cg::Entry &e,
         rt::gatherView({rt::ShardPiece::Axis::Rows, in.rows()}, shard, all),
         dst.tensor);
   }
+  unsigned read = g.shardDirections(e);
   for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
     if (!whole.scheme(d))
       continue;
+    if (!(read & unsigned(d))) {
+      deriveColumnwise(p, whole, dst.quantized);
+      continue;
+    }
     const rt::ref::QuantizedDirection *s = src.quantized.get(d);
     if (!s)
       return fail(g.name + ": '" + in.name + "' holds no " +

@@ -26,6 +26,23 @@ std::string validateRowShard(const Scheme &s, Direction d, int64_t shardRows) {
   return "";
 }
 
+bool columnwiseDerivesFromRowwise(const Scheme &s) {
+  if (s.kind == SchemeKind::Fp8Block)
+    return s.tileRows == 128;
+  return s.isPerTensor();
+}
+
+unsigned shardDirectionsRead(const Scheme *rowwise, const Scheme *columnwise,
+                             unsigned whole, bool sendColumnwise) {
+  const unsigned row = unsigned(Direction::Rowwise),
+                 col = unsigned(Direction::Columnwise);
+  if ((whole & row) && (whole & col) && !sendColumnwise && rowwise &&
+      columnwise && *rowwise == *columnwise &&
+      columnwiseDerivesFromRowwise(*rowwise))
+    return row;
+  return whole;
+}
+
 ShardPiece shardPiece(const Scheme &s, Direction d, int buffer,
                       int64_t shardRows, int64_t k, const Target &target) {
   using Axis = ShardPiece::Axis;

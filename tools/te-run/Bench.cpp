@@ -90,6 +90,17 @@ void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs) {
       continue;
     }
     otherUs += t * 1e3;
+    if (kp.gatheredBytes) {
+      // NCCL's bus bandwidth: what each rank receives from the others.
+      double bus = double(kp.gatheredBytes) * (kp.ranks - 1) / kp.ranks /
+                   (t * 1e-3) * 1e-9;
+      llvm::outs() << llvm::format(
+          "bench %-28s all-gather %9.1f us  %10.3f MB gathered from %d "
+          "ranks  %7.0f GB/s bus\n",
+          kp.name.c_str(), t * 1e3, double(kp.gatheredBytes) * 1e-6, kp.ranks,
+          bus);
+      continue;
+    }
     double gbs = double(kp.bytesMoved) / (t * 1e-3) * 1e-9;
     llvm::outs() << llvm::format(
         "bench %-28s %u launch(es)  %9.1f us  %10.3f MB  %7.0f GB/s  %5.1f%% "

@@ -39,6 +39,19 @@ struct Piece {
   rt::GatherView view;
 };
 
+/// A derived buffer: `to` (toRows x toCols) is the transpose of the
+/// rows x cols block of `from` (row stride `stride`), zero past it.
+struct Transpose {
+  std::string name;
+  int from = -1, to = -1;
+  int64_t rows = 0, cols = 0, stride = 0, toRows = 0, toCols = 0;
+  int elementBytes = 1;
+};
+
+std::string transposeEntry(const std::string &kernel, int elementBytes) {
+  return kernel + "_t" + std::to_string(elementBytes);
+}
+
 } // namespace
 
 rt::Expected<KernelPlan> planAllGather(const Program &p, const Entry &e,
@@ -54,21 +67,47 @@ rt::Expected<KernelPlan> planAllGather(const Program &p, const Entry &e,
         {"data", out.values[g.input].tensor, out.values[g.output].tensor,
          rt::gatherView({rt::ShardPiece::Axis::Rows, in.rows()}, shard, all)});
   }
+  const int ValueBuffers::Direction::*fields[] = {
+      &ValueBuffers::Direction::data, &ValueBuffers::Direction::scale,
+      &ValueBuffers::Direction::amax};
+  const rt::BufferDesc rt::DirectionStorage::*descs[] = {
+      &rt::DirectionStorage::data, &rt::DirectionStorage::scaleInv,
+      &rt::DirectionStorage::amax};
+  const char *names[] = {"data", "scale_inv", "amax"};
+  unsigned read = g.shardDirections(e);
+  std::vector<Transpose> transposes;
   for (Direction d : {Direction::Rowwise, Direction::Columnwise}) {
     if (!in.isQuantized() || !whole.scheme(d))
       continue;
     int i = d == Direction::Rowwise ? 0 : 1;
     const ValueBuffers::Direction &src = out.values[g.input].dir[i];
     const ValueBuffers::Direction &dst = out.values[g.output].dir[i];
-    rt::DirectionStorage shardSt = directionStorage(in, d, p.target);
     rt::DirectionStorage wholeSt = directionStorage(whole, d, p.target);
-    const int ValueBuffers::Direction::*fields[] = {
-        &ValueBuffers::Direction::data, &ValueBuffers::Direction::scale,
-        &ValueBuffers::Direction::amax};
-    const rt::BufferDesc rt::DirectionStorage::*descs[] = {
-        &rt::DirectionStorage::data, &rt::DirectionStorage::scaleInv,
-        &rt::DirectionStorage::amax};
-    const char *names[] = {"data", "scale_inv", "amax"};
+    if (!(read & unsigned(d))) {
+      // Derived from the gathered rowwise copy (columnwiseDerivesFromRowwise).
+      const ValueBuffers::Direction &row = out.values[g.output].dir[0];
+      rt::DirectionStorage rowSt =
+          directionStorage(whole, Direction::Rowwise, p.target);
+      for (int b = 0; b < 3; ++b) {
+        int from = row.*fields[b];
+        const rt::BufferDesc &r = rowSt.*descs[b], &c = wholeSt.*descs[b];
+        if (from < 0 || dst.*fields[b] < 0 || !c.present())
+          continue;
+        std::string name = std::string("columnwise.") + names[b];
+        if (b == 0 && !wholeSt.dataTransposed) {
+          // The same bytes: a copy.
+          rt::GatherView copy{1, r.bytes(), r.bytes(), c.bytes(), true};
+          pieces.push_back({name, from, dst.*fields[b], copy});
+          continue;
+        }
+        transposes.push_back({name, from, dst.*fields[b],
+                              std::min(r.rows, c.cols),
+                              std::min(r.cols, c.rows), r.cols, c.rows, c.cols,
+                              int(rt::dtypeSize(c.dtype))});
+      }
+      continue;
+    }
+    rt::DirectionStorage shardSt = directionStorage(in, d, p.target);
     for (int b = 0; b < 3; ++b) {
       if (dst.*fields[b] < 0)
         continue; // a buffer the direction shares with the rowwise one
@@ -102,9 +141,25 @@ rt::Expected<KernelPlan> planAllGather(const Program &p, const Entry &e,
         << unit
         << ">(staging, whole, rows, shardRowBytes, validBytes,\n"
            "                          wholeRowBytes, ranks);\n}\n";
+  std::vector<int> widths;
+  for (const Transpose &t : transposes)
+    widths.push_back(t.elementBytes);
+  std::sort(widths.begin(), widths.end());
+  widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
+  for (int width : widths) {
+    const char *type = width == 1 ? "te::dev::u8" : "te::dev::u32";
+    src << "\nextern \"C\" __global__ void __launch_bounds__(256)\n"
+        << transposeEntry(g.name, width) << "(const " << type
+        << " *from, long long rows, long long cols,\n"
+           "    long long stride, "
+        << type << " *to, long long toRows, long long toCols) {\n  "
+        << (width == 1 ? "te::dev::transposeBytes" : "te::dev::transposePadded")
+        << "(from, rows, cols, stride, to, toRows, toCols);\n}\n";
+  }
 
   KernelPlan kp;
   kp.name = g.name;
+  kp.ranks = g.ranks;
   for (const Piece &pc : pieces) {
     const rt::GatherView &v = pc.view;
     uint64_t shardBytes = uint64_t(v.rows * v.shardRowBytes);
@@ -119,6 +174,7 @@ rt::Expected<KernelPlan> planAllGather(const Program &p, const Entry &e,
       c.send = {pc.shard, 0};
       c.bytes = shardBytes;
       ranks = g.ranks;
+      kp.gatheredBytes += wholeBytes;
       // Contiguous pieces with no padding land in place.
       if (v.rows == 1 && v.validBytes == v.shardRowBytes &&
           uint64_t(v.wholeRowBytes) == shardBytes * uint64_t(g.ranks)) {
@@ -150,6 +206,26 @@ rt::Expected<KernelPlan> planAllGather(const Program &p, const Entry &e,
         rt::ArgDesc::i64(v.validBytes), rt::ArgDesc::i64(v.wholeRowBytes),
         rt::ArgDesc::i32(ranks)};
     kp.addLaunch(std::move(spec));
+  }
+  for (const Transpose &t : transposes) {
+    rt::KernelSpec spec;
+    spec.name = transposeEntry(g.name, t.elementBytes);
+    spec.entry = spec.name;
+    spec.source = src.str();
+    spec.options.arch = p.arch;
+    // Bytes go through 128 x 128 tiles of 256 threads, wider elements
+    // through 32 x 32 tiles of 32 x 8 threads (GatherKernel.cuh).
+    int64_t side = t.elementBytes == 1 ? 128 : 32;
+    int64_t tiles = rt::ceilDiv(t.toRows, side) * rt::ceilDiv(t.toCols, side);
+    spec.grid =
+        rt::Dim3{unsigned(std::clamp<int64_t>(tiles, 1, kGatherMaxCtas)), 1, 1};
+    spec.block = t.elementBytes == 1 ? rt::Dim3{256, 1, 1} : rt::Dim3{32, 8, 1};
+    spec.args = {rt::ArgDesc::ptr(t.from),  rt::ArgDesc::i64(t.rows),
+                 rt::ArgDesc::i64(t.cols),  rt::ArgDesc::i64(t.stride),
+                 rt::ArgDesc::ptr(t.to),    rt::ArgDesc::i64(t.toRows),
+                 rt::ArgDesc::i64(t.toCols)};
+    kp.addLaunch(std::move(spec));
+    kp.bytesMoved += 2 * table.bytes(t.to);
   }
   return kp;
 }

@@ -311,17 +311,27 @@ static std::string validateAllGather(const Entry &e, const AllGatherKernel &g) {
     return "";
   if (!out.rowwise && !out.columnwise)
     return "the output holds no direction";
+  unsigned read = g.shardDirections(e);
   for (rt::Direction d : {rt::Direction::Rowwise, rt::Direction::Columnwise}) {
     if (!out.scheme(d))
       continue;
-    if (in.scheme(d) != out.scheme(d))
+    if ((read & unsigned(d)) && in.scheme(d) != out.scheme(d))
       return std::string("the input does not hold the ") +
              rt::directionName(d) + " direction with the output's scheme";
-    std::string why = rt::validateRowShard(*in.scheme(d), d, in.rows());
+    std::string why = rt::validateRowShard(*out.scheme(d), d, in.rows());
     if (!why.empty())
       return why;
   }
   return "";
+}
+
+unsigned AllGatherKernel::shardDirections(const Entry &e) const {
+  const Value &out = e.values[size_t(output)];
+  unsigned whole = (out.rowwise ? unsigned(rt::Direction::Rowwise) : 0u) |
+                   (out.columnwise ? unsigned(rt::Direction::Columnwise) : 0u);
+  return rt::shardDirectionsRead(out.rowwise ? &*out.rowwise : nullptr,
+                                 out.columnwise ? &*out.columnwise : nullptr,
+                                 whole, sendColumnwise);
 }
 
 /// Why grouped wgrad `g` of `e` is malformed, or "".

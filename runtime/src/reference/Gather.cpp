@@ -39,4 +39,17 @@ std::vector<uint8_t> shardOf(const std::vector<uint8_t> &whole, int rank,
   return shard;
 }
 
+std::vector<uint8_t> transposePadded(const std::vector<uint8_t> &src,
+                                     int64_t srcRows, int64_t srcCols,
+                                     int64_t srcStride, int64_t dstRows,
+                                     int64_t dstCols, int64_t elementBytes) {
+  std::vector<uint8_t> dst(size_t(dstRows * dstCols * elementBytes), 0);
+  for (int64_t r = 0; r < std::min(dstRows, srcCols); ++r)
+    for (int64_t c = 0; c < std::min(dstCols, srcRows); ++c)
+      std::memcpy(dst.data() + (r * dstCols + c) * elementBytes,
+                  src.data() + (c * srcStride + r) * elementBytes,
+                  size_t(elementBytes));
+  return dst;
+}
+
 } // namespace te::rt::ref

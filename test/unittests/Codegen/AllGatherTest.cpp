@@ -41,6 +41,8 @@ struct Case {
   bool gatherRowwise = true, gatherColumnwise = true;
   int64_t rows = 128, cols = 192; ///< of one shard
   int ranks = 2;
+  /// Send a derivable columnwise copy instead of deriving it.
+  bool sendColumnwise = false;
 };
 
 cg::Value quantized(std::string name, std::vector<int64_t> shape,
@@ -63,13 +65,21 @@ std::vector<cg::Stage> stagesOf(const cg::Value &v, int value) {
   return out;
 }
 
-/// x shard [rows, cols] -> quantize (amax over the ranks) -> all-gather.
+/// x shard [rows, cols] -> quantize (amax over the ranks) -> all-gather;
+/// the shard holds the directions the gather reads (a derivable columnwise
+/// copy is not quantized).
 cg::Program shardProgram(const Case &c) {
   cg::Entry e;
   e.name = "gather";
   e.values.push_back(test::tensor("x", {c.rows, c.cols}, rt::DType::BF16));
-  e.values.push_back(
-      quantized("shard", {c.rows, c.cols}, c.rowwise, c.columnwise));
+  unsigned whole = (c.gatherRowwise && c.rowwise ? 1u : 0u) |
+                   (c.gatherColumnwise && c.columnwise ? 2u : 0u);
+  unsigned read = rt::shardDirectionsRead(
+      c.rowwise ? &*c.rowwise : nullptr,
+      c.columnwise ? &*c.columnwise : nullptr, whole, c.sendColumnwise);
+  e.values.push_back(quantized("shard", {c.rows, c.cols},
+                               read & 1u ? c.rowwise : std::nullopt,
+                               read & 2u ? c.columnwise : std::nullopt));
   e.values.push_back(
       quantized("whole", {c.rows * c.ranks, c.cols},
                 c.gatherRowwise ? c.rowwise : std::nullopt,
@@ -87,6 +97,7 @@ cg::Program shardProgram(const Case &c) {
   g.input = 1;
   g.output = 2;
   g.ranks = c.ranks;
+  g.sendColumnwise = c.sendColumnwise;
   e.kernels.push_back(g);
   cg::Program p;
   p.entries.push_back(std::move(e));
@@ -130,6 +141,11 @@ std::vector<Case> cases() {
     out.push_back({name + "_backward", s, s, false, true, 128, 192, 3});
     if (rt::validateRowShard(s, Direction::Columnwise, 32).empty())
       out.push_back({name + "_32_rows_3_ranks", s, s, true, true, 32, 192, 3});
+    if (rt::columnwiseDerivesFromRowwise(s)) {
+      out.push_back({name + "_both_sent", s, s, true, true, 128, 192, 2, true});
+      // Rows of bytes that are no multiple of 4: the transpose's edges.
+      out.push_back({name + "_odd_cols", s, s, true, true, 128, 130, 3});
+    }
   }
   Scheme mx = Scheme::mxfp8(rt::DType::E4M3);
   Scheme fp4 = Scheme::nvfp4(/*rht=*/true);

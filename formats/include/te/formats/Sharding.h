@@ -39,6 +39,22 @@ inline bool needsRankAmax(const Scheme &s) {
   return s.isPerTensor() || s.kind == SchemeKind::Nvfp4;
 }
 
+/// Whether the columnwise direction of `s` is the rowwise one rearranged,
+/// bit for bit: the data the K x M transpose of the rowwise data (or the
+/// same bytes where the target stores it untransposed), the scales the
+/// transpose of the rowwise scales, the same amax. True for FP8 block
+/// 128x128 (a tile scales the same elements either way) and per-tensor FP8.
+/// A gather of both directions then sends only the rowwise copy and derives
+/// the columnwise one on each rank, halving the traffic.
+bool columnwiseDerivesFromRowwise(const Scheme &s);
+
+/// The directions (Direction bits) a gather whose result holds `whole`
+/// directions reads from the shard: the same, except that a columnwise copy
+/// derivable from the rowwise one is derived unless `sendColumnwise`.
+/// `rowwise` / `columnwise`: the schemes of the directions (null if absent).
+unsigned shardDirectionsRead(const Scheme *rowwise, const Scheme *columnwise,
+                             unsigned whole, bool sendColumnwise);
+
 /// Where one storage buffer (data, scale_inv or amax) of a shard sits in
 /// the whole tensor's buffer. Both are 2-D row-major buffers (storageFor).
 struct ShardPiece {

@@ -40,6 +40,10 @@ struct KernelPlan {
   uint64_t bytesMoved = 0;
   /// Floating-point operations of a GEMM (2 M N K), 0 for other kernels.
   uint64_t flops = 0;
+  /// An all-gather: the bytes of the whole tensor every rank receives (its
+  /// own shard included) over `ranks` ranks; 0 for other kernels.
+  uint64_t gatheredBytes = 0;
+  int ranks = 1;
   /// A GEMM: what runs it ("cuBLASLt", "generated"), and for a library
   /// GEMM on operands that dequantize kernels of the entry wrote (the
   /// emulated path of te-legalize-target), ", dequantized operands".

@@ -29,6 +29,8 @@
 
 namespace te::cg {
 
+struct Entry;
+
 /// A tensor, or a quantized tensor with the directions it holds.
 struct Value {
   enum class Kind : uint8_t { Tensor, Quantized };
@@ -180,13 +182,21 @@ struct GroupedWgradKernel {
 /// The whole tensor `output` ([ranks * m, ...]) from every rank's row shard
 /// `input` ([m, ...]; docs/Numerics.md §14): a tensor, or a quantized value
 /// whose directions `output` holds (the same schemes; only those are
-/// gathered). The CUDA plan is NCCL all-gathers plus an unpack launch per
-/// buffer whose pieces are not contiguous; the CPU backend gathers through
-/// its host collective.
+/// gathered; a columnwise copy that derives from the rowwise one is derived
+/// on each rank instead, docs/Numerics.md §14). The CUDA plan is NCCL
+/// all-gathers plus an unpack launch per buffer whose pieces are not
+/// contiguous and the transposes of derived copies; the CPU backend
+/// gathers through its host collective.
 struct AllGatherKernel {
   std::string name;
   int input = -1, output = -1;
   int ranks = 1;
+  /// Send the columnwise copy even where it derives from the rowwise one
+  /// (rt::shardDirectionsRead), to measure the difference.
+  bool sendColumnwise = false;
+
+  /// The directions (rt::Direction bits) read from `input` of `e`.
+  unsigned shardDirections(const Entry &e) const;
 };
 
 /// One kernel of an entry. A std::variant, so a new kernel kind is a compile

@@ -30,6 +30,15 @@ std::vector<uint8_t> gatherShards(const std::vector<uint8_t> &staging,
 std::vector<uint8_t> shardOf(const std::vector<uint8_t> &whole, int rank,
                              const GatherView &view);
 
+/// dst (dstRows x dstCols bytes of `elementBytes`-byte elements) = the
+/// transpose of the srcRows x srcCols block at the top left of `src` (row
+/// stride srcStride elements), zero past it: the host twin of
+/// te::dev::transposePadded.
+std::vector<uint8_t> transposePadded(const std::vector<uint8_t> &src,
+                                     int64_t srcRows, int64_t srcCols,
+                                     int64_t srcStride, int64_t dstRows,
+                                     int64_t dstCols, int64_t elementBytes);
+
 } // namespace te::rt::ref
 
 #endif // TE_RUNTIME_REFERENCE_GATHER_H
