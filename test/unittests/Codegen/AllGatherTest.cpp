@@ -305,6 +305,163 @@ INSTANTIATE_TEST_SUITE_P(Schemes, AllGather, ::testing::ValuesIn(cases()),
                            return info.param.label;
                          });
 
+/// A block-FP8 linear step whose weight is sharded over `ranks` ranks
+/// (gathered: 128x128 rowwise, the columnwise copy derived) or whole
+/// (ranks == 1): y = x w^T and dx = dy w, x and dy quantized 1x128.
+cg::Program linearStep(int64_t b, int64_t n, int64_t k, int ranks) {
+  Scheme act = Scheme::fp8Block(rt::DType::E4M3, 1, 128);
+  Scheme tiles = Scheme::fp8Block(rt::DType::E4M3, 128, 128);
+  cg::Entry e;
+  e.name = "step";
+  e.values = {test::tensor("x", {b, k}, rt::DType::BF16),
+              test::tensor("dy", {b, n}, rt::DType::BF16),
+              test::tensor("w", {n / ranks, k}, rt::DType::BF16),
+              quantized("xq", {b, k}, act, std::nullopt),
+              quantized("dyq", {b, n}, act, std::nullopt),
+              quantized("wq", {n / ranks, k}, tiles,
+                        ranks > 1 ? std::nullopt : std::optional(tiles))};
+  e.args = {0, 1, 2};
+  e.kernels.push_back(cg::QuantizeKernel{
+      "te_quantize_0", 0, {{act, Direction::Rowwise, 3}}, -1, 1});
+  e.kernels.push_back(cg::QuantizeKernel{
+      "te_quantize_1", 1, {{act, Direction::Rowwise, 4}}, -1, 1});
+  e.kernels.push_back(cg::QuantizeKernel{
+      "te_quantize_2", 2, {{tiles, Direction::Rowwise, 5}}, -1, ranks});
+  if (ranks == 1)
+    std::get<cg::QuantizeKernel>(e.kernels.back())
+        .stages.push_back({tiles, Direction::Columnwise, 5});
+  int w = 5;
+  if (ranks > 1) {
+    e.values.push_back(quantized("w_all", {n, k}, tiles, tiles));
+    w = 6;
+    e.kernels.push_back(cg::AllGatherKernel{"te_all_gather_3", 5, w, ranks});
+  }
+  e.values.push_back(test::tensor("y", {b, n}, rt::DType::BF16));
+  e.values.push_back(test::tensor("dx", {b, k}, rt::DType::BF16));
+  int y = int(e.values.size()) - 2, dx = y + 1;
+  cg::GemmKernel fprop;
+  fprop.name = "te_gemm_4";
+  fprop.a = 3;
+  fprop.b = w;
+  fprop.transposeB = true; // w [N, K] read rowwise
+  fprop.output = y;
+  cg::GemmKernel dgrad;
+  dgrad.name = "te_gemm_5";
+  dgrad.a = 4;
+  dgrad.b = w; // w [N, K] read columnwise: contracts over N
+  dgrad.output = dx;
+  e.kernels.push_back(fprop);
+  e.kernels.push_back(dgrad);
+  e.results = {y, dx};
+  cg::Program p;
+  p.entries.push_back(std::move(e));
+  return p;
+}
+
+/// Every result buffer of `got` equals `want`'s, byte for byte.
+void expectSameResults(const std::vector<exec::ValueData> &want,
+                       const std::vector<exec::ValueData> &got,
+                       const std::string &who) {
+  ASSERT_EQ(got.size(), want.size()) << who;
+  for (size_t r = 0; r < want.size(); ++r)
+    expectWhole(want[r], got[r], who + " result " + std::to_string(r));
+}
+
+struct StepData {
+  int64_t b = 256, n = 512, k = 384;
+  std::vector<float> x = test::normals(size_t(b * k), 11),
+                     dy = test::normals(size_t(b * n), 12),
+                     w = test::normals(size_t(n * k), 13);
+  std::vector<std::vector<uint8_t>> args(int rank, int ranks) const {
+    int64_t rows = n / ranks;
+    std::vector<float> mine(w.begin() + rank * rows * k,
+                            w.begin() + (rank + 1) * rows * k);
+    return {test::bf16Bytes(x), test::bf16Bytes(dy), test::bf16Bytes(mine)};
+  }
+};
+
+TEST(ShardedLinearStep, CpuMatchesTheWholeWeightStepBitForBit) {
+  StepData d;
+  cg::Program whole = linearStep(d.b, d.n, d.k, 1),
+              sharded = linearStep(d.b, d.n, d.k, 2);
+  ASSERT_EQ(cg::validate(sharded.entries[0]), "");
+  auto want = exec::runCpu(whole, whole.entries[0], d.args(0, 1));
+  ASSERT_TRUE(want) << want.status().toString();
+  std::vector<std::vector<exec::ValueData>> got(2);
+  onRanks(2, [&](int r, rt::HostCollective &host)
+                 -> rt::Expected<exec::ValueData> {
+    auto out = exec::runCpu(sharded, sharded.entries[0], d.args(r, 2), nullptr,
+                            nullptr, nullptr, {}, &host);
+    if (!out)
+      return out.status();
+    got[size_t(r)] = *out;
+    return exec::ValueData{};
+  });
+  for (int r = 0; r < 2; ++r)
+    expectSameResults(*want, got[size_t(r)], "rank " + std::to_string(r));
+}
+
+TEST(ShardedLinearStep, GpuMatchesTheWholeWeightStepBitForBit) {
+  rt::Expected<int> gpus = rt::Device::count();
+  if (!gpus)
+    GTEST_SKIP() << gpus.status().toString();
+  if (*gpus < 2)
+    GTEST_SKIP() << "2 ranks need 2 GPUs, found " << *gpus;
+  if (auto v = rt::Communicator::ncclVersion(); !v)
+    GTEST_SKIP() << v.status().toString();
+  StepData d;
+  cg::Program whole = linearStep(d.b, d.n, d.k, 1),
+              sharded = linearStep(d.b, d.n, d.k, 2);
+  // The single-GPU step on GPU 0, then the 2-rank step on GPUs 0 and 1.
+  std::vector<exec::ValueData> want;
+  {
+    auto dev = rt::Device::open(0);
+    ASSERT_TRUE(dev);
+    auto stream = rt::Stream::create(*dev);
+    ASSERT_TRUE(stream);
+    rt::KernelCache cache;
+    auto runner = exec::CudaRunner::create(whole, whole.entries[0], *dev, cache);
+    ASSERT_TRUE(runner) << runner.status().toString();
+    std::vector<std::vector<uint8_t>> args = d.args(0, 1);
+    for (size_t i = 0; i < args.size(); ++i)
+      ASSERT_TRUE(runner->setArgument(i, args[i], *stream).isOk());
+    ASSERT_TRUE(runner->run(*stream).isOk());
+    auto out = runner->results(*stream);
+    ASSERT_TRUE(out) << out.status().toString();
+    want = std::move(*out);
+  }
+  std::vector<std::vector<exec::ValueData>> got(2);
+  onRanks(2, [&](int r, rt::HostCollective &host)
+                 -> rt::Expected<exec::ValueData> {
+    auto dev = rt::Device::open(r);
+    if (!dev)
+      return dev.status();
+    auto stream = rt::Stream::create(*dev);
+    if (!stream)
+      return stream.status();
+    auto comm = rt::Communicator::create(*dev, host);
+    if (!comm)
+      return comm.status();
+    rt::KernelCache cache;
+    auto runner =
+        exec::CudaRunner::create(sharded, sharded.entries[0], *dev, cache);
+    if (!runner)
+      return runner.status();
+    runner->setCommunicator(comm->get());
+    std::vector<std::vector<uint8_t>> args = d.args(r, 2);
+    for (size_t i = 0; i < args.size(); ++i)
+      TE_RETURN_IF_ERROR(runner->setArgument(i, args[i], *stream));
+    TE_RETURN_IF_ERROR(runner->run(*stream));
+    auto out = runner->results(*stream);
+    if (!out)
+      return out.status();
+    got[size_t(r)] = *out;
+    return exec::ValueData{};
+  });
+  for (int r = 0; r < 2; ++r)
+    expectSameResults(want, got[size_t(r)], "rank " + std::to_string(r));
+}
+
 TEST(AllGatherTensor, BF16ShardsOnTheCpu) {
   cg::Entry e;
   e.name = "gather";
