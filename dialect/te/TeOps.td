@@ -111,7 +111,7 @@ def Te_QuantizeOp : Te_Op<"quantize", [Pure]> {
     R ranks along its first dimension (FSDP): the amax that per-tensor FP8
     and NVFP4 scale by, and record, is the whole tensor's, reduced over the
     ranks, so `te.all_gather` of the shards equals the quantization of the
-    whole tensor bit for bit (docs/Numerics.md §14).
+    whole tensor bit for bit (docs/Numerics.md §16).
   }];
   let arguments = (ins Te_FloatTensor:$input,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:
@@ -380,7 +380,7 @@ def Te_AllGatherOp : Te_Op<"all_gather"> {
     quantized shard is gathered in the directions the result holds, and
     only those (a forward gathers the rowwise copy, a backward the
     columnwise one), data and scales laid into the whole tensor's layout
-    (docs/Numerics.md §14): the result is bit-identical to quantizing the
+    (docs/Numerics.md §16): the result is bit-identical to quantizing the
     whole high-precision tensor. Scaling blocks that run down the rows must
     not cross a shard boundary, and a scheme scaled by the tensor amax
     needs its shard from `te.quantize` with `amax_ranks = ranks`. Where

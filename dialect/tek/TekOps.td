@@ -191,7 +191,7 @@ def Tek_AllGatherOp : Tek_Op<"all_gather"> {
     `te.all_gather` as the runtime runs it: one NCCL all-gather per storage
     buffer of the gathered directions, straight into the whole tensor's
     buffer where every rank's piece is contiguous, else into a staging
-    buffer that one launch lays out (docs/Numerics.md §14); a columnwise
+    buffer that one launch lays out (docs/Numerics.md §16); a columnwise
     copy derived from the rowwise one is a transpose launch after the
     gathers. Same operand, attributes and rules as `te.all_gather`.
 

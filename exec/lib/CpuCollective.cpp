@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Row shards on the CPU backend (docs/Numerics.md §14): every rank's CPU
+// Row shards on the CPU backend (docs/Numerics.md §16): every rank's CPU
 // backend exchanges host bytes through an rt::HostCollective, in the same
 // order as the GPU plan's NCCL steps.
 //

@@ -9,6 +9,8 @@
 // RUN: te-run %te_src_root/examples/quantized_weight_adamw.mlir --random-inputs 1 --entry init,train_step,optimizer_step,train_step | FileCheck %s --check-prefix=QSESSION
 // RUN: te-opt %te_src_root/examples/moe_block_fp8.mlir --te-to-cuda | FileCheck %s --check-prefix=MOE
 // RUN: te-run %te_src_root/examples/moe_block_fp8.mlir --random-inputs 1 --entry up,down,up_grad | FileCheck %s --check-prefix=MOECPU
+// RUN: te-opt %te_src_root/examples/fsdp_block_fp8.mlir --te-to-cuda | FileCheck %s --check-prefix=FSDP
+// RUN: te-run %te_src_root/examples/fsdp_block_fp8.mlir --ranks 2 --backend cpu --random-inputs 1 --entry forward,backward | FileCheck %s --check-prefix=FSDPCPU
 
 // The MoE experts: per projection, the tokens and the stacked weight are
 // quantized rowwise and one grouped GEMM reads them with the split sizes.
@@ -97,3 +99,19 @@
 // QSESSION: call 3 optimizer_step: rms(result0)=
 // QSESSION: call 4 train_step: rms(result0)=
 // QSESSION: result2 ({{.*}}): data[1024x512 f32]
+
+// The sharded weight: each rank quantizes its 384 rows rowwise only and
+// gathers the forward's rowwise copy; the backward gathers the same bytes
+// and derives the columnwise copy its dgrad reads.
+// FSDP-LABEL: func.func @forward
+// FSDP: %[[Q:.*]] = tek.quantize_kernel "te_quantize_0" %arg1 {{.*}}stages = [#tek.stage<0, rowwise>]
+// FSDP: %[[W:.*]] = tek.all_gather "te_all_gather_1" %[[Q]] {ranks = 2 : i64} {{.*}} -> !te.qtensor<768x512xbf16, #te.fp8_block<e4m3, 128x128, pow2>, rowwise>
+// FSDP: tek.gemm_call "te_gemm_3" %{{.*}}, %[[W]] {transpose_b}
+// FSDP-LABEL: func.func @backward
+// FSDP: %[[Q:.*]] = tek.quantize_kernel "te_quantize_0" %arg2 {{.*}}stages = [#tek.stage<0, rowwise>]
+// FSDP: %[[W:.*]] = tek.all_gather "te_all_gather_1" %[[Q]] {ranks = 2 : i64} {{.*}} -> !te.qtensor<768x512xbf16, #te.fp8_block<e4m3, 128x128, pow2>, rowwise|columnwise>
+// FSDP: tek.gemm_call "te_gemm_4" %{{.*}}, %[[W]] :
+// FSDPCPU: == rank 0 of 2 (exit 0) ==
+// FSDPCPU: call 2 backward: rms(result0)=
+// FSDPCPU: == rank 1 of 2 (exit 0) ==
+// FSDPCPU: call 2 backward: rms(result0)=

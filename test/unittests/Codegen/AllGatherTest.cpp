@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// docs/Numerics.md §14: R ranks each quantize their row shard (the tensor
+// docs/Numerics.md §16: R ranks each quantize their row shard (the tensor
 // amax reduced over the ranks) and all-gather it; the result must be the
 // quantization of the whole tensor, bit for bit, in every gathered buffer.
 // The ranks are threads of this process: on the CPU backend they meet in a

@@ -6,7 +6,7 @@
 //
 // A tensor sharded along its first dimension over R ranks (FSDP): rank r
 // holds rows [r * m, (r + 1) * m) of the R*m x K tensor. The one home of
-// the rules for gathering quantized shards (docs/Numerics.md §14): which
+// the rules for gathering quantized shards (docs/Numerics.md §16): which
 // shards can be quantized on their own and gathered into exactly the
 // quantization of the whole tensor, and where each storage buffer of a
 // shard lands in the whole tensor's buffer. te.all_gather's verifier, the

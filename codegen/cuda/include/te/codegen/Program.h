@@ -70,7 +70,7 @@ struct QuantizeKernel {
   int biasGrad = -1;
   /// > 1: `input` is one row shard of a tensor split over that many ranks,
   /// and the amax that per-tensor FP8 and NVFP4 scale by (and record) is
-  /// the whole tensor's, reduced over the ranks (docs/Numerics.md §14).
+  /// the whole tensor's, reduced over the ranks (docs/Numerics.md §16).
   int amaxRanks = 1;
 };
 
@@ -180,10 +180,10 @@ struct GroupedWgradKernel {
 };
 
 /// The whole tensor `output` ([ranks * m, ...]) from every rank's row shard
-/// `input` ([m, ...]; docs/Numerics.md §14): a tensor, or a quantized value
+/// `input` ([m, ...]; docs/Numerics.md §16): a tensor, or a quantized value
 /// whose directions `output` holds (the same schemes; only those are
 /// gathered; a columnwise copy that derives from the rowwise one is derived
-/// on each rank instead, docs/Numerics.md §14). The CUDA plan is NCCL
+/// on each rank instead, docs/Numerics.md §16). The CUDA plan is NCCL
 /// all-gathers plus an unpack launch per buffer whose pieces are not
 /// contiguous and the transposes of derived copies; the CPU backend
 /// gathers through its host collective.

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The host twin of te/device/GatherKernel.cuh (docs/Numerics.md §14).
+// The host twin of te/device/GatherKernel.cuh (docs/Numerics.md §16).
 //
 //===----------------------------------------------------------------------===//
 

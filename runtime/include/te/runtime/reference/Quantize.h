@@ -121,7 +121,7 @@ struct QuantizeOptions {
   DelayedScalingState *delayedColumnwise = nullptr;
   /// MXFP8 / NVFP4: write scales in the GEMM-ready swizzled layout.
   bool swizzleScales = false;
-  /// `x` is one row shard of a larger tensor (docs/Numerics.md §14): the
+  /// `x` is one row shard of a larger tensor (docs/Numerics.md §16): the
   /// whole tensor's amax, reduced over the ranks, replaces x's own in
   /// per-tensor FP8 (the recorded amax of delayed scaling too) and NVFP4;
   /// `rhtTensorAmax` likewise for NVFP4's Hadamard-transformed columnwise
