@@ -189,12 +189,17 @@ struct TempDir {
   }
 };
 
-/// Runs `body(rank, host)` on `ranks` threads that meet in one directory.
-std::vector<exec::ValueData>
-onRanks(int ranks, const std::function<rt::Expected<exec::ValueData>(
-                       int, rt::HostCollective &)> &body) {
+using Results = std::vector<exec::ValueData>;
+using Args = std::vector<std::vector<uint8_t>>;
+
+/// Runs `body(rank, host)` on `ranks` threads that meet in one directory;
+/// each rank's results.
+std::vector<Results>
+onRanks(int ranks,
+        const std::function<rt::Expected<Results>(int, rt::HostCollective &)>
+            &body) {
   TempDir dir;
-  std::vector<exec::ValueData> out(static_cast<size_t>(ranks));
+  std::vector<Results> out(static_cast<size_t>(ranks));
   std::vector<std::string> errors(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
@@ -217,6 +222,55 @@ onRanks(int ranks, const std::function<rt::Expected<exec::ValueData>(
   return out;
 }
 
+/// Entry 0 of `p` on the CPU backend, as a rank of `host`'s job.
+rt::Expected<Results> onCpu(const cg::Program &p, const Args &args,
+                            rt::HostCollective *host) {
+  return exec::runCpu(p, p.entries[0], args, nullptr, nullptr, nullptr, {},
+                      host);
+}
+
+/// Entry 0 of `p` on GPU `ordinal` (outputs poisoned first); with `host`,
+/// as that rank of the job, through NCCL.
+rt::Expected<Results> onGpu(const cg::Program &p, const Args &args, int ordinal,
+                            rt::HostCollective *host) {
+  auto dev = rt::Device::open(ordinal);
+  if (!dev)
+    return dev.status();
+  auto stream = rt::Stream::create(*dev);
+  if (!stream)
+    return stream.status();
+  std::unique_ptr<rt::Communicator> comm;
+  if (host) {
+    auto c = rt::Communicator::create(*dev, *host);
+    if (!c)
+      return c.status();
+    comm = std::move(*c);
+  }
+  rt::KernelCache cache;
+  auto runner = exec::CudaRunner::create(p, p.entries[0], *dev, cache);
+  if (!runner)
+    return runner.status();
+  runner->setCommunicator(comm.get());
+  TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
+  for (size_t i = 0; i < args.size(); ++i)
+    TE_RETURN_IF_ERROR(runner->setArgument(i, args[i], *stream));
+  TE_RETURN_IF_ERROR(runner->run(*stream));
+  return runner->results(*stream);
+}
+
+/// Why a test of `ranks` GPU ranks cannot run here, or "".
+std::string gpuRanksMissing(int ranks) {
+  rt::Expected<int> gpus = rt::Device::count();
+  if (!gpus)
+    return gpus.status().toString();
+  if (*gpus < ranks)
+    return std::to_string(ranks) + " ranks need " + std::to_string(ranks) +
+           " GPUs, found " + std::to_string(*gpus);
+  if (auto v = rt::Communicator::ncclVersion(); !v)
+    return v.status().toString();
+  return "";
+}
+
 void expectWhole(const exec::ValueData &whole, const exec::ValueData &got,
                  const std::string &who) {
   ASSERT_EQ(got.size(), whole.size()) << who;
@@ -233,6 +287,15 @@ void expectWhole(const exec::ValueData &whole, const exec::ValueData &got,
   }
 }
 
+/// Every result buffer of `got` equals `want`'s, byte for byte.
+void expectSameResults(const std::vector<exec::ValueData> &want,
+                       const std::vector<exec::ValueData> &got,
+                       const std::string &who) {
+  ASSERT_EQ(got.size(), want.size()) << who;
+  for (size_t r = 0; r < want.size(); ++r)
+    expectWhole(want[r], got[r], who + " result " + std::to_string(r));
+}
+
 class AllGather : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AllGather, CpuShardsGatherIntoTheWholeQuantization) {
@@ -240,64 +303,28 @@ TEST_P(AllGather, CpuShardsGatherIntoTheWholeQuantization) {
   cg::Program shard = shardProgram(c), whole = wholeProgram(c);
   ASSERT_EQ(cg::validate(shard.entries[0]), "");
   std::vector<float> x = wholeInput(c);
-  auto expected = exec::runCpu(whole, whole.entries[0], {test::bf16Bytes(x)});
+  auto expected = onCpu(whole, {test::bf16Bytes(x)}, nullptr);
   ASSERT_TRUE(expected) << expected.status().toString();
-  auto got = onRanks(
-      c.ranks,
-      [&](int r, rt::HostCollective &host) -> rt::Expected<exec::ValueData> {
-        auto out = exec::runCpu(shard, shard.entries[0], {shardBytes(c, x, r)},
-                                nullptr, nullptr, nullptr, {}, &host);
-        if (!out)
-          return out.status();
-        return std::move((*out)[0]);
-      });
+  auto got = onRanks(c.ranks, [&](int r, rt::HostCollective &host) {
+    return onCpu(shard, {shardBytes(c, x, r)}, &host);
+  });
   for (int r = 0; r < c.ranks; ++r)
-    expectWhole((*expected)[0], got[size_t(r)], "rank " + std::to_string(r));
+    expectSameResults(*expected, got[size_t(r)], "rank " + std::to_string(r));
 }
 
 TEST_P(AllGather, GpuShardsGatherIntoTheWholeQuantization) {
   const Case &c = GetParam();
-  rt::Expected<int> gpus = rt::Device::count();
-  if (!gpus)
-    GTEST_SKIP() << gpus.status().toString();
-  if (*gpus < c.ranks)
-    GTEST_SKIP() << c.ranks << " ranks need " << c.ranks << " GPUs, found "
-                 << *gpus;
-  if (auto v = rt::Communicator::ncclVersion(); !v)
-    GTEST_SKIP() << v.status().toString();
+  if (std::string why = gpuRanksMissing(c.ranks); !why.empty())
+    GTEST_SKIP() << why;
   cg::Program shard = shardProgram(c), whole = wholeProgram(c);
   std::vector<float> x = wholeInput(c);
-  auto expected = exec::runCpu(whole, whole.entries[0], {test::bf16Bytes(x)});
+  auto expected = onCpu(whole, {test::bf16Bytes(x)}, nullptr);
   ASSERT_TRUE(expected) << expected.status().toString();
-  auto got = onRanks(
-      c.ranks,
-      [&](int r, rt::HostCollective &host) -> rt::Expected<exec::ValueData> {
-        auto dev = rt::Device::open(r);
-        if (!dev)
-          return dev.status();
-        auto stream = rt::Stream::create(*dev);
-        if (!stream)
-          return stream.status();
-        auto comm = rt::Communicator::create(*dev, host);
-        if (!comm)
-          return comm.status();
-        rt::KernelCache cache;
-        auto runner =
-            exec::CudaRunner::create(shard, shard.entries[0], *dev, cache);
-        if (!runner)
-          return runner.status();
-        runner->setCommunicator(comm->get());
-        TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
-        TE_RETURN_IF_ERROR(
-            runner->setArgument(0, shardBytes(c, x, r), *stream));
-        TE_RETURN_IF_ERROR(runner->run(*stream));
-        auto out = runner->results(*stream);
-        if (!out)
-          return out.status();
-        return std::move((*out)[0]);
-      });
+  auto got = onRanks(c.ranks, [&](int r, rt::HostCollective &host) {
+    return onGpu(shard, {shardBytes(c, x, r)}, r, &host);
+  });
   for (int r = 0; r < c.ranks; ++r)
-    expectWhole((*expected)[0], got[size_t(r)], "rank " + std::to_string(r));
+    expectSameResults(*expected, got[size_t(r)], "rank " + std::to_string(r));
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, AllGather, ::testing::ValuesIn(cases()),
@@ -358,15 +385,6 @@ cg::Program linearStep(int64_t b, int64_t n, int64_t k, int ranks) {
   return p;
 }
 
-/// Every result buffer of `got` equals `want`'s, byte for byte.
-void expectSameResults(const std::vector<exec::ValueData> &want,
-                       const std::vector<exec::ValueData> &got,
-                       const std::string &who) {
-  ASSERT_EQ(got.size(), want.size()) << who;
-  for (size_t r = 0; r < want.size(); ++r)
-    expectWhole(want[r], got[r], who + " result " + std::to_string(r));
-}
-
 struct StepData {
   int64_t b = 256, n = 512, k = 384;
   std::vector<float> x = test::normals(size_t(b * k), 11),
@@ -385,81 +403,29 @@ TEST(ShardedLinearStep, CpuMatchesTheWholeWeightStepBitForBit) {
   cg::Program whole = linearStep(d.b, d.n, d.k, 1),
               sharded = linearStep(d.b, d.n, d.k, 2);
   ASSERT_EQ(cg::validate(sharded.entries[0]), "");
-  auto want = exec::runCpu(whole, whole.entries[0], d.args(0, 1));
+  auto want = onCpu(whole, d.args(0, 1), nullptr);
   ASSERT_TRUE(want) << want.status().toString();
-  std::vector<std::vector<exec::ValueData>> got(2);
-  onRanks(2, [&](int r, rt::HostCollective &host)
-                 -> rt::Expected<exec::ValueData> {
-    auto out = exec::runCpu(sharded, sharded.entries[0], d.args(r, 2), nullptr,
-                            nullptr, nullptr, {}, &host);
-    if (!out)
-      return out.status();
-    got[size_t(r)] = *out;
-    return exec::ValueData{};
+  auto got = onRanks(2, [&](int r, rt::HostCollective &host) {
+    return onCpu(sharded, d.args(r, 2), &host);
   });
   for (int r = 0; r < 2; ++r)
     expectSameResults(*want, got[size_t(r)], "rank " + std::to_string(r));
 }
 
 TEST(ShardedLinearStep, GpuMatchesTheWholeWeightStepBitForBit) {
-  rt::Expected<int> gpus = rt::Device::count();
-  if (!gpus)
-    GTEST_SKIP() << gpus.status().toString();
-  if (*gpus < 2)
-    GTEST_SKIP() << "2 ranks need 2 GPUs, found " << *gpus;
-  if (auto v = rt::Communicator::ncclVersion(); !v)
-    GTEST_SKIP() << v.status().toString();
+  if (std::string why = gpuRanksMissing(2); !why.empty())
+    GTEST_SKIP() << why;
   StepData d;
   cg::Program whole = linearStep(d.b, d.n, d.k, 1),
               sharded = linearStep(d.b, d.n, d.k, 2);
   // The single-GPU step on GPU 0, then the 2-rank step on GPUs 0 and 1.
-  std::vector<exec::ValueData> want;
-  {
-    auto dev = rt::Device::open(0);
-    ASSERT_TRUE(dev);
-    auto stream = rt::Stream::create(*dev);
-    ASSERT_TRUE(stream);
-    rt::KernelCache cache;
-    auto runner = exec::CudaRunner::create(whole, whole.entries[0], *dev, cache);
-    ASSERT_TRUE(runner) << runner.status().toString();
-    std::vector<std::vector<uint8_t>> args = d.args(0, 1);
-    for (size_t i = 0; i < args.size(); ++i)
-      ASSERT_TRUE(runner->setArgument(i, args[i], *stream).isOk());
-    ASSERT_TRUE(runner->run(*stream).isOk());
-    auto out = runner->results(*stream);
-    ASSERT_TRUE(out) << out.status().toString();
-    want = std::move(*out);
-  }
-  std::vector<std::vector<exec::ValueData>> got(2);
-  onRanks(2, [&](int r, rt::HostCollective &host)
-                 -> rt::Expected<exec::ValueData> {
-    auto dev = rt::Device::open(r);
-    if (!dev)
-      return dev.status();
-    auto stream = rt::Stream::create(*dev);
-    if (!stream)
-      return stream.status();
-    auto comm = rt::Communicator::create(*dev, host);
-    if (!comm)
-      return comm.status();
-    rt::KernelCache cache;
-    auto runner =
-        exec::CudaRunner::create(sharded, sharded.entries[0], *dev, cache);
-    if (!runner)
-      return runner.status();
-    runner->setCommunicator(comm->get());
-    std::vector<std::vector<uint8_t>> args = d.args(r, 2);
-    for (size_t i = 0; i < args.size(); ++i)
-      TE_RETURN_IF_ERROR(runner->setArgument(i, args[i], *stream));
-    TE_RETURN_IF_ERROR(runner->run(*stream));
-    auto out = runner->results(*stream);
-    if (!out)
-      return out.status();
-    got[size_t(r)] = *out;
-    return exec::ValueData{};
+  auto want = onGpu(whole, d.args(0, 1), 0, nullptr);
+  ASSERT_TRUE(want) << want.status().toString();
+  auto got = onRanks(2, [&](int r, rt::HostCollective &host) {
+    return onGpu(sharded, d.args(r, 2), r, &host);
   });
   for (int r = 0; r < 2; ++r)
-    expectSameResults(want, got[size_t(r)], "rank " + std::to_string(r));
+    expectSameResults(*want, got[size_t(r)], "rank " + std::to_string(r));
 }
 
 TEST(AllGatherTensor, BF16ShardsOnTheCpu) {
@@ -473,18 +439,14 @@ TEST(AllGatherTensor, BF16ShardsOnTheCpu) {
   cg::Program p;
   p.entries.push_back(e);
   std::vector<float> x = test::normals(45, 7);
-  auto got = onRanks(
-      3, [&](int r, rt::HostCollective &host) -> rt::Expected<exec::ValueData> {
-        std::vector<float> mine(x.begin() + r * 15, x.begin() + (r + 1) * 15);
-        auto out = exec::runCpu(p, p.entries[0], {test::bf16Bytes(mine)},
-                                nullptr, nullptr, nullptr, {}, &host);
-        if (!out)
-          return out.status();
-        return std::move((*out)[0]);
-      });
-  for (const exec::ValueData &v : got) {
+  auto got = onRanks(3, [&](int r, rt::HostCollective &host) {
+    std::vector<float> mine(x.begin() + r * 15, x.begin() + (r + 1) * 15);
+    return onCpu(p, {test::bf16Bytes(mine)}, &host);
+  });
+  for (const Results &v : got) {
     ASSERT_EQ(v.size(), 1u);
-    EXPECT_EQ(v[0].bytes, test::bf16Bytes(x));
+    ASSERT_EQ(v[0].size(), 1u);
+    EXPECT_EQ(v[0][0].bytes, test::bf16Bytes(x));
   }
 }
 
