@@ -65,6 +65,13 @@ std::vector<cg::Stage> stagesOf(const cg::Value &v, int value) {
   return out;
 }
 
+/// The whole tensor in the directions gathered.
+cg::Value wholeValue(const Case &c) {
+  return quantized("whole", {c.rows * c.ranks, c.cols},
+                   c.gatherRowwise ? c.rowwise : std::nullopt,
+                   c.gatherColumnwise ? c.columnwise : std::nullopt);
+}
+
 /// x shard [rows, cols] -> quantize (amax over the ranks) -> all-gather;
 /// the shard holds the directions the gather reads (a derivable columnwise
 /// copy is not quantized).
@@ -80,25 +87,13 @@ cg::Program shardProgram(const Case &c) {
   e.values.push_back(quantized("shard", {c.rows, c.cols},
                                read & 1u ? c.rowwise : std::nullopt,
                                read & 2u ? c.columnwise : std::nullopt));
-  e.values.push_back(
-      quantized("whole", {c.rows * c.ranks, c.cols},
-                c.gatherRowwise ? c.rowwise : std::nullopt,
-                c.gatherColumnwise ? c.columnwise : std::nullopt));
+  e.values.push_back(wholeValue(c));
   e.args = {0};
   e.results = {2};
-  cg::QuantizeKernel q;
-  q.name = "te_quantize_0";
-  q.input = 0;
-  q.stages = stagesOf(e.values[1], 1);
-  q.amaxRanks = c.ranks;
-  e.kernels.push_back(q);
-  cg::AllGatherKernel g;
-  g.name = "te_all_gather_1";
-  g.input = 1;
-  g.output = 2;
-  g.ranks = c.ranks;
-  g.sendColumnwise = c.sendColumnwise;
-  e.kernels.push_back(g);
+  e.kernels.push_back(cg::QuantizeKernel{
+      "te_quantize_0", 0, stagesOf(e.values[1], 1), -1, c.ranks});
+  e.kernels.push_back(
+      cg::AllGatherKernel{"te_all_gather_1", 1, 2, c.ranks, c.sendColumnwise});
   cg::Program p;
   p.entries.push_back(std::move(e));
   return p;
@@ -110,17 +105,11 @@ cg::Program wholeProgram(const Case &c) {
   e.name = "whole";
   e.values.push_back(
       test::tensor("x", {c.rows * c.ranks, c.cols}, rt::DType::BF16));
-  e.values.push_back(
-      quantized("whole", {c.rows * c.ranks, c.cols},
-                c.gatherRowwise ? c.rowwise : std::nullopt,
-                c.gatherColumnwise ? c.columnwise : std::nullopt));
+  e.values.push_back(wholeValue(c));
   e.args = {0};
   e.results = {1};
-  cg::QuantizeKernel q;
-  q.name = "te_quantize_0";
-  q.input = 0;
-  q.stages = stagesOf(e.values[1], 1);
-  e.kernels.push_back(q);
+  e.kernels.push_back(
+      cg::QuantizeKernel{"te_quantize_0", 0, stagesOf(e.values[1], 1)});
   cg::Program p;
   p.entries.push_back(std::move(e));
   return p;
