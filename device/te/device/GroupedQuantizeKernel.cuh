@@ -29,6 +29,7 @@
 #define TE_DEVICE_GROUPEDQUANTIZEKERNEL_CUH
 
 #include "te/device/Fp8.cuh"
+#include "te/device/GroupedSplits.cuh"
 #include "te/device/QuantizeCommon.cuh"
 #include "te/device/Scales.cuh"
 
@@ -49,9 +50,7 @@ __device__ __forceinline__ GroupedBlock locateGroupedBlock(
     const long long *splits, int groups, i64 mTotal, i64 block) {
   i64 rows = 0, blocks = 0;
   for (int g = 0; g < groups; ++g) {
-    long long m = splits[g];
-    m = m < 0 ? 0 : m;
-    m = m > mTotal - rows ? mTotal - rows : m;
+    long long m = clampedSplit(splits[g], rows, mTotal);
     i64 nb = (m + 127) / 128;
     if (block < blocks + nb) {
       i64 first = rows + (block - blocks) * 128;
@@ -176,9 +175,7 @@ groupedBiasGrad(const float *partial, i64 mTotal, i64 cols,
   i64 col = i % cols;
   i64 rows = 0, blocks = 0, first = 0, count = 0;
   for (int h = 0; h <= g; ++h) {
-    long long m = splits[h];
-    m = m < 0 ? 0 : m;
-    m = m > mTotal - rows ? mTotal - rows : m;
+    long long m = clampedSplit(splits[h], rows, mTotal);
     first = blocks;
     count = (m + 127) / 128;
     rows += m;

@@ -41,6 +41,7 @@
 #ifndef TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH
 #define TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH
 
+#include "te/device/GroupedSplits.cuh"
 #include "te/device/gemm/Sm90Mma.cuh"
 
 namespace te {
@@ -291,14 +292,10 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
       empty[s].init(C::kMathWarpgroups * C::kCluster);
     }
     cutlass::arch::fence_barrier_init();
-    // The experts' row ranges and tile counts, clamped so that bad split
-    // sizes (negative, or summing past M_total) never address memory
-    // outside the tensors.
+    // The experts' row ranges and tile counts (split sizes clamped).
     int rows = 0, tiles = 0;
     for (int g = 0; g < C::kGroups; ++g) {
-      long long m = splits[g];
-      m = m < 0 ? 0 : m;
-      m = m > mTotal - rows ? mTotal - rows : m;
+      long long m = te::dev::clampedSplit(splits[g], rows, mTotal);
       rows += static_cast<int>(m);
       tiles += static_cast<int>((m + C::kBlockM - 1) / C::kBlockM);
       rowEnd[g] = rows;

@@ -28,6 +28,7 @@
 #ifndef TE_DEVICE_GEMM_GROUPEDWGRADSM90_CUH
 #define TE_DEVICE_GEMM_GROUPEDWGRADSM90_CUH
 
+#include "te/device/GroupedSplits.cuh"
 #include "te/device/gemm/Sm90Mma.cuh"
 
 namespace te {
@@ -189,13 +190,10 @@ groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
       empty[s].init(C::kMathWarpgroups);
     }
     cutlass::arch::fence_barrier_init();
-    // Each expert's segment of 128-token blocks, the split sizes clamped
-    // as the M-grouped kernel clamps them.
+    // Each expert's segment of 128-token blocks (split sizes clamped).
     int rows = 0, blocks = 0;
     for (int g = 0; g < C::kGroups; ++g) {
-      long long m = splits[g];
-      m = m < 0 ? 0 : m;
-      m = m > mTotal - rows ? mTotal - rows : m;
+      long long m = te::dev::clampedSplit(splits[g], rows, mTotal);
       rows += static_cast<int>(m);
       segStart[g] = blocks;
       segBlocks[g] = static_cast<int>((m + 127) / 128);
