@@ -247,9 +247,9 @@ rt::Expected<Results> onGpu(const cg::Program &p, const Args &args, int ordinal,
   return runner->results(*stream);
 }
 
-/// onGpu, but the entry is captured into a CUDA graph once and replayed
-/// for each of `calls` (new argument bytes in the same buffers before each
-/// replay): what a training loop does step after step.
+/// onGpu, but the entry runs once, is captured into a CUDA graph and
+/// replayed for each of `calls` (new argument bytes in the same buffers
+/// before each replay): what a training loop does step after step.
 rt::Expected<std::vector<Results>> onGpuGraph(const cg::Program &p,
                                               const std::vector<Args> &calls,
                                               int ordinal,
@@ -268,6 +268,12 @@ rt::Expected<std::vector<Results>> onGpuGraph(const cg::Program &p,
   if (!runner)
     return runner.status();
   runner->setCommunicator(comm->get());
+  TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
+  // One eager run first: NCCL sets up its connections on a communicator's
+  // first collectives, which a capture may not do.
+  for (size_t i = 0; i < calls.front().size(); ++i)
+    TE_RETURN_IF_ERROR(runner->setArgument(i, calls.front()[i], *stream));
+  TE_RETURN_IF_ERROR(runner->run(*stream));
   TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
   TE_RETURN_IF_ERROR(runner->capture(*stream));
   std::vector<Results> out;
