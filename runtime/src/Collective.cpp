@@ -140,6 +140,8 @@ struct NcclApi {
   decltype(&::ncclAllGather) ncclAllGather = nullptr;
   decltype(&::ncclAllReduce) ncclAllReduce = nullptr;
   decltype(&::ncclGetErrorString) ncclGetErrorString = nullptr;
+  decltype(&::ncclGroupStart) ncclGroupStart = nullptr;
+  decltype(&::ncclGroupEnd) ncclGroupEnd = nullptr;
   std::string path;
 };
 
@@ -171,6 +173,8 @@ Expected<const NcclApi *> ncclApi() {
     TE_NCCL_FN(ncclAllGather)
     TE_NCCL_FN(ncclAllReduce)
     TE_NCCL_FN(ncclGetErrorString)
+    TE_NCCL_FN(ncclGroupStart)
+    TE_NCCL_FN(ncclGroupEnd)
 #undef TE_NCCL_FN
     return a;
   }();
@@ -257,6 +261,20 @@ Status Communicator::allReduceMax(uint64_t buffer, uint64_t count,
                                          static_cast<ncclComm_t>(comm_),
                                          static_cast<cudaStream_t>(s.handle())),
                    "ncclAllReduce");
+}
+
+Status Communicator::groupStart() {
+  Expected<const NcclApi *> api = ncclApi();
+  if (!api)
+    return api.status();
+  return ncclCheck(**api, (*api)->ncclGroupStart(), "ncclGroupStart");
+}
+
+Status Communicator::groupEnd() {
+  Expected<const NcclApi *> api = ncclApi();
+  if (!api)
+    return api.status();
+  return ncclCheck(**api, (*api)->ncclGroupEnd(), "ncclGroupEnd");
 }
 
 } // namespace te::rt

@@ -205,7 +205,9 @@ Status PlanExecutor::run(const Stream &s) {
     return api.status();
   if (st.stale)
     TE_RETURN_IF_ERROR(st.fillArgs());
-  for (const Step &step : st.plan.steps) {
+  const std::vector<Step> &steps = st.plan.steps;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step &step = steps[i];
     switch (step.kind) {
     case Step::Kind::Launch: {
       const KernelSpec &ks = st.plan.kernels[step.index];
@@ -246,11 +248,26 @@ Status PlanExecutor::run(const Stream &s) {
                          : std::string("no communicator was set (run one "
                                        "process per rank: te-run --ranks ") +
                                std::to_string(c.ranks) + ")"));
-      TE_RETURN_IF_ERROR(
+      // Consecutive collectives form one NCCL group.
+      auto collective = [&](size_t j) {
+        return j < steps.size() && steps[j].kind == Step::Kind::Collective;
+      };
+      bool first = !(i > 0 && collective(i - 1)), last = !collective(i + 1);
+      if (first && !last)
+        TE_RETURN_IF_ERROR(st.comm->groupStart());
+      Status done =
           c.kind == CollectiveCall::Kind::AllGather
               ? st.comm->allGather(st.resolve(c.send), st.resolve(c.recv),
                                    c.bytes, s)
-              : st.comm->allReduceMax(st.resolve(c.send), c.bytes / 4, s));
+              : st.comm->allReduceMax(st.resolve(c.send), c.bytes / 4, s);
+      // A group is closed on success and on failure.
+      bool grouped = !(first && last);
+      if (grouped && (last || !done.isOk())) {
+        Status closed = st.comm->groupEnd();
+        if (done.isOk())
+          done = closed;
+      }
+      TE_RETURN_IF_ERROR(done);
       break;
     }
     }

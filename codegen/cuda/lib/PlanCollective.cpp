@@ -160,34 +160,44 @@ rt::Expected<KernelPlan> planAllGather(const Program &p, const Entry &e,
   KernelPlan kp;
   kp.name = g.name;
   kp.ranks = g.ranks;
-  for (const Piece &pc : pieces) {
+  // Every all-gather first - consecutive collectives run as one NCCL group,
+  // so the small scale gathers overlap the data's - then the launches that
+  // lay out staged pieces, copy shared values and derive copies.
+  std::vector<int> staged(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece &pc = pieces[i];
     const rt::GatherView &v = pc.view;
+    staged[i] = pc.shard; // a Whole piece is read where it is
+    kp.bytesMoved += table.bytes(pc.whole);
+    if (v.whole)
+      continue;
     uint64_t shardBytes = uint64_t(v.rows * v.shardRowBytes);
-    uint64_t wholeBytes = table.bytes(pc.whole);
-    kp.bytesMoved += wholeBytes;
-    int staging = pc.shard;
-    int ranks = 1; // a Whole piece: rank 0's value is every rank's
-    if (!v.whole) {
-      rt::CollectiveCall c;
-      c.kind = rt::CollectiveCall::Kind::AllGather;
-      c.ranks = g.ranks;
-      c.send = {pc.shard, 0};
-      c.bytes = shardBytes;
-      ranks = g.ranks;
-      kp.gatheredBytes += wholeBytes;
-      // Contiguous pieces with no padding land in place.
-      if (v.rows == 1 && v.validBytes == v.shardRowBytes &&
-          uint64_t(v.wholeRowBytes) == shardBytes * uint64_t(g.ranks)) {
-        c.recv = {pc.whole, 0};
-        kp.addCollective(c);
-        continue;
-      }
-      staging = table.add(g.name + "." + pc.name + ".staging",
-                          shardBytes * uint64_t(g.ranks));
-      c.recv = {staging, 0};
-      kp.addCollective(c);
-      kp.bytesMoved += 2 * table.bytes(staging);
+    rt::CollectiveCall c;
+    c.kind = rt::CollectiveCall::Kind::AllGather;
+    c.ranks = g.ranks;
+    c.send = {pc.shard, 0};
+    c.bytes = shardBytes;
+    kp.gatheredBytes += table.bytes(pc.whole);
+    // Contiguous pieces with no padding land in place.
+    if (v.rows == 1 && v.validBytes == v.shardRowBytes &&
+        uint64_t(v.wholeRowBytes) == shardBytes * uint64_t(g.ranks)) {
+      c.recv = {pc.whole, 0};
+      staged[i] = -1;
+    } else {
+      staged[i] = table.add(g.name + "." + pc.name + ".staging",
+                            shardBytes * uint64_t(g.ranks));
+      c.recv = {staged[i], 0};
+      kp.bytesMoved += 2 * table.bytes(staged[i]);
     }
+    kp.addCollective(c);
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece &pc = pieces[i];
+    const rt::GatherView &v = pc.view;
+    if (staged[i] < 0)
+      continue; // landed in place
+    int ranks =
+        v.whole ? 1 : g.ranks; // a Whole piece: rank 0's is every rank's
     int unit = wordBytes(v);
     int64_t words = v.rows * v.wholeRowBytes / unit;
     rt::KernelSpec spec;
@@ -201,7 +211,7 @@ rt::Expected<KernelPlan> planAllGather(const Program &p, const Entry &e,
         1, 1};
     spec.block = rt::Dim3{kGatherThreads, 1, 1};
     spec.args = {
-        rt::ArgDesc::ptr(staging),      rt::ArgDesc::ptr(pc.whole),
+        rt::ArgDesc::ptr(staged[i]),    rt::ArgDesc::ptr(pc.whole),
         rt::ArgDesc::i64(v.rows),       rt::ArgDesc::i64(v.shardRowBytes),
         rt::ArgDesc::i64(v.validBytes), rt::ArgDesc::i64(v.wholeRowBytes),
         rt::ArgDesc::i32(ranks)};

@@ -90,6 +90,10 @@ public:
                    const Stream &s);
   /// In-place element-wise maximum of `count` floats over the ranks.
   Status allReduceMax(uint64_t buffer, uint64_t count, const Stream &s);
+  /// Collectives between groupStart() and groupEnd() are issued as one
+  /// NCCL group: they progress together (several small gathers overlap).
+  Status groupStart();
+  Status groupEnd();
 
 private:
   Communicator() = default;
