@@ -37,6 +37,16 @@ namespace {
 /// A quantization of `param` the fused kernel can produce: its input is
 /// the new parameter and it computes no bias gradient (a weight has none).
 bool absorbable(Operation *user, Value param) {
+  // Double quantization (columnwise_source = rowwise_dequantized) needs the
+  // rowwise result before the columnwise one: not one fused pass.
+  auto doubled = [](Type t) {
+    auto q = dyn_cast<QTensorType>(t);
+    auto hybrid = q ? dyn_cast<HybridAttr>(q.getScheme()) : HybridAttr();
+    return hybrid && hybrid.getColumnwiseFromRowwise() &&
+           q.hasDirection(Direction::columnwise);
+  };
+  if (llvm::any_of(user->getResultTypes(), doubled))
+    return false;
   if (auto q = dyn_cast<QuantizeOp>(user))
     return q.getInput() == param;
   if (auto f = dyn_cast<FusedQuantizeOp>(user))

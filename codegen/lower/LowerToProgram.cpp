@@ -90,8 +90,11 @@ private:
       elem = q.getElementType();
       if (q.hasDirection(Direction::rowwise))
         out.rowwise = q.getScheme().getRuntimeScheme(Direction::rowwise);
-      if (q.hasDirection(Direction::columnwise))
+      if (q.hasDirection(Direction::columnwise)) {
         out.columnwise = q.getScheme().getRuntimeScheme(Direction::columnwise);
+        if (auto hybrid = dyn_cast<HybridAttr>(q.getScheme()))
+          out.columnwiseSource = hybrid.getColumnwiseSource();
+      }
     } else if (auto t = dyn_cast<RankedTensorType>(v.getType())) {
       // Rank 0: a scalar (an optimizer's lr or step).
       if (!t.hasStaticShape())

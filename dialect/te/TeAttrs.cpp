@@ -503,7 +503,8 @@ SchemeAttrInterface HybridAttr::getDirectionScheme(Direction dir) const {
 
 LogicalResult HybridAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  SchemeAttrInterface rowwise,
-                                 SchemeAttrInterface columnwise) {
+                                 SchemeAttrInterface columnwise,
+                                 bool columnwiseFromRowwise) {
   if (!rowwise || !columnwise)
     return emitError() << "#te.hybrid needs a rowwise and a columnwise scheme";
   for (auto [name, s] :
@@ -512,7 +513,22 @@ LogicalResult HybridAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (llvm::isa<HybridAttr>(s))
       return emitError() << "#te.hybrid cannot nest: its " << name
                          << " scheme is itself a #te.hybrid";
+  if (columnwiseFromRowwise)
+    for (auto [name, s] :
+         {std::pair<StringRef, SchemeAttrInterface>{"rowwise", rowwise},
+          {"columnwise", columnwise}})
+      if (llvm::isa<IdentityAttr>(s))
+        return emitError()
+               << "columnwise_source = rowwise_dequantized quantizes the "
+                  "dequantized rowwise values again: the "
+               << name << " scheme must quantize, not be #te.identity";
   return success();
+}
+
+std::optional<rt::Scheme> HybridAttr::getColumnwiseSource() const {
+  if (!getColumnwiseFromRowwise())
+    return std::nullopt;
+  return getRowwise().getRuntimeScheme(Direction::rowwise);
 }
 
 static ParseResult parseSubScheme(AsmParser &p, StringRef dir,
@@ -535,11 +551,27 @@ Attribute HybridAttr::parse(AsmParser &p, Type) {
   SMLoc loc = p.getCurrentLocation();
   SchemeAttrInterface rowwise, columnwise;
   if (p.parseLess() || parseSubScheme(p, "rowwise", rowwise) ||
-      p.parseComma() || parseSubScheme(p, "columnwise", columnwise) ||
-      p.parseGreater())
+      p.parseComma() || parseSubScheme(p, "columnwise", columnwise))
+    return {};
+  bool fromRowwise = false;
+  if (succeeded(p.parseOptionalComma())) {
+    SMLoc at = p.getCurrentLocation();
+    StringRef source;
+    if (p.parseKeyword("columnwise_source") || p.parseEqual() ||
+        p.parseKeyword(&source))
+      return {};
+    if (source != "rowwise_dequantized" && source != "original") {
+      p.emitError(at) << "columnwise_source is 'original' or "
+                         "'rowwise_dequantized', not '"
+                      << source << "'";
+      return {};
+    }
+    fromRowwise = source == "rowwise_dequantized";
+  }
+  if (p.parseGreater())
     return {};
   return getChecked([&] { return p.emitError(loc); }, p.getContext(), rowwise,
-                    columnwise);
+                    columnwise, fromRowwise);
 }
 
 void HybridAttr::print(AsmPrinter &p) const {
@@ -547,5 +579,7 @@ void HybridAttr::print(AsmPrinter &p) const {
   p.printAttribute(getRowwise());
   p << ", columnwise = ";
   p.printAttribute(getColumnwise());
+  if (getColumnwiseFromRowwise())
+    p << ", columnwise_source = rowwise_dequantized";
   p << '>';
 }

@@ -168,12 +168,37 @@ def Te_HybridAttr : Te_SchemeAttr<"Hybrid", "hybrid",
     be a `#te.hybrid`. A hybrid with the same scheme twice behaves bit for
     bit like that scheme.
 
+    `columnwise_source = rowwise_dequantized` (double quantization): the
+    columnwise direction is quantized from the values the rowwise
+    quantization dequantizes to, rounded to the tensor's element type,
+    instead of from the tensor - so a backward GEMM sees the error the
+    forward's quantization made (TransformerEngine's `columnwise_source`).
+    Both schemes must quantize (neither `#te.identity`), and the rowwise
+    scheme must accept the tensor's shape even where only the columnwise
+    direction is held (docs/Numerics.md §11).
+
     ```mlir
     #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>
+    #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.mxfp8<e4m3>,
+               columnwise_source = rowwise_dequantized>
     ```
   }];
   let parameters = (ins "::mlir::te::SchemeAttrInterface":$rowwise,
-                        "::mlir::te::SchemeAttrInterface":$columnwise);
+                        "::mlir::te::SchemeAttrInterface":$columnwise,
+                        DefaultValuedParameter<"bool", "false">:
+                            $columnwiseFromRowwise);
+  let builders = [
+    AttrBuilder<(ins "::mlir::te::SchemeAttrInterface":$rowwise,
+                     "::mlir::te::SchemeAttrInterface":$columnwise), [{
+      return $_get($_ctxt, rowwise, columnwise, false);
+    }]>
+  ];
+  let skipDefaultBuilders = 0;
+  let extraClassDeclaration = [{
+    /// The rowwise scheme whose dequantized values the columnwise direction
+    /// is quantized from (columnwise_source = rowwise_dequantized), or none.
+    std::optional<::te::rt::Scheme> getColumnwiseSource() const;
+  }];
 }
 
 def Te_GemmPathAttr : EnumAttr<Te_Dialect, Te_GemmPath, "gemm_path"> {

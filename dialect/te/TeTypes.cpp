@@ -134,6 +134,18 @@ LogicalResult QTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
     if (!msg.empty())
       return emitError() << "!te.qtensor<" << shape.size() << "-D> " << msg;
   }
+  // Double quantization quantizes rowwise first, held or not.
+  auto hybrid = dyn_cast<HybridAttr>(scheme);
+  if (hybrid && bitEnumContainsAll(directions, Directions::columnwise))
+    if (std::optional<rt::Scheme> source = hybrid.getColumnwiseSource()) {
+      std::string msg = rt::validateShape(*source, rt::Direction::Rowwise, rows,
+                                          shape.back());
+      if (!msg.empty())
+        return emitError() << "!te.qtensor<" << shape.size()
+                           << "-D> columnwise_source = rowwise_dequantized "
+                              "quantizes rowwise first, but "
+                           << msg;
+    }
   return success();
 }
 

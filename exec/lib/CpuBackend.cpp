@@ -109,7 +109,8 @@ rt::Status HostStore::write(const std::string &name, const Value &v,
 /// schemes (the IR gives every declaration of a persistent value one type).
 static bool sameType(const Value &a, const Value &b) {
   return a.kind == b.kind && a.shape == b.shape && a.dtype == b.dtype &&
-         a.rowwise == b.rowwise && a.columnwise == b.columnwise;
+         a.rowwise == b.rowwise && a.columnwise == b.columnwise &&
+         a.columnwiseSource == b.columnwiseSource;
 }
 
 static ValueData toValueData(const Value &v, const HostValue &h) {
@@ -283,7 +284,8 @@ runGemm(const Entry &e, const GemmKernel &g,
 /// delayed-scaling state, the program's random state.
 static rt::Status quantizeStage(const Program &p, const Stage &s,
                                 const std::vector<uint8_t> &x, const Value &in,
-                                HostValue &dst, const RankAmax &rank = {}) {
+                                HostValue &dst, const RankAmax &rank = {},
+                                const std::optional<rt::Scheme> &source = {}) {
   ref::QuantizeOptions options;
   options.target = p.target;
   if (rank.shared) {
@@ -298,8 +300,12 @@ static rt::Status quantizeStage(const Program &p, const Stage &s,
   unsigned mask =
       s.dir == Direction::Rowwise ? ref::kRowwiseMask : ref::kColumnwiseMask;
   ref::QuantizedTensor t =
-      ref::quantize(x.data(), sourceType(in.dtype), in.rows(), in.cols(),
-                    s.scheme, mask, options);
+      source
+          ? ref::quantizeFromRowwiseDequantized(x.data(), sourceType(in.dtype),
+                                                in.rows(), in.cols(), *source,
+                                                s.scheme, options)
+          : ref::quantize(x.data(), sourceType(in.dtype), in.rows(), in.cols(),
+                          s.scheme, mask, options);
   if (!t.ok())
     return fail(t.error);
   if (s.dir == Direction::Rowwise)
@@ -400,7 +406,10 @@ static rt::Status runQuantize(const Program &p, const Entry &e,
       return fail(q.name + ": " + st.message());
   }
   for (const Stage &s : q.stages) {
-    rt::Status st = quantizeStage(p, s, x, in, values[s.value], rank);
+    const Value &out = e.values[s.value];
+    rt::Status st = quantizeStage(
+        p, s, x, in, values[s.value], rank,
+        s.dir == Direction::Columnwise ? out.columnwiseSource : std::nullopt);
     if (!st.isOk())
       return fail(q.name + ": " + st.message());
     values[s.value].unbounded = values[q.input].inexact();

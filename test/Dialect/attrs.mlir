@@ -58,6 +58,12 @@ te.recipe @block {
 te.recipe @identity_hybrid {
   // CHECK: te.rule "linear", "input" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>
   te.rule "linear", "input" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>
+  // Double quantization: columnwise from the dequantized rowwise values
+  // ('original', the default, prints nothing).
+  // CHECK: te.rule "linear", "grad_output" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.mxfp8<e4m3>, columnwise_source = rowwise_dequantized>
+  te.rule "linear", "grad_output" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.mxfp8<e4m3>, columnwise_source = rowwise_dequantized>
+  // CHECK: te.rule "grouped_linear", "input" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>
+  te.rule "grouped_linear", "input" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>, columnwise_source = original>
   // CHECK: te.rule "linear", "weight" -> #te.hybrid<rowwise = #te.fp8_block<e4m3, 128x128>, columnwise = #te.identity<f32>>
   te.rule "linear", "weight" -> #te.hybrid<rowwise = #te.fp8_block<e4m3, 128x128>, columnwise = #te.identity<f32>>
   // CHECK: te.rule "linear", "grad_output" -> #te.identity<f16>

@@ -174,3 +174,22 @@ func.func private @string_scheme(!te.qtensor<32x32xbf16, "mxfp8", rowwise>)
 
 // expected-error @+1 {{unknown target architecture 'h100'; expected sm_XY or sm_XYa (e.g. sm_90a)}}
 module attributes {te.target = #te.target<"h100">} {}
+
+// -----
+
+// Double quantization dequantizes the rowwise direction and quantizes the
+// columnwise one again: neither may be #te.identity.
+// expected-error @+1 {{columnwise_source = rowwise_dequantized quantizes the dequantized rowwise values again: the columnwise scheme must quantize, not be #te.identity}}
+func.func private @double_identity(!te.qtensor<32x32xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.identity<bf16>, columnwise_source = rowwise_dequantized>, rowwise>)
+
+// -----
+
+// expected-error @+1 {{columnwise_source is 'original' or 'rowwise_dequantized', not 'rowwise'}}
+func.func private @double_bad_source(!te.qtensor<32x32xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>, columnwise_source = rowwise>, rowwise>)
+
+// -----
+
+// The rowwise quantization runs even where only the columnwise direction is
+// held, so its scheme must accept the shape (MXFP8 rowwise needs K % 32).
+// expected-error @+1 {{columnwise_source = rowwise_dequantized quantizes rowwise first, but mxfp8 rowwise blocks run along the last dimension: its size 48 must be a multiple of the block size 32}}
+func.func private @double_source_shape(!te.qtensor<128x48xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.fp8_block<e4m3, 1x128>, columnwise_source = rowwise_dequantized>, columnwise>)

@@ -87,3 +87,25 @@ func.func @stacked_expert_weights(%p: tensor<4x256x128xf32>, %g: tensor<4x256x12
   return %p1, %m1, %v1, %q : tensor<4x256x128xf32>, tensor<4x256x128xf32>, tensor<4x256x128xf32>,
       !te.qtensor<4x256x128xf32, #te.fp8_block<e4m3, 128x128, pow2>, rowwise|columnwise>
 }
+
+// -----
+
+// Tests that a double-quantized requantization (columnwise from the
+// dequantized rowwise values) stays a te.quantize of its own: the rowwise
+// result must exist before the columnwise one, which one fused pass cannot
+// give.
+// CHECK-LABEL: func.func @double_quantized_weight
+// CHECK: te.adam_step
+// CHECK-NOT: te.fused_adam
+// CHECK: te.quantize %{{.*}} : tensor<256x128xf32> -> !te.qtensor<256x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>, columnwise_source = rowwise_dequantized>, rowwise|columnwise>
+func.func @double_quantized_weight(%p: tensor<256x128xf32>, %g: tensor<256x128xbf16>, %m: tensor<256x128xf32>,
+                                   %v: tensor<256x128xf32>, %lr: tensor<f32>, %step: tensor<i64>)
+    -> !te.qtensor<256x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>, columnwise_source = rowwise_dequantized>, rowwise|columnwise> {
+  %p1, %m1, %v1 = te.adam_step %p, %g, %m, %v, %lr, %step
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, mode = adamw}
+      : tensor<256x128xf32>, tensor<256x128xbf16>, tensor<256x128xf32>, tensor<256x128xf32>, tensor<f32>, tensor<i64>
+      -> tensor<256x128xf32>, tensor<256x128xf32>, tensor<256x128xf32>
+  %q = te.quantize %p1 : tensor<256x128xf32>
+         -> !te.qtensor<256x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>, columnwise_source = rowwise_dequantized>, rowwise|columnwise>
+  return %q : !te.qtensor<256x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>, columnwise_source = rowwise_dequantized>, rowwise|columnwise>
+}

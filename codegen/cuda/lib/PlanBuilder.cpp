@@ -240,6 +240,117 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
   return std::move(w.kp);
 }
 
+/// Appends `b`'s kernels, GEMMs, collectives and steps to `a` (one kernel
+/// of the entry made of several plans).
+static void append(KernelPlan &a, KernelPlan b) {
+  uint32_t kernels = uint32_t(a.plan.kernels.size()),
+           gemms = uint32_t(a.plan.gemms.size()),
+           collectives = uint32_t(a.plan.collectives.size());
+  for (rt::KernelSpec &k : b.plan.kernels)
+    a.plan.kernels.push_back(std::move(k));
+  for (rt::GemmCall &g : b.plan.gemms)
+    a.plan.gemms.push_back(g);
+  for (rt::CollectiveCall &c : b.plan.collectives)
+    a.plan.collectives.push_back(c);
+  for (rt::Step st : b.plan.steps) {
+    if (st.kind == rt::Step::Kind::Launch)
+      st.index += kernels;
+    else if (st.kind == rt::Step::Kind::Gemm)
+      st.index += gemms;
+    else if (st.kind == rt::Step::Kind::Collective)
+      st.index += collectives;
+    a.plan.steps.push_back(st);
+  }
+  a.launches += b.launches;
+  a.bytesMoved += b.bytesMoved;
+  a.flops += b.flops;
+}
+
+static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
+                                               const DequantizeKernel &d,
+                                               const BufferTable &table,
+                                               const EntryPlan &out);
+
+/// A quantize kernel whose stages include double quantization (a columnwise
+/// direction quantized from the dequantized rowwise values,
+/// Value::columnwiseSource): the other stages as usual, then per such stage
+/// the rowwise quantization into a workspace, its dequantize to the input's
+/// type and the columnwise quantization of that - each a kernel pinned to
+/// the reference on its own, so the composition is too.
+static rt::Expected<KernelPlan>
+planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
+                   BufferTable &table, EntryPlan &out) {
+  QuantizeKernel direct = q;
+  direct.stages.clear();
+  std::vector<Stage> doubled;
+  for (const Stage &s : q.stages)
+    (s.dir == Direction::Columnwise && e.values[s.value].columnwiseSource
+         ? doubled
+         : direct.stages)
+        .push_back(s);
+  if (doubled.empty())
+    return planQuantize(p, e, q, table, out);
+  KernelPlan kp;
+  kp.name = q.name;
+  if (!direct.stages.empty() || direct.biasGrad >= 0) {
+    rt::Expected<KernelPlan> k = planQuantize(p, e, direct, table, out);
+    if (!k)
+      return k.status();
+    append(kp, std::move(*k));
+  }
+  const Value &in = e.values[q.input];
+  for (size_t i = 0; i < doubled.size(); ++i) {
+    const Stage &s = doubled[i];
+    const Value &target = e.values[s.value];
+    const Scheme &source = *target.columnwiseSource;
+    // The three kernels' values: the input, the rowwise workspace, its
+    // dequantized values, the target.
+    Value rowwise = target;
+    rowwise.name = target.name + "_source";
+    rowwise.rowwise = source;
+    rowwise.columnwise.reset();
+    rowwise.columnwiseSource.reset();
+    Value values = in;
+    values.name = target.name + "_source_values";
+    Entry sub;
+    sub.name = e.name;
+    sub.values = {in, rowwise, values, target};
+    EntryPlan subPlan;
+    subPlan.values.resize(4);
+    subPlan.values[0] = out.values[q.input];
+    subPlan.values[3] = out.values[s.value];
+    rt::DirectionStorage st =
+        directionStorage(rowwise, Direction::Rowwise, p.target);
+    ValueBuffers::Direction &ws = subPlan.values[1].dir[0];
+    ws.data = table.add(rowwise.name + ".rowwise.data", st.data.bytes());
+    if (st.scaleInv.present())
+      ws.scale =
+          table.add(rowwise.name + ".rowwise.scale_inv", st.scaleInv.bytes());
+    if (st.amax.present())
+      ws.amax = table.add(rowwise.name + ".rowwise.amax", st.amax.bytes());
+    subPlan.values[2].tensor = table.add(
+        values.name, uint64_t(in.rows() * in.cols() * rt::dtypeSize(in.dtype)));
+    std::string base = q.name + "_double" + std::to_string(i);
+    QuantizeKernel first{
+        base + "_rowwise", 0, {{source, Direction::Rowwise, 1}}};
+    DequantizeKernel back{base + "_dequantize", 1, Direction::Rowwise, 2};
+    QuantizeKernel second{base + "_columnwise", 2, {{s.scheme, s.dir, 3}}};
+    rt::Expected<KernelPlan> a = planQuantize(p, sub, first, table, subPlan);
+    if (!a)
+      return a.status();
+    append(kp, std::move(*a));
+    rt::Expected<KernelPlan> b = planDequantize(p, sub, back, table, subPlan);
+    if (!b)
+      return b.status();
+    append(kp, std::move(*b));
+    rt::Expected<KernelPlan> c = planQuantize(p, sub, second, table, subPlan);
+    if (!c)
+      return c.status();
+    append(kp, std::move(*c));
+  }
+  return kp;
+}
+
 /// Tiles of an M x K tensor.
 static int64_t tilesOf(const Value &v) {
   return rt::ceilDiv(v.rows(), int64_t(kQuantizeTileRows)) *
@@ -484,7 +595,7 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
     rt::Expected<KernelPlan> kp = std::visit(
         Overloaded{
             [&](const QuantizeKernel &q) {
-              return planQuantize(p, e, q, table, out);
+              return planQuantizeKernel(p, e, q, table, out);
             },
             [&](const DequantizeKernel &d) {
               return planDequantize(p, e, d, table, out);

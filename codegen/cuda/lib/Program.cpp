@@ -158,6 +158,12 @@ static std::string validateAdam(const Entry &e, const AdamKernel &a) {
       if (!q.scheme(s.dir) || *q.scheme(s.dir) != s.scheme)
         return "'" + q.name + "' does not hold the " +
                rt::directionName(s.dir) + " direction with the stage's scheme";
+      if (s.dir == rt::Direction::Columnwise && q.columnwiseSource)
+        return "'" + q.name +
+               "' is double-quantized (columnwise_source = "
+               "rowwise_dequantized), which the optimizer kernel does not "
+               "requantize into (te-fuse-optimizer leaves such quantizes "
+               "on their own)";
     }
   }
   return "";
@@ -281,6 +287,12 @@ static std::string validateQuantize(const Entry &e, const QuantizeKernel &q) {
   }
   if (q.amaxRanks < 1)
     return "quantize '" + q.name + "': amax ranks must be positive";
+  for (const Stage &s : q.stages)
+    if (q.amaxRanks > 1 && s.dir == rt::Direction::Columnwise &&
+        e.values[s.value].columnwiseSource)
+      return "quantize '" + q.name +
+             "': a row shard cannot be double-quantized yet (the columnwise "
+             "amax would be the dequantized tensor's, reduced over the ranks)";
   if (q.amaxRanks > 1)
     for (const Stage &s : q.stages) {
       std::string why = rt::validateRowShard(s.scheme, s.dir, in.rows());

@@ -367,6 +367,39 @@ QuantizedTensor quantize(const void *x, SourceType type, int64_t m, int64_t k,
   return quantize(x, type, m, k, scheme, scheme, directions, options);
 }
 
+QuantizedTensor quantizeFromRowwiseDequantized(const void *x, SourceType type,
+                                               int64_t m, int64_t k,
+                                               const Scheme &source,
+                                               const Scheme &columnwise,
+                                               const QuantizeOptions &options) {
+  // The rowwise step quantizes as a quantize of that scheme alone would
+  // (a fresh delayed-scaling state of its own).
+  QuantizeOptions first = options;
+  DelayedScalingState fresh;
+  fresh.history.assign(size_t(source.history), 0.0f);
+  first.delayed = first.delayedColumnwise = &fresh;
+  QuantizedTensor rowwise =
+      quantize(x, type, m, k, source, kRowwiseMask, first);
+  if (!rowwise.ok())
+    return rowwise;
+  std::vector<float> values =
+      dequantize(rowwise, Direction::Rowwise, source, m, k);
+  // Rounded to the tensor's type, as a dequantize to it writes them.
+  std::vector<uint8_t> narrowed(values.size() *
+                                (type == SourceType::F32 ? 4 : 2));
+  for (size_t i = 0; i < values.size(); ++i) {
+    // Little-endian, whatever the host's byte order.
+    uint32_t bits = type == SourceType::F32    ? floatToBits(values[i])
+                    : type == SourceType::BF16 ? floatToBF16(values[i])
+                                               : floatToF16(values[i]);
+    size_t size = type == SourceType::F32 ? 4 : 2;
+    for (size_t b = 0; b < size; ++b)
+      narrowed[size * i + b] = uint8_t(bits >> (8 * b));
+  }
+  return quantize(narrowed.data(), type, m, k, columnwise, kColumnwiseMask,
+                  options);
+}
+
 //===----------------------------------------------------------------------===//
 // Dequantize
 //===----------------------------------------------------------------------===//

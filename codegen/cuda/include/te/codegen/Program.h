@@ -43,6 +43,11 @@ struct Value {
   rt::DType dtype = rt::DType::BF16; ///< tensor element / high-precision type
   /// Quantized: the scheme of each direction held (absent: not held).
   std::optional<rt::Scheme> rowwise, columnwise;
+  /// Double quantization (a hybrid's columnwise_source =
+  /// rowwise_dequantized): the columnwise direction is quantized from the
+  /// values this rowwise scheme's quantization dequantizes to, rounded to
+  /// `dtype` (docs/Numerics.md §11); absent: from the tensor itself.
+  std::optional<rt::Scheme> columnwiseSource;
 
   bool isQuantized() const { return kind == Kind::Quantized; }
   /// Rows of the logical 2-D view: the product of all but the last dim.

@@ -149,6 +149,18 @@ QuantizedTensor quantize(const void *x, SourceType type, int64_t m, int64_t k,
                          const Scheme &scheme, unsigned directions,
                          const QuantizeOptions &options);
 
+/// Double quantization (a hybrid's columnwise_source = rowwise_dequantized,
+/// docs/Numerics.md §11): the columnwise direction under `columnwise` of
+/// the values that the rowwise quantization of `x` under `source`
+/// dequantizes to, each rounded to `type` (round to nearest even) - the
+/// tensor the backward then reads carries the forward's quantization error.
+/// `error` set (nothing returned) when either step fails.
+QuantizedTensor quantizeFromRowwiseDequantized(const void *x, SourceType type,
+                                               int64_t m, int64_t k,
+                                               const Scheme &source,
+                                               const Scheme &columnwise,
+                                               const QuantizeOptions &options);
+
 /// The logical M x K values (row-major fp32) that direction `d` of `t`
 /// represents under `scheme`, by the format's dequantization formula:
 /// per-tensor FP8 q * scale_inv, MXFP8 q * 2^(E-127), NVFP4
