@@ -218,10 +218,14 @@ rt::Expected<Results> onCpu(const cg::Program &p, const Args &args,
                       host);
 }
 
-/// Entry 0 of `p` on GPU `ordinal` (outputs poisoned first); with `host`,
-/// as that rank of the job, through NCCL.
-rt::Expected<Results> onGpu(const cg::Program &p, const Args &args, int ordinal,
-                            rt::HostCollective *host) {
+/// Entry 0 of `p` on GPU `ordinal` (outputs poisoned first), once per
+/// element of `calls` (its arguments); with `host`, as that rank of the
+/// job, through NCCL. `captured`: the entry runs once, is captured into a
+/// CUDA graph and replayed for each call (new argument bytes in the same
+/// buffers before each replay), as a training loop does step after step.
+rt::Expected<std::vector<Results>>
+onGpuCalls(const cg::Program &p, const std::vector<Args> &calls, int ordinal,
+           rt::HostCollective *host, bool captured = false) {
   auto dev = rt::Device::open(ordinal);
   if (!dev)
     return dev.status();
@@ -240,53 +244,40 @@ rt::Expected<Results> onGpu(const cg::Program &p, const Args &args, int ordinal,
   if (!runner)
     return runner.status();
   runner->setCommunicator(comm.get());
-  TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
-  for (size_t i = 0; i < args.size(); ++i)
-    TE_RETURN_IF_ERROR(runner->setArgument(i, args[i], *stream));
-  TE_RETURN_IF_ERROR(runner->run(*stream));
-  return runner->results(*stream);
-}
-
-/// onGpu, but the entry runs once, is captured into a CUDA graph and
-/// replayed for each of `calls` (new argument bytes in the same buffers
-/// before each replay): what a training loop does step after step.
-rt::Expected<std::vector<Results>> onGpuGraph(const cg::Program &p,
-                                              const std::vector<Args> &calls,
-                                              int ordinal,
-                                              rt::HostCollective &host) {
-  auto dev = rt::Device::open(ordinal);
-  if (!dev)
-    return dev.status();
-  auto stream = rt::Stream::create(*dev);
-  if (!stream)
-    return stream.status();
-  auto comm = rt::Communicator::create(*dev, host);
-  if (!comm)
-    return comm.status();
-  rt::KernelCache cache;
-  auto runner = exec::CudaRunner::create(p, p.entries[0], *dev, cache);
-  if (!runner)
-    return runner.status();
-  runner->setCommunicator(comm->get());
-  TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
-  // One eager run first: NCCL sets up its connections on a communicator's
-  // first collectives, which a capture may not do.
-  for (size_t i = 0; i < calls.front().size(); ++i)
-    TE_RETURN_IF_ERROR(runner->setArgument(i, calls.front()[i], *stream));
-  TE_RETURN_IF_ERROR(runner->run(*stream));
-  TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
-  TE_RETURN_IF_ERROR(runner->capture(*stream));
-  std::vector<Results> out;
-  for (const Args &args : calls) {
+  auto setArguments = [&](const Args &args) {
     for (size_t i = 0; i < args.size(); ++i)
       TE_RETURN_IF_ERROR(runner->setArgument(i, args[i], *stream));
-    TE_RETURN_IF_ERROR(runner->replay(*stream));
+    return rt::Status::ok();
+  };
+  TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
+  if (captured) {
+    // One eager run first: NCCL sets up its connections on a
+    // communicator's first collectives, which a capture may not do.
+    TE_RETURN_IF_ERROR(setArguments(calls.front()));
+    TE_RETURN_IF_ERROR(runner->run(*stream));
+    TE_RETURN_IF_ERROR(runner->poison(0xA5, *stream));
+    TE_RETURN_IF_ERROR(runner->capture(*stream));
+  }
+  std::vector<Results> out;
+  for (const Args &args : calls) {
+    TE_RETURN_IF_ERROR(setArguments(args));
+    TE_RETURN_IF_ERROR(captured ? runner->replay(*stream)
+                                : runner->run(*stream));
     auto r = runner->results(*stream);
     if (!r)
       return r.status();
     out.push_back(std::move(*r));
   }
   return out;
+}
+
+/// One call of onGpuCalls.
+rt::Expected<Results> onGpu(const cg::Program &p, const Args &args, int ordinal,
+                            rt::HostCollective *host) {
+  auto out = onGpuCalls(p, {args}, ordinal, host);
+  if (!out)
+    return out.status();
+  return std::move(out->front());
 }
 
 /// Why a test of `ranks` GPU ranks cannot run here, or "".
@@ -478,7 +469,7 @@ TEST(AllGatherGraph, ReplaysWithNewShardsOn2Gpus) {
     std::vector<Args> calls;
     for (const std::vector<float> &x : inputs)
       calls.push_back({shardBytes(c, x, r)});
-    auto out = onGpuGraph(shard, calls, r, host);
+    auto out = onGpuCalls(shard, calls, r, &host, /*captured=*/true);
     if (!out)
       return out.status();
     got[size_t(r)] = std::move(*out);
