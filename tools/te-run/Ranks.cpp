@@ -10,6 +10,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
@@ -73,16 +75,42 @@ int launchRanks(int ranks, char **argv) {
     }
     children.push_back(pid);
   }
+  // A rank that fails leaves the others waiting for it in a collective:
+  // stop them rather than let them time out.
+  std::vector<int> codes(size_t(ranks), -1), signals(size_t(ranks), 0);
+  std::vector<bool> stopped(size_t(ranks), false);
+  for (int left = ranks; left > 0; --left) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0)
+      break;
+    auto it = std::find(children.begin(), children.end(), pid);
+    if (it == children.end()) {
+      ++left;
+      continue;
+    }
+    size_t r = size_t(it - children.begin());
+    codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    signals[r] = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    if (codes[r] != 0)
+      for (size_t o = 0; o < children.size(); ++o)
+        if (codes[o] < 0 && !stopped[o]) {
+          kill(children[o], SIGTERM);
+          stopped[o] = true;
+        }
+  }
   int worst = 0;
   for (int r = 0; r < ranks; ++r) {
-    int status = 0;
-    waitpid(children[size_t(r)], &status, 0);
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-    worst = std::max(worst, code);
+    int code = codes[size_t(r)];
+    worst = std::max(worst, code < 0 ? 128 : code);
     std::ifstream log(logOf(dir, r));
     std::stringstream text;
     text << log.rdbuf();
-    llvm::outs() << "== rank " << r << " of " << ranks << " (exit " << code
+    std::string how = "exit " + std::to_string(code);
+    if (signals[size_t(r)])
+      how = stopped[size_t(r)] ? "stopped: another rank failed"
+                               : "signal " + std::to_string(signals[size_t(r)]);
+    llvm::outs() << "== rank " << r << " of " << ranks << " (" << how
                  << ") ==\n"
                  << text.str();
   }

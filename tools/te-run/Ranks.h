@@ -8,7 +8,8 @@
 // meet in a fresh rendezvous directory (rt::FileCollective; rank 0 hands
 // out the NCCL id there). Each rank runs the same program on its own
 // arguments; the launcher prints every rank's output in rank order and
-// exits with the worst exit code.
+// exits with the worst exit code. A rank that fails gets the others
+// stopped (they would wait for it in their next collective).
 //
 //===----------------------------------------------------------------------===//
 

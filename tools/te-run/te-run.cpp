@@ -263,6 +263,16 @@ static int run(int argc, char **argv) {
 
   std::vector<const cg::Entry *> sequence = sequenceOf(*program);
 
+  // Every rank must take the same backends, or their collectives would not
+  // match: a machine with GPUs needs one per rank.
+  if (rank && backend != "cpu")
+    if (rt::Expected<int> gpus = rt::Device::count();
+        gpus && *gpus > 0 && *gpus < rank->ranks)
+      die("--ranks " + std::to_string(rank->ranks) +
+          " runs rank r on GPU r, but this machine has " +
+          std::to_string(*gpus) +
+          " GPU(s); --backend cpu runs the ranks on the CPU backend");
+
   // Backends.
   bool compare = check || checkIfGpu;
   rt::Expected<rt::Device> device = rt::Device::open(rank ? rank->rank : 0);
