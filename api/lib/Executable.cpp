@@ -46,6 +46,10 @@ const std::vector<Slot> &Executable::arguments() const {
 const std::vector<Slot> &Executable::results() const { return state_->results; }
 size_t Executable::numKernels() const { return state_->entry->numKernels(); }
 
+void Executable::setCommunicator(rt::Communicator *comm) {
+  state_->entry->setCommunicator(comm);
+}
+
 rt::Expected<Executable> CompiledModule::load(const std::string &function,
                                               const rt::Device &device,
                                               rt::KernelCache &cache) const {
@@ -179,6 +183,11 @@ struct Session::State {
 };
 
 Session::Session() : state_(std::make_unique<State>()) {}
+
+void Session::setCommunicator(rt::Communicator *comm) {
+  for (Executable &f : state_->functions)
+    f.setCommunicator(comm);
+}
 Session::Session(Session &&) noexcept = default;
 Session &Session::operator=(Session &&) noexcept = default;
 Session::~Session() = default;
@@ -255,12 +264,11 @@ rt::Status Session::setFromDevice(
     auto buf = it->second.find(part);
     if (buf == it->second.end())
       return rt::Status(rt::StatusCode::InvalidArgument,
-                        "persistent '" + name + "' has no part '" + part +
-                            "'");
+                        "persistent '" + name + "' has no part '" + part + "'");
     if (span.ptr == 0 || span.bytes < buf->second->size())
       return rt::Status(rt::StatusCode::InvalidArgument,
-                        "persistent '" + name + "' part '" + part +
-                            "' needs " + std::to_string(buf->second->size()) +
+                        "persistent '" + name + "' part '" + part + "' needs " +
+                            std::to_string(buf->second->size()) +
                             " bytes, got " + std::to_string(span.bytes) +
                             (span.ptr ? "" : " at address 0"));
     given[part] = span.ptr;

@@ -35,7 +35,8 @@ static rt::Expected<std::vector<HostBuffer>>
 callOnCpu(const cg::Program &program, const cg::Entry &e,
           const std::vector<std::vector<uint8_t>> &given,
           exec::HostStore *store,
-          const std::map<std::string, std::vector<uint8_t>> *initial) {
+          const std::map<std::string, std::vector<uint8_t>> *initial,
+          rt::HostCollective *collective) {
   auto persistent = [&](const std::string &name) {
     return store && !name.empty();
   };
@@ -62,7 +63,7 @@ callOnCpu(const cg::Program &program, const cg::Entry &e,
     return invalid(e.name + " takes " + std::to_string(next) +
                    " argument(s), got " + std::to_string(given.size()));
   rt::Expected<std::vector<exec::ValueData>> results =
-      exec::runCpu(program, e, args, nullptr, nullptr, store);
+      exec::runCpu(program, e, args, nullptr, nullptr, store, {}, collective);
   if (!results)
     return results.status();
   std::vector<HostBuffer> out;
@@ -79,11 +80,12 @@ callOnCpu(const cg::Program &program, const cg::Entry &e,
 
 rt::Expected<std::vector<HostBuffer>>
 CompiledModule::runOnCpu(const std::string &function,
-                         const std::vector<std::vector<uint8_t>> &args) const {
+                         const std::vector<std::vector<uint8_t>> &args,
+                         rt::HostCollective *collective) const {
   rt::Expected<const cg::Entry *> e = findEntry(*program_, function);
   if (!e)
     return e.status();
-  return callOnCpu(*program_, **e, args, nullptr, nullptr);
+  return callOnCpu(*program_, **e, args, nullptr, nullptr, collective);
 }
 
 struct HostSession::State {
@@ -93,6 +95,7 @@ struct HostSession::State {
   std::map<std::string, std::vector<uint8_t>> initial;
   /// Every persistent value's type, from the declarations.
   std::map<std::string, cg::Value> declared;
+  rt::HostCollective *collective = nullptr;
 };
 
 HostSession::HostSession() : state_(std::make_unique<State>()) {}
@@ -115,6 +118,10 @@ rt::Expected<HostSession> HostSession::create(const CompiledModule &module) {
   return s;
 }
 
+void HostSession::setCollective(rt::HostCollective *collective) {
+  state_->collective = collective;
+}
+
 rt::Expected<std::vector<HostBuffer>>
 HostSession::call(const std::string &function,
                   const std::vector<std::vector<uint8_t>> &args) {
@@ -122,7 +129,8 @@ HostSession::call(const std::string &function,
   rt::Expected<const cg::Entry *> e = findEntry(*st.program, function);
   if (!e)
     return e.status();
-  auto out = callOnCpu(*st.program, **e, args, &st.store, &st.initial);
+  auto out =
+      callOnCpu(*st.program, **e, args, &st.store, &st.initial, st.collective);
   // What the call read or wrote, the store now holds.
   for (auto it = st.initial.begin(); it != st.initial.end();)
     it = st.store.holds(it->first) ? st.initial.erase(it) : std::next(it);

@@ -33,6 +33,7 @@
 #define TE_API_TEJIT_H
 
 #include "te/codegen/Program.h"
+#include "te/runtime/Collective.h"
 #include "te/runtime/Device.h"
 #include "te/runtime/KernelCache.h"
 
@@ -107,9 +108,13 @@ public:
   /// bf16 argument as its bit patterns). Returns every result's storage
   /// buffers, byte for byte as the GPU writes them (docs/Numerics.md §2).
   /// Persistent markers are ignored: every argument is given.
+  /// A function with `te.all_gather` or `te.quantize {amax_ranks}` runs as
+  /// one rank of a job whose ranks meet through `collective` (each rank
+  /// passes its own; docs/HostApi.md "Several GPUs").
   rt::Expected<std::vector<HostBuffer>>
   runOnCpu(const std::string &function,
-           const std::vector<std::vector<uint8_t>> &args) const;
+           const std::vector<std::vector<uint8_t>> &args,
+           rt::HostCollective *collective = nullptr) const;
 
 private:
   friend class HostSession;
@@ -126,6 +131,10 @@ public:
   const std::vector<Slot> &arguments() const;
   const std::vector<Slot> &results() const;
   size_t numKernels() const;
+  /// The NCCL communicator of the job's ranks, for a function that gathers
+  /// or reduces across them (not owned: it must outlive every run). Without
+  /// one, such a function's run fails saying so.
+  void setCommunicator(rt::Communicator *comm);
 
   /// Binds `args[i]` to arguments()[i] and `results[i]` to results()[i]
   /// (each at least the slot's size) and enqueues every kernel on `stream`.
@@ -170,6 +179,8 @@ public:
 
   /// The function `name` (null if the module has none of that name).
   Executable *function(const std::string &name);
+  /// Executable::setCommunicator for every function.
+  void setCommunicator(rt::Communicator *comm);
   /// The persistent values' names.
   std::vector<std::string> persistentNames() const;
   /// The device buffers of persistent value `name`, by part ("data";
@@ -221,6 +232,9 @@ public:
   rt::Expected<std::vector<HostBuffer>>
   call(const std::string &function,
        const std::vector<std::vector<uint8_t>> &args);
+  /// The host collective of the job's ranks, for functions that gather or
+  /// reduce across them (not owned: it must outlive every call).
+  void setCollective(rt::HostCollective *collective);
   /// The persistent values' names.
   std::vector<std::string> persistentNames() const;
   /// Gives persistent tensor `name` its value (exactly its size).
