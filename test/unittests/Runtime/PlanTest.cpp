@@ -53,10 +53,21 @@ Plan samplePlan() {
   g.b = {3, 0};
   g.out = {4, 0};
   p.gemms.push_back(g);
-  p.steps = {{Step::Kind::Fill, 2, 0},
-             {Step::Kind::Launch, 0, 0},
-             {Step::Kind::Launch, 1, 0},
-             {Step::Kind::Gemm, 0, 0}};
+  CollectiveCall gather;
+  gather.kind = CollectiveCall::Kind::AllGather;
+  gather.ranks = 2;
+  gather.send = {0, 0};
+  gather.recv = {2, 0};
+  gather.bytes = 2048;
+  CollectiveCall amax;
+  amax.kind = CollectiveCall::Kind::AllReduceMax;
+  amax.ranks = 2;
+  amax.send = {1, 0};
+  amax.bytes = 4;
+  p.collectives = {gather, amax};
+  p.steps = {{Step::Kind::Fill, 2, 0},       {Step::Kind::Launch, 0, 0},
+             {Step::Kind::Collective, 1, 0}, {Step::Kind::Launch, 1, 0},
+             {Step::Kind::Collective, 0, 0}, {Step::Kind::Gemm, 0, 0}};
   return p;
 }
 
@@ -80,6 +91,21 @@ TEST(Plan, SerialisationRoundTrips) {
   EXPECT_TRUE(q->gemms[0].problem.b.transposed);
   EXPECT_EQ(q->buffers[2].name, "y");
   EXPECT_FALSE(q->buffers[2].external);
+  EXPECT_EQ(q->collectives, p.collectives);
+  EXPECT_EQ(q->steps[2].kind, Step::Kind::Collective);
+}
+
+TEST(Plan, CollectivesStayInsideTheirBuffers) {
+  Plan p = samplePlan();
+  p.collectives[0].bytes = 4096; // 2 ranks x 4096 bytes: past "y"
+  EXPECT_NE(p.validate().find("past the end of buffer 'y'"), std::string::npos)
+      << p.validate();
+  p = samplePlan();
+  p.collectives[1].bytes = 6; // not whole floats
+  EXPECT_NE(p.validate().find("collective 1"), std::string::npos);
+  p = samplePlan();
+  p.steps.push_back({Step::Kind::Collective, 2, 0});
+  EXPECT_NE(p.validate().find("missing collective"), std::string::npos);
 }
 
 TEST(Plan, EveryTruncationIsRejected) {
