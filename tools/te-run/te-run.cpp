@@ -102,8 +102,9 @@ static cl::opt<int> ranks(
     cl::desc("Run N processes, rank r on GPU r, for programs with "
              "te.all_gather or te.quantize {amax_ranks}: they meet in a "
              "temporary directory (NCCL between GPUs, files between CPU "
-             "backends); rank r draws --random-inputs with SEED + r; every "
-             "rank's output is printed in rank order"),
+             "backends); rank r draws --random-inputs with SEED + r and "
+             "reads --input / writes --dump paths with {rank} replaced by "
+             "r; every rank's output is printed in rank order"),
     cl::value_desc("N"), cl::init(1));
 static cl::opt<int> steps(
     "steps",
@@ -309,7 +310,18 @@ static int run(int argc, char **argv) {
   int64_t seed = randomSeed;
   if (rank && seed >= 0)
     seed += rank->rank;
-  auto argsOf = te::run::argumentsOf(*program, sequence, inputs, seed);
+  // Each rank its own files: "{rank}" in --input and --dump paths.
+  auto perRank = [&](std::string path) {
+    if (!rank)
+      return path;
+    for (size_t at; (at = path.find("{rank}")) != std::string::npos;)
+      path.replace(at, 6, std::to_string(rank->rank));
+    return path;
+  };
+  std::vector<std::string> rankInputs;
+  for (const std::string &in : inputs)
+    rankInputs.push_back(perRank(in));
+  auto argsOf = te::run::argumentsOf(*program, sequence, rankInputs, seed);
   rt::KernelCache cache(cacheDir.empty() ? rt::KernelCache::defaultDiskDir()
                                          : std::string(cacheDir));
   if (!device) {
@@ -376,7 +388,7 @@ static int run(int argc, char **argv) {
     te::run::bench(*session->runner(lastEntry), *session->stream(), benchRuns);
   te::run::summarize(lastEntry, last.primary());
   if (!dumpDir.empty())
-    te::run::dump(lastEntry, last.primary(), dumpDir);
+    te::run::dump(lastEntry, last.primary(), perRank(dumpDir));
   if (wantCuda && wantCpu)
     te::run::printCheck(session->total(), totalCalls);
   return 0;
