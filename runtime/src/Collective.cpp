@@ -6,9 +6,7 @@
 
 #include "te/runtime/Collective.h"
 
-#include "DynamicLibrary.h"
-
-#include <nccl.h>
+#include "NcclApi.h"
 
 #include <chrono>
 #include <cstdio>
@@ -130,23 +128,42 @@ Status FileCollective::allGather(const void *in, size_t bytes,
 // NCCL
 //===----------------------------------------------------------------------===//
 
+namespace detail {
+
+Expected<NcclApi> loadNcclApi(const std::vector<std::string> &candidates) {
+  Expected<DynamicLibrary> lib = DynamicLibrary::open(
+      candidates, StatusCode::LibraryMissing,
+      "NCCL 2 (libnccl.so.2) not found, so collectives cannot run (set "
+      "TE_NCCL_LIBRARY, or pip install nvidia-nccl-cu13); tried");
+  if (!lib)
+    return lib.status();
+  NcclApi a;
+  a.path = lib->path();
+#define TE_NCCL_FN(name)                                                       \
+  a.name = reinterpret_cast<decltype(a.name)>(lib->symbol(#name));             \
+  if (!a.name)                                                                 \
+    return Status(StatusCode::LibraryMissing, lib->path() + " lacks " #name);
+  TE_NCCL_FN(ncclGetVersion)
+  TE_NCCL_FN(ncclGetUniqueId)
+  TE_NCCL_FN(ncclCommInitRank)
+  TE_NCCL_FN(ncclCommDestroy)
+  TE_NCCL_FN(ncclAllGather)
+  TE_NCCL_FN(ncclAllReduce)
+  TE_NCCL_FN(ncclGetErrorString)
+  TE_NCCL_FN(ncclGroupStart)
+  TE_NCCL_FN(ncclGroupEnd)
+#undef TE_NCCL_FN
+  return a;
+}
+
+} // namespace detail
+
 namespace {
 
-struct NcclApi {
-  decltype(&::ncclGetVersion) ncclGetVersion = nullptr;
-  decltype(&::ncclGetUniqueId) ncclGetUniqueId = nullptr;
-  decltype(&::ncclCommInitRank) ncclCommInitRank = nullptr;
-  decltype(&::ncclCommDestroy) ncclCommDestroy = nullptr;
-  decltype(&::ncclAllGather) ncclAllGather = nullptr;
-  decltype(&::ncclAllReduce) ncclAllReduce = nullptr;
-  decltype(&::ncclGetErrorString) ncclGetErrorString = nullptr;
-  decltype(&::ncclGroupStart) ncclGroupStart = nullptr;
-  decltype(&::ncclGroupEnd) ncclGroupEnd = nullptr;
-  std::string path;
-};
+using detail::NcclApi;
 
 Expected<const NcclApi *> ncclApi() {
-  static const Expected<NcclApi> api = []() -> Expected<NcclApi> {
+  static const Expected<NcclApi> api = [] {
     std::vector<std::string> names;
     if (const char *lib = std::getenv("TE_NCCL_LIBRARY"))
       names.push_back(lib);
@@ -154,29 +171,7 @@ Expected<const NcclApi *> ncclApi() {
     if (const char *home = std::getenv("CUDA_HOME"))
       names.push_back(std::string(home) + "/lib64/libnccl.so.2");
     names.push_back("/usr/local/cuda/lib64/libnccl.so.2");
-    Expected<detail::DynamicLibrary> lib = detail::DynamicLibrary::open(
-        names, StatusCode::LibraryMissing,
-        "NCCL 2 (libnccl.so.2) not found, so collectives cannot run (set "
-        "TE_NCCL_LIBRARY, or pip install nvidia-nccl-cu13); tried");
-    if (!lib)
-      return lib.status();
-    NcclApi a;
-    a.path = lib->path();
-#define TE_NCCL_FN(name)                                                       \
-  a.name = reinterpret_cast<decltype(a.name)>(lib->symbol(#name));             \
-  if (!a.name)                                                                 \
-    return Status(StatusCode::LibraryMissing, lib->path() + " lacks " #name);
-    TE_NCCL_FN(ncclGetVersion)
-    TE_NCCL_FN(ncclGetUniqueId)
-    TE_NCCL_FN(ncclCommInitRank)
-    TE_NCCL_FN(ncclCommDestroy)
-    TE_NCCL_FN(ncclAllGather)
-    TE_NCCL_FN(ncclAllReduce)
-    TE_NCCL_FN(ncclGetErrorString)
-    TE_NCCL_FN(ncclGroupStart)
-    TE_NCCL_FN(ncclGroupEnd)
-#undef TE_NCCL_FN
-    return a;
+    return detail::loadNcclApi(names);
   }();
   if (!api)
     return api.status();

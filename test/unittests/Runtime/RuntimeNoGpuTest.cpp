@@ -11,7 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaApi.h"
+#include "NcclApi.h"
 #include "Sha256.h"
+#include "te/runtime/Collective.h"
 #include "te/runtime/Device.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +32,28 @@ TEST(RuntimeNoDriver, MissingDriverIsAClearError) {
       << api.status().message();
   EXPECT_NE(api.status().message().find("/nonexistent/libcuda.so.1"),
             std::string::npos);
+}
+
+TEST(RuntimeNoDriver, MissingNcclIsAClearError) {
+  Expected<detail::NcclApi> api =
+      detail::loadNcclApi({"/nonexistent/libnccl.so.2"});
+  ASSERT_FALSE(api);
+  EXPECT_EQ(api.status().code(), StatusCode::LibraryMissing);
+  EXPECT_NE(api.status().message().find("collectives cannot run"),
+            std::string::npos)
+      << api.status().message();
+  EXPECT_NE(api.status().message().find("TE_NCCL_LIBRARY"), std::string::npos);
+  EXPECT_NE(api.status().message().find("/nonexistent/libnccl.so.2"),
+            std::string::npos);
+}
+
+TEST(RuntimeNoDriver, NcclLoadsWithoutAGpu) {
+  // Loading NCCL and asking its version needs no GPU: where the library is
+  // installed, the loader finds every entry point it resolves.
+  Expected<std::string> v = Communicator::ncclVersion();
+  if (!v)
+    GTEST_SKIP() << v.status().toString();
+  EXPECT_EQ(v->rfind("2.", 0), 0u) << *v;
 }
 
 TEST(RuntimeNoDriver, EveryEntryPointReturnsTheError) {
