@@ -48,7 +48,9 @@ public:
 /// (atomically: a temporary file renamed into place), then reads every
 /// rank's file of call n. A rank removes its file of call n - 1 once call
 /// n completes, when every rank has read it. Gives up after `timeoutSeconds`
-/// without the others, naming the ranks it waited for.
+/// without the others, naming the ranks it waited for. The directory must
+/// be empty when a job starts: files a former job left would be read as
+/// this job's.
 class FileCollective : public HostCollective {
 public:
   static Expected<std::unique_ptr<FileCollective>>
