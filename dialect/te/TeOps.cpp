@@ -15,7 +15,6 @@
 #include "dialect/te/TeOpsSupport.h"
 
 #include "te/formats/GemmRules.h"
-#include "te/formats/Sharding.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -167,16 +166,6 @@ mlir::te::detail::verifyResolvedSchemes(Operation *op, DictionaryAttr schemes,
 // QuantizeOp / DequantizeOp
 //===----------------------------------------------------------------------===//
 
-/// Why direction `d` of `q`'s scheme cannot quantize a row shard of `rows`
-/// rows, or "".
-static std::string rowShardProblem(QTensorType q, Direction d, int64_t rows) {
-  ::te::rt::Direction rd = d == Direction::rowwise
-                               ? ::te::rt::Direction::Rowwise
-                               : ::te::rt::Direction::Columnwise;
-  return ::te::rt::validateRowShard(q.getScheme().getRuntimeScheme(d), rd,
-                                    rows);
-}
-
 LogicalResult QuantizeOp::verify() {
   auto in = getInput().getType();
   QTensorType out = getResult().getType();
@@ -197,105 +186,6 @@ LogicalResult QuantizeOp::verify() {
         return emitOpError()
                << "quantizes a row shard (amax_ranks), but " << why;
     }
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// AllGatherOp
-//===----------------------------------------------------------------------===//
-
-Directions AllGatherOp::shardDirections(Type result, bool sendColumnwise) {
-  auto q = dyn_cast<QTensorType>(result);
-  if (!q)
-    return Directions::none;
-  std::optional<::te::rt::Scheme> schemes[2];
-  unsigned whole = 0;
-  const Direction dirs[] = {Direction::rowwise, Direction::columnwise};
-  for (unsigned i = 0; i < 2; ++i)
-    if (q.hasDirection(dirs[i])) {
-      schemes[i] = q.getScheme().getRuntimeScheme(dirs[i]);
-      whole |= 1u << i;
-    }
-  unsigned read = ::te::rt::shardDirectionsRead(
-      schemes[0] ? &*schemes[0] : nullptr, schemes[1] ? &*schemes[1] : nullptr,
-      whole, sendColumnwise);
-  Directions out = Directions::none;
-  if (read & 1u)
-    out = out | Directions::rowwise;
-  if (read & 2u)
-    out = out | Directions::columnwise;
-  return out;
-}
-
-LogicalResult
-AllGatherOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
-                         Type input, Type result, int64_t ranks,
-                         bool sendColumnwise) {
-  auto qin = dyn_cast<QTensorType>(input), qout = dyn_cast<QTensorType>(result);
-  if (bool(qin) != bool(qout))
-    return emitError() << "gathers " << input << " into " << result
-                       << ": both or neither must be quantized";
-  ArrayRef<int64_t> inShape = shapeOf(input), outShape = shapeOf(result);
-  SmallVector<int64_t> expected(inShape);
-  if (!expected.empty())
-    expected[0] *= ranks;
-  if (inShape.empty() || outShape != ArrayRef<int64_t>(expected))
-    return emitError() << "result shape " << shapeStr(outShape)
-                       << " must be the shard's " << shapeStr(inShape)
-                       << " with its first dimension times " << ranks
-                       << " ranks";
-  if (!qin) {
-    if (cast<RankedTensorType>(input).getElementType() !=
-        cast<RankedTensorType>(result).getElementType())
-      return emitError() << "result element type differs from the shard's";
-    return success();
-  }
-  if (qin.getElementType() != qout.getElementType() ||
-      qin.getScheme() != qout.getScheme())
-    return emitError() << "result " << qout
-                       << " must have the shard's element type and scheme "
-                       << qin.getScheme();
-  Directions read = shardDirections(result, sendColumnwise);
-  for (Direction d : {Direction::rowwise, Direction::columnwise}) {
-    if (!qout.hasDirection(d))
-      continue;
-    bool derived = (read & (d == Direction::rowwise
-                                ? Directions::rowwise
-                                : Directions::columnwise)) == Directions::none;
-    if (!derived && !qin.hasDirection(d))
-      return emitError() << "gathers the " << stringifyDirection(d)
-                         << " direction, which the shard does not hold";
-    std::string why = rowShardProblem(qout, d, qin.getRows());
-    if (!why.empty())
-      return emitError() << "cannot gather the " << stringifyDirection(d)
-                         << " direction: " << why;
-  }
-  return success();
-}
-
-LogicalResult AllGatherOp::verify() {
-  if (failed(verifyTypes([&] { return emitOpError(); }, getInput().getType(),
-                         getResult().getType(), getRanks(),
-                         getSendColumnwise())))
-    return failure();
-  auto q = dyn_cast<QTensorType>(getInput().getType());
-  if (!q)
-    return success();
-  // Shards scaled by the tensor amax share one scale only if they were
-  // quantized with the amax reduced over the ranks.
-  for (Direction d : {Direction::rowwise, Direction::columnwise}) {
-    auto out = cast<QTensorType>(getResult().getType());
-    if (!out.hasDirection(d) ||
-        !::te::rt::needsRankAmax(q.getScheme().getRuntimeScheme(d)))
-      continue;
-    auto producer = getInput().getDefiningOp<QuantizeOp>();
-    if (!producer || producer.getAmaxRanks() != uint64_t(getRanks()))
-      return emitOpError()
-             << "gathers " << stringifyDirection(d)
-             << " shards scaled by the tensor amax: they must come from "
-                "te.quantize with amax_ranks = "
-             << getRanks() << " so that every rank shares one scale";
-  }
   return success();
 }
 

@@ -11,6 +11,7 @@
 #ifndef TE_DIALECT_TE_TEOPSSUPPORT_H
 #define TE_DIALECT_TE_TEOPSSUPPORT_H
 
+#include "dialect/te/TeTypes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
 
@@ -26,6 +27,10 @@ std::string shapeStr(ArrayRef<int64_t> shape);
 /// op's roles, each mapped to a scheme.
 LogicalResult verifyResolvedSchemes(Operation *op, DictionaryAttr schemes,
                                     ArrayRef<StringRef> roles);
+
+/// Why direction `d` of `q`'s scheme cannot quantize a row shard of `rows`
+/// rows (te/formats/Sharding.h), or "".
+std::string rowShardProblem(QTensorType q, Direction d, int64_t rows);
 
 } // namespace mlir::te::detail
 
