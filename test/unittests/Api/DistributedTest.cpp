@@ -12,15 +12,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Support/RankThreads.h"
 #include "te/api/Tejit.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <functional>
-#include <thread>
 
 using namespace te;
 
@@ -72,31 +70,7 @@ std::vector<uint8_t> half(const std::vector<uint8_t> &w, int rank) {
 std::vector<Buffers>
 twoRanks(const std::function<rt::Expected<Buffers>(int, rt::HostCollective &)>
              &body) {
-  std::string dir =
-      (std::filesystem::temp_directory_path() / "te-api-ranks-XXXXXX").string();
-  std::vector<char> name(dir.begin(), dir.end());
-  name.push_back('\0');
-  EXPECT_NE(mkdtemp(name.data()), nullptr);
-  dir = name.data();
-  std::vector<Buffers> out(2);
-  std::vector<std::string> errors(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      auto host = rt::FileCollective::create(dir, r, 2, 120);
-      auto got = host ? body(r, **host) : rt::Expected<Buffers>(host.status());
-      if (got)
-        out[size_t(r)] = std::move(*got);
-      else
-        errors[size_t(r)] = got.status().toString();
-    });
-  for (std::thread &t : threads)
-    t.join();
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
-  for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
-  return out;
+  return test::onRanks<Buffers>(2, body);
 }
 
 void expectSame(const Buffers &want, const Buffers &got, int rank) {
@@ -157,20 +131,15 @@ TEST(Distributed, SessionRanksGatherOnTwoGpus) {
   ASSERT_TRUE(want);
   auto got = twoRanks([&](int r,
                           rt::HostCollective &host) -> rt::Expected<Buffers> {
-    auto dev = rt::Device::open(r);
-    if (!dev)
-      return dev.status();
-    auto stream = rt::Stream::create(*dev);
-    if (!stream)
-      return stream.status();
-    auto comm = rt::Communicator::create(*dev, host);
-    if (!comm)
-      return comm.status();
+    auto rank = test::GpuRank::open(r, &host);
+    if (!rank)
+      return rank.status();
+    const rt::Stream *stream = &rank->stream;
     rt::KernelCache cache;
-    auto session = api::Session::create(*m, *dev, cache);
+    auto session = api::Session::create(*m, rank->device, cache);
     if (!session)
       return session.status();
-    session->setCommunicator(comm->get());
+    session->setCommunicator(rank->comm.get());
     api::Executable *fn = session->function("gather");
     std::vector<rt::DeviceBuffer> owned;
     std::vector<api::DeviceSpan> args, results;

@@ -14,6 +14,7 @@
 
 #include "ProgramHelpers.h"
 #include "SchemeCases.h"
+#include "Support/RankThreads.h"
 
 #include "te/exec/CpuBackend.h"
 #include "te/exec/CudaRunner.h"
@@ -23,10 +24,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <functional>
-#include <thread>
 
 namespace te {
 namespace {
@@ -162,53 +160,15 @@ std::vector<uint8_t> shardBytes(const Case &c, const std::vector<float> &x,
   return test::bf16Bytes(std::vector<float>(first, first + c.rows * c.cols));
 }
 
-/// A fresh rendezvous directory, removed at the end of the test.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "te-gather-XXXXXX").string();
-    std::vector<char> name(pattern.begin(), pattern.end());
-    name.push_back('\0');
-    path = mkdtemp(name.data()) ? name.data() : "";
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-};
-
 using Results = std::vector<exec::ValueData>;
 using Args = std::vector<std::vector<uint8_t>>;
 
-/// Runs `body(rank, host)` on `ranks` threads that meet in one directory;
-/// each rank's results.
+/// Each rank's results (RankThreads.h).
 std::vector<Results>
 onRanks(int ranks,
         const std::function<rt::Expected<Results>(int, rt::HostCollective &)>
             &body) {
-  TempDir dir;
-  std::vector<Results> out(static_cast<size_t>(ranks));
-  std::vector<std::string> errors(static_cast<size_t>(ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      auto host = rt::FileCollective::create(dir.path, r, ranks, 120);
-      if (!host) {
-        errors[size_t(r)] = host.status().toString();
-        return;
-      }
-      auto result = body(r, **host);
-      if (!result)
-        errors[size_t(r)] = result.status().toString();
-      else
-        out[size_t(r)] = std::move(*result);
-    });
-  for (std::thread &t : threads)
-    t.join();
-  for (int r = 0; r < ranks; ++r)
-    EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
-  return out;
+  return test::onRanks<Results>(ranks, body);
 }
 
 /// Entry 0 of `p` on the CPU backend, as a rank of `host`'s job.
@@ -226,24 +186,15 @@ rt::Expected<Results> onCpu(const cg::Program &p, const Args &args,
 rt::Expected<std::vector<Results>>
 onGpuCalls(const cg::Program &p, const std::vector<Args> &calls, int ordinal,
            rt::HostCollective *host, bool captured = false) {
-  auto dev = rt::Device::open(ordinal);
-  if (!dev)
-    return dev.status();
-  auto stream = rt::Stream::create(*dev);
-  if (!stream)
-    return stream.status();
-  std::unique_ptr<rt::Communicator> comm;
-  if (host) {
-    auto c = rt::Communicator::create(*dev, *host);
-    if (!c)
-      return c.status();
-    comm = std::move(*c);
-  }
+  auto rank = test::GpuRank::open(ordinal, host);
+  if (!rank)
+    return rank.status();
+  const rt::Stream *stream = &rank->stream;
   rt::KernelCache cache;
-  auto runner = exec::CudaRunner::create(p, p.entries[0], *dev, cache);
+  auto runner = exec::CudaRunner::create(p, p.entries[0], rank->device, cache);
   if (!runner)
     return runner.status();
-  runner->setCommunicator(comm.get());
+  runner->setCommunicator(rank->comm.get());
   auto setArguments = [&](const Args &args) {
     for (size_t i = 0; i < args.size(); ++i)
       TE_RETURN_IF_ERROR(runner->setArgument(i, args[i], *stream));
