@@ -18,10 +18,10 @@ func.func @train_step(%x: tensor<512x1024xbf16>, %w: tensor<1024x1024xbf16> {te.
                       %b: tensor<1024xbf16>, %dy: tensor<512x1024xbf16>)
     -> (tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<1024x1024xf32>,
         tensor<1024xf32>) {
-  %y = te.linear %x, %w bias %b {recipe = @fp8_delayed}
+  %y = te.linear %x, %w bias %b {recipe = @fp8_delayed, layer = "fc1"}
          : tensor<512x1024xbf16>, tensor<1024x1024xbf16>, tensor<1024xbf16>
          -> tensor<512x1024xbf16>
-  %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @fp8_delayed, bias}
+  %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @fp8_delayed, bias, layer = "fc1"}
          : tensor<512x1024xbf16>, tensor<512x1024xbf16>, tensor<1024x1024xbf16>
          -> tensor<512x1024xbf16>, tensor<1024x1024xf32>, tensor<1024xf32>
   return %y, %dx, %dw, %db

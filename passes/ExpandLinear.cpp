@@ -57,8 +57,10 @@ namespace {
 
 class LinearExpansion {
 public:
-  LinearExpansion(Operation *op, DictionaryAttr schemes)
-      : op(op), schemes(schemes), b(op) {}
+  /// `layer`: the layer's name, which delayed-scaling states are named
+  /// after (te.linear's `layer`; null for grouped layers).
+  LinearExpansion(Operation *op, DictionaryAttr schemes, StringAttr layer = {})
+      : op(op), schemes(schemes), layer(layer), b(op) {}
 
   /// What a GEMM reads for `tensor` (role `role`) in `dirs`: the tensor when
   /// its scheme is identity of the tensor's own type or it is already
@@ -82,7 +84,17 @@ public:
         op->getContext(), type.getShape(), type.getElementType(), scheme, dirs);
     if (!qtype)
       return failure();
-    return QuantizeOp::create(b, op->getLoc(), qtype, tensor).getResult();
+    auto q = QuantizeOp::create(b, op->getLoc(), qtype, tensor);
+    if (usesDelayedScaling(scheme)) {
+      // The layer verifiers require a name where a role is delayed.
+      if (!layer)
+        return op->emitOpError()
+               << "quantizes its " << role << " by " << scheme
+               << ", whose amax history is kept under the layer's name: "
+                  "name the layer (layer = \"...\")";
+      q.setScalingState(layerStateName(layer.getValue(), role));
+    }
+    return q.getResult();
   }
 
   /// A te.gemm named `which` (fprop / dgrad / wgrad). The te.gemm rules are
@@ -128,6 +140,7 @@ private:
 
   Operation *op;
   DictionaryAttr schemes;
+  StringAttr layer;
 
 public:
   OpBuilder b;
@@ -147,7 +160,7 @@ LogicalResult checkMatrix(Operation *op, Value v, StringRef what) {
 LogicalResult expand(LinearOp lin) {
   if (failed(checkMatrix(lin, lin.getInput(), "input")))
     return failure();
-  LinearExpansion e(lin, lin.getSchemesAttr());
+  LinearExpansion e(lin, lin.getSchemesAttr(), lin.getLayerAttr());
   FailureOr<Value> x = e.operand(lin.getInput(), "input", Directions::rowwise);
   if (failed(x))
     return failure();
@@ -168,7 +181,7 @@ LogicalResult expand(LinearOp lin) {
 LogicalResult expand(LinearGradOp grad) {
   if (failed(checkMatrix(grad, grad.getInput(), "input")))
     return failure();
-  LinearExpansion e(grad, grad.getSchemesAttr());
+  LinearExpansion e(grad, grad.getSchemesAttr(), grad.getLayerAttr());
   FailureOr<Value> dy = e.operand(grad.getGradOutput(), "grad_output",
                                   Directions::rowwise | Directions::columnwise);
   if (failed(dy))

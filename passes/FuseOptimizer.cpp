@@ -47,6 +47,12 @@ bool absorbable(Operation *user, Value param) {
   };
   if (llvm::any_of(user->getResultTypes(), doubled))
     return false;
+  // A delayed-scaling quantization records into its state, which the
+  // optimizer kernel does not update.
+  if (auto q = dyn_cast<QuantizeOp>(user); q && q.getScalingState())
+    return false;
+  if (auto f = dyn_cast<FusedQuantizeOp>(user); f && f.getScalingStates())
+    return false;
   if (auto q = dyn_cast<QuantizeOp>(user))
     return q.getInput() == param;
   if (auto f = dyn_cast<FusedQuantizeOp>(user))

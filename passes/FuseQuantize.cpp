@@ -44,21 +44,32 @@ struct Group {
 /// Replaces `g` by one te.fused_quantize.
 void fuse(Value input, Group &g) {
   OpBuilder b(g.first);
-  // One result per distinct quantized type; duplicates share it.
-  SmallVector<Type> types;
+  // One result per distinct quantized type and delayed-scaling state;
+  // duplicates share it.
+  SmallVector<std::pair<Type, StringRef>> keys;
   SmallVector<unsigned> resultOf;
+  bool anyState = false;
   for (QuantizeOp q : g.quantizes) {
-    Type t = q.getResult().getType();
-    auto *it = llvm::find(types, t);
-    resultOf.push_back(it - types.begin());
-    if (it == types.end())
-      types.push_back(t);
+    std::pair<Type, StringRef> key{q.getResult().getType(),
+                                   q.getScalingState().value_or("")};
+    anyState |= !key.second.empty();
+    auto *it = llvm::find(keys, key);
+    resultOf.push_back(it - keys.begin());
+    if (it == keys.end())
+      keys.push_back(key);
+  }
+  SmallVector<Type> types;
+  SmallVector<StringRef> states;
+  for (auto [t, state] : keys) {
+    types.push_back(t);
+    states.push_back(state);
   }
   bool withBias = !g.biasGrads.empty();
   if (withBias)
     types.push_back(g.biasGrads.front().getResult().getType());
-  auto fused =
-      FusedQuantizeOp::create(b, g.first->getLoc(), types, input, withBias);
+  auto fused = FusedQuantizeOp::create(
+      b, g.first->getLoc(), types, input, withBias,
+      anyState ? b.getStrArrayAttr(states) : ArrayAttr());
   LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << g.quantizes.size()
                           << " quantization(s) and " << g.biasGrads.size()
                           << " bias gradient(s) -> one te.fused_quantize ("

@@ -189,22 +189,42 @@ struct KernelPlan {
   }
 };
 
-/// The quantize stages of `quantized` results (one per held direction) and
+/// The quantize stages of `quantized` results (one per held direction,
+/// naming result r's delayed-scaling state from `states[r]`, if any) and
 /// whether any scales by the tensor amax (an amax pre-pass).
 static std::pair<ArrayAttr, bool> stagesOf(MLIRContext *ctx,
-                                           TypeRange quantized) {
+                                           TypeRange quantized,
+                                           ArrayRef<std::string> states = {}) {
   SmallVector<Attribute> stages;
   bool amax = false;
   for (auto [r, type] : llvm::enumerate(quantized)) {
     auto q = cast<QTensorType>(type);
+    rt::Scheme row = q.getScheme().getRuntimeScheme(Direction::rowwise);
+    rt::Scheme col = q.getScheme().getRuntimeScheme(Direction::columnwise);
     for (Direction d : {Direction::rowwise, Direction::columnwise}) {
       if (!q.hasDirection(d))
         continue;
-      stages.push_back(tek::StageAttr::get(ctx, unsigned(r), d));
+      std::string state =
+          r < states.size() && !states[r].empty()
+              ? rt::delayedStateName(states[r], row, col, toRuntime(d))
+              : std::string();
+      stages.push_back(tek::StageAttr::get(ctx, unsigned(r), d, state));
       amax |= q.getScheme().getRuntimeScheme(d).scalesByTensorAmax();
     }
   }
   return {ArrayAttr::get(ctx, stages), amax};
+}
+
+/// The delayed-scaling state of each quantized result of `op`.
+static SmallVector<std::string> scalingStatesOf(Operation *op) {
+  SmallVector<std::string> out;
+  if (auto q = dyn_cast<QuantizeOp>(op))
+    out.push_back(q.getScalingState().value_or("").str());
+  else if (auto f = dyn_cast<FusedQuantizeOp>(op))
+    if (ArrayAttr states = f.getScalingStatesAttr())
+      for (Attribute a : states)
+        out.push_back(cast<StringAttr>(a).getValue().str());
+  return out;
 }
 
 static Value dequantizeKernel(OpBuilder &b, Location loc, Value input,
@@ -246,7 +266,8 @@ struct QuantizeKernelLowering : public PlannedPattern<OpTy> {
     bool biasGrad = hasBiasGrad(op);
     TypeRange results = op->getResultTypes();
     auto [stages, amax] =
-        stagesOf(op.getContext(), results.drop_back(biasGrad ? 1 : 0));
+        stagesOf(op.getContext(), results.drop_back(biasGrad ? 1 : 0),
+                 scalingStatesOf(op));
     auto inType = cast<RankedTensorType>(adaptor.getInput().getType());
     rewriter.replaceOpWithNewOp<tek::QuantizeKernelOp>(
         op, results, adaptor.getInput(), this->plan.name(op),

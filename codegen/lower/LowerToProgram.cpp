@@ -147,7 +147,7 @@ private:
       k.stages.push_back(
           {row ? *q.rowwise : *q.columnwise,
            row ? rt::Direction::Rowwise : rt::Direction::Columnwise,
-           values[stage.getResult()]});
+           values[stage.getResult()], stage.getState().str()});
     }
     return success();
   }

@@ -243,23 +243,24 @@ void Fp8CurrentAttr::print(AsmPrinter &p) const {
 //===----------------------------------------------------------------------===//
 
 static rt::Scheme fp8DelayedScheme(Fp8Format format, int64_t history,
-                                   AmaxAlgo algo, int64_t margin) {
+                                   AmaxAlgo algo, int64_t margin, bool pow2) {
   return rt::Scheme::fp8Delayed(
       toRuntimeFormat(format), history,
       algo == AmaxAlgo::max ? rt::AmaxAlgo::Max : rt::AmaxAlgo::MostRecent,
-      margin);
+      margin, pow2);
 }
 
 rt::Scheme Fp8DelayedAttr::getRuntimeScheme(Direction) const {
-  return fp8DelayedScheme(getFormat(), getHistory(), getAlgo(), getMargin());
+  return fp8DelayedScheme(getFormat(), getHistory(), getAlgo(), getMargin(),
+                          getPow2());
 }
 
 LogicalResult
 Fp8DelayedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        Fp8Format format, int64_t history, AmaxAlgo algo,
-                       int64_t margin) {
+                       int64_t margin, bool pow2) {
   return checkScheme(emitError, "fp8_delayed",
-                     fp8DelayedScheme(format, history, algo, margin));
+                     fp8DelayedScheme(format, history, algo, margin, pow2));
 }
 
 Attribute Fp8DelayedAttr::parse(AsmParser &p, Type) {
@@ -267,7 +268,10 @@ Attribute Fp8DelayedAttr::parse(AsmParser &p, Type) {
   Fp8Format format;
   int64_t history = 1024, margin = 0;
   AmaxAlgo algo = AmaxAlgo::max;
+  bool pow2 = false;
   auto parseItem = [&](StringRef key, SMLoc keyLoc) -> ParseResult {
+    if (key == "pow2")
+      return pow2 = true, success();
     if (key == "history")
       return failure(p.parseEqual() || p.parseInteger(history));
     if (key == "margin")
@@ -285,20 +289,24 @@ Attribute Fp8DelayedAttr::parse(AsmParser &p, Type) {
       algo = *a;
       return success();
     }
-    return p.emitError(keyLoc) << "unknown fp8_delayed option '" << key
-                               << "'; expected 'history', 'algo' or 'margin'";
+    return p.emitError(keyLoc)
+           << "unknown fp8_delayed option '" << key
+           << "'; expected 'history', 'algo', 'margin' or 'pow2'";
   };
   if (p.parseLess() || parseFp8Format(p, format) ||
       parseOptions(p, true, parseItem))
     return {};
   return getChecked([&] { return p.emitError(loc); }, p.getContext(), format,
-                    history, algo, margin);
+                    history, algo, margin, pow2);
 }
 
 void Fp8DelayedAttr::print(AsmPrinter &p) const {
   p << '<' << stringifyFp8Format(getFormat()) << ", history = " << getHistory()
     << ", algo = " << stringifyAmaxAlgo(getAlgo())
-    << ", margin = " << getMargin() << '>';
+    << ", margin = " << getMargin();
+  if (getPow2())
+    p << ", pow2";
+  p << '>';
 }
 
 //===----------------------------------------------------------------------===//
@@ -516,12 +524,20 @@ LogicalResult HybridAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (columnwiseFromRowwise)
     for (auto [name, s] :
          {std::pair<StringRef, SchemeAttrInterface>{"rowwise", rowwise},
-          {"columnwise", columnwise}})
+          {"columnwise", columnwise}}) {
       if (llvm::isa<IdentityAttr>(s))
         return emitError()
                << "columnwise_source = rowwise_dequantized quantizes the "
                   "dequantized rowwise values again: the "
                << name << " scheme must quantize, not be #te.identity";
+      // The rowwise step would cast with, and record into, a delayed-scaling
+      // state a second time.
+      if (llvm::isa<Fp8DelayedAttr>(s))
+        return emitError()
+               << "columnwise_source = rowwise_dequantized is not supported "
+                  "with a #te.fp8_delayed "
+               << name << " scheme (its amax history is kept between calls)";
+    }
   return success();
 }
 

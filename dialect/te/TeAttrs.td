@@ -60,23 +60,28 @@ def Te_Fp8DelayedAttr : Te_SchemeAttr<"Fp8Delayed", "fp8_delayed"> {
   let description = [{
     One FP32 scale for the whole tensor, taken from an amax history of
     `history` steps (`algo = max` over the window or `most_recent`),
-    reduced by `2^margin`. The amax of the current step is recorded while
-    casting. Defaults: `history = 1024, algo = max, margin = 0`. Ranges:
+    reduced by `2^margin`, rounded down to a power of two with `pow2`. The
+    amax of the current step is recorded while casting; the state (scale
+    and history) lives between calls under the name `te.quantize`'s
+    `scaling_state` gives it. Defaults: `history = 1024, algo = max,
+    margin = 0`, no `pow2`. Ranges:
     `history` in [1, 65536] (one FP32 window per quantized tensor),
     `margin` in [0, 32] (beyond it even an e5m2 amax quantizes to zero).
 
     ```mlir
     #te.fp8_delayed<e4m3, history = 1024, algo = max, margin = 0>
     #te.fp8_delayed<e5m2, history = 16, algo = most_recent>
+    #te.fp8_delayed<e4m3, history = 16, algo = max, margin = 0, pow2>
     ```
   }];
   let parameters = (ins "::mlir::te::Fp8Format":$format,
                         "int64_t":$history,
                         "::mlir::te::AmaxAlgo":$algo,
-                        "int64_t":$margin);
+                        "int64_t":$margin,
+                        DefaultValuedParameter<"bool", "false">:$pow2);
   let builders = [
     AttrBuilder<(ins "::mlir::te::Fp8Format":$format), [{
-      return $_get($_ctxt, format, 1024, ::mlir::te::AmaxAlgo::max, 0);
+      return $_get($_ctxt, format, 1024, ::mlir::te::AmaxAlgo::max, 0, false);
     }]>
   ];
 }

@@ -126,10 +126,31 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
+/// A role the layer quantizes by #te.fp8_delayed keeps its state under the
+/// layer's name (layerStateName): the layer needs one. A quantized primary
+/// weight is read as stored, not quantized.
+static LogicalResult verifyLayerName(Operation *op, DictionaryAttr schemes,
+                                     StringAttr layer, Type weight) {
+  if (layer && layer.getValue().empty())
+    return op->emitOpError() << "layer name must not be empty";
+  for (NamedAttribute entry : schemes) {
+    auto scheme = llvm::dyn_cast<SchemeAttrInterface>(entry.getValue());
+    if (layer || !scheme || !usesDelayedScaling(scheme) ||
+        (entry.getName() == "weight" && llvm::isa<QTensorType>(weight)))
+      continue;
+    return op->emitOpError()
+           << "quantizes its " << entry.getName().getValue() << " by " << scheme
+           << ", whose amax history is kept between calls under the "
+              "layer's name: name the layer (layer = \"...\")";
+  }
+  return success();
+}
+
 LogicalResult LinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   FailureOr<DictionaryAttr> schemes = resolveRecipeRoles(
       *this, getRecipeAttr(), kLinearKind, getQuantizedRoles(), symbolTable);
-  if (failed(schemes))
+  if (failed(schemes) || failed(verifyLayerName(*this, *schemes, getLayerAttr(),
+                                                getWeight().getType())))
     return failure();
   return verifyQuantizedWeight(*this, getWeight().getType(),
                                Directions::rowwise, kFpropReads,
@@ -200,7 +221,8 @@ LogicalResult
 LinearGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   FailureOr<DictionaryAttr> schemes = resolveRecipeRoles(
       *this, getRecipeAttr(), kLinearKind, getQuantizedRoles(), symbolTable);
-  if (failed(schemes))
+  if (failed(schemes) || failed(verifyLayerName(*this, *schemes, getLayerAttr(),
+                                                getWeight().getType())))
     return failure();
   return verifyQuantizedWeight(*this, getWeight().getType(),
                                Directions::columnwise, kDgradReads,

@@ -186,6 +186,40 @@ LogicalResult QuantizeOp::verify() {
         return emitOpError()
                << "quantizes a row shard (amax_ranks), but " << why;
     }
+  return verifyScalingState([&] { return emitOpError(); }, out,
+                            getScalingState().value_or(""),
+                            getScalingState().has_value());
+}
+
+bool mlir::te::usesDelayedScaling(SchemeAttrInterface scheme) {
+  for (Direction d : {Direction::rowwise, Direction::columnwise})
+    if (scheme.getRuntimeScheme(d).kind == ::te::rt::SchemeKind::Fp8Delayed)
+      return true;
+  return false;
+}
+
+std::string mlir::te::layerStateName(StringRef layer, StringRef role) {
+  return (layer + "." + role + ".delayed_scaling").str();
+}
+
+LogicalResult mlir::te::detail::verifyScalingState(
+    function_ref<InFlightDiagnostic()> emitError, QTensorType q,
+    StringRef state, bool given) {
+  bool held = false;
+  for (Direction d : {Direction::rowwise, Direction::columnwise})
+    held |= q.hasDirection(d) && q.getScheme().getRuntimeScheme(d).kind ==
+                                     ::te::rt::SchemeKind::Fp8Delayed;
+  if (given && state.empty())
+    return emitError() << "scaling_state must name a state, not be empty";
+  if (given && !usesDelayedScaling(q.getScheme()))
+    return emitError() << "names the delayed-scaling state \"" << state
+                       << "\", but its scheme " << q.getScheme()
+                       << " has no #te.fp8_delayed direction";
+  if (held && !given)
+    return emitError()
+           << "quantizes by " << q.getScheme()
+           << ", whose scale comes from an amax history kept between calls: "
+              "name that state (scaling_state = \"...\")";
   return success();
 }
 
@@ -227,6 +261,18 @@ LogicalResult FusedQuantizeOp::verify() {
         !t.getElementType().isF32())
       return emitOpError() << "bias gradient must be tensor<" << n
                            << "xf32>, got " << db.getType();
+  }
+  std::optional<ArrayAttr> states = getScalingStates();
+  if (states && states->size() != numQuantized)
+    return emitOpError() << "has " << states->size() << " scaling_states for "
+                         << numQuantized << " quantized results";
+  for (auto [i, r] : llvm::enumerate(getResults().take_front(numQuantized))) {
+    StringRef state =
+        states ? llvm::cast<StringAttr>((*states)[i]).getValue() : "";
+    if (failed(verifyScalingState(
+            [&, i = i] { return emitOpError() << "result #" << i << " "; },
+            llvm::cast<QTensorType>(r.getType()), state, !state.empty())))
+      return failure();
   }
   return success();
 }

@@ -35,6 +35,13 @@ inline constexpr llvm::StringLiteral kGroupedLinearKind = "grouped_linear";
 FailureOr<DictionaryAttr>
 resolveRecipeRoles(Operation *op, FlatSymbolRefAttr name, StringRef moduleKind,
                    ArrayRef<StringRef> roles, SymbolTableCollection &symbols);
+
+/// Whether either direction of `scheme` is #te.fp8_delayed (its scale
+/// comes from a state kept between calls).
+bool usesDelayedScaling(SchemeAttrInterface scheme);
+/// The delayed-scaling state of role `role` of the layer named `layer`
+/// (te.linear's `layer`): "layer.role.delayed_scaling".
+std::string layerStateName(StringRef layer, StringRef role);
 } // namespace mlir::te
 
 #endif // TE_DIALECT_TE_TEOPS_H

@@ -112,10 +112,27 @@ def Te_QuantizeOp : Te_Op<"quantize", [Pure]> {
     and NVFP4 scale by, and record, is the whole tensor's, reduced over the
     ranks, so `te.all_gather` of the shards equals the quantization of the
     whole tensor bit for bit (docs/Numerics.md §16).
+
+    A result quantized by `#te.fp8_delayed` casts with a scale taken from
+    an amax history kept between calls: `scaling_state = "name"` names
+    that state (required then, refused otherwise). Quantizations naming one
+    state share it, as the casts of one TransformerEngine quantizer do; a
+    session keeps it under that name (docs/Numerics.md §4).
+
+    ```mlir
+    func.func @quantize_delayed(%x: tensor<512x1024xbf16>)
+        -> !te.qtensor<512x1024xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise> {
+      %q = te.quantize %x {scaling_state = "fc1.input.delayed_scaling"}
+             : tensor<512x1024xbf16>
+             -> !te.qtensor<512x1024xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>
+      return %q : !te.qtensor<512x1024xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>
+    }
+    ```
   }];
   let arguments = (ins Te_FloatTensor:$input,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:
-                           $amax_ranks);
+                           $amax_ranks,
+                       OptionalAttr<StrAttr>:$scaling_state);
   let results = (outs Te_QTensor:$result);
   let assemblyFormat =
       "$input attr-dict `:` type($input) `->` qualified(type($result))";
@@ -127,7 +144,9 @@ def Te_FusedQuantizeOp : Te_Op<"fused_quantize", [Pure]> {
   let description = [{
     Produced by `te-fuse-quantize`: one kernel reads the input once and
     writes every quantized result (any schemes, any directions) and, with
-    `bias_grad`, the FP32 column sums as the last result.
+    `bias_grad`, the FP32 column sums as the last result. `scaling_states`
+    holds each quantized result's delayed-scaling state (te.quantize's
+    `scaling_state`; "" for none) when one has any.
 
     ```mlir
     func.func @fused_quantize(%dy: tensor<256x128xbf16>)
@@ -142,7 +161,8 @@ def Te_FusedQuantizeOp : Te_Op<"fused_quantize", [Pure]> {
     }
     ```
   }];
-  let arguments = (ins Te_FloatTensor:$input, UnitAttr:$bias_grad);
+  let arguments = (ins Te_FloatTensor:$input, UnitAttr:$bias_grad,
+                       OptionalAttr<StrArrayAttr>:$scaling_states);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
   let hasVerifier = 1;
@@ -442,6 +462,9 @@ def Te_LinearOp : Te_Op<"linear", [
     records the scheme of each role in `schemes`. `W` may be a quantized
     primary weight (`!te.qtensor`): fprop reads it rowwise as stored, so it
     must hold the rowwise direction, quantized as the weight rule says.
+    `layer = "name"` names the layer: a role quantized by `#te.fp8_delayed`
+    keeps its amax history under "name.role.delayed_scaling" (required
+    then), shared with the `te.linear_grad` of the same name.
 
     ```mlir
     te.recipe @mxfp8 {
@@ -468,7 +491,8 @@ def Te_LinearOp : Te_Op<"linear", [
   let arguments = (ins Te_FloatTensor:$input, Te_GemmOperand:$weight,
                        Optional<Te_FloatTensor>:$bias,
                        FlatSymbolRefAttr:$recipe,
-                       OptionalAttr<DictionaryAttr>:$schemes);
+                       OptionalAttr<DictionaryAttr>:$schemes,
+                       OptionalAttr<StrAttr>:$layer);
   let results = (outs Te_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `,`
@@ -493,7 +517,7 @@ def Te_LinearGradOp : Te_Op<"linear_grad", [
     may be a quantized primary weight (`!te.qtensor`): dgrad reads it
     columnwise as stored (it must hold that direction, quantized as the
     weight rule says) and `dW` has the shape of the tensor it quantizes,
-    in FP32 or that tensor's element type.
+    in FP32 or that tensor's element type. `layer` as for `te.linear`.
 
     ```mlir
     te.recipe @mxfp8 {
@@ -514,7 +538,8 @@ def Te_LinearGradOp : Te_Op<"linear_grad", [
   }];
   let arguments = (ins Te_FloatTensor:$grad_output, Te_FloatTensor:$input,
                        Te_GemmOperand:$weight, FlatSymbolRefAttr:$recipe,
-                       UnitAttr:$bias, OptionalAttr<DictionaryAttr>:$schemes);
+                       UnitAttr:$bias, OptionalAttr<DictionaryAttr>:$schemes,
+                       OptionalAttr<StrAttr>:$layer);
   let results = (outs Te_FloatTensor:$grad_input,
                       Te_FloatTensor:$grad_weight,
                       Optional<RankedTensorOf<[F32]>>:$grad_bias);

@@ -32,6 +32,12 @@ LogicalResult verifyResolvedSchemes(Operation *op, DictionaryAttr schemes,
 /// rows (te/formats/Sharding.h), or "".
 std::string rowShardProblem(QTensorType q, Direction d, int64_t rows);
 
+/// Checks the delayed-scaling state `state` ("" for none) of a quantization
+/// into `q`: required where a held direction is #te.fp8_delayed, refused
+/// where neither direction of the scheme is.
+LogicalResult verifyScalingState(function_ref<InFlightDiagnostic()> emitError,
+                                 QTensorType q, StringRef state, bool given);
+
 } // namespace mlir::te::detail
 
 #endif // TE_DIALECT_TE_TEOPSSUPPORT_H

@@ -34,10 +34,14 @@ def Tek_StageAttr : AttrDef<Tek_Dialect, "Stage"> {
   let description = [{
     `#tek.stage<1, columnwise>`: the kernel writes the columnwise direction
     of its quantized result 1, with the scheme that result's type holds for
-    that direction.
+    that direction. A `#te.fp8_delayed` direction names the delayed-scaling
+    state it casts with and records into:
+    `#tek.stage<0, rowwise, "fc1.input.delayed_scaling">`.
   }];
-  let parameters = (ins "unsigned":$result, "::mlir::te::Direction":$direction);
-  let assemblyFormat = "`<` $result `,` $direction `>`";
+  let parameters = (ins "unsigned":$result, "::mlir::te::Direction":$direction,
+                        StringRefParameter<"delayed-scaling state", "\"\"">:
+                            $state);
+  let assemblyFormat = "`<` $result `,` $direction (`,` $state^)? `>`";
 }
 
 def Tek_StageArray : TypedArrayAttrBase<Tek_StageAttr, "quantize stages">;

@@ -6,6 +6,8 @@
 
 #include "te/exec/BackendSession.h"
 
+#include "te/codegen/ScalingState.h"
+
 #include <cstring>
 
 namespace te::exec {
@@ -69,6 +71,8 @@ rt::Expected<BackendSession::Call> BackendSession::call(const Entry &e) {
   std::vector<CarriedState> carried = carriedState(e);
 
   Call out;
+  for (const ScalingState &s : scalingStates(e))
+    out.states.push_back(s.name);
   CpuState state;
   if (cpu_) {
     auto r = runCpu(*program_, e, args, &state, &pe.inexact, &hostStore_,
@@ -76,6 +80,8 @@ rt::Expected<BackendSession::Call> BackendSession::call(const Entry &e) {
     if (!r)
       return r.status();
     out.cpu = std::move(*r);
+    for (const std::string &name : out.states)
+      out.cpuStates.push_back(hostStore_.read(name));
   }
   if (device_) {
     const rt::Stream &s = *stream_;
@@ -101,6 +107,12 @@ rt::Expected<BackendSession::Call> BackendSession::call(const Entry &e) {
       return r.status();
     out.cuda = std::move(*r);
     out.ranCuda = true;
+    for (const std::string &name : out.states) {
+      auto st = readState(*deviceStore_, name, s);
+      if (!st)
+        return st.status();
+      out.cudaStates.push_back(std::move(*st));
+    }
     TE_RETURN_IF_ERROR(pe.runner->carry(carried, s));
   }
   // The CPU's carried state replaces the arguments only now: the CUDA
@@ -117,7 +129,26 @@ rt::Expected<BackendSession::Call> BackendSession::call(const Entry &e) {
     out.comparison = compareResults(out.cpu, out.cuda, "cpu", "cuda");
     if (!out.comparison->difference.empty())
       return out;
+    for (size_t i = 0; i < out.states.size(); ++i) {
+      Comparison state = compareResults({out.cpuStates[i]}, {out.cudaStates[i]},
+                                        "cpu", "cuda");
+      if (!state.difference.empty()) {
+        out.comparison->difference = "delayed-scaling state '" + out.states[i] +
+                                     "' (" + state.difference + ")";
+        return out;
+      }
+      out.comparison->accumulate(state);
+    }
     total_.accumulate(*out.comparison);
+    // A state recorded from GEMM outputs likewise takes the CPU's bytes.
+    for (size_t i = 0; i < out.states.size(); ++i) {
+      HostStore::State &held = hostStore_.scaling.at(out.states[i]);
+      if (!held.inexact)
+        continue;
+      TE_RETURN_IF_ERROR(
+          deviceStore_->upload(out.states[i], out.cpuStates[i], *stream_));
+      held.inexact = false;
+    }
     // A persistent value only bounded against the CPU's (a GEMM output) is
     // replaced on the device by the CPU's bytes, so every later call starts
     // both backends from the same state and compares bit for bit.

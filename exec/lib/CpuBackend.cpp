@@ -139,6 +139,8 @@ static ValueData toValueData(const Value &v, const HostValue &h) {
 }
 
 ValueData HostStore::read(const std::string &name) const {
+  if (auto state = scaling.find(name); state != scaling.end())
+    return stateData(state->second);
   auto it = values.find(name);
   return it == values.end() ? ValueData()
                             : toValueData(it->second->value, it->second->host);
@@ -280,11 +282,14 @@ runGemm(const Entry &e, const GemmKernel &g,
 }
 
 /// Quantizes tensor bytes `x` (value `in`'s type and shape) in the stage's
-/// direction into `dst`, as a quantize kernel's stage does: a fresh
-/// delayed-scaling state, the program's random state.
+/// direction into `dst`, as a quantize kernel's stage does: with the
+/// stage's delayed-scaling state `delayed` (fp8_delayed), the program's
+/// random state.
 static rt::Status quantizeStage(const Program &p, const Stage &s,
                                 const std::vector<uint8_t> &x, const Value &in,
-                                HostValue &dst, const RankAmax &rank = {},
+                                HostValue &dst,
+                                ref::DelayedScalingState *delayed = nullptr,
+                                const RankAmax &rank = {},
                                 const std::optional<rt::Scheme> &source = {}) {
   ref::QuantizeOptions options;
   options.target = p.target;
@@ -294,9 +299,7 @@ static rt::Status quantizeStage(const Program &p, const Stage &s,
   }
   options.seed = p.random.seed;
   options.offset = p.random.offset;
-  ref::DelayedScalingState fresh; // scale 1, empty history
-  fresh.history.assign(size_t(s.scheme.history), 0.0f);
-  options.delayed = &fresh;
+  options.delayed = delayed;
   unsigned mask =
       s.dir == Direction::Rowwise ? ref::kRowwiseMask : ref::kColumnwiseMask;
   ref::QuantizedTensor t =
@@ -396,7 +399,8 @@ static rt::Status runDequantize(const Entry &e, const DequantizeKernel &d,
 static rt::Status runQuantize(const Program &p, const Entry &e,
                               const QuantizeKernel &q,
                               std::vector<HostValue> &values,
-                              rt::HostCollective *collective) {
+                              rt::HostCollective *collective,
+                              CallStates &states) {
   const Value &in = e.values[q.input];
   const std::vector<uint8_t> &x = values[q.input].tensor;
   RankAmax rank;
@@ -408,11 +412,12 @@ static rt::Status runQuantize(const Program &p, const Entry &e,
   for (const Stage &s : q.stages) {
     const Value &out = e.values[s.value];
     rt::Status st = quantizeStage(
-        p, s, x, in, values[s.value], rank,
+        p, s, x, in, values[s.value], states.get(s.state), rank,
         s.dir == Direction::Columnwise ? out.columnwiseSource : std::nullopt);
     if (!st.isOk())
       return fail(q.name + ": " + st.message());
-    values[s.value].unbounded = values[q.input].inexact();
+    values[s.value].unbounded =
+        values[q.input].inexact() || states.inexact(s.state);
   }
   if (q.biasGrad >= 0) {
     std::vector<float> db = ref::biasGrad(x.data(), sourceType(in.dtype),
@@ -534,6 +539,9 @@ runCpuChecked(const Program &p, const Entry &e,
           HostStore::Held{v, values[e.args[i]]});
   }
 
+  CallStates states;
+  TE_RETURN_IF_ERROR(states.bind(e, store));
+
   auto start = std::chrono::steady_clock::now();
   auto report = [&](size_t index, std::string what) {
     if (!progress)
@@ -548,7 +556,7 @@ runCpuChecked(const Program &p, const Entry &e,
     rt::Status st = std::visit(
         Overloaded{
             [&](const QuantizeKernel &q) {
-              return runQuantize(p, e, q, values, collective);
+              return runQuantize(p, e, q, values, collective, states);
             },
             [&](const DequantizeKernel &d) {
               return runDequantize(e, d, values);
@@ -569,6 +577,7 @@ runCpuChecked(const Program &p, const Entry &e,
       return st;
   }
   report(e.kernels.size(), "");
+  states.finish(e, values);
 
   std::vector<ValueData> out;
   for (int r : e.results)

@@ -15,10 +15,12 @@
 #define TE_EXEC_LIB_CPUBACKENDINTERNAL_H
 
 #include "te/codegen/Program.h"
+#include "te/exec/Persistent.h"
 #include "te/runtime/Collective.h"
 #include "te/runtime/Status.h"
 #include "te/runtime/reference/Quantize.h"
 
+#include <map>
 #include <vector>
 
 namespace te::exec::detail {
@@ -66,6 +68,30 @@ rt::Status runAllGather(const cg::Program &p, const cg::Entry &e,
                         const cg::AllGatherKernel &g,
                         std::vector<HostValue> &values,
                         rt::HostCollective *collective);
+
+/// The delayed-scaling states one CPU call casts with (CpuScaling.cpp):
+/// the store's (created fresh on first use) or, without a store, fresh
+/// ones of the call's own.
+class CallStates {
+public:
+  /// Binds every state `e` uses; fails when a held state's history has
+  /// another length than its scheme's.
+  rt::Status bind(const cg::Entry &e, HostStore *store);
+  /// The state named `name` (null for "").
+  rt::ref::DelayedScalingState *get(const std::string &name);
+  /// Whether state `name` came from inexact values (false for "").
+  bool inexact(const std::string &name) const;
+  /// The end of the call: each state's update (the casts recorded into
+  /// history[0]); a state recorded from an inexact value becomes inexact.
+  void finish(const cg::Entry &e, const std::vector<HostValue> &values);
+
+private:
+  std::map<std::string, HostStore::State> own_;
+  std::map<std::string, HostStore::State *> bound_;
+};
+
+/// A state's parts as HostStore::read returns them.
+ValueData stateData(const HostStore::State &s);
 
 } // namespace te::exec::detail
 

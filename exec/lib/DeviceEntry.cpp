@@ -57,14 +57,21 @@ struct DeviceEntry::State {
   /// copied into the store's buffer after the kernels.
   std::vector<std::pair<int, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
   std::unique_ptr<rt::Graph> graph;
+  bool initialized = false;
 
-  /// Re-uploads initial contents (delayed-scaling state) into the entry's
-  /// own buffers, so each run starts from the same state.
+  /// Before the first run: initial contents (delayed-scaling state) into
+  /// the entry's own buffers and the store's new ones. Later runs, graph
+  /// replays included, carry on from what the previous one left.
   rt::Status uploadInitial(const rt::Stream &s) {
+    if (store)
+      TE_RETURN_IF_ERROR(store->uploadPending(s));
+    if (initialized)
+      return rt::Status::ok();
     for (size_t b = 0; b < buffers.size(); ++b)
       if (owned[b] && !plan.initial[b].empty())
         TE_RETURN_IF_ERROR(buffers[b]->copyFromHost(plan.initial[b].data(),
                                                     plan.initial[b].size(), s));
+    initialized = true;
     return rt::Status::ok();
   }
   rt::Status enqueue(const rt::Stream &s) {
@@ -182,11 +189,7 @@ rt::Status DeviceEntry::runKernel(size_t i, const rt::Stream &s) {
 
 rt::Status DeviceEntry::capture(const rt::Stream &s) {
   State &st = *state_;
-  for (size_t b = 0; b < st.buffers.size(); ++b)
-    if (!st.plan.initial[b].empty())
-      return rt::Status(rt::StatusCode::Unsupported,
-                        "capturing an entry whose buffers are re-initialised "
-                        "per run (delayed-scaling state) is not supported");
+  TE_RETURN_IF_ERROR(st.uploadInitial(s));
   rt::Expected<rt::Graph> g =
       rt::Graph::capture(s, [&]() -> rt::Status { return st.enqueue(s); });
   if (!g)

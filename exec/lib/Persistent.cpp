@@ -6,6 +6,8 @@
 
 #include "te/exec/Persistent.h"
 
+#include "te/codegen/ScalingState.h"
+
 #include <algorithm>
 
 namespace te::exec {
@@ -32,6 +34,44 @@ rt::Status DeviceStore::upload(const std::string &name, const ValueData &data,
   return rt::Status::ok();
 }
 
+rt::Status DeviceStore::uploadPending(const rt::Stream &s) {
+  for (auto &[buffer, bytes] : pending)
+    TE_RETURN_IF_ERROR(buffer->copyFromHost(bytes.data(), bytes.size(), s));
+  pending.clear();
+  return rt::Status::ok();
+}
+
+ValueData stateValueData(std::vector<uint8_t> history,
+                         std::vector<uint8_t> scale, bool inexact) {
+  int64_t length = int64_t(history.size() / 4);
+  return {
+      {kStateHistoryPart,
+       {rt::DType::F32, length, 1},
+       std::move(history),
+       {},
+       inexact},
+      {kStateScalePart, {rt::DType::F32, 1, 1}, std::move(scale), {}, inexact}};
+}
+
+rt::Expected<ValueData> readState(const DeviceStore &store,
+                                  const std::string &name,
+                                  const rt::Stream &s) {
+  auto it = store.values.find(name);
+  if (it == store.values.end() || !it->second.count(kStateScalePart) ||
+      !it->second.count(kStateHistoryPart))
+    return rt::Status(rt::StatusCode::InvalidArgument,
+                      "no delayed-scaling state '" + name + "' on the device");
+  std::vector<uint8_t> parts[2];
+  const char *names[2] = {kStateHistoryPart, kStateScalePart};
+  for (int i = 0; i < 2; ++i) {
+    const rt::DeviceBuffer &buf = *it->second.at(names[i]);
+    parts[i].resize(buf.size());
+    TE_RETURN_IF_ERROR(buf.copyToHost(parts[i].data(), buf.size(), s));
+  }
+  TE_RETURN_IF_ERROR(s.synchronize());
+  return stateValueData(std::move(parts[0]), std::move(parts[1]));
+}
+
 namespace {
 /// Fetches (allocating on first use) the store's buffers of one value.
 class StoreBinder {
@@ -42,13 +82,16 @@ public:
 
   /// The store's buffer of `name`'s part `part`, of `bytes` bytes.
   rt::Expected<std::shared_ptr<rt::DeviceBuffer>>
-  buffer(const std::string &name, const std::string &part, uint64_t bytes) {
+  buffer(const std::string &name, const std::string &part, uint64_t bytes,
+         const std::vector<uint8_t> &initial = {}) {
     std::shared_ptr<rt::DeviceBuffer> &buf = store_.values[name][part];
     if (!buf) {
       auto b = rt::DeviceBuffer::allocate(bytes);
       if (!b)
         return b.status();
       buf = std::make_shared<rt::DeviceBuffer>(std::move(*b));
+      if (!initial.empty())
+        store_.pending.push_back({buf, initial});
     } else if (buf->size() != bytes) {
       return rt::Status(rt::StatusCode::InvalidArgument,
                         e_.name + ": persistent '" + name + "' " + part +
@@ -72,6 +115,22 @@ public:
       else
         out.buffers[size_t(vs.buffer)] = *buf;
     }
+    return rt::Status::ok();
+  }
+
+  /// The buffers of delayed-scaling state `s` become the store's, which
+  /// start from the plan's initial contents.
+  rt::Status bindState(const EntryPlan::StateBuffers &s, StoreBinding &out) {
+    for (auto [part, index] :
+         {std::pair<const char *, int>{kStateScalePart, s.scale},
+          {kStateHistoryPart, s.history}}) {
+      auto buf = buffer(s.name, part, plan_.buffers[size_t(index)].bytes,
+                        plan_.initial[size_t(index)]);
+      if (!buf)
+        return buf.status();
+      out.buffers[size_t(index)] = *buf;
+    }
+    store_.written.insert(s.name);
     return rt::Status::ok();
   }
 
@@ -112,6 +171,8 @@ rt::Expected<StoreBinding> bindToStore(const Entry &e, const EntryPlan &plan,
     bool inPlace = arg < 0 || updatesInPlace(e, arg, v);
     TE_RETURN_IF_ERROR(binder.bind(name, v, !inPlace, out));
   }
+  for (const EntryPlan::StateBuffers &s : plan.states)
+    TE_RETURN_IF_ERROR(binder.bindState(s, out));
   return out;
 }
 

@@ -92,9 +92,10 @@ Scheme Scheme::fp8Current(DType element, bool pow2, double eps) {
 }
 
 Scheme Scheme::fp8Delayed(DType element, int64_t history, AmaxAlgo algo,
-                          int64_t margin) {
+                          int64_t margin, bool pow2) {
   Scheme s;
   s.kind = SchemeKind::Fp8Delayed;
+  s.pow2 = pow2;
   s.element = element;
   s.history = history;
   s.algo = algo;
@@ -212,6 +213,17 @@ bool Scheme::operator==(const Scheme &o) const {
          margin == o.margin && rht == o.rht &&
          stochasticRounding == o.stochasticRounding && block2d == o.block2d &&
          tileRows == o.tileRows && tileCols == o.tileCols;
+}
+
+std::string delayedStateName(const std::string &base, const Scheme &rowwise,
+                             const Scheme &columnwise, Direction dir) {
+  const Scheme &own = dir == Direction::Rowwise ? rowwise : columnwise;
+  if (own.kind != SchemeKind::Fp8Delayed)
+    return "";
+  bool twoQuantizers = rowwise != columnwise &&
+                       rowwise.kind == SchemeKind::Fp8Delayed &&
+                       columnwise.kind == SchemeKind::Fp8Delayed;
+  return twoQuantizers ? base + "." + directionName(dir) : base;
 }
 
 BlockShape blockShape(const Scheme &s, Direction d) {

@@ -39,7 +39,7 @@ func.func @gemms(%x: tensor<256x128xbf16>, %w: tensor<64x128xbf16>, %b: tensor<6
   %yb = te.gemm %x, %w bias %b {transpose_b} : tensor<256x128xbf16>, tensor<64x128xbf16>, tensor<64xf32> -> tensor<256x64xf32>
   // dgrad: dy rowwise, W columnwise.
   %dy = te.quantize %yb : tensor<256x64xf32> -> !te.qtensor<256x64xf32, #te.fp8_current<e5m2>, rowwise|columnwise>
-  %qw2 = te.quantize %w : tensor<64x128xbf16> -> !te.qtensor<64x128xbf16, #te.fp8_delayed<e4m3, history = 16>, columnwise>
+  %qw2 = te.quantize %w {scaling_state = "w.delayed_scaling"} : tensor<64x128xbf16> -> !te.qtensor<64x128xbf16, #te.fp8_delayed<e4m3, history = 16>, columnwise>
   // CHECK: te.gemm %{{.*}}, %{{.*}} : !te.qtensor<256x64xf32, #te.fp8_current<e5m2>, rowwise|columnwise>, !te.qtensor<64x128xbf16, #te.fp8_delayed<e4m3, history = 16, algo = max, margin = 0>, columnwise> -> tensor<256x128xbf16>
   %dx = te.gemm %dy, %qw2 : !te.qtensor<256x64xf32, #te.fp8_current<e5m2>, rowwise|columnwise>, !te.qtensor<64x128xbf16, #te.fp8_delayed<e4m3, history = 16>, columnwise> -> tensor<256x128xbf16>
   // wgrad: dy columnwise, x columnwise (1x128 x 1x128 block FP8).

@@ -37,12 +37,12 @@ func.func @sequence(%x: tensor<200x130xbf16>) -> (tensor<130xf32>, tensor<200x13
 // delayed scaling does not.
 // CHECK-LABEL: func.func @per_tensor
 // CHECK: tek.quantize_kernel "te_quantize_0" %arg0 {amax_prepass, grid = array<i64: 1, 1>
-// CHECK: tek.quantize_kernel "te_quantize_1" %arg0 {grid = array<i64: 1, 1>
+// CHECK: tek.quantize_kernel "te_quantize_1" %arg0 {grid = array<i64: 1, 1>, stages = [#tek.stage<0, rowwise, "x.delayed_scaling">]
 func.func @per_tensor(%x: tensor<64x64xbf16>)
     -> (!te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>,
         !te.qtensor<64x64xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>) {
   %a = te.quantize %x : tensor<64x64xbf16> -> !te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>
-  %b = te.quantize %x : tensor<64x64xbf16> -> !te.qtensor<64x64xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>
+  %b = te.quantize %x {scaling_state = "x.delayed_scaling"} : tensor<64x64xbf16> -> !te.qtensor<64x64xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>
   return %a, %b : !te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>,
                   !te.qtensor<64x64xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise>
 }

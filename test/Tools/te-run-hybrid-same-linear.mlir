@@ -50,8 +50,8 @@ te.recipe @r_plain_delayed {
 }
 func.func @plain_delayed(%x: tensor<128x128xbf16>, %w: tensor<64x128xbf16>, %b: tensor<64xbf16>, %dy: tensor<128x64xbf16>)
     -> (tensor<128x64xbf16>, tensor<128x128xbf16>, tensor<64x128xf32>, tensor<64xf32>) {
-  %y = te.linear %x, %w bias %b {recipe = @r_plain_delayed} : tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64xbf16> -> tensor<128x64xbf16>
-  %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @r_plain_delayed, bias} : tensor<128x64xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16> -> tensor<128x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
+  %y = te.linear %x, %w bias %b {recipe = @r_plain_delayed, layer = "fc"} : tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64xbf16> -> tensor<128x64xbf16>
+  %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @r_plain_delayed, bias, layer = "fc"} : tensor<128x64xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16> -> tensor<128x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
   return %y, %dx, %dw, %db : tensor<128x64xbf16>, tensor<128x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
 }
 
@@ -60,8 +60,8 @@ te.recipe @r_hybrid_delayed {
 }
 func.func @hybrid_delayed(%x: tensor<128x128xbf16>, %w: tensor<64x128xbf16>, %b: tensor<64xbf16>, %dy: tensor<128x64xbf16>)
     -> (tensor<128x64xbf16>, tensor<128x128xbf16>, tensor<64x128xf32>, tensor<64xf32>) {
-  %y = te.linear %x, %w bias %b {recipe = @r_hybrid_delayed} : tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64xbf16> -> tensor<128x64xbf16>
-  %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @r_hybrid_delayed, bias} : tensor<128x64xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16> -> tensor<128x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
+  %y = te.linear %x, %w bias %b {recipe = @r_hybrid_delayed, layer = "fc"} : tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64xbf16> -> tensor<128x64xbf16>
+  %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @r_hybrid_delayed, bias, layer = "fc"} : tensor<128x64xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16> -> tensor<128x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
   return %y, %dx, %dw, %db : tensor<128x64xbf16>, tensor<128x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
 }
 

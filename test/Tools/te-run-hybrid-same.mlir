@@ -52,12 +52,12 @@ func.func @hybrid_current(%x: tensor<128x256xbf16>) -> !te.qtensor<128x256xbf16,
 }
 
 func.func @plain_delayed(%x: tensor<128x256xbf16>) -> !te.qtensor<128x256xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise|columnwise> {
-  %q = te.quantize %x : tensor<128x256xbf16> -> !te.qtensor<128x256xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise|columnwise>
+  %q = te.quantize %x {scaling_state = "x.delayed_scaling"} : tensor<128x256xbf16> -> !te.qtensor<128x256xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise|columnwise>
   return %q : !te.qtensor<128x256xbf16, #te.fp8_delayed<e4m3, history = 16>, rowwise|columnwise>
 }
 
 func.func @hybrid_delayed(%x: tensor<128x256xbf16>) -> !te.qtensor<128x256xbf16, #te.hybrid<rowwise = #te.fp8_delayed<e4m3, history = 16>, columnwise = #te.fp8_delayed<e4m3, history = 16>>, rowwise|columnwise> {
-  %q = te.quantize %x : tensor<128x256xbf16> -> !te.qtensor<128x256xbf16, #te.hybrid<rowwise = #te.fp8_delayed<e4m3, history = 16>, columnwise = #te.fp8_delayed<e4m3, history = 16>>, rowwise|columnwise>
+  %q = te.quantize %x {scaling_state = "x.delayed_scaling"} : tensor<128x256xbf16> -> !te.qtensor<128x256xbf16, #te.hybrid<rowwise = #te.fp8_delayed<e4m3, history = 16>, columnwise = #te.fp8_delayed<e4m3, history = 16>>, rowwise|columnwise>
   return %q : !te.qtensor<128x256xbf16, #te.hybrid<rowwise = #te.fp8_delayed<e4m3, history = 16>, columnwise = #te.fp8_delayed<e4m3, history = 16>>, rowwise|columnwise>
 }
 

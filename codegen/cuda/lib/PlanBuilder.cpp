@@ -13,8 +13,6 @@
 #include "te/codegen/QuantizeEmitter.h"
 #include "te/runtime/BlasLt.h"
 
-#include <cstring>
-
 namespace te::cg {
 
 using detail::BufferTable;
@@ -43,12 +41,6 @@ int64_t logicalScales(const Scheme &s, Direction d, int64_t m, int64_t k) {
   default:
     return 1;
   }
-}
-
-std::vector<uint8_t> floatBytes(float f) {
-  std::vector<uint8_t> b(4);
-  std::memcpy(b.data(), &f, 4);
-  return b;
 }
 
 } // namespace
@@ -122,9 +114,9 @@ struct StageBuffers {
 };
 
 /// Stage `s` on value `value` (an M x K tensor): `in` is `tensorAmax` for
-/// schemes scaled by the tensor amax, a fresh delayed-scaling state (scale
-/// 1, an empty history whose current slot is the direction's amax buffer,
-/// zeroed) for delayed scaling, else none; scale padding is zeroed.
+/// schemes scaled by the tensor amax, the scale of the stage's state for
+/// delayed scaling (whose amax buffer, zeroed here, records the tensor's
+/// amax for the state's update), else none; scale padding is zeroed.
 static StageBuffers stageBuffers(const Program &p, const Entry &e,
                                  const Stage &s, int value, int tensorAmax,
                                  BufferTable &table, const EntryPlan &out,
@@ -136,8 +128,7 @@ static StageBuffers stageBuffers(const Program &p, const Entry &e,
   if (usesRht(s) || s.scheme.scalesByTensorAmax()) {
     b.in = tensorAmax;
   } else if (s.scheme.kind == SchemeKind::Fp8Delayed) {
-    b.in = table.add(v.name + "." + rt::directionName(s.dir) + ".delayed_scale",
-                     4, floatBytes(1.0f));
+    b.in = detail::stateScaleBuffer(out, s.state);
     w.fill(bd.amax);
     w.kp.bytesMoved += 4;
   }
@@ -591,6 +582,7 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
   BufferTable table(out);
   for (const Value &v : e.values)
     table.addValue(v, p.target);
+  detail::addStateBuffers(e, table, out);
   for (const Kernel &k : e.kernels) {
     rt::Expected<KernelPlan> kp = std::visit(
         Overloaded{
@@ -624,6 +616,9 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
       return kp.status();
     out.kernels.push_back(std::move(*kp));
   }
+  if (std::optional<KernelPlan> update =
+          detail::planScalingUpdate(p, e, table, out))
+    out.kernels.push_back(std::move(*update));
   // Every plan declares the whole (final) buffer list.
   for (KernelPlan &kp : out.kernels)
     kp.plan.buffers = out.buffers;

@@ -16,6 +16,8 @@
 
 #include "te/codegen/PlanBuilder.h"
 
+#include <optional>
+
 namespace te::cg::detail {
 
 using rt::Direction;
@@ -87,6 +89,17 @@ rt::Expected<KernelPlan> planAllGather(const Program &p, const Entry &e,
                                        const AllGatherKernel &g,
                                        BufferTable &table,
                                        const EntryPlan &out);
+
+/// The scale and history buffers of every delayed-scaling state of `e`
+/// (initially 1 and zeros), into out.states.
+void addStateBuffers(const Entry &e, BufferTable &table, EntryPlan &out);
+/// The scale buffer of state `state` (-1 if `out` has none).
+int stateScaleBuffer(const EntryPlan &out, const std::string &state);
+/// The end-of-entry update of every delayed-scaling state
+/// (te/device/DelayedScaling.cuh); none when `e` has no state.
+std::optional<KernelPlan> planScalingUpdate(const Program &p, const Entry &e,
+                                            const BufferTable &table,
+                                            const EntryPlan &out);
 
 } // namespace te::cg::detail
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "te/codegen/Program.h"
+#include "te/codegen/ScalingState.h"
 
 #include "te/formats/Sharding.h"
 
@@ -476,7 +477,7 @@ std::string validate(const Entry &e) {
     if (!why.empty())
       return why;
   }
-  return "";
+  return validateScalingStates(e);
 }
 
 } // namespace te::cg

@@ -97,6 +97,18 @@ static Fp8Format fp8FormatOf(DType t) {
   return t == DType::E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
 }
 
+float delayedScaledMax(const Scheme &s) {
+  return delayedScaledMax(fp8MaxNorm(fp8FormatOf(s.element)), int(s.margin));
+}
+
+void updateDelayedScaling(DelayedScalingState &state, const Scheme &s) {
+  updateDelayedScaling(
+      state,
+      s.algo == rt::AmaxAlgo::MostRecent ? ref::AmaxAlgo::MostRecent
+                                         : ref::AmaxAlgo::Max,
+      fp8MaxNorm(fp8FormatOf(s.element)), int(s.margin), 0.0f, s.pow2);
+}
+
 /// A direction with zero-filled buffers of the shapes storageFor gives.
 static QuantizedDirection allocate(const Scheme &s, Direction d, int64_t m,
                                    int64_t k, const Target &target) {
@@ -131,19 +143,18 @@ static QuantizedDirection quantizePerTensor(const SourceView &src,
   float amax = options.tensorAmax
                    ? *options.tensorAmax
                    : amaxOf(src.x, static_cast<size_t>(src.m * src.k));
-  float scale, recordedAmax;
+  float scale;
   if (s.kind == SchemeKind::Fp8Current) {
     scale = computeScaleFromAmax(amax, fp8MaxNorm(format), s.pow2,
                                  static_cast<float>(s.eps), FLT_MAX);
-    recordedAmax = amax;
   } else {
-    // Delayed: the tensor's amax pointer is history[0] (atomicMax into it).
+    // Delayed: the state's scale; the amax is recorded into history[0]
+    // (TE's atomicMax into its amax pointer).
     scale = state->scale;
     state->history[0] = std::fmax(state->history[0], amax);
-    recordedAmax = state->history[0];
   }
   storeF32(q.scaleInv, 0, scaleInvFromScale(scale));
-  storeF32(q.amax, 0, recordedAmax);
+  storeF32(q.amax, 0, amax);
   for (int64_t r = 0; r < src.m; ++r)
     for (int64_t c = 0; c < src.k; ++c)
       q.data.bytes[dataIndex(q, r, c, src.m, src.k)] =

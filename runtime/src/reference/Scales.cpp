@@ -52,8 +52,16 @@ float computeScaleFromAmax(float amax, float fp8Max, bool pow2, float eps,
 
 float scaleInvFromScale(float scale) { return 1.0f / scale; }
 
+float delayedScaledMax(float fp8Max, int margin) {
+  // TE's host computes scaled_max as float * std::pow(2.f, -margin); a power
+  // of two in [2^-32, 1], so the product is exact.
+  return fp8Max *
+         static_cast<float>(std::pow(2.0f, static_cast<float>(-margin)));
+}
+
 void updateDelayedScaling(DelayedScalingState &state, AmaxAlgo algo,
-                          float fp8Max, int margin, float reducedAmax) {
+                          float fp8Max, int margin, float reducedAmax,
+                          bool pow2) {
   // docs/Numerics.md §4 step 2 (delayed_scaling.cu kernel_bulk), one column.
   std::vector<float> &hist = state.history;
   size_t length = hist.size();
@@ -73,14 +81,16 @@ void updateDelayedScaling(DelayedScalingState &state, AmaxAlgo algo,
   }
   float amax = algo == AmaxAlgo::MostRecent ? last : windowMax;
 
-  // Host computes scaled_max as float * std::pow(2.f, -margin).
-  float scaledMax =
-      fp8Max * static_cast<float>(std::pow(2.0f, static_cast<float>(-margin)));
   float scale = state.scale;
-  if (std::isfinite(amax) && amax > 0.0f)
-    scale = scaledMax / amax;
-  if (std::isinf(scale))
-    scale = std::numeric_limits<float>::max();
+  if (std::isfinite(amax) && amax > 0.0f) {
+    scale = delayedScaledMax(fp8Max, margin) / amax;
+    if (std::isinf(scale))
+      scale = std::numeric_limits<float>::max();
+    // tejit's pow2 option: round a new scale down to a power of two, as
+    // current scaling does (FLT_MAX becomes 2^127).
+    if (pow2)
+      scale = bitsToFloat(floatToBits(scale) & 0xFF800000u);
+  }
   state.scale = scale;
 }
 

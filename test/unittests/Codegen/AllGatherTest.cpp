@@ -57,9 +57,9 @@ cg::Value quantized(std::string name, std::vector<int64_t> shape,
 std::vector<cg::Stage> stagesOf(const cg::Value &v, int value) {
   std::vector<cg::Stage> out;
   if (v.rowwise)
-    out.push_back({*v.rowwise, Direction::Rowwise, value});
+    out.push_back(test::stageOf(v, value, Direction::Rowwise));
   if (v.columnwise)
-    out.push_back({*v.columnwise, Direction::Columnwise, value});
+    out.push_back(test::stageOf(v, value, Direction::Columnwise));
   return out;
 }
 

@@ -33,6 +33,17 @@ inline cg::Value tensor(std::string name, std::vector<int64_t> shape,
   return v;
 }
 
+/// The stage writing direction `d` of quantized value `v` (index `value`);
+/// a delayed-scaling direction casts with the state
+/// "<v.name>.delayed_scaling", as te-expand-linear names a layer's.
+inline cg::Stage stageOf(const cg::Value &v, int value, rt::Direction d) {
+  const rt::Scheme &own = *v.scheme(d);
+  return {own, d, value,
+          rt::delayedStateName(v.name + ".delayed_scaling",
+                               v.rowwise.value_or(own),
+                               v.columnwise.value_or(own), d)};
+}
+
 /// The little-endian bf16 bytes (RNE) of `v`.
 inline std::vector<uint8_t> bf16Bytes(const std::vector<float> &v) {
   std::vector<uint8_t> out(2 * v.size());

@@ -72,11 +72,13 @@ TEST_F(SchemeAttrTest, Fp8DelayedDefaultsAndOptions) {
   EXPECT_EQ(SchemeAttrInterface(attr),
             parse("#te.fp8_delayed<e4m3, history = 1024, algo = max, "
                   "margin = 0>"));
-  auto other =
-      Fp8DelayedAttr::get(&ctx, Fp8Format::e5m2, 16, AmaxAlgo::most_recent, 2);
+  EXPECT_FALSE(attr.getPow2());
+  auto other = Fp8DelayedAttr::get(&ctx, Fp8Format::e5m2, 16,
+                                   AmaxAlgo::most_recent, 2, true);
   EXPECT_EQ(SchemeAttrInterface(other),
-            parse("#te.fp8_delayed<e5m2, margin = 2, algo = most_recent, "
+            parse("#te.fp8_delayed<e5m2, margin = 2, pow2, algo = most_recent, "
                   "history = 16>"));
+  EXPECT_TRUE(other.getRuntimeScheme(Direction::columnwise).pow2);
   EXPECT_EQ(other.getRuntimeScheme(Direction::rowwise).algo,
             rt::AmaxAlgo::MostRecent);
 }
@@ -183,8 +185,9 @@ TEST_F(SchemeAttrTest, BadOptionsAreDiagnosed) {
     return success();
   });
   auto emit = [&] { return emitError(UnknownLoc::get(&ctx)); };
-  EXPECT_FALSE(Fp8DelayedAttr::getChecked(
-      emit, &ctx, Fp8Format::e4m3, int64_t(0), AmaxAlgo::max, int64_t(0)));
+  EXPECT_FALSE(Fp8DelayedAttr::getChecked(emit, &ctx, Fp8Format::e4m3,
+                                          int64_t(0), AmaxAlgo::max, int64_t(0),
+                                          false));
   EXPECT_NE(message.find("history"), std::string::npos) << message;
   EXPECT_FALSE(Fp8CurrentAttr::getChecked(emit, &ctx, Fp8Format::e4m3, false,
                                           llvm::APFloat(-1.0f)));

@@ -57,11 +57,19 @@ public:
   /// their comparison. After a mismatch the session's state is undefined.
   struct Call {
     std::vector<ValueData> cpu, cuda;
+    /// The delayed-scaling states the call updated (cg::scalingStates
+    /// order, named in `states`), as each backend holds them afterwards;
+    /// compared like results.
+    std::vector<std::string> states;
+    std::vector<ValueData> cpuStates, cudaStates;
     std::optional<Comparison> comparison;
     bool ranCuda = false;
     /// The CUDA results if CUDA ran, else the CPU's.
     const std::vector<ValueData> &primary() const {
       return ranCuda ? cuda : cpu;
+    }
+    const std::vector<ValueData> &primaryStates() const {
+      return ranCuda ? cudaStates : cpuStates;
     }
   };
   /// Calls `e`. Its first call on CUDA creates the entry's runner, poisons

@@ -21,6 +21,7 @@
 #include "te/codegen/PlanBuilder.h"
 #include "te/exec/ValueData.h"
 #include "te/runtime/Device.h"
+#include "te/runtime/reference/Scales.h"
 
 #include <map>
 #include <memory>
@@ -33,10 +34,27 @@ namespace te::exec {
 struct HostStore {
   struct Held; ///< the backend's copy of one value (CpuBackend.cpp)
   std::map<std::string, std::shared_ptr<Held>> values;
+  /// Delayed-scaling states by name (te/codegen/ScalingState.h).
+  struct State {
+    rt::ref::DelayedScalingState state;
+    /// Recorded amaxes of values computed from GEMM outputs: another
+    /// backend's copy may differ.
+    bool inexact = false;
+  };
+  std::map<std::string, State> scaling;
 
-  bool holds(const std::string &name) const { return values.count(name) != 0; }
-  /// The storage buffers of `name` (empty if not held).
+  bool holds(const std::string &name) const {
+    return values.count(name) != 0 || scaling.count(name) != 0;
+  }
+  /// The storage buffers of `name` (empty if not held); a state's parts
+  /// are "amax_history" and "scale".
   ValueData read(const std::string &name) const;
+  /// Creates, fresh (scale 1, history 0), every delayed-scaling state of
+  /// `p` not held yet.
+  void declareStates(const cg::Program &p);
+  /// Gives state `name` (declared) the parts `parts` ("scale" and
+  /// "amax_history", each exactly its size): a checkpoint's.
+  rt::Status writeState(const std::string &name, const ValueData &parts);
   /// Gives `name` the value `v` (its type) whose storage buffers are
   /// `parts`, named as read() names them (each exactly its size): a
   /// quantized value loaded from a checkpoint or another backend.
@@ -60,13 +78,29 @@ struct DeviceStore {
       values;
   /// The values holding data: written by an entry or set by the caller.
   std::set<std::string> written;
+  /// Buffers allocated with initial contents (delayed-scaling state) that
+  /// are not uploaded yet.
+  std::vector<
+      std::pair<std::shared_ptr<rt::DeviceBuffer>, std::vector<uint8_t>>>
+      pending;
 
   bool holds(const std::string &name) const { return written.count(name); }
   /// Copies `data` (named as results name their buffers) into `name`'s
   /// buffers, which must exist with the same sizes.
   rt::Status upload(const std::string &name, const ValueData &data,
                     const rt::Stream &s);
+  /// Uploads the pending initial contents on `s` (before any run that may
+  /// read them).
+  rt::Status uploadPending(const rt::Stream &s);
 };
+
+/// A delayed-scaling state's parts as both backends return them:
+/// "amax_history" (f32, history x 1) and "scale" (f32, 1 x 1).
+ValueData stateValueData(std::vector<uint8_t> history,
+                         std::vector<uint8_t> scale, bool inexact = false);
+/// The device copy of state `name` (read on `s`, which is synchronised).
+rt::Expected<ValueData> readState(const DeviceStore &store,
+                                  const std::string &name, const rt::Stream &s);
 
 /// How one entry's plan buffers map onto a DeviceStore.
 struct StoreBinding {
@@ -78,11 +112,13 @@ struct StoreBinding {
   std::vector<std::pair<int, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
 };
 
-/// Binds the persistent arguments and results of `e` to `store`,
-/// allocating the store's buffers on first use (sizes must agree with other
-/// entries'). A result is written in place into its argument's buffers
-/// only where updatesInPlace allows, else through copyOut. Returning an
-/// argument as a persistent value of another name is Unsupported.
+/// Binds the persistent arguments and results and the delayed-scaling
+/// states of `e` to `store`, allocating the store's buffers on first use
+/// (sizes must agree with other entries'; a new state's buffers get their
+/// initial contents before the first run). A result is written in place into
+/// its argument's buffers only where updatesInPlace allows, else through
+/// copyOut. Returning an argument as a persistent value of another name is
+/// Unsupported.
 rt::Expected<StoreBinding> bindToStore(const cg::Entry &e,
                                        const cg::EntryPlan &plan,
                                        const rt::Target &target,

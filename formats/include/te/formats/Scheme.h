@@ -62,9 +62,10 @@ struct Scheme {
   SchemeKind kind = SchemeKind::Identity;
   /// E4M3/E5M2 for the FP8 kinds, E2M1x2 for NVFP4, F32/F16/BF16 for identity.
   DType element = DType::BF16;
-  bool pow2 = false;      ///< fp8_current, fp8_block: power-of-two scales
-  double eps = 0.0;       ///< fp8_current, fp8_block: amax lower bound
-  int64_t history = 1024; ///< fp8_delayed: amax history length
+  /// fp8_current, fp8_block, fp8_delayed: power-of-two scales
+  bool pow2 = false;
+  double eps = 0.0;              ///< fp8_current, fp8_block: amax lower bound
+  int64_t history = 1024;        ///< fp8_delayed: amax history length
   AmaxAlgo algo = AmaxAlgo::Max; ///< fp8_delayed
   int64_t margin = 0;            ///< fp8_delayed: scale = max/amax/2^margin
   bool rht = false; ///< nvfp4: random Hadamard transform (columnwise only)
@@ -74,7 +75,8 @@ struct Scheme {
 
   static Scheme fp8Current(DType element, bool pow2 = false, double eps = 0.0);
   static Scheme fp8Delayed(DType element, int64_t history = 1024,
-                           AmaxAlgo algo = AmaxAlgo::Max, int64_t margin = 0);
+                           AmaxAlgo algo = AmaxAlgo::Max, int64_t margin = 0,
+                           bool pow2 = false);
   static Scheme mxfp8(DType element);
   static Scheme nvfp4(bool rht = false, bool sr = false, bool block2d = false);
   static Scheme fp8Block(DType element, int64_t tileRows, int64_t tileCols,
@@ -113,6 +115,15 @@ struct Scheme {
   bool operator==(const Scheme &o) const;
   bool operator!=(const Scheme &o) const { return !(*this == o); }
 };
+
+/// The delayed-scaling state (docs/Numerics.md §4) direction `dir` of a
+/// quantization by (rowwise, columnwise) casts with, given the state name
+/// `base` the quantization carries: `base` where the directions share one
+/// quantizer (one scheme), `base.rowwise` / `base.columnwise` where a hybrid
+/// has two different fp8_delayed schemes (two quantizers, hence two states);
+/// "" where `dir`'s scheme is not fp8_delayed.
+std::string delayedStateName(const std::string &base, const Scheme &rowwise,
+                             const Scheme &columnwise, Direction dir);
 
 /// Shape of a scaling block in the original M x K matrix. A value of 0 means
 /// "the whole extent" (per-tensor scaling uses {0, 0}).

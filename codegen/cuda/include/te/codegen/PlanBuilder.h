@@ -74,9 +74,19 @@ struct KernelPlan {
 
 struct EntryPlan {
   std::vector<rt::BufferDecl> buffers;
-  /// Initial contents the runner uploads once (empty: none).
+  /// Initial contents the runner uploads once, before the first run, into
+  /// a buffer it allocates (empty: none).
   std::vector<std::vector<uint8_t>> initial;
   std::vector<ValueBuffers> values;
+  /// The plan buffers of each delayed-scaling state (ScalingState.h), in
+  /// scalingStates order.
+  struct StateBuffers {
+    std::string name;
+    int scale = -1, history = -1;
+  };
+  std::vector<StateBuffers> states;
+  /// One per kernel of the entry, then, when it has delayed-scaling
+  /// states, their update ("te_delayed_scaling_update").
   std::vector<KernelPlan> kernels;
 };
 

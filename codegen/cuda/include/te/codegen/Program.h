@@ -64,6 +64,9 @@ struct Stage {
   rt::Scheme scheme;
   rt::Direction dir = rt::Direction::Rowwise;
   int value = -1;
+  /// fp8_delayed: the delayed-scaling state the stage casts with and
+  /// records its amax into (ScalingState.h); empty for other schemes.
+  std::string state;
 };
 
 /// Reads tensor `input` once and writes every stage and, if `biasGrad` is a

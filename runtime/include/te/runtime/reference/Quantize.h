@@ -111,10 +111,10 @@ struct QuantizeOptions {
   /// directions use the same (seed, offset).
   uint64_t seed = 0;
   uint64_t offset = 0;
-  /// fp8_delayed state: `scale` is read, the tensor amax is max-accumulated
-  /// into history[0] (never overwritten), and the direction's amax buffer
-  /// holds that slot afterwards (TE's tensor amax pointer IS the history
-  /// slot). Used by the rowwise direction, and
+  /// fp8_delayed state: `scale` is read and the tensor amax is
+  /// max-accumulated into history[0] (never overwritten: several casts of
+  /// one step record their maximum); the direction's amax buffer holds this
+  /// tensor's amax. Used by the rowwise direction, and
   /// by the columnwise one unless `delayedColumnwise` is set (a hybrid of
   /// two different delayed schemes has two quantizers, hence two states).
   DelayedScalingState *delayed = nullptr;
@@ -129,6 +129,13 @@ struct QuantizeOptions {
   const float *tensorAmax = nullptr;
   const float *rhtTensorAmax = nullptr;
 };
+
+/// The end-of-step update (updateDelayedScaling) of a state of fp8_delayed
+/// scheme `s` - its format, algo, margin and pow2 - after the step's casts
+/// recorded their amaxes into history[0].
+void updateDelayedScaling(DelayedScalingState &state, const Scheme &s);
+/// fp8_max * 2^-margin of fp8_delayed scheme `s`: that update's numerator.
+float delayedScaledMax(const Scheme &s);
 
 /// Widens `count` elements of the given type to fp32 (exact).
 std::vector<float> widenToF32(const void *x, SourceType type, int64_t count);

@@ -60,9 +60,15 @@ struct DelayedScalingState {
 /// the resulting last amax is 0 the history is NOT rolled; otherwise it
 /// becomes [0, old[2], ..., old[L-1], last]. The new scale is
 /// fp8Max * 2^-margin / amaxUsed (fp32), the old scale if amaxUsed is not
-/// finite and positive, and FLT_MAX if the quotient is Inf.
+/// finite and positive, and FLT_MAX if the quotient is Inf; with `pow2`
+/// (tejit's option) a new scale is then rounded down to a power of two.
 void updateDelayedScaling(DelayedScalingState &state, AmaxAlgo algo,
-                          float fp8Max, int margin, float reducedAmax);
+                          float fp8Max, int margin, float reducedAmax,
+                          bool pow2 = false);
+
+/// fp8Max * 2^-margin as TE's host computes it (exact for margin in
+/// [0, 32]): the numerator of the delayed-scaling update.
+float delayedScaledMax(float fp8Max, int margin);
 
 //===----------------------------------------------------------------------===//
 // MXFP8 (docs/Numerics.md §5.1)
