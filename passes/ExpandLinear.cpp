@@ -87,11 +87,7 @@ public:
     auto q = QuantizeOp::create(b, op->getLoc(), qtype, tensor);
     if (usesDelayedScaling(scheme)) {
       // The layer verifiers require a name where a role is delayed.
-      if (!layer)
-        return op->emitOpError()
-               << "quantizes its " << role << " by " << scheme
-               << ", whose amax history is kept under the layer's name: "
-                  "name the layer (layer = \"...\")";
+      assert(layer && "a delayed-scaling role of an unnamed layer");
       q.setScalingState(layerStateName(layer.getValue(), role));
     }
     return q.getResult();

@@ -115,6 +115,7 @@ rt::Expected<HostSession> HostSession::create(const CompiledModule &module) {
         s.state_->declared.emplace(e.persistentResult(i),
                                    e.values[e.results[i]]);
   }
+  s.state_->store.declareStates(*module.program_);
   return s;
 }
 
@@ -141,6 +142,8 @@ std::vector<std::string> HostSession::persistentNames() const {
   std::vector<std::string> out;
   for (const auto &[name, value] : state_->declared)
     out.push_back(name);
+  for (const auto &[name, state] : state_->store.scaling)
+    out.push_back(name);
   return out;
 }
 
@@ -166,12 +169,14 @@ rt::Status HostSession::setParts(
     const std::string &name,
     const std::vector<std::pair<std::string, std::vector<uint8_t>>> &parts) {
   State &st = *state_;
-  auto it = st.declared.find(name);
-  if (it == st.declared.end())
-    return invalid("no persistent value '" + name + "'");
   exec::ValueData data;
   for (const auto &[part, bytes] : parts)
     data.push_back({part, {}, bytes, {}, false});
+  if (st.store.scaling.count(name))
+    return st.store.writeState(name, data);
+  auto it = st.declared.find(name);
+  if (it == st.declared.end())
+    return invalid("no persistent value '" + name + "'");
   st.initial.erase(name);
   return st.store.write(name, it->second, data, st.program->target);
 }
@@ -179,7 +184,7 @@ rt::Status HostSession::setParts(
 rt::Expected<std::vector<std::pair<std::string, std::vector<uint8_t>>>>
 HostSession::read(const std::string &name) const {
   const State &st = *state_;
-  if (!st.declared.count(name))
+  if (!st.declared.count(name) && !st.store.scaling.count(name))
     return invalid("no persistent value '" + name + "'");
   std::vector<std::pair<std::string, std::vector<uint8_t>>> out;
   auto it = st.initial.find(name);

@@ -106,6 +106,9 @@ DeviceEntry::create(const Program &p, const Entry &e, EntryPlan plan,
   for (int a : e.args)
     for (const ValueStorage &vs : valueStorage(e, st.plan, a, st.target))
       st.input[size_t(vs.buffer)] = true;
+  // Delayed-scaling state is read before it is written.
+  for (const EntryPlan::StateBuffers &s : st.plan.states)
+    st.input[size_t(s.scale)] = st.input[size_t(s.history)] = true;
   if (store) {
     rt::Expected<StoreBinding> bound =
         bindToStore(e, st.plan, st.target, *store);

@@ -25,6 +25,9 @@ te.recipe @fp8_delayed {
   te.rule "linear", "weight" -> #te.fp8_delayed<e4m3>
   // CHECK: te.rule "linear", "grad_output" -> #te.fp8_delayed<e5m2, history = 16, algo = most_recent, margin = 3>
   te.rule "linear", "grad_output" -> #te.fp8_delayed<e5m2, margin = 3, algo = most_recent, history = 16>
+  // pow2 prints last, and only when set.
+  // CHECK: te.rule "grouped_linear", "input" -> #te.fp8_delayed<e4m3, history = 8, algo = max, margin = 0, pow2>
+  te.rule "grouped_linear", "input" -> #te.fp8_delayed<e4m3, pow2, history = 8>
 }
 
 // CHECK-LABEL: te.recipe @mx_nv

@@ -184,6 +184,13 @@ func.func private @double_identity(!te.qtensor<32x32xbf16, #te.hybrid<rowwise = 
 
 // -----
 
+// A delayed-scaling direction keeps a state between calls; quantizing the
+// rowwise direction a second time would record into it twice.
+// expected-error @+1 {{columnwise_source = rowwise_dequantized is not supported with a #te.fp8_delayed rowwise scheme (its amax history is kept between calls)}}
+func.func private @double_delayed(!te.qtensor<32x32xbf16, #te.hybrid<rowwise = #te.fp8_delayed<e4m3>, columnwise = #te.mxfp8<e4m3>, columnwise_source = rowwise_dequantized>, rowwise>)
+
+// -----
+
 // expected-error @+1 {{columnwise_source is 'original' or 'rowwise_dequantized', not 'rowwise'}}
 func.func private @double_bad_source(!te.qtensor<32x32xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>, columnwise_source = rowwise>, rowwise>)
 

@@ -11,7 +11,7 @@
 // CHECK: result1 ({{.*}}): rowwise.data[96x160 e4m3]
 
 // Tests that --steps needs optimizer state to carry.
-// NOSTATE: te-run: --steps carries optimizer state, but 'quantize_grad' updates no argument with an optimizer step
+// NOSTATE: te-run: --steps carries optimizer and delayed-scaling state, but 'quantize_grad' updates no argument with an optimizer step and has no delayed-scaling state
 func.func @step(%lr: tensor<f32>, %step: tensor<i64>,
     %w: tensor<96x160xf32>, %g: tensor<96x160xbf16>, %m: tensor<96x160xf32>, %v: tensor<96x160xf32>)
     -> (tensor<96x160xf32>, !te.qtensor<96x160xf32, #te.mxfp8<e4m3>, rowwise>) {

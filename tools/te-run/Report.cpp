@@ -9,6 +9,7 @@
 #include "Inputs.h"
 #include "Npy.h"
 
+#include "te/codegen/ScalingState.h"
 #include "te/runtime/reference/Codecs.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -86,6 +87,33 @@ void printStep(const cg::Entry &e, const std::string &label,
                                  n ? std::sqrt(sum / double(n)) : 0.0);
   }
   llvm::outs() << "\n";
+}
+
+void printStates(const std::vector<std::string> &names,
+                 const std::vector<exec::ValueData> &states) {
+  for (size_t i = 0; i < names.size() && i < states.size(); ++i) {
+    std::vector<float> history;
+    float scale = 0;
+    for (const exec::NamedBuffer &b : states[i]) {
+      if (b.name == cg::kStateScalePart) {
+        std::memcpy(&scale, b.bytes.data(), 4);
+      } else {
+        history.resize(b.bytes.size() / 4);
+        std::memcpy(history.data(), b.bytes.data(), b.bytes.size());
+      }
+    }
+    float newest = history.empty() ? 0.0f : history.back(), max = 0.0f;
+    size_t recorded = 0;
+    for (float h : history) {
+      max = std::fmax(max, h);
+      recorded += h != 0.0f;
+    }
+    llvm::outs() << llvm::format("  %s: scale=%.9g amax=%.9g history_max=%.9g",
+                                 names[i].c_str(), double(scale),
+                                 double(newest), double(max))
+                 << " (" << recorded << " of " << history.size()
+                 << " recorded)\n";
+  }
 }
 
 void printCheck(const exec::Comparison &c, size_t numCalls) {

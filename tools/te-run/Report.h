@@ -25,6 +25,12 @@ void summarize(const cg::Entry &e, const std::vector<exec::ValueData> &results);
 void printStep(const cg::Entry &e, const std::string &label,
                const std::vector<exec::ValueData> &results);
 
+/// One line per delayed-scaling state a call updated: its scale, the amax
+/// it recorded (the newest history entry) and the history's maximum, so a
+/// user sees the scale follow the amaxes.
+void printStates(const std::vector<std::string> &names,
+                 const std::vector<exec::ValueData> &states);
+
 /// The closing "check: ..." line of --check over `numCalls` calls.
 void printCheck(const exec::Comparison &total, size_t numCalls);
 

@@ -33,6 +33,7 @@
 #include "dialect/te/TeDialect.h"
 #include "dialect/tek/TekDialect.h"
 #include "te/api/FromMlir.h"
+#include "te/codegen/ScalingState.h"
 #include "te/exec/BackendSession.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -110,8 +111,8 @@ static cl::opt<int> steps(
     "steps",
     cl::desc("Run the entry (or the sequence) N times, carrying optimizer "
              "state (new parameters and moments become the next call's "
-             "arguments) and counting the step argument up; prints each "
-             "call"),
+             "arguments) and delayed-scaling state, and counting the step "
+             "argument up; prints each call and each state's scale"),
     cl::init(1));
 
 /// The entries to call, in order: --entry a,b,c runs a sequence in one
@@ -334,10 +335,13 @@ static int run(int argc, char **argv) {
   const cg::Entry &only = *sequence.front();
   bool single = sequence.size() == 1;
   if (single && steps > 1 && exec::carriedState(only).empty() &&
+      cg::scalingStates(only).empty() &&
       std::all_of(only.resultPersistent.begin(), only.resultPersistent.end(),
                   [](const std::string &n) { return n.empty(); }))
-    die("--steps carries optimizer state, but '" + only.name +
-        "' updates no argument with an optimizer step");
+    die("--steps carries optimizer and delayed-scaling state, but '" +
+        only.name +
+        "' updates no argument with an optimizer step and has no "
+        "delayed-scaling state");
 
   auto session = exec::BackendSession::create(
       *program, wantCpu, wantCuda ? &*device : nullptr, &cache);
@@ -375,6 +379,7 @@ static int run(int argc, char **argv) {
                             : "call " + std::to_string(call + 1) + " " + e.name;
     if (totalCalls > 1)
       te::run::printStep(e, label, last.primary());
+    te::run::printStates(last.states, last.primaryStates());
     if (last.comparison && !last.comparison->difference.empty()) {
       llvm::outs() << "check: MISMATCH"
                    << (totalCalls > 1 ? " in " + label : std::string()) << " "

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "te/runtime/reference/Quantize.h"
 #include "te/runtime/reference/Scales.h"
 
 #include "gtest/gtest.h"
@@ -303,6 +304,34 @@ TEST(ScalesTest, DelayedScalingNonFiniteAndTinyAmax) {
   EXPECT_FLOAT_BITS(n.scale, 0x43155555u); // 448 / 3: window max is 3
   updateDelayedScaling(n, AmaxAlgo::MostRecent, 448.0f, 0, kNaN);
   EXPECT_FLOAT_BITS(n.scale, 0x43155555u); // NaN amax: scale kept
+}
+
+TEST(ScalesTest, DelayedScalingPow2RoundsANewScaleDown) {
+  // 448 / 3 = 149.33 -> 128; a tiny amax's FLT_MAX -> 2^127; a kept scale
+  // (amax 0) is not rounded.
+  DelayedScalingState s{{0, 0}, 3.0f};
+  step(s, AmaxAlgo::MostRecent, 0.0f);
+  updateDelayedScaling(s, AmaxAlgo::MostRecent, 448.0f, 0, 3.0f, true);
+  EXPECT_EQ(s.scale, 128.0f);
+  updateDelayedScaling(s, AmaxAlgo::MostRecent, 448.0f, 0, kMinSubnormal,
+                       true);
+  EXPECT_EQ(s.scale, 0x1p127f);
+  s.scale = 3.0f;
+  updateDelayedScaling(s, AmaxAlgo::MostRecent, 448.0f, 0, 0.0f, true);
+  EXPECT_EQ(s.scale, 3.0f);
+}
+
+TEST(ScalesTest, DelayedScalingSchemeOptionsReachTheUpdate) {
+  // e5m2 (57344), margin 2, most_recent, pow2: 57344 / 4 / 5 = 2867.2 ->
+  // 2048.
+  te::rt::Scheme sch =
+      te::rt::Scheme::fp8Delayed(te::rt::DType::E5M2, 2,
+                                 te::rt::AmaxAlgo::MostRecent, 2, /*pow2=*/true);
+  DelayedScalingState s{{5.0f, 0.0f}, 1.0f};
+  updateDelayedScaling(s, sch);
+  EXPECT_EQ(s.scale, 2048.0f);
+  EXPECT_EQ(s.history, (std::vector<float>{0, 5.0f}));
+  EXPECT_EQ(delayedScaledMax(sch), 14336.0f);
 }
 
 TEST(ScalesTest, DelayedScalingHistoryLengthOne) {
