@@ -29,9 +29,6 @@ namespace dev {
 
 template <int N> struct ScalingTable { u64 w[N]; };
 
-constexpr int kScalingThreads = 1024;
-/// Scheme::kMaxHistory: the longest history one CTA rolls.
-constexpr int kScalingMaxHistory = 65536;
 constexpr u32 kScalingMostRecent = 1u, kScalingPow2 = 2u;
 
 /// IEEE maxNum as std::fmax computes it on the host: a NaN operand is
@@ -48,8 +45,10 @@ TE_HD float maxIgnoringNaN(float a, float b) {
   return kb > ka ? b : a;
 }
 
-/// Updates the state of CTA blockIdx.x (blockDim.x == kScalingThreads).
-template <int N>
+/// Updates the state of CTA blockIdx.x: `Threads` threads (a multiple of
+/// 32, blockDim.x) of `Per` history entries each, at least the longest
+/// history of the table.
+template <int N, int Threads, int Per>
 __device__ __forceinline__ void updateDelayedScaling(const ScalingTable<N> &t) {
   const u64 *w = &t.w[t.w[1 + blockIdx.x]];
   float *scale = reinterpret_cast<float *>(w[0]);
@@ -58,7 +57,7 @@ __device__ __forceinline__ void updateDelayedScaling(const ScalingTable<N> &t) {
   const float scaledMax = bitsToFloat(u32(w[3]));
   const u32 flags = u32(w[4]);
   const int records = int(w[5]);
-  __shared__ float shared[kScalingThreads / 32];
+  __shared__ float shared[Threads / 32];
   __shared__ float lastShared;
 
   // history[0] and this step's records: TE's atomicMax into its amax slot.
@@ -75,12 +74,11 @@ __device__ __forceinline__ void updateDelayedScaling(const ScalingTable<N> &t) {
 
   // hist'[i] = hist[i + 1] (i < L - 1), hist'[L - 1] = last, hist'[0] = 0:
   // every thread reads its values before any is overwritten.
-  constexpr int kPer = kScalingMaxHistory / kScalingThreads;
-  float values[kPer];
+  float values[Per];
   float windowMax = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    int i = int(threadIdx.x) + j * kScalingThreads;
+  for (int j = 0; j < Per; ++j) {
+    int i = int(threadIdx.x) + j * Threads;
     values[j] = 0.0f;
     if (i < length) {
       values[j] = i + 1 < length ? history[i + 1] : last;
@@ -90,8 +88,8 @@ __device__ __forceinline__ void updateDelayedScaling(const ScalingTable<N> &t) {
   __syncthreads();
   if (roll) {
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      int i = int(threadIdx.x) + j * kScalingThreads;
+    for (int j = 0; j < Per; ++j) {
+      int i = int(threadIdx.x) + j * Threads;
       if (i < length)
         history[i] = i > 0 ? values[j] : 0.0f;
     }
@@ -107,7 +105,7 @@ __device__ __forceinline__ void updateDelayedScaling(const ScalingTable<N> &t) {
   __syncthreads();
   if (threadIdx.x == 0) {
     float m = 0.0f;
-    for (int i = 0; i < kScalingThreads / 32; ++i)
+    for (int i = 0; i < Threads / 32; ++i)
       m = maxIgnoringNaN(m, shared[i]);
     float amax = (flags & kScalingMostRecent) ? last : (roll ? m : 0.0f);
     float s = *scale;

@@ -50,10 +50,15 @@ std::vector<Case> cases() {
   Scheme pow2 = Scheme::fp8Delayed(DType::E4M3, 1024, rt::AmaxAlgo::Max, 0,
                                    /*pow2=*/true);
   Scheme e5m2 = Scheme::fp8Delayed(DType::E5M2, 4, rt::AmaxAlgo::Max, 1);
+  // Longer than one thread per entry rolls: 3000 (3 a thread, the last
+  // partly) and the longest allowed.
+  Scheme h3000 = Scheme::fp8Delayed(DType::E4M3, 3000);
+  Scheme longest = Scheme::fp8Delayed(DType::E5M2, Scheme::kMaxHistory);
   return {{"max_history_4", h4, h4},
           {"most_recent_history_1_margin_2", recent, recent},
           {"max_history_1024_pow2", pow2, pow2},
-          {"hybrid_two_quantizers", h4, e5m2}};
+          {"hybrid_two_quantizers", h4, e5m2},
+          {"hybrid_histories_3000_and_65536", h3000, longest}};
 }
 
 /// step(x) -> q: x [64, 96] bf16 quantized in both directions with the
@@ -197,6 +202,16 @@ TEST_P(DelayedScaling, CpuStateFollowsTheReferenceOverManySteps) {
   EXPECT_EQ(scaleInv, 1.0f);
 }
 
+TEST_P(DelayedScaling, CompilesWithNvrtc) {
+  cg::Program p = program(GetParam());
+  rt::KernelCache cache("");
+  rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
+  if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
+    GTEST_SKIP() << n.status().toString();
+  ASSERT_TRUE(n) << n.status().toString();
+  EXPECT_EQ(*n, 2u); // the quantize kernel and the update
+}
+
 TEST_P(DelayedScaling, GpuMatchesCpuBitForBitEagerAndReplayed) {
   test::GpuStream gpu = test::GpuStream::open();
   if (!gpu.stream)
@@ -265,6 +280,11 @@ TEST(DelayedScalingPlan, StateBuffersAndOneUpdateLaunchAfterTheKernels) {
   ASSERT_EQ(update.plan.kernels.size(), 1u);
   const rt::KernelSpec &k = update.plan.kernels[0];
   EXPECT_EQ(k.grid.x, 2u);
+  // Histories of 4: one warp, one entry a thread.
+  EXPECT_EQ(k.block.x, 32u);
+  EXPECT_NE(k.source.find("updateDelayedScaling<17, 32, 1>"),
+            std::string::npos)
+      << k.source;
   ASSERT_EQ(k.args.size(), 1u);
   const std::vector<rt::ArgDesc> &w = k.args[0].items;
   // Count, two offsets, then each state: scale, history, length,
