@@ -37,7 +37,18 @@ def TeResolveRecipePass : Pass<"te-resolve-recipe", "::mlir::ModuleOp"> {
     rule whose module kind no op of the module uses (say `grouped_linear`
     in a module of `te.linear` layers) gets a warning at the rule: it would
     otherwise be ignored silently while the layers fall through to `"*"`.
+
+    `layer-recipes=fc1=mxfp8,fc2=nvfp4` gives the named layers (te.linear /
+    te.linear_grad `layer`) another recipe of the module: their `recipe`
+    becomes that symbol. A session switching a layer's recipe mid-training
+    compiles the module again this way (docs/Guide.md §7.2). A layer name
+    no layer has, or an entry that is not `layer=recipe`, is an error.
   }];
+  let options = [
+    ListOption<"layerRecipes", "layer-recipes", "std::string",
+               "layer=recipe: the recipe the named layer uses instead of "
+               "its own">
+  ];
   let dependentDialects = ["::mlir::te::TeDialect"];
 }
 

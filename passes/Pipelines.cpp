@@ -23,7 +23,10 @@ void buildTeToCudaPipeline(OpPassManager &pm,
                            const TeToCudaPipelineOptions &options) {
   // Module passes where the work spans functions (recipes, persistent
   // values, the module's target); function passes where it does not.
-  pm.addPass(createTeResolveRecipePass());
+  TeResolveRecipePassOptions resolve;
+  resolve.layerRecipes.assign(options.layerRecipes.begin(),
+                              options.layerRecipes.end());
+  pm.addPass(createTeResolveRecipePass(resolve));
   pm.addNestedPass<func::FuncOp>(createTeExpandLinearPass());
   pm.addPass(createTeInferUsagePass());
   pm.addNestedPass<func::FuncOp>(createTeFuseQuantizePass());

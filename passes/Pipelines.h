@@ -17,6 +17,10 @@ struct TeToCudaPipelineOptions
   Option<std::string> arch{*this, "arch",
                            llvm::cl::desc("Target architecture (sm_XY[a])"),
                            llvm::cl::init("sm_90a")};
+  ListOption<std::string> layerRecipes{
+      *this, "layer-recipes",
+      llvm::cl::desc("layer=recipe: the recipe the named layer uses instead "
+                     "of its own (te-resolve-recipe)")};
 };
 
 /// Adds te-resolve-recipe, te-expand-linear, te-infer-usage,

@@ -39,7 +39,8 @@ static bool hasGraphLevelOps(mlir::ModuleOp module) {
 }
 
 mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
-                                              llvm::StringRef arch) {
+                                              const CompileOptions &opts) {
+  llvm::StringRef arch = opts.arch;
   mlir::MLIRContext *context = module->getContext();
   context->getOrLoadDialect<mlir::tek::TekDialect>();
   auto existing = module->getAttrOfType<mlir::te::TargetAttr>("te.target");
@@ -59,9 +60,15 @@ mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
     mlir::PassManager pm(context);
     mlir::te::TeToCudaPipelineOptions options;
     options.arch = target;
+    for (const auto &[layer, recipe] : opts.layerRecipes)
+      options.layerRecipes.push_back(layer + "=" + recipe);
     mlir::te::buildTeToCudaPipeline(pm, options);
     if (mlir::failed(pm.run(module)))
       return mlir::failure();
+  } else if (!opts.layerRecipes.empty()) {
+    return mlir::emitError(module.getLoc())
+           << "layer recipes apply to te-level IR; this module is already "
+              "lowered to kernels";
   } else if (!existing) {
     auto attr = mlir::te::TargetAttr::getChecked(
         [&] { return mlir::emitError(module.getLoc()); }, context,
@@ -101,7 +108,7 @@ CompiledModule::fromSource(const std::string &text, const CompileOptions &opts,
       mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module)
     return rt::Status(rt::StatusCode::InvalidArgument, os.str());
-  mlir::FailureOr<cg::Program> program = compileToProgram(*module, opts.arch);
+  mlir::FailureOr<cg::Program> program = compileToProgram(*module, opts);
   if (mlir::failed(program))
     return rt::Status(rt::StatusCode::InvalidArgument, os.str());
   return CompiledModule(std::move(*program));
@@ -124,7 +131,7 @@ rt::Expected<CompiledModule> compileModule(mlir::ModuleOp module,
         os << ": error: " << d.str() << "\n";
         return mlir::failure(); // keep the caller's handlers informed too
       });
-  mlir::FailureOr<cg::Program> program = compileToProgram(module, opts.arch);
+  mlir::FailureOr<cg::Program> program = compileToProgram(module, opts);
   if (mlir::failed(program))
     return rt::Status(rt::StatusCode::InvalidArgument, os.str());
   return CompiledModule(std::move(*program));

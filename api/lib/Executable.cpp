@@ -7,6 +7,7 @@
 #include "te/api/Tejit.h"
 
 #include "te/exec/DeviceEntry.h"
+#include "te/exec/RecipeSwitch.h"
 
 #include <map>
 #include <optional>
@@ -180,11 +181,31 @@ struct Session::State {
   std::unique_ptr<exec::DeviceStore> store;
   std::vector<std::string> names;
   std::vector<Executable> functions;
+  std::shared_ptr<const cg::Program> program;
+  const rt::Device *device = nullptr;
+  rt::KernelCache *cache = nullptr;
+  rt::Communicator *comm = nullptr;
+
+  /// Loads every function of `p` on the store.
+  rt::Status load(const cg::Program &p) {
+    names.clear();
+    functions.clear();
+    for (const cg::Entry &e : p.entries) {
+      auto exe = Executable::load(p, e.name, *device, *cache, store.get());
+      if (!exe)
+        return exe.status();
+      exe->setCommunicator(comm);
+      names.push_back(e.name);
+      functions.push_back(std::move(*exe));
+    }
+    return rt::Status::ok();
+  }
 };
 
 Session::Session() : state_(std::make_unique<State>()) {}
 
 void Session::setCommunicator(rt::Communicator *comm) {
+  state_->comm = comm;
   for (Executable &f : state_->functions)
     f.setCommunicator(comm);
 }
@@ -196,16 +217,38 @@ rt::Expected<Session> Session::create(const CompiledModule &module,
                                       const rt::Device &device,
                                       rt::KernelCache &cache) {
   Session s;
-  s.state_->store = std::make_unique<exec::DeviceStore>();
-  for (const cg::Entry &e : module.program().entries) {
-    auto exe = Executable::load(module.program(), e.name, device, cache,
-                                s.state_->store.get());
+  State &st = *s.state_;
+  st.store = std::make_unique<exec::DeviceStore>();
+  st.program = module.program_;
+  st.device = &device;
+  st.cache = &cache;
+  TE_RETURN_IF_ERROR(st.load(*st.program));
+  return s;
+}
+
+rt::Status Session::switchModule(const CompiledModule &next,
+                                 const rt::Stream &stream) {
+  State &st = *state_;
+  rt::Expected<exec::RecipeSwitch> plan =
+      exec::planRecipeSwitch(*st.program, *next.program_);
+  if (!plan)
+    return plan.status();
+  // The old functions hold the dropped values' buffers: release them first.
+  st.functions.clear();
+  for (const std::string &name : plan->dropped) {
+    st.store->values.erase(name);
+    st.store->written.erase(name);
+  }
+  TE_RETURN_IF_ERROR(st.load(*next.program_));
+  st.program = next.program_;
+  for (const cg::Entry &e : plan->requantize.entries) {
+    auto exe = Executable::load(plan->requantize, e.name, *st.device,
+                                *st.cache, st.store.get());
     if (!exe)
       return exe.status();
-    s.state_->names.push_back(e.name);
-    s.state_->functions.push_back(std::move(*exe));
+    TE_RETURN_IF_ERROR(exe->run({}, {}, stream));
   }
-  return s;
+  return stream.synchronize();
 }
 
 Executable *Session::function(const std::string &name) {

@@ -7,6 +7,7 @@
 #include "te/api/Tejit.h"
 
 #include "te/exec/CpuBackend.h"
+#include "te/exec/RecipeSwitch.h"
 
 #include <map>
 
@@ -106,15 +107,7 @@ HostSession::~HostSession() = default;
 rt::Expected<HostSession> HostSession::create(const CompiledModule &module) {
   HostSession s;
   s.state_->program = module.program_;
-  for (const cg::Entry &e : module.program_->entries) {
-    for (size_t i = 0; i < e.args.size(); ++i)
-      if (!e.persistentArg(i).empty())
-        s.state_->declared.emplace(e.persistentArg(i), e.values[e.args[i]]);
-    for (size_t i = 0; i < e.results.size(); ++i)
-      if (!e.persistentResult(i).empty())
-        s.state_->declared.emplace(e.persistentResult(i),
-                                   e.values[e.results[i]]);
-  }
+  s.state_->declared = cg::persistentValues(*module.program_);
   s.state_->store.declareStates(*module.program_);
   return s;
 }
@@ -201,6 +194,30 @@ HostSession::read(const std::string &name) const {
 
 bool HostSession::holds(const std::string &name) const {
   return state_->initial.count(name) || state_->store.holds(name);
+}
+
+rt::Status HostSession::switchModule(const CompiledModule &next) {
+  State &st = *state_;
+  rt::Expected<exec::RecipeSwitch> plan =
+      exec::planRecipeSwitch(*st.program, *next.program_);
+  if (!plan)
+    return plan.status();
+  for (const std::string &name : plan->dropped) {
+    st.store.values.erase(name);
+    st.store.scaling.erase(name);
+  }
+  st.program = next.program_;
+  st.declared = cg::persistentValues(*st.program);
+  st.store.declareStates(*st.program);
+  for (const cg::Entry &e : plan->requantize.entries) {
+    auto out = callOnCpu(plan->requantize, e, {}, &st.store, &st.initial,
+                         st.collective);
+    if (!out)
+      return out.status();
+  }
+  for (auto it = st.initial.begin(); it != st.initial.end();)
+    it = st.store.holds(it->first) ? st.initial.erase(it) : std::next(it);
+  return rt::Status::ok();
 }
 
 } // namespace te::api

@@ -7,6 +7,7 @@
 #include "te/exec/BackendSession.h"
 
 #include "te/codegen/ScalingState.h"
+#include "te/exec/RecipeSwitch.h"
 
 #include <cstring>
 
@@ -161,6 +162,66 @@ rt::Expected<BackendSession::Call> BackendSession::call(const Entry &e) {
         continue;
       TE_RETURN_IF_ERROR(deviceStore_->upload(n, out.cpu[i], *stream_));
       hostStore_.markExact(n);
+    }
+  }
+  return out;
+}
+
+rt::Expected<BackendSession::Switch>
+BackendSession::switchProgram(const Program &next) {
+  rt::Expected<RecipeSwitch> plan = planRecipeSwitch(*program_, next);
+  if (!plan)
+    return plan.status();
+  for (const std::string &name : plan->dropped) {
+    hostStore_.values.erase(name);
+    hostStore_.scaling.erase(name);
+    deviceStore_->values.erase(name);
+    deviceStore_->written.erase(name);
+  }
+  // The runners bind the old program's buffers: new ones are made on the
+  // next call of each entry; arguments and call counts carry over by name.
+  std::map<const Entry *, PerEntry> carried;
+  for (auto &[old, pe] : entries_) {
+    pe.runner.reset();
+    if (const Entry *e = next.find(old->name))
+      carried[e] = std::move(pe);
+  }
+  entries_ = std::move(carried);
+  program_ = &next;
+
+  Switch out;
+  out.requantized = plan->requantized;
+  for (const Entry &e : plan->requantize.entries) {
+    std::vector<ValueData> cpu, cuda;
+    if (cpu_) {
+      auto r = runCpu(plan->requantize, e, {{}}, nullptr, nullptr, &hostStore_,
+                      {}, host_);
+      if (!r)
+        return r.status();
+      cpu = std::move(*r);
+    }
+    if (device_) {
+      auto runner = CudaRunner::create(plan->requantize, e, *device_, *cache_,
+                                       deviceStore_.get());
+      if (!runner)
+        return runner.status();
+      TE_RETURN_IF_ERROR(runner->run(*stream_));
+      auto r = runner->results(*stream_);
+      if (!r)
+        return r.status();
+      cuda = std::move(*r);
+    }
+    if (cpu_ && device_) {
+      Comparison c = compareResults(cpu, cuda, "cpu", "cuda");
+      if (!c.difference.empty()) {
+        c.difference = e.name + ": " + c.difference;
+        out.comparison = c;
+        return out;
+      }
+      if (!out.comparison)
+        out.comparison.emplace();
+      out.comparison->accumulate(c);
+      total_.accumulate(c);
     }
   }
   return out;

@@ -105,14 +105,6 @@ rt::Status HostStore::write(const std::string &name, const Value &v,
   return rt::Status::ok();
 }
 
-/// Whether a stored value can stand for `v`: same kind, shape, type and
-/// schemes (the IR gives every declaration of a persistent value one type).
-static bool sameType(const Value &a, const Value &b) {
-  return a.kind == b.kind && a.shape == b.shape && a.dtype == b.dtype &&
-         a.rowwise == b.rowwise && a.columnwise == b.columnwise &&
-         a.columnwiseSource == b.columnwiseSource;
-}
-
 static ValueData toValueData(const Value &v, const HostValue &h) {
   ValueData out;
   if (!v.isQuantized()) {

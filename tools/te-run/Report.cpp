@@ -116,6 +116,17 @@ void printStates(const std::vector<std::string> &names,
   }
 }
 
+void printSwitch(size_t call, const exec::BackendSession::Switch &s) {
+  llvm::outs() << "switch before call " << call << ":";
+  if (s.requantized.empty())
+    llvm::outs() << " no stored value changes format";
+  for (size_t i = 0; i < s.requantized.size(); ++i)
+    llvm::outs() << (i ? "," : "") << " re-quantized "
+                 << s.requantized[i].first << " from "
+                 << s.requantized[i].second;
+  llvm::outs() << "\n";
+}
+
 void printCheck(const exec::Comparison &c, size_t numCalls) {
   std::string calls =
       numCalls > 1 ? " in " + std::to_string(numCalls) + " calls" : "";

@@ -8,6 +8,7 @@
 #define TE_TOOLS_TE_RUN_REPORT_H
 
 #include "te/codegen/Program.h"
+#include "te/exec/BackendSession.h"
 #include "te/exec/Compare.h"
 
 namespace te::run {
@@ -30,6 +31,9 @@ void printStep(const cg::Entry &e, const std::string &label,
 /// user sees the scale follow the amaxes.
 void printStates(const std::vector<std::string> &names,
                  const std::vector<exec::ValueData> &states);
+
+/// "switch before call N: re-quantized V from M, ..." for --switch-recipe.
+void printSwitch(size_t call, const exec::BackendSession::Switch &s);
 
 /// The closing "check: ..." line of --check over `numCalls` calls.
 void printCheck(const exec::Comparison &total, size_t numCalls);

@@ -7,7 +7,7 @@
 // te-run FILE.mlir [--entry NAME[,NAME...]] [--backend cuda|cpu|both]
 //        [--input NAME=FILE.npy]... [--random-inputs SEED] [--dump DIR]
 //        [--check | --check-if-gpu] [--bench N] [--steps N] [--arch sm_90a]
-//        [--cache-dir DIR] [--ranks N]
+//        [--cache-dir DIR] [--ranks N] [--switch-recipe CALL:LAYER=RECIPE]
 //
 // Parses FILE (te IR at any stage te-opt prints, "-" for stdin), runs the
 // te-to-cuda pipeline, lowers the entry to the kernel level, then runs it on
@@ -40,12 +40,14 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <map>
 #include <new>
 #include <thread>
 
@@ -107,6 +109,14 @@ static cl::opt<int> ranks(
              "reads --input / writes --dump paths with {rank} replaced by "
              "r; every rank's output is printed in rank order"),
     cl::value_desc("N"), cl::init(1));
+static cl::list<std::string> switchRecipes(
+    "switch-recipe",
+    cl::desc("Before call CALL (counting from 1 over --steps and --entry), "
+             "give layer LAYER the module's recipe RECIPE (several "
+             "LAYER=RECIPE separated by commas): the session goes on with "
+             "the module compiled that way, quantized persistent values in "
+             "a new format re-quantized from their FP32 masters"),
+    cl::value_desc("CALL:LAYER=RECIPE[,LAYER=RECIPE]"));
 static cl::opt<int> steps(
     "steps",
     cl::desc("Run the entry (or the sequence) N times, carrying optimizer "
@@ -258,10 +268,39 @@ static int run(int argc, char **argv) {
       mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module)
     return 1;
+  te::api::CompileOptions compileOptions;
+  compileOptions.arch = arch;
   mlir::FailureOr<cg::Program> program =
-      te::api::compileToProgram(*module, arch);
+      te::api::compileToProgram(*module, compileOptions);
   if (mlir::failed(program))
     return 1;
+  // --switch-recipe: the module compiled again with other layer recipes,
+  // by the call before which the session switches to it.
+  std::map<size_t, cg::Program> switches;
+  for (const std::string &spec : switchRecipes) {
+    size_t colon = spec.find(':');
+    size_t call = 0;
+    if (colon == std::string::npos ||
+        !llvm::to_integer(llvm::StringRef(spec).take_front(colon), call, 10) ||
+        call < 1)
+      die("--switch-recipe wants CALL:LAYER=RECIPE[,LAYER=RECIPE] with CALL "
+          ">= 1, got '" + spec + "'");
+    te::api::CompileOptions o = compileOptions;
+    llvm::SmallVector<llvm::StringRef> pairs;
+    llvm::StringRef(spec).drop_front(colon + 1).split(pairs, ',');
+    for (llvm::StringRef pair : pairs) {
+      auto [layer, recipe] = pair.split('=');
+      o.layerRecipes[layer.str()] = recipe.str();
+    }
+    mlir::OwningOpRef<mlir::ModuleOp> variant =
+        mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
+    mlir::FailureOr<cg::Program> p =
+        variant ? te::api::compileToProgram(*variant, o)
+                : mlir::FailureOr<cg::Program>(mlir::failure());
+    if (mlir::failed(p))
+      return 1;
+    switches[call - 1] = std::move(*p);
+  }
 
   std::vector<const cg::Entry *> sequence = sequenceOf(*program);
 
@@ -367,8 +406,26 @@ static int run(int argc, char **argv) {
     session->setArguments(*entry, std::move(args));
 
   size_t totalCalls = sequence.size() * size_t(steps);
+  if (!switches.empty() && switches.rbegin()->first >= totalCalls)
+    die("--switch-recipe before call " +
+        std::to_string(switches.rbegin()->first + 1) + ", but the run makes " +
+        std::to_string(totalCalls) + " call(s)");
   exec::BackendSession::Call last;
   for (size_t call = 0; call < totalCalls; ++call) {
+    if (auto sw = switches.find(call); sw != switches.end()) {
+      auto done = session->switchProgram(sw->second);
+      if (!done)
+        die(done.status().toString());
+      te::run::printSwitch(call + 1, *done);
+      if (done->comparison && !done->comparison->difference.empty()) {
+        llvm::outs() << "check: MISMATCH re-quantizing "
+                     << done->comparison->difference << "\n";
+        return 2;
+      }
+      for (const cg::Entry *&e : sequence)
+        if (!(e = sw->second.find(e->name)))
+          die("the switched program lost a function");
+    }
     const cg::Entry &e = *sequence[call % sequence.size()];
     auto outcome = session->call(e);
     if (!outcome)

@@ -63,7 +63,9 @@ int main(int argc, char **argv) {
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module)
     return 1;
-  auto program = te::api::compileToProgram(*module, arch);
+  te::api::CompileOptions options;
+  options.arch = arch;
+  auto program = te::api::compileToProgram(*module, options);
   if (mlir::failed(program))
     return 1;
   for (const te::cg::Entry &e : program->entries) {

@@ -420,6 +420,25 @@ std::string validateKernel(const Entry &e, const Kernel &k) {
       k);
 }
 
+bool sameType(const Value &a, const Value &b) {
+  return a.kind == b.kind && a.shape == b.shape && a.dtype == b.dtype &&
+         a.rowwise == b.rowwise && a.columnwise == b.columnwise &&
+         a.columnwiseSource == b.columnwiseSource;
+}
+
+std::map<std::string, Value> persistentValues(const Program &p) {
+  std::map<std::string, Value> out;
+  for (const Entry &e : p.entries) {
+    for (size_t i = 0; i < e.args.size(); ++i)
+      if (!e.persistentArg(i).empty())
+        out.emplace(e.persistentArg(i), e.values[size_t(e.args[i])]);
+    for (size_t i = 0; i < e.results.size(); ++i)
+      if (!e.persistentResult(i).empty())
+        out.emplace(e.persistentResult(i), e.values[size_t(e.results[i])]);
+  }
+  return out;
+}
+
 std::string validate(const Entry &e) {
   auto inRange = [&](int v) {
     return v >= 0 && v < static_cast<int>(e.values.size());

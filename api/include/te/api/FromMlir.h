@@ -19,14 +19,15 @@
 
 namespace te::api {
 
-/// Runs the te-to-cuda pipeline for `arch` on `module` (in place), then
-/// lowers it to the kernel-level Program. The module may be at any stage
-/// te-opt prints: te IR, partly lowered, or all tek (then only lowered). An
-/// empty `arch` means the module's te.target, else sm_90a; a module that
-/// has a te.target for another architecture is an error. Diagnostics go to
-/// the context's handlers.
+/// Runs the te-to-cuda pipeline for `opts.arch` on `module` (in place),
+/// then lowers it to the kernel-level Program. The module may be at any
+/// stage te-opt prints: te IR, partly lowered, or all tek (then only
+/// lowered). An empty `arch` means the module's te.target, else sm_90a; a
+/// module that has a te.target for another architecture is an error, as
+/// are layer recipes for a module already lowered. Diagnostics go to the
+/// context's handlers.
 mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
-                                              llvm::StringRef arch);
+                                              const CompileOptions &opts);
 
 /// compileToProgram, wrapped: diagnostics go to the module's context
 /// handlers and are also returned in the Status message.

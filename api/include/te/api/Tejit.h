@@ -37,6 +37,7 @@
 #include "te/runtime/Device.h"
 #include "te/runtime/KernelCache.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,10 @@ namespace te::api {
 
 struct CompileOptions {
   std::string arch = "sm_90a"; ///< target of the te-to-cuda pipeline
+  /// Layer name -> recipe symbol: the named layers (te.linear `layer`) use
+  /// that recipe of the module instead of their own - a recipe switch
+  /// (Session::switchModule; docs/Guide.md §7.2).
+  std::map<std::string, std::string> layerRecipes;
 };
 
 /// One device buffer a function reads or writes.
@@ -118,6 +123,7 @@ public:
 
 private:
   friend class HostSession;
+  friend class Session;
   std::shared_ptr<const cg::Program> program_;
 };
 
@@ -207,6 +213,17 @@ public:
   /// Whether `name` holds a value: set, or written by a function. A function
   /// reading a value not held yet fails with InvalidArgument.
   bool holds(const std::string &name) const;
+  /// Goes on with `next`, the same module compiled with other recipes
+  /// (CompileOptions::layerRecipes): its functions replace this session's
+  /// (function() pointers from before are invalid), the persistent values
+  /// stay, and each quantized value `next` stores in another format is
+  /// re-quantized on `stream` from its FP32 master (the persistent tensor a
+  /// function of `next` quantizes it from); a delayed-scaling state of
+  /// another scheme starts afresh (docs/Guide.md §7.2). Fails, naming the
+  /// value, where a changed value has no master; after a failure the
+  /// session is not usable.
+  rt::Status switchModule(const CompiledModule &next,
+                          const rt::Stream &stream);
 
 private:
   Session();
@@ -248,6 +265,8 @@ public:
   rt::Expected<std::vector<std::pair<std::string, std::vector<uint8_t>>>>
   read(const std::string &name) const;
   bool holds(const std::string &name) const;
+  /// Session::switchModule on the CPU backend.
+  rt::Status switchModule(const CompiledModule &next);
 
 private:
   HostSession();

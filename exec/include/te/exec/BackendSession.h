@@ -79,6 +79,18 @@ public:
   /// later calls compare bit for bit.
   rt::Expected<Call> call(const cg::Entry &e);
 
+  /// Goes on with `next` (the same module compiled with other recipes;
+  /// it must outlive the session): persistent values `next` stores
+  /// differently are re-quantized from their masters on each backend
+  /// (RecipeSwitch.h) - compared with each other when both run - and the
+  /// entries' arguments carry over by name. Returns what was re-quantized
+  /// (value, master) and, with both backends, the comparison.
+  struct Switch {
+    std::vector<std::pair<std::string, std::string>> requantized;
+    std::optional<Comparison> comparison;
+  };
+  rt::Expected<Switch> switchProgram(const cg::Program &next);
+
   /// Every comparison so far, added up.
   const Comparison &total() const { return total_; }
   /// The CUDA runner of `e` (null before its first call or without CUDA).

@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -255,6 +256,14 @@ struct Program {
 
   const Entry *find(const std::string &name) const;
 };
+
+/// Whether `a` and `b` are stored alike: the same kind, shape, element type
+/// and schemes (every declaration of one persistent value has one type).
+bool sameType(const Value &a, const Value &b);
+
+/// Every persistent value of `p` (te.persistent on any entry's argument or
+/// result) with its type, by name.
+std::map<std::string, Value> persistentValues(const Program &p);
 
 /// The storage of direction `d` of a quantized value (te::rt::storageFor on
 /// the value's 2-D view). In a hybrid the columnwise direction never shares
