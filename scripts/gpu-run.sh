@@ -65,6 +65,9 @@ run "te-run-session-qweight" "$PACK/bin/te-run" examples/quantized_weight_adamw.
 # Delayed scaling: the states evolve over the steps, compared every step.
 run "te-run-check-delayed-loop" "$PACK/bin/te-run" examples/delayed_scaling_loop.mlir --random-inputs 1 --check --steps 8
 run "te-run-check-delayed-states" sh -c "for e in hybrid options; do $PACK/bin/te-run test/Tools/te-run-delayed-scaling.mlir --entry \$e --random-inputs 2 --check --steps 6 || exit 1; done"
+# A layer switching NVFP4 -> MXFP8 mid-training, the weight re-quantized.
+run "te-run-check-recipe-switch" "$PACK/bin/te-run" examples/recipe_switch.mlir --random-inputs 1 --check \
+  --entry init,train_step,optimizer_step,train_step,optimizer_step,train_step --switch-recipe 4:fc1=mxfp8
 # Two ranks (processes) gather quantized weight shards over NCCL.
 if (( GPUS >= 2 )); then
   run "te-run-check-all-gather" "$PACK/bin/te-run" test/Tools/te-run-all-gather.mlir --ranks 2 --check \
@@ -119,7 +122,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
   run "quantize-bench" sh -c "for e in mxfp8 fp8_block_1x128 fp8_block_128x128 nvfp4 fp8_current; do echo \$e; $PACK/bin/te-run bench/quantize_16384x8192.mlir --entry \$e --random-inputs 3 --bench 30 | grep -E 'bench|copy'; done"
   run "quantize_torch.py" python3 bench/quantize_torch.py 16384 8192 30
 fi
-for b in te-run-check-delayed-loop te-run-check-delayed-states all-gather-bench te-run-check-all-gather te-run-check-fsdp recipes-bench dequantize-bench grouped-gemm-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
+for b in te-run-check-delayed-loop te-run-check-delayed-states te-run-check-recipe-switch all-gather-bench te-run-check-all-gather te-run-check-fsdp recipes-bench dequantize-bench grouped-gemm-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
   [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
 done
 echo
