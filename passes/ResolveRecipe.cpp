@@ -81,9 +81,8 @@ static LogicalResult retypePersistent(ModuleOp module, StringRef name,
     auto q = cast<QTensorType>(t);
     return QTensorType::getChecked(
         [&] {
-          return layer->emitOpError()
-                 << "cannot store its weight '" << name << "' as " << scheme
-                 << ": ";
+          return layer->emitOpError() << "cannot store its weight '" << name
+                                      << "' as " << scheme << ": ";
         },
         module.getContext(), q.getShape(), q.getElementType(), scheme,
         q.getDirections());
@@ -92,7 +91,8 @@ static LogicalResult retypePersistent(ModuleOp module, StringRef name,
     SmallVector<Type> args(fn.getArgumentTypes()), results(fn.getResultTypes());
     bool changed = false;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-      auto n = fn.getArgAttrOfType<StringAttr>(i, TeDialect::kPersistentAttrName);
+      auto n =
+          fn.getArgAttrOfType<StringAttr>(i, TeDialect::kPersistentAttrName);
       if (!n || n.getValue() != name || !isa<QTensorType>(args[i]))
         continue;
       QTensorType t = retype(args[i]);
@@ -129,15 +129,14 @@ static LogicalResult retypePersistent(ModuleOp module, StringRef name,
 /// at the module) on a malformed entry or a layer no op has. A quantized
 /// primary weight of such a layer (a persistent !te.qtensor) is stored in
 /// the new recipe's weight scheme, in every function.
-static LogicalResult
-overrideLayerRecipes(ModuleOp module, ArrayRef<std::string> layerRecipes) {
+static LogicalResult overrideLayerRecipes(ModuleOp module,
+                                          ArrayRef<std::string> layerRecipes) {
   llvm::StringMap<FlatSymbolRefAttr> recipes;
   for (StringRef entry : layerRecipes) {
     auto [layer, recipe] = entry.split('=');
     if (layer.empty() || recipe.empty())
-      return module.emitError()
-             << "layer-recipes entry '" << entry
-             << "' must be layer=recipe (e.g. fc1=mxfp8)";
+      return module.emitError() << "layer-recipes entry '" << entry
+                                << "' must be layer=recipe (e.g. fc1=mxfp8)";
     recipes[layer] = FlatSymbolRefAttr::get(module.getContext(), recipe);
   }
   llvm::StringSet<> seen;
@@ -163,15 +162,15 @@ overrideLayerRecipes(ModuleOp module, ArrayRef<std::string> layerRecipes) {
                    : StringAttr();
     if (!name || !isa<QTensorType>(w.getType()))
       return WalkResult::advance();
-    FailureOr<DictionaryAttr> schemes = resolveRecipeRoles(
-        op, it->second, kLinearKind, {"weight"}, symbols);
+    FailureOr<DictionaryAttr> schemes =
+        resolveRecipeRoles(op, it->second, kLinearKind, {"weight"}, symbols);
     if (failed(schemes))
       return WalkResult::interrupt();
     auto scheme = cast<SchemeAttrInterface>(schemes->get("weight"));
     auto [entry, added] = weights.insert({name, {scheme, op}});
     if (!added && entry->second.first != scheme) {
-      op->emitOpError() << "stores its weight '" << name.getValue()
-                        << "' as " << scheme << ", another layer as "
+      op->emitOpError() << "stores its weight '" << name.getValue() << "' as "
+                        << scheme << ", another layer as "
                         << entry->second.first;
       return WalkResult::interrupt();
     }

@@ -242,8 +242,8 @@ rt::Status Session::switchModule(const CompiledModule &next,
   TE_RETURN_IF_ERROR(st.load(*next.program_));
   st.program = next.program_;
   for (const cg::Entry &e : plan->requantize.entries) {
-    auto exe = Executable::load(plan->requantize, e.name, *st.device,
-                                *st.cache, st.store.get());
+    auto exe = Executable::load(plan->requantize, e.name, *st.device, *st.cache,
+                                st.store.get());
     if (!exe)
       return exe.status();
     TE_RETURN_IF_ERROR(exe->run({}, {}, stream));

@@ -121,9 +121,8 @@ void printSwitch(size_t call, const exec::BackendSession::Switch &s) {
   if (s.requantized.empty())
     llvm::outs() << " no stored value changes format";
   for (size_t i = 0; i < s.requantized.size(); ++i)
-    llvm::outs() << (i ? "," : "") << " re-quantized "
-                 << s.requantized[i].first << " from "
-                 << s.requantized[i].second;
+    llvm::outs() << (i ? "," : "") << " re-quantized " << s.requantized[i].first
+                 << " from " << s.requantized[i].second;
   llvm::outs() << "\n";
 }
 

@@ -284,7 +284,8 @@ static int run(int argc, char **argv) {
         !llvm::to_integer(llvm::StringRef(spec).take_front(colon), call, 10) ||
         call < 1)
       die("--switch-recipe wants CALL:LAYER=RECIPE[,LAYER=RECIPE] with CALL "
-          ">= 1, got '" + spec + "'");
+          ">= 1, got '" +
+          spec + "'");
     te::api::CompileOptions o = compileOptions;
     llvm::SmallVector<llvm::StringRef> pairs;
     llvm::StringRef(spec).drop_front(colon + 1).split(pairs, ',');

@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Support/GpuStream.h"
+
 #include "te/api/Tejit.h"
 
 #include <gtest/gtest.h>
@@ -116,11 +118,11 @@ TEST(DelayedScalingSession, HostSessionKeepsAndRestoresTheState) {
 }
 
 TEST(DelayedScalingSession, GpuSessionMatchesTheCpuCallByCall) {
-  auto device = rt::Device::open();
-  if (!device)
-    GTEST_SKIP() << "no GPU: " << device.status().message().substr(0, 40);
-  auto stream = rt::Stream::create(*device);
-  ASSERT_TRUE(stream);
+  test::GpuStream g = test::GpuStream::open();
+  if (!g.stream)
+    GTEST_SKIP() << g.why;
+  const rt::Device *device = &*g.device;
+  const rt::Stream *stream = &*g.stream;
   auto m = api::CompiledModule::fromSource(kModule);
   ASSERT_TRUE(m) << m.status().toString();
   rt::KernelCache cache("");

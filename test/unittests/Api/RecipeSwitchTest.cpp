@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Support/GpuStream.h"
+
 #include "te/api/Tejit.h"
 #include "te/runtime/reference/Quantize.h"
 
@@ -173,11 +175,10 @@ TEST(RecipeSwitch, CpuSessionRequantizesEveryStoredBufferAtEachSwitch) {
   size_t n = 256 * 128;
   ASSERT_TRUE(s->set("fc1.master", floats(n, 1, 0.05f).data(), 4 * n));
   ASSERT_TRUE(s->call("init", {}));
-  for (auto [name, bytes] :
-       {std::pair<const char *, std::vector<uint8_t>>{"fc1.grad",
-                                                      floats(n, 2, 1e-2f)},
-        {"fc1.exp_avg", floats(n, 3, 1e-3f)},
-        {"fc1.exp_avg_sq", floats(n, 4, 1e-4f, true)}})
+  for (auto [name, bytes] : {std::pair<const char *, std::vector<uint8_t>>{
+                                 "fc1.grad", floats(n, 2, 1e-2f)},
+                             {"fc1.exp_avg", floats(n, 3, 1e-3f)},
+                             {"fc1.exp_avg_sq", floats(n, 4, 1e-4f, true)}})
     ASSERT_TRUE(s->set(name, bytes.data(), bytes.size()));
 
   const api::CompiledModule *modules[] = {&mx, &nv, &mx};
@@ -198,11 +199,11 @@ TEST(RecipeSwitch, CpuSessionRequantizesEveryStoredBufferAtEachSwitch) {
 }
 
 TEST(RecipeSwitch, GpuSessionStoresWhatTheCpuSessionStores) {
-  auto device = rt::Device::open();
-  if (!device)
-    GTEST_SKIP() << "no GPU: " << device.status().message().substr(0, 40);
-  auto stream = rt::Stream::create(*device);
-  ASSERT_TRUE(stream);
+  test::GpuStream g = test::GpuStream::open();
+  if (!g.stream)
+    GTEST_SKIP() << g.why;
+  const rt::Device *device = &*g.device;
+  const rt::Stream *stream = &*g.stream;
   api::CompiledModule nv = compile(""), mx = compile("mxfp8");
   rt::KernelCache cache("");
   auto gpu = api::Session::create(nv, *device, cache);
@@ -210,12 +211,11 @@ TEST(RecipeSwitch, GpuSessionStoresWhatTheCpuSessionStores) {
   auto cpu = api::HostSession::create(nv);
   ASSERT_TRUE(cpu);
   size_t n = 256 * 128;
-  for (auto [name, bytes] :
-       {std::pair<const char *, std::vector<uint8_t>>{"fc1.master",
-                                                      floats(n, 1, 0.05f)},
-        {"fc1.grad", floats(n, 2, 1e-2f)},
-        {"fc1.exp_avg", floats(n, 3, 1e-3f)},
-        {"fc1.exp_avg_sq", floats(n, 4, 1e-4f, true)}}) {
+  for (auto [name, bytes] : {std::pair<const char *, std::vector<uint8_t>>{
+                                 "fc1.master", floats(n, 1, 0.05f)},
+                             {"fc1.grad", floats(n, 2, 1e-2f)},
+                             {"fc1.exp_avg", floats(n, 3, 1e-3f)},
+                             {"fc1.exp_avg_sq", floats(n, 4, 1e-4f, true)}}) {
     ASSERT_TRUE(gpu->set(name, bytes.data(), bytes.size(), *stream));
     ASSERT_TRUE(cpu->set(name, bytes.data(), bytes.size()));
   }
@@ -237,8 +237,8 @@ TEST(RecipeSwitch, GpuSessionStoresWhatTheCpuSessionStores) {
     ASSERT_TRUE(stream->synchronize());
   };
   auto expectSameStores = [&] {
-    for (const char *name : {"fc1.master", "fc1.exp_avg", "fc1.exp_avg_sq",
-                             "fc1.weight"}) {
+    for (const char *name :
+         {"fc1.master", "fc1.exp_avg", "fc1.exp_avg_sq", "fc1.weight"}) {
       auto g = gpu->read(name, *stream);
       auto c = cpu->read(name);
       ASSERT_TRUE(g && c) << name;

@@ -13,6 +13,8 @@
 #ifndef TE_TEST_CODEGEN_BACKENDCOMPARISON_H
 #define TE_TEST_CODEGEN_BACKENDCOMPARISON_H
 
+#include "Support/GpuStream.h"
+
 #include "te/exec/Compare.h"
 #include "te/exec/CudaRunner.h"
 
@@ -20,32 +22,6 @@
 #include <string>
 
 namespace te::test {
-
-/// The GPU and a stream for backend comparisons, or why there is none (a
-/// test skips with it): `auto gpu = GpuStream::open(); if (!gpu.stream)
-/// GTEST_SKIP() << gpu.why;`.
-struct GpuStream {
-  std::optional<rt::Device> device;
-  std::optional<rt::Stream> stream;
-  std::string why;
-
-  static GpuStream open() {
-    GpuStream g;
-    rt::Expected<rt::Device> d = rt::Device::open();
-    if (!d) {
-      g.why = d.status().toString();
-      return g;
-    }
-    g.device.emplace(*d);
-    rt::Expected<rt::Stream> s = rt::Stream::create(*g.device);
-    if (!s) {
-      g.why = s.status().toString();
-      return g;
-    }
-    g.stream.emplace(std::move(*s));
-    return g;
-  }
-};
 
 /// The comparison of both backends' results; a backend failure is reported
 /// as the difference.

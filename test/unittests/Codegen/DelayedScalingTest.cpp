@@ -92,8 +92,8 @@ std::vector<float> stepInput(int i) {
   std::mt19937 gen(uint32_t(1000 + i));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(size_t(kRows * kCols));
-  float gain[] = {1.0f, 64.0f, 0.0f, 1.0f / 1024, 1.0f, 1.0f, 0.0f,
-                  0.0f, 3.0f, 1.0f, 0.0f, 200.0f, 1.0f, 0.5f};
+  float gain[] = {1.0f, 64.0f, 0.0f, 1.0f / 1024, 1.0f,   1.0f, 0.0f,
+                  0.0f, 3.0f,  1.0f, 0.0f,        200.0f, 1.0f, 0.5f};
   for (float &v : x)
     v = normal(gen) * gain[i % 14];
   switch (i % 14) {
@@ -170,15 +170,15 @@ class DelayedScaling : public ::testing::TestWithParam<Case> {};
 TEST_P(DelayedScaling, CpuStateFollowsTheReferenceOverManySteps) {
   cg::Program p = program(GetParam());
   std::vector<std::string> names = stateNames(p);
-  ASSERT_EQ(names.size(), GetParam().rowwise == GetParam().columnwise ? 1u : 2u);
+  ASSERT_EQ(names.size(),
+            GetParam().rowwise == GetParam().columnwise ? 1u : 2u);
   exec::HostStore store;
   Model model(GetParam());
   for (int i = 0; i < 30; ++i) {
     SCOPED_TRACE("step " + std::to_string(i));
     float scaleBefore = model.states[0].scale;
-    auto out = exec::runCpu(p, p.entries[0],
-                            {test::bf16Bytes(stepInput(i))}, nullptr, nullptr,
-                            &store);
+    auto out = exec::runCpu(p, p.entries[0], {test::bf16Bytes(stepInput(i))},
+                            nullptr, nullptr, &store);
     ASSERT_TRUE(out) << out.status().toString();
     model.step(stepInput(i));
     for (size_t s = 0; s < names.size(); ++s)
@@ -194,8 +194,7 @@ TEST_P(DelayedScaling, CpuStateFollowsTheReferenceOverManySteps) {
     EXPECT_EQ(scaleInv, rt::ref::scaleInvFromScale(scaleBefore));
   }
   // Without a store every call starts from a fresh state: scale 1.
-  auto fresh =
-      exec::runCpu(p, p.entries[0], {test::bf16Bytes(stepInput(0))});
+  auto fresh = exec::runCpu(p, p.entries[0], {test::bf16Bytes(stepInput(0))});
   ASSERT_TRUE(fresh);
   float scaleInv;
   std::memcpy(&scaleInv, (*fresh)[0][1].bytes.data(), 4);
@@ -223,8 +222,8 @@ TEST_P(DelayedScaling, GpuMatchesCpuBitForBitEagerAndReplayed) {
     SCOPED_TRACE(graph ? "graph replays" : "eager runs");
     exec::HostStore host;
     exec::DeviceStore device;
-    auto runner = exec::CudaRunner::create(p, p.entries[0], *gpu.device, cache,
-                                           &device);
+    auto runner =
+        exec::CudaRunner::create(p, p.entries[0], *gpu.device, cache, &device);
     ASSERT_TRUE(runner) << runner.status().toString();
     ASSERT_TRUE(runner->poison(0xA5, *gpu.stream));
     for (int i = 0; i < 30; ++i) {
@@ -239,16 +238,15 @@ TEST_P(DelayedScaling, GpuMatchesCpuBitForBitEagerAndReplayed) {
         ASSERT_TRUE(runner->capture(*gpu.stream));
       auto cuda = runner->results(*gpu.stream);
       ASSERT_TRUE(cuda) << cuda.status().toString();
-      auto cpu =
-          exec::runCpu(p, p.entries[0], {x}, nullptr, nullptr, &host);
+      auto cpu = exec::runCpu(p, p.entries[0], {x}, nullptr, nullptr, &host);
       ASSERT_TRUE(cpu) << cpu.status().toString();
       EXPECT_EQ(exec::firstDifference(*cpu, *cuda, "cpu", "cuda"), "");
       for (const std::string &name : names) {
         auto state = exec::readState(device, name, *gpu.stream);
         ASSERT_TRUE(state) << state.status().toString();
-        EXPECT_EQ(exec::firstDifference({host.read(name)}, {*state}, "cpu",
-                                        "cuda"),
-                  "")
+        EXPECT_EQ(
+            exec::firstDifference({host.read(name)}, {*state}, "cpu", "cuda"),
+            "")
             << name;
       }
     }
@@ -270,8 +268,7 @@ TEST(DelayedScalingPlan, StateBuffersAndOneUpdateLaunchAfterTheKernels) {
   EXPECT_EQ(plan->states[1].name, "x.delayed_scaling.columnwise");
   for (const cg::EntryPlan::StateBuffers &s : plan->states) {
     EXPECT_EQ(plan->initial[size_t(s.scale)], cg::initialScale());
-    EXPECT_EQ(plan->initial[size_t(s.history)],
-              std::vector<uint8_t>(4 * 4, 0));
+    EXPECT_EQ(plan->initial[size_t(s.history)], std::vector<uint8_t>(4 * 4, 0));
   }
   // The quantize kernel, then the update: one launch, a CTA per state.
   ASSERT_EQ(plan->kernels.size(), 2u);
@@ -282,8 +279,7 @@ TEST(DelayedScalingPlan, StateBuffersAndOneUpdateLaunchAfterTheKernels) {
   EXPECT_EQ(k.grid.x, 2u);
   // Histories of 4: one warp, one entry a thread.
   EXPECT_EQ(k.block.x, 32u);
-  EXPECT_NE(k.source.find("updateDelayedScaling<17, 32, 1>"),
-            std::string::npos)
+  EXPECT_NE(k.source.find("updateDelayedScaling<17, 32, 1>"), std::string::npos)
       << k.source;
   ASSERT_EQ(k.args.size(), 1u);
   const std::vector<rt::ArgDesc> &w = k.args[0].items;

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "te/runtime/reference/Quantize.h"
 #include "te/runtime/reference/Scales.h"
+#include "te/runtime/reference/Quantize.h"
 
 #include "gtest/gtest.h"
 
@@ -313,8 +313,7 @@ TEST(ScalesTest, DelayedScalingPow2RoundsANewScaleDown) {
   step(s, AmaxAlgo::MostRecent, 0.0f);
   updateDelayedScaling(s, AmaxAlgo::MostRecent, 448.0f, 0, 3.0f, true);
   EXPECT_EQ(s.scale, 128.0f);
-  updateDelayedScaling(s, AmaxAlgo::MostRecent, 448.0f, 0, kMinSubnormal,
-                       true);
+  updateDelayedScaling(s, AmaxAlgo::MostRecent, 448.0f, 0, kMinSubnormal, true);
   EXPECT_EQ(s.scale, 0x1p127f);
   s.scale = 3.0f;
   updateDelayedScaling(s, AmaxAlgo::MostRecent, 448.0f, 0, 0.0f, true);
@@ -324,9 +323,8 @@ TEST(ScalesTest, DelayedScalingPow2RoundsANewScaleDown) {
 TEST(ScalesTest, DelayedScalingSchemeOptionsReachTheUpdate) {
   // e5m2 (57344), margin 2, most_recent, pow2: 57344 / 4 / 5 = 2867.2 ->
   // 2048.
-  te::rt::Scheme sch =
-      te::rt::Scheme::fp8Delayed(te::rt::DType::E5M2, 2,
-                                 te::rt::AmaxAlgo::MostRecent, 2, /*pow2=*/true);
+  te::rt::Scheme sch = te::rt::Scheme::fp8Delayed(
+      te::rt::DType::E5M2, 2, te::rt::AmaxAlgo::MostRecent, 2, /*pow2=*/true);
   DelayedScalingState s{{5.0f, 0.0f}, 1.0f};
   updateDelayedScaling(s, sch);
   EXPECT_EQ(s.scale, 2048.0f);

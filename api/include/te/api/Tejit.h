@@ -222,8 +222,7 @@ public:
   /// another scheme starts afresh (docs/Guide.md §7.2). Fails, naming the
   /// value, where a changed value has no master; after a failure the
   /// session is not usable.
-  rt::Status switchModule(const CompiledModule &next,
-                          const rt::Stream &stream);
+  rt::Status switchModule(const CompiledModule &next, const rt::Stream &stream);
 
 private:
   Session();
