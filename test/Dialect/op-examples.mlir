@@ -1,12 +1,12 @@
 // Every op's description carries a complete example (```mlir block in
-// dialect/te/TeOps.td and dialect/tek/TekOps.td) that parses and verifies as
+// dialect/te/TeOps.td, TeLayerOps.td and dialect/tek/TekOps.td) that parses and verifies as
 // written: the blocks are taken from the .td files themselves, so they
 // cannot rot.
-// RUN: awk '/```mlir/{on=1; if (n++) print "// -----"; next} /```/{on=0} on' %te_src_root/dialect/te/TeOps.td %te_src_root/dialect/tek/TekOps.td > %t.mlir
+// RUN: awk '/```mlir/{on=1; if (n++) print "// -----"; next} /```/{on=0} on' %te_src_root/dialect/te/TeOps.td %te_src_root/dialect/te/TeLayerOps.td %te_src_root/dialect/tek/TekOps.td > %t.mlir
 // RUN: te-opt %t.mlir -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: te-opt %t.mlir -split-input-file | te-opt -split-input-file | FileCheck %s
 // No op of either dialect lacks an example.
-// RUN: awk '/^def /{ if (name != "" && !seen) print name; name = ($0 ~ /: Tek?_Op</) ? $2 : ""; seen = 0 } /```mlir/{ seen = 1 } END { if (name != "" && !seen) print name }' %te_src_root/dialect/te/TeOps.td %te_src_root/dialect/tek/TekOps.td | count 0
+// RUN: awk '/^def /{ if (name != "" && !seen) print name; name = ($0 ~ /: Tek?_Op</) ? $2 : ""; seen = 0 } /```mlir/{ seen = 1 } END { if (name != "" && !seen) print name }' %te_src_root/dialect/te/TeOps.td %te_src_root/dialect/te/TeLayerOps.td %te_src_root/dialect/tek/TekOps.td | count 0
 
 // CHECK: te.recipe @mxfp8_fwd_nvfp4_bwd
 // CHECK: te.recipe @deepseek
