@@ -100,6 +100,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == linear ]]; then
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == recipes ]]; then
   run "recipes-bench" sh -c "for e in bf16 fp8_block mxfp8 nvfp4 hybrid; do echo \$e; $PACK/bin/te-run bench/linear_recipes_8192.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
+  run "double-quantize-bench" sh -c "for e in plain_mxfp8_mxfp8 doubled_mxfp8_mxfp8 plain_nvfp4_mxfp8 doubled_nvfp4_mxfp8 plain_mxfp8_nvfp4 doubled_mxfp8_nvfp4; do echo \$e; $PACK/bin/te-run bench/double_quantize_16384x8192.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
   run "dequantize-bench" sh -c "$PACK/bin/te-run bench/dequantize_8192.mlir --random-inputs 1 --bench 20 | grep -E 'bench|copy'"
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == python ]]; then
@@ -122,7 +123,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
   run "quantize-bench" sh -c "for e in mxfp8 fp8_block_1x128 fp8_block_128x128 nvfp4 fp8_current; do echo \$e; $PACK/bin/te-run bench/quantize_16384x8192.mlir --entry \$e --random-inputs 3 --bench 30 | grep -E 'bench|copy'; done"
   run "quantize_torch.py" python3 bench/quantize_torch.py 16384 8192 30
 fi
-for b in te-run-check-delayed-loop te-run-check-delayed-states te-run-check-recipe-switch all-gather-bench te-run-check-all-gather te-run-check-fsdp recipes-bench dequantize-bench grouped-gemm-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
+for b in te-run-check-delayed-loop te-run-check-delayed-states te-run-check-recipe-switch all-gather-bench te-run-check-all-gather te-run-check-fsdp recipes-bench double-quantize-bench dequantize-bench grouped-gemm-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
   [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
 done
 echo

@@ -13,6 +13,8 @@
 #include "te/codegen/QuantizeEmitter.h"
 #include "te/runtime/BlasLt.h"
 
+#include <algorithm>
+
 namespace te::cg {
 
 using detail::BufferTable;
@@ -268,6 +270,55 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
 /// the rowwise quantization into a workspace, its dequantize to the input's
 /// type and the columnwise quantization of that - each a kernel pinned to
 /// the reference on its own, so the composition is too.
+/// Double quantization in one read (DoubleQuantizeKernel.cuh): stage
+/// `second` (columnwise, value 2 of `sub`) from the dequantized rowwise
+/// values of value 1 (the target's own rowwise buffers or a workspace),
+/// both quantized from value 0 in one pass.
+static KernelPlan planDoubleQuantize(const Program &p, const Entry &sub,
+                                     const std::string &name,
+                                     BufferTable &table, EntryPlan &subPlan) {
+  const Value &in = sub.values[0], &rowwise = sub.values[1];
+  const Stage first{*rowwise.rowwise, Direction::Rowwise, 1};
+  const Stage second{*sub.values[2].columnwise, Direction::Columnwise, 2};
+  rt::DirectionStorage st =
+      directionStorage(rowwise, Direction::Rowwise, p.target);
+  EmittedQuantize src = emitDoubleQuantize(name, in.dtype, first.scheme,
+                                           second.scheme, st.dataTransposed);
+  KernelPlanWriter w(p, table, name, src.source);
+  int64_t m = in.rows(), k = in.cols();
+  int input = subPlan.values[0].tensor;
+  uint64_t inputBytes = uint64_t(m * k * rt::dtypeSize(in.dtype));
+  w.kp.bytesMoved += inputBytes;
+  int tensorAmax = -1;
+  if (!src.amaxEntry.empty()) {
+    tensorAmax = table.add(name + ".tensor_amax", 4);
+    w.fill(tensorAmax);
+    int64_t grid = std::min<int64_t>(
+        rt::ceilDiv(rt::ceilDiv(m * k, 8), 4 * 256), 132 * 16);
+    w.launch(
+        src.amaxEntry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
+        {ArgDesc::ptr(input), ArgDesc::i64(m * k), ArgDesc::ptr(tensorAmax)});
+    w.kp.bytesMoved += inputBytes;
+  }
+  std::vector<ArgDesc> args = {ArgDesc::ptr(input), ArgDesc::i64(m),
+                               ArgDesc::i64(k)};
+  for (const Stage *s : {&first, &second}) {
+    StageBuffers b =
+        stageBuffers(p, sub, *s, s->value, tensorAmax, table, subPlan, w);
+    for (int buffer : {b.data, b.scale, b.amax, b.in})
+      args.push_back(ArgDesc::ptr(buffer));
+    args.push_back(ArgDesc::f32(static_cast<float>(s->scheme.eps)));
+    args.push_back(ArgDesc::i64(int64_t(p.random.seed)));
+    args.push_back(ArgDesc::i64(int64_t(p.random.offset)));
+  }
+  args.push_back(ArgDesc::i64(st.scaleInv.cols));
+  int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
+                  rt::ceilDiv(k, int64_t(kQuantizeTileCols));
+  w.launch(src.mainEntry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args))
+      .sharedBytes = quantizeDynamicSmem(in.dtype);
+  return std::move(w.kp);
+}
+
 static rt::Expected<KernelPlan>
 planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
                    BufferTable &table, EntryPlan &out) {
@@ -281,6 +332,21 @@ planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
         .push_back(s);
   if (doubled.empty())
     return planQuantize(p, e, q, table, out);
+  // A one-read double quantization writes the rowwise direction of a value
+  // that holds it itself: the direct pass does not write it again.
+  auto inOneRead = [&](const Stage &s) {
+    const Value &v = e.values[s.value];
+    return doubleQuantizesInOneRead(*v.columnwiseSource, s.scheme);
+  };
+  for (const Stage &s : doubled)
+    if (inOneRead(s))
+      direct.stages.erase(
+          std::remove_if(direct.stages.begin(), direct.stages.end(),
+                         [&](const Stage &d) {
+                           return d.value == s.value &&
+                                  d.dir == Direction::Rowwise;
+                         }),
+          direct.stages.end());
   KernelPlan kp;
   kp.name = q.name;
   if (!direct.stages.empty() || direct.biasGrad >= 0) {
@@ -313,6 +379,29 @@ planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
     rt::DirectionStorage st =
         directionStorage(rowwise, Direction::Rowwise, p.target);
     ValueBuffers::Direction &ws = subPlan.values[1].dir[0];
+    std::string base = q.name + "_double" + std::to_string(i);
+    if (inOneRead(s)) {
+      // The rowwise result goes where the value keeps it, else to a
+      // workspace.
+      if (target.rowwise) {
+        ws = out.values[s.value].dir[0];
+      } else {
+        ws.data = table.add(rowwise.name + ".rowwise.data", st.data.bytes());
+        if (st.scaleInv.present())
+          ws.scale = table.add(rowwise.name + ".rowwise.scale_inv",
+                               st.scaleInv.bytes());
+        if (st.amax.present())
+          ws.amax = table.add(rowwise.name + ".rowwise.amax", st.amax.bytes());
+      }
+      Entry one;
+      one.name = e.name;
+      one.values = {in, rowwise, target};
+      EntryPlan onePlan;
+      onePlan.values = {subPlan.values[0], subPlan.values[1],
+                        subPlan.values[3]};
+      append(kp, planDoubleQuantize(p, one, base, table, onePlan));
+      continue;
+    }
     ws.data = table.add(rowwise.name + ".rowwise.data", st.data.bytes());
     if (st.scaleInv.present())
       ws.scale =
@@ -321,7 +410,6 @@ planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
       ws.amax = table.add(rowwise.name + ".rowwise.amax", st.amax.bytes());
     subPlan.values[2].tensor = table.add(
         values.name, uint64_t(in.rows() * in.cols() * rt::dtypeSize(in.dtype)));
-    std::string base = q.name + "_double" + std::to_string(i);
     QuantizeKernel first{
         base + "_rowwise", 0, {{source, Direction::Rowwise, 1}}};
     DequantizeKernel back{base + "_dequantize", 1, Direction::Rowwise, 2};

@@ -16,6 +16,8 @@
 #include "BackendComparison.h"
 #include "ProgramHelpers.h"
 
+#include "te/codegen/PlanBuilder.h"
+#include "te/codegen/QuantizeEmitter.h"
 #include "te/exec/CpuBackend.h"
 
 #include <gtest/gtest.h>
@@ -32,11 +34,21 @@ struct Pairing {
   Scheme rowwise, columnwise;
   int64_t m = 256, k = 320;
   bool holdRowwise = true;
+  DType input = DType::BF16;
 };
+
+/// `x` as argument bytes of the pairing's input type.
+std::vector<uint8_t> inputBytes(const Pairing &c, const std::vector<float> &x) {
+  if (c.input == DType::BF16)
+    return test::bf16Bytes(x);
+  std::vector<uint8_t> out(4 * x.size());
+  std::memcpy(out.data(), x.data(), out.size());
+  return out;
+}
 
 cg::Value quantizedValue(std::string name, std::vector<int64_t> shape,
                          const Pairing &c) {
-  cg::Value v = test::tensor(std::move(name), std::move(shape), DType::BF16);
+  cg::Value v = test::tensor(std::move(name), std::move(shape), c.input);
   v.kind = cg::Value::Kind::Quantized;
   if (c.holdRowwise)
     v.rowwise = c.rowwise;
@@ -49,7 +61,7 @@ cg::Value quantizedValue(std::string name, std::vector<int64_t> shape,
 cg::Program doubled(const Pairing &c) {
   cg::Entry e;
   e.name = "double";
-  e.values = {test::tensor("x", {c.m, c.k}, DType::BF16),
+  e.values = {test::tensor("x", {c.m, c.k}, c.input),
               quantizedValue("q", {c.m, c.k}, c)};
   e.args = {0};
   e.results = {1};
@@ -68,15 +80,15 @@ cg::Program doubled(const Pairing &c) {
 cg::Program byHand(const Pairing &c) {
   cg::Entry e;
   e.name = "by_hand";
-  cg::Value row = test::tensor("r", {c.m, c.k}, DType::BF16);
+  cg::Value row = test::tensor("r", {c.m, c.k}, c.input);
   row.kind = cg::Value::Kind::Quantized;
   row.rowwise = c.rowwise;
   cg::Value col = row;
   col.name = "c";
   col.rowwise.reset();
   col.columnwise = c.columnwise;
-  e.values = {test::tensor("x", {c.m, c.k}, DType::BF16), row,
-              test::tensor("d", {c.m, c.k}, DType::BF16), col};
+  e.values = {test::tensor("x", {c.m, c.k}, c.input), row,
+              test::tensor("d", {c.m, c.k}, c.input), col};
   e.args = {0};
   e.results = {1, 3};
   e.kernels.push_back(cg::QuantizeKernel{
@@ -104,7 +116,10 @@ std::vector<Pairing> pairings() {
           {"block_1x128_block_1x128", row128, row128, 256, 200},
           {"block_128x128_mxfp8", tile, mx, 160, 224},
           {"current_nvfp4", current, fp4},
-          {"mxfp8_nvfp4_columnwise_only", mx, fp4, 256, 320, false}};
+          {"mxfp8_nvfp4_columnwise_only", mx, fp4, 256, 320, false},
+          {"nvfp4_mxfp8_columnwise_only", fp4, mx, 256, 320, false},
+          {"mxfp8_block_1x128_f32", mx, row128, 160, 288, true, DType::F32},
+          {"nvfp4_block_128x128_ragged", fp4, tile, 144, 208}};
 }
 
 class DoubleQuantize : public ::testing::TestWithParam<Pairing> {};
@@ -115,9 +130,9 @@ TEST_P(DoubleQuantize, OneStageIsTheThreeKernelsItStandsFor) {
   ASSERT_EQ(cg::validate(one.entries[0]), "");
   std::vector<float> x = test::normals(size_t(c.m * c.k), 5);
   x[7] = 300.0f; // an outlier: its block's scale differs from the rest
-  auto got = exec::runCpu(one, one.entries[0], {test::bf16Bytes(x)});
+  auto got = exec::runCpu(one, one.entries[0], {inputBytes(c, x)});
   ASSERT_TRUE(got) << got.status().toString();
-  auto want = exec::runCpu(three, three.entries[0], {test::bf16Bytes(x)});
+  auto want = exec::runCpu(three, three.entries[0], {inputBytes(c, x)});
   ASSERT_TRUE(want) << want.status().toString();
   // got: [rowwise..., columnwise...]; want: [rowwise...], [columnwise...].
   std::vector<exec::NamedBuffer> expected;
@@ -135,12 +150,22 @@ TEST_P(DoubleQuantize, OneStageIsTheThreeKernelsItStandsFor) {
   // not tell the two apart otherwise).
   cg::Program plain = one;
   plain.entries[0].values[1].columnwiseSource.reset();
-  auto direct = exec::runCpu(plain, plain.entries[0], {test::bf16Bytes(x)});
+  auto direct = exec::runCpu(plain, plain.entries[0], {inputBytes(c, x)});
   ASSERT_TRUE(direct);
   bool differs = false;
   for (size_t i = 0; i < actual.size(); ++i)
     differs |= (*direct)[0][i].bytes != actual[i].bytes;
   EXPECT_TRUE(differs) << "double quantization changed nothing";
+}
+
+TEST_P(DoubleQuantize, CompilesWithNvrtc) {
+  cg::Program p = doubled(GetParam());
+  rt::KernelCache cache("");
+  rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
+  if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
+    GTEST_SKIP() << n.status().toString();
+  ASSERT_TRUE(n) << n.status().toString();
+  EXPECT_GE(*n, 1u);
 }
 
 TEST_P(DoubleQuantize, GpuMatchesTheCpuBitForBit) {
@@ -150,7 +175,7 @@ TEST_P(DoubleQuantize, GpuMatchesTheCpuBitForBit) {
     GTEST_SKIP() << gpu.why;
   rt::KernelCache cache;
   std::vector<float> x = test::normals(size_t(c.m * c.k), 6);
-  exec::Comparison cmp = test::gpuVersusCpu(doubled(c), {test::bf16Bytes(x)},
+  exec::Comparison cmp = test::gpuVersusCpu(doubled(c), {inputBytes(c, x)},
                                             *gpu.device, *gpu.stream, cache);
   EXPECT_EQ(cmp.difference, "");
 }
@@ -160,6 +185,43 @@ INSTANTIATE_TEST_SUITE_P(Pairings, DoubleQuantize,
                          [](const ::testing::TestParamInfo<Pairing> &info) {
                            return info.param.label;
                          });
+
+TEST(DoubleQuantizePlan, OneReadWhereEveryScaleStaysInATile) {
+  // The kernels each plan launches, by entry name.
+  auto launches = [](const Pairing &c) {
+    cg::Program p = doubled(c);
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    EXPECT_TRUE(plan) << plan.status().toString();
+    std::vector<std::string> names;
+    for (const rt::KernelSpec &k : plan->kernels.at(0).plan.kernels)
+      names.push_back(k.entry);
+    return names;
+  };
+  for (const Pairing &c : pairings()) {
+    SCOPED_TRACE(c.label);
+    bool one = cg::doubleQuantizesInOneRead(c.rowwise, c.columnwise);
+    std::vector<std::string> names = launches(c);
+    bool dequantizes = false, fused = false;
+    for (const std::string &n : names) {
+      dequantizes |= n.find("_dequantize") != std::string::npos;
+      fused |= n == "te_quantize_0_double0";
+    }
+    EXPECT_EQ(fused, one);
+    EXPECT_EQ(dequantizes, !one);
+    // One read: the rowwise direction the value holds is written by the
+    // fused kernel only (no direct pass), after the input's amax pre-pass
+    // where the rowwise scheme needs it.
+    if (one) {
+      EXPECT_EQ(names.size(), c.rowwise.scalesByTensorAmax() ? 2u : 1u);
+    }
+  }
+  EXPECT_TRUE(cg::doubleQuantizesInOneRead(Scheme::nvfp4(),
+                                           Scheme::mxfp8(DType::E4M3)));
+  EXPECT_FALSE(
+      cg::doubleQuantizesInOneRead(Scheme::mxfp8(DType::E4M3), Scheme::nvfp4()));
+  EXPECT_FALSE(cg::doubleQuantizesInOneRead(Scheme::fp8Current(DType::E4M3),
+                                            Scheme::mxfp8(DType::E4M3)));
+}
 
 TEST(DoubleQuantizeRules, TheOptimizerKernelRefusesIt) {
   Pairing c{"mx", Scheme::mxfp8(DType::E4M3), Scheme::mxfp8(DType::E4M3)};

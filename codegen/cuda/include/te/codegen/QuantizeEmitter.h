@@ -66,6 +66,23 @@ std::string stageType(const rt::Scheme &s, rt::Direction d, rt::DType input);
 /// The source of `k` (call cudaSupport first).
 EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e);
 
+/// Whether double quantization (docs/Numerics.md §11) from a rowwise
+/// `source` into a columnwise `target` runs in one read of the input
+/// (te/device/DoubleQuantizeKernel.cuh): every scale either direction needs
+/// lies inside one tile - rowwise MXFP8, block FP8 or NVFP4 (its tensor amax
+/// from the input's pre-pass), columnwise MXFP8 or block FP8.
+bool doubleQuantizesInOneRead(const rt::Scheme &source,
+                              const rt::Scheme &target);
+
+/// The one-read double-quantize kernel `name` over `input` elements:
+/// parameters (x, m, k, the rowwise stage's kStageParams, the columnwise
+/// stage's, the rowwise scale buffer's columns); `amaxEntry` is the input's
+/// amax pre-pass where the rowwise scheme scales by it.
+EmittedQuantize emitDoubleQuantize(const std::string &name, rt::DType input,
+                                   const rt::Scheme &source,
+                                   const rt::Scheme &target,
+                                   bool dataTransposed);
+
 } // namespace te::cg
 
 #endif // TE_CODEGEN_QUANTIZEEMITTER_H
