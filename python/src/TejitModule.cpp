@@ -17,6 +17,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -209,16 +210,19 @@ NB_MODULE(_tejit, m) {
       .def_static(
           "from_source",
           [](const std::string &text, const std::string &arch,
-             const std::string &name) {
+             const std::string &name,
+             const std::map<std::string, std::string> &layerRecipes) {
             api::CompileOptions opts;
             opts.arch = arch;
+            opts.layerRecipes = layerRecipes;
             rt::Expected<api::CompiledModule> c =
                 api::CompiledModule::fromSource(text, opts, name);
             if (!c)
               throw CompileError(c.status().message());
             return std::make_shared<api::CompiledModule>(std::move(*c));
           },
-          nb::arg("text"), nb::arg("arch"), nb::arg("name"))
+          nb::arg("text"), nb::arg("arch"), nb::arg("name"),
+          nb::arg("layer_recipes") = std::map<std::string, std::string>())
       .def("functions", &api::CompiledModule::functionNames)
       .def("arch",
            [](const api::CompiledModule &c) { return c.program().arch; })
@@ -263,7 +267,11 @@ NB_MODULE(_tejit, m) {
                out.append(nb::make_tuple(part, ownedArray(std::move(bytes))));
              return out;
            })
-      .def("holds", &api::HostSession::holds);
+      .def("holds", &api::HostSession::holds)
+      .def("switch_module",
+           [](api::HostSession &s, std::shared_ptr<api::CompiledModule> c) {
+             check(s.switchModule(*c));
+           });
 
   nb::class_<api::Executable>(m, "Executable")
       .def("name", &api::Executable::name)
@@ -342,9 +350,18 @@ NB_MODULE(_tejit, m) {
                out.append(nb::make_tuple(part, ownedArray(std::move(bytes))));
              return out;
            })
-      .def("holds", [](const GpuSession &s, const std::string &name) {
-        return s.session.holds(name);
-      });
+      .def("holds",
+           [](const GpuSession &s, const std::string &name) {
+             return s.session.holds(name);
+           })
+      .def("switch_module",
+           [](GpuSession &s, std::shared_ptr<api::CompiledModule> c,
+              uint64_t stream) {
+             rt::Stream st =
+                 rt::Stream::borrow(reinterpret_cast<void *>(stream));
+             check(s.session.switchModule(*c, st));
+             s.module = std::move(c);
+           });
 
   m.def(
       "device_array",

@@ -43,8 +43,12 @@ def gpu_available() -> bool:
     return _tejit.gpu_available()
 
 
-def compile(program: str, target: str = "sm_90a", name: Optional[str] = None) -> "Module":
+def compile(program: str, target: str = "sm_90a", name: Optional[str] = None,
+            layer_recipes: Optional[Dict[str, str]] = None) -> "Module":
     """Compiles te IR text, or the .mlir file at that path, for ``target``.
+    ``layer_recipes`` maps layer names (te.linear's ``layer``) to another
+    recipe of the module: the module a session switches to when a layer
+    changes its recipe mid-training (:meth:`Session.switch_module`).
 
     Raises :class:`CompileError` whose message holds every diagnostic with
     its ``file:line:col``.
@@ -56,7 +60,7 @@ def compile(program: str, target: str = "sm_90a", name: Optional[str] = None) ->
     else:
         text = program
         name = name or "<tejit.compile>"
-    return Module(_tejit.CompiledModule.from_source(text, target, name))
+    return Module(_tejit.CompiledModule.from_source(text, target, name, dict(layer_recipes or {})))
 
 
 # -- element types -------------------------------------------------------------
@@ -277,12 +281,15 @@ class Session:
 
     def read(self, name: str):
         """Persistent value ``name`` as a host copy (NumPy): a tensor, or a
-        dict of parts for a quantized value."""
-        info = self._persistent_info(name)
+        dict of parts for a quantized value or a delayed-scaling state
+        ("scale" and "amax_history", float32)."""
+        info = self._persistent_info(name, states=True)
         if self.device == "cuda":
             parts = dict(self._s.read(name, _current_stream()))
         else:
             parts = dict(self._s.read(name))
+        if info is None:
+            return {p: np.asarray(a).view(np.float32).copy() for p, a in parts.items()}
         if not info["quantized"]:
             return _shape(parts["data"], info["dtype"], info["shape"])
         return {p: _shape(parts[p], d, (r, c)) for p, d, r, c in info["parts"]}
@@ -310,12 +317,30 @@ class Session:
             parts.append((p, t.data_ptr(), t.numel() * t.element_size()))
         self._s.set_from_device(name, parts, _current_stream())
 
-    def _persistent_info(self, name: str) -> Dict[str, Any]:
+    def switch_module(self, module: "Module") -> None:
+        """Goes on with ``module``: this session's module compiled with other
+        layer recipes (``compile(..., layer_recipes=...)``). Persistent
+        values stay; a quantized one stored in a new format is re-quantized
+        from its FP32 master, a delayed-scaling state of another scheme
+        starts afresh (docs/Guide.md §7.2). Functions taken from the session
+        before follow the new module."""
+        if self.device == "cuda":
+            self._s.switch_module(module._compiled, _current_stream())
+        else:
+            self._s.switch_module(module._compiled)
+        self.module = module
+        for entry in self._entries.values():
+            entry._refresh()
+
+    def _persistent_info(self, name: str, states: bool = False):
         for fn in self.module.functions:
             d = self.module.describe(fn)
             for v in d["arguments"] + d["results"]:
                 if v["persistent"] == name:
                     return v
+        # A delayed-scaling state: listed by the session, in no signature.
+        if states and name in self.persistent_names():
+            return None
         raise Error(f"no persistent value '{name}' in the module")
 
     def __getattr__(self, name: str):
@@ -379,6 +404,12 @@ class _Entry:
     def __init__(self, session: Session, name: str):
         self.session = session
         self.name = name
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Everything taken from the session's module (again after
+        Session.switch_module)."""
+        session, name = self.session, self.name
         d = session.module.describe(name)
         self.arguments = [a for a in d["arguments"] if not a["persistent"]]
         self.results = [r for r in d["results"] if not r["persistent"]]

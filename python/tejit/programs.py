@@ -112,28 +112,33 @@ def linear_program(m: int, k: int, n: int, recipe: Recipe, bias: bool) -> str:
     b_type = f", tensor<{n}xbf16>" if bias else ""
     grads = f"tensor<{m}x{k}xbf16>, tensor<{n}x{k}xf32>" + (f", tensor<{n}xf32>" if bias else "")
     names = "%dx, %dw" + (", %db" if bias else "")
+    # The layer is named "linear": a delayed-scaling role keeps its state
+    # under "linear.<role>.delayed_scaling", the weight's cast included.
+    state = ' {scaling_state = "linear.weight.delayed_scaling"}' \
+        if "fp8_delayed" in recipe.weight else ""
+    layer = 'layer = "linear"'
     return f"""{recipe.text}
 func.func @forward(%x: {x}, %w: {w}{b_arg})
     -> ({y}, {qw} {{te.persistent = "weight"}}) {{
-  %qw = te.quantize %w : {w} -> {qw}
-  %y = te.linear %x, %qw{b_use} {{recipe = @{recipe.name}}} : {x}, {qw}{b_type} -> {y}
+  %qw = te.quantize %w{state} : {w} -> {qw}
+  %y = te.linear %x, %qw{b_use} {{recipe = @{recipe.name}, {layer}}} : {x}, {qw}{b_type} -> {y}
   return %y, %qw : {y}, {qw}
 }}
 
 func.func @forward_stored(%x: {x}, %qw: {qw} {{te.persistent = "weight"}}{b_arg}) -> {y} {{
-  %y = te.linear %x, %qw{b_use} {{recipe = @{recipe.name}}} : {x}, {qw}{b_type} -> {y}
+  %y = te.linear %x, %qw{b_use} {{recipe = @{recipe.name}, {layer}}} : {x}, {qw}{b_type} -> {y}
   return %y : {y}
 }}
 
 func.func @backward(%dy: {y}, %x: {x}, %qw: {qw} {{te.persistent = "weight"}})
     -> ({grads}) {{
-  {names} = te.linear_grad %dy, %x, %qw {{recipe = @{recipe.name}{", bias" if bias else ""}}}
+  {names} = te.linear_grad %dy, %x, %qw {{recipe = @{recipe.name}{", bias" if bias else ""}, {layer}}}
       : {y}, {x}, {qw} -> {grads}
   return {names} : {grads}
 }}
 
 func.func @evaluate(%x: {x}, %w: {w}{b_arg}) -> {y} {{
-  %y = te.linear %x, %w{b_use} {{recipe = @{recipe.name}}} : {x}, {w}{b_type} -> {y}
+  %y = te.linear %x, %w{b_use} {{recipe = @{recipe.name}, {layer}}} : {x}, {w}{b_type} -> {y}
   return %y : {y}
 }}
 """
@@ -163,7 +168,10 @@ def adam_program(shapes, grad_dtypes, betas, eps, weight_decay, adamw: bool,
         ret += [f"%np{i}", f"%nm{i}", f"%nv{i}"]
         rtypes += [t, t, t]
         if requantize[i]:
-            body.append(f"  %q{i} = te.quantize %np{i} : {t} -> {requantize[i]}")
+            # Delayed scaling keeps a state per requantized parameter.
+            state = f' {{scaling_state = "p{i}.delayed_scaling"}}' \
+                if "fp8_delayed" in requantize[i] else ""
+            body.append(f"  %q{i} = te.quantize %np{i}{state} : {t} -> {requantize[i]}")
             ret.append(f"%q{i}")
             rtypes.append(requantize[i])
     return (f"func.func @step({', '.join(args)})\n    -> ({', '.join(rtypes)}) {{\n"

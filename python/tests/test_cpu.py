@@ -324,3 +324,57 @@ def test_moe_example_gives_each_expert_its_own_rows():
             assert np.abs(hf[row:row + n] - ref).max() < 0.08 * np.abs(ref).max(), g
         row += n
     assert not hf[row:].any(), "padding rows are zeros"
+
+
+DELAYED = """
+te.recipe @delayed {
+  te.rule "linear", "grad_output" -> #te.fp8_delayed<e5m2, history = 4>
+  te.rule "linear", "*" -> #te.fp8_delayed<e4m3, history = 4>
+}
+te.recipe @mxfp8 {
+  te.rule "*", "*" -> #te.mxfp8<e4m3>
+}
+func.func @step(%x: tensor<64x128xbf16>, %w: tensor<32x128xbf16> {te.persistent = "w"})
+    -> tensor<64x32xbf16> {
+  %y = te.linear %x, %w {recipe = @delayed, layer = "fc1"}
+      : tensor<64x128xbf16>, tensor<32x128xbf16> -> tensor<64x32xbf16>
+  return %y : tensor<64x32xbf16>
+}
+"""
+
+
+def test_delayed_scaling_state_lives_in_the_session():
+    m = tejit.compile(DELAYED)
+    s = m.new_session("cpu")
+    assert "fc1.input.delayed_scaling" in s.persistent_names()
+    fresh = s.read("fc1.input.delayed_scaling")
+    assert fresh["scale"].tolist() == [1.0]
+    assert fresh["amax_history"].tolist() == [0.0] * 4
+    s.set("w", np.full((32, 128), 0.5, np.float32))
+    x = np.full((64, 128), 2.0, np.float32)
+    s.step(x)
+    s.step(x)
+    state = s.read("fc1.input.delayed_scaling")
+    # Two steps recorded amax 2: the scale is 448 / 2.
+    assert state["scale"].tolist() == [224.0]
+    assert state["amax_history"].tolist() == [0.0, 0.0, 2.0, 2.0]
+
+
+def test_a_session_switches_a_layers_recipe():
+    m = tejit.compile(DELAYED)
+    late = tejit.compile(DELAYED, layer_recipes={"fc1": "mxfp8"})
+    s = m.new_session("cpu")
+    rng = np.random.default_rng(3)
+    s.set("w", rng.standard_normal((32, 128)).astype(np.float32))
+    x = rng.standard_normal((64, 128)).astype(np.float32)
+    step = s.step
+    before = step(x)
+    s.switch_module(late)
+    after = step(x)  # the entry taken before follows the new module
+    # The MXFP8 layer's output: what the module compiled that way computes.
+    alone = late.new_session("cpu")
+    alone.set("w", s.read("w"))
+    assert np.array_equal(after, alone.step(x))
+    assert not np.array_equal(after, before)
+    with pytest.raises(tejit.CompileError, match="names layer 'fc9'"):
+        tejit.compile(DELAYED, layer_recipes={"fc9": "mxfp8"})

@@ -214,3 +214,26 @@ def test_fused_adam_requantizes_the_linear_weight_bit_for_bit(recipe):
     for a, b in zip(ya, yb):
         assert torch.equal(a, b)
     assert torch.equal(wa, wb)
+
+
+def test_delayed_scaling_and_a_recipe_switch_match_the_cpu_session():
+    from test_cpu import DELAYED
+
+    m = tejit.compile(DELAYED)
+    late = tejit.compile(DELAYED, layer_recipes={"fc1": "mxfp8"})
+    gpu, cpu = m.new_session("cuda"), m.new_session("cpu")
+    w = np.random.default_rng(5).standard_normal((32, 128)).astype(np.float32)
+    gpu.set("w", w)
+    cpu.set("w", w)
+    for i in range(6):
+        if i == 3:
+            gpu.switch_module(late)
+            cpu.switch_module(late)
+        x = bf16((64, 128), 10 + i, scale=float(i + 1))
+        y_gpu = gpu.step(x)
+        y_cpu = cpu.step(host_bits(x))
+        assert y_gpu.shape == (64, 32) and y_cpu.shape == (64, 32)
+        for name in ("fc1.input.delayed_scaling", "fc1.weight.delayed_scaling"):
+            a, b = gpu.read(name), cpu.read(name)
+            for part in ("scale", "amax_history"):
+                assert a[part].tobytes() == b[part].tobytes(), (i, name, part)
