@@ -137,7 +137,12 @@ static LogicalResult overrideLayerRecipes(ModuleOp module,
     if (layer.empty() || recipe.empty())
       return module.emitError() << "layer-recipes entry '" << entry
                                 << "' must be layer=recipe (e.g. fc1=mxfp8)";
-    recipes[layer] = FlatSymbolRefAttr::get(module.getContext(), recipe);
+    if (!recipes
+             .try_emplace(layer,
+                          FlatSymbolRefAttr::get(module.getContext(), recipe))
+             .second)
+      return module.emitError()
+             << "layer-recipes gives layer '" << layer << "' two recipes";
   }
   llvm::StringSet<> seen;
   // Persistent quantized weights of those layers, and their new scheme.

@@ -11,6 +11,7 @@
 #include "dialect/te/TeDialect.h"
 #include "dialect/tek/TekDialect.h"
 #include "passes/Pipelines.h"
+#include "te/codegen/ScalingState.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -77,7 +78,14 @@ mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
       return mlir::failure();
     module->setAttr("te.target", attr);
   }
-  return mlir::te::lowerToProgram(module);
+  mlir::FailureOr<cg::Program> program = mlir::te::lowerToProgram(module);
+  if (mlir::failed(program))
+    return mlir::failure();
+  // What spans functions: one delayed-scaling state, one scheme.
+  std::string why = cg::validateScalingStates(*program);
+  if (!why.empty())
+    return mlir::emitError(module.getLoc()) << why;
+  return program;
 }
 
 CompiledModule::CompiledModule(cg::Program program)

@@ -233,6 +233,10 @@ rt::Status Session::switchModule(const CompiledModule &next,
       exec::planRecipeSwitch(*st.program, *next.program_);
   if (!plan)
     return plan.status();
+  std::string missing = exec::missingMaster(
+      *plan, [&](const std::string &name) { return st.store->holds(name); });
+  if (!missing.empty())
+    return rt::Status(rt::StatusCode::InvalidArgument, missing);
   // The old functions hold the dropped values' buffers: release them first.
   st.functions.clear();
   for (const std::string &name : plan->dropped) {
@@ -246,6 +250,7 @@ rt::Status Session::switchModule(const CompiledModule &next,
                                 st.store.get());
     if (!exe)
       return exe.status();
+    exe->setCommunicator(st.comm);
     TE_RETURN_IF_ERROR(exe->run({}, {}, stream));
   }
   return stream.synchronize();

@@ -202,6 +202,12 @@ rt::Status HostSession::switchModule(const CompiledModule &next) {
       exec::planRecipeSwitch(*st.program, *next.program_);
   if (!plan)
     return plan.status();
+  std::string missing =
+      exec::missingMaster(*plan, [&](const std::string &name) {
+        return st.store.holds(name) || st.initial.count(name);
+      });
+  if (!missing.empty())
+    return invalid(missing);
   for (const std::string &name : plan->dropped) {
     st.store.values.erase(name);
     st.store.scaling.erase(name);

@@ -172,6 +172,12 @@ BackendSession::switchProgram(const Program &next) {
   rt::Expected<RecipeSwitch> plan = planRecipeSwitch(*program_, next);
   if (!plan)
     return plan.status();
+  std::string missing = missingMaster(*plan, [&](const std::string &name) {
+    return (!cpu_ || hostStore_.holds(name)) &&
+           (!device_ || deviceStore_->holds(name));
+  });
+  if (!missing.empty())
+    return rt::Status(rt::StatusCode::InvalidArgument, missing);
   for (const std::string &name : plan->dropped) {
     hostStore_.values.erase(name);
     hostStore_.scaling.erase(name);
@@ -205,6 +211,7 @@ BackendSession::switchProgram(const Program &next) {
                                        deviceStore_.get());
       if (!runner)
         return runner.status();
+      runner->setCommunicator(comm_);
       TE_RETURN_IF_ERROR(runner->run(*stream_));
       auto r = runner->results(*stream_);
       if (!r)

@@ -8,6 +8,8 @@
 
 #include "CpuBackendInternal.h"
 
+#include "te/codegen/ScalingState.h"
+
 #include "te/runtime/reference/Adam.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
@@ -498,6 +500,8 @@ runCpuChecked(const Program &p, const Entry &e,
               const std::vector<bool> *inexactArgs, HostStore *store,
               const CpuProgressFn &progress, rt::HostCollective *collective) {
   std::string why = validate(e);
+  if (why.empty())
+    why = validateScalingStates(p);
   if (!why.empty())
     return fail(e.name + ": " + why);
   TE_RETURN_IF_ERROR(checkCpuMemory(p, e));

@@ -70,8 +70,9 @@ rt::Status runAllGather(const cg::Program &p, const cg::Entry &e,
                         rt::HostCollective *collective);
 
 /// The delayed-scaling states one CPU call casts with (CpuScaling.cpp):
-/// the store's (created fresh on first use) or, without a store, fresh
-/// ones of the call's own.
+/// working copies of the store's (created fresh on first use) or, without
+/// a store, fresh ones of the call's own. finish() updates them and writes
+/// them back: a call that fails leaves the store as it was.
 class CallStates {
 public:
   /// Binds every state `e` uses; fails when a held state's history has
@@ -88,6 +89,7 @@ public:
 private:
   std::map<std::string, HostStore::State> own_;
   std::map<std::string, HostStore::State *> bound_;
+  HostStore *store_ = nullptr;
 };
 
 /// A state's parts as HostStore::read returns them.

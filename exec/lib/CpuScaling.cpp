@@ -75,11 +75,13 @@ ValueData stateData(const HostStore::State &s) {
 }
 
 rt::Status CallStates::bind(const Entry &e, HostStore *store) {
+  store_ = store;
   for (const ScalingState &s : scalingStates(e)) {
-    std::map<std::string, HostStore::State> &home =
-        store ? store->scaling : own_;
-    HostStore::State &held =
-        home.emplace(s.name, freshState(s.scheme)).first->second;
+    HostStore::State fresh = freshState(s.scheme);
+    if (store)
+      if (auto it = store->scaling.find(s.name); it != store->scaling.end())
+        fresh = it->second;
+    HostStore::State &held = own_.emplace(s.name, fresh).first->second;
     if (held.state.history.size() != size_t(s.scheme.history))
       return fail(e.name + ": delayed-scaling state '" + s.name + "' has " +
                   std::to_string(held.state.history.size()) +
@@ -106,6 +108,8 @@ void CallStates::finish(const Entry &e, const std::vector<HostValue> &values) {
     ref::updateDelayedScaling(held.state, s.scheme);
     for (auto [value, dir] : s.records)
       held.inexact |= values[size_t(value)].inexact();
+    if (store_)
+      store_->scaling[s.name] = held;
   }
 }
 

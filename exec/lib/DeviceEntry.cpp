@@ -57,23 +57,7 @@ struct DeviceEntry::State {
   /// copied into the store's buffer after the kernels.
   std::vector<std::pair<int, std::shared_ptr<rt::DeviceBuffer>>> copyOut;
   std::unique_ptr<rt::Graph> graph;
-  bool initialized = false;
 
-  /// Before the first run: initial contents (delayed-scaling state) into
-  /// the entry's own buffers and the store's new ones. Later runs, graph
-  /// replays included, carry on from what the previous one left.
-  rt::Status uploadInitial(const rt::Stream &s) {
-    if (store)
-      TE_RETURN_IF_ERROR(store->uploadPending(s));
-    if (initialized)
-      return rt::Status::ok();
-    for (size_t b = 0; b < buffers.size(); ++b)
-      if (owned[b] && !plan.initial[b].empty())
-        TE_RETURN_IF_ERROR(buffers[b]->copyFromHost(plan.initial[b].data(),
-                                                    plan.initial[b].size(), s));
-    initialized = true;
-    return rt::Status::ok();
-  }
   rt::Status enqueue(const rt::Stream &s) {
     for (rt::PlanExecutor &ex : executors)
       TE_RETURN_IF_ERROR(ex.run(s));
@@ -128,6 +112,10 @@ DeviceEntry::create(const Program &p, const Entry &e, EntryPlan plan,
       return buf.status();
     st.buffers[b] = std::make_shared<rt::DeviceBuffer>(std::move(*buf));
     st.owned[b] = true;
+    // Initial contents (delayed-scaling state) once: later runs, graph
+    // replays included, carry on from what the previous one left.
+    if (!st.plan.initial[b].empty())
+      TE_RETURN_IF_ERROR(uploadNow(*st.buffers[b], st.plan.initial[b]));
   }
   // Every kernel compiled at once on the host's cores; the executors below
   // then load them from the cache's memory.
@@ -178,7 +166,6 @@ rt::Status DeviceEntry::run(const rt::Stream &s) {
     if (!why.empty())
       return rt::Status(rt::StatusCode::InvalidArgument, why);
   }
-  TE_RETURN_IF_ERROR(st.uploadInitial(s));
   TE_RETURN_IF_ERROR(st.enqueue(s));
   if (st.store)
     markWritten(st.entry, *st.store);
@@ -186,13 +173,11 @@ rt::Status DeviceEntry::run(const rt::Stream &s) {
 }
 
 rt::Status DeviceEntry::runKernel(size_t i, const rt::Stream &s) {
-  TE_RETURN_IF_ERROR(state_->uploadInitial(s));
   return state_->executors[i].run(s);
 }
 
 rt::Status DeviceEntry::capture(const rt::Stream &s) {
   State &st = *state_;
-  TE_RETURN_IF_ERROR(st.uploadInitial(s));
   rt::Expected<rt::Graph> g =
       rt::Graph::capture(s, [&]() -> rt::Status { return st.enqueue(s); });
   if (!g)

@@ -34,11 +34,11 @@ rt::Status DeviceStore::upload(const std::string &name, const ValueData &data,
   return rt::Status::ok();
 }
 
-rt::Status DeviceStore::uploadPending(const rt::Stream &s) {
-  for (auto &[buffer, bytes] : pending)
-    TE_RETURN_IF_ERROR(buffer->copyFromHost(bytes.data(), bytes.size(), s));
-  pending.clear();
-  return rt::Status::ok();
+rt::Status uploadNow(rt::DeviceBuffer &buffer,
+                     const std::vector<uint8_t> &bytes) {
+  rt::Stream s = rt::Stream::borrow(nullptr);
+  TE_RETURN_IF_ERROR(buffer.copyFromHost(bytes.data(), bytes.size(), s));
+  return s.synchronize();
 }
 
 ValueData stateValueData(std::vector<uint8_t> history,
@@ -91,7 +91,7 @@ public:
         return b.status();
       buf = std::make_shared<rt::DeviceBuffer>(std::move(*b));
       if (!initial.empty())
-        store_.pending.push_back({buf, initial});
+        TE_RETURN_IF_ERROR(uploadNow(*buf, initial));
     } else if (buf->size() != bytes) {
       return rt::Status(rt::StatusCode::InvalidArgument,
                         e_.name + ": persistent '" + name + "' " + part +

@@ -24,6 +24,8 @@ struct Source {
   std::string master;
   Value masterValue;
   std::vector<Stage> stages;
+  /// A row shard's quantize reduces its amax over the ranks (amax_ranks).
+  int amaxRanks = 1;
 };
 
 /// The persistent argument name of value `v` of `e`, or "".
@@ -56,7 +58,7 @@ std::optional<Source> sourceIn(const Entry &e, int v) {
       std::string master = masterOf(e, q->input);
       if (master.empty())
         continue;
-      Source s{master, e.values[size_t(q->input)], {}};
+      Source s{master, e.values[size_t(q->input)], {}, q->amaxRanks};
       for (Stage st : q->stages)
         if (st.value == v) {
           st.value = 1;
@@ -70,7 +72,7 @@ std::optional<Source> sourceIn(const Entry &e, int v) {
           std::string master = persistentArgOf(e, t.param);
           if (t.quantized[slot] != v || master.empty())
             continue;
-          Source s{master, e.values[size_t(t.param)], {}};
+          Source s{master, e.values[size_t(t.param)], {}, 1};
           for (Stage st : a->stages)
             if (st.value == int(slot)) {
               st.value = 1;
@@ -100,6 +102,17 @@ std::string identifier(const std::string &name) {
 }
 
 } // namespace
+
+std::string
+missingMaster(const RecipeSwitch &s,
+              const std::function<bool(const std::string &)> &holds) {
+  for (const auto &[value, master] : s.requantized)
+    if (!holds(master))
+      return "persistent '" + value + "' is re-quantized from '" + master +
+             "' at the switch, but the session holds no value of '" + master +
+             "' yet: set it, or call a function that writes it, first";
+  return "";
+}
 
 rt::Expected<RecipeSwitch> planRecipeSwitch(const Program &from,
                                             const Program &to) {
@@ -135,6 +148,7 @@ rt::Expected<RecipeSwitch> planRecipeSwitch(const Program &from,
     k.name = identifier(name);
     k.input = 0;
     k.stages = src->stages;
+    k.amaxRanks = src->amaxRanks;
     e.kernels.push_back(k);
     e.args = {0};
     e.argPersistent = {src->master};
@@ -144,7 +158,9 @@ rt::Expected<RecipeSwitch> planRecipeSwitch(const Program &from,
     out.requantized.push_back({name, src->master});
     out.dropped.push_back(name);
   }
-  // A delayed-scaling state of another scheme starts afresh.
+  // A delayed-scaling state `from` does not use with the same scheme
+  // starts afresh: one of another scheme, and one a program before `from`
+  // left in the store.
   std::map<std::string, rt::Scheme> states;
   for (const Entry &e : from.entries)
     for (const ScalingState &s : scalingStates(e))
@@ -152,7 +168,7 @@ rt::Expected<RecipeSwitch> planRecipeSwitch(const Program &from,
   for (const Entry &e : to.entries)
     for (const ScalingState &s : scalingStates(e)) {
       auto it = states.find(s.name);
-      if (it != states.end() && it->second != s.scheme &&
+      if ((it == states.end() || it->second != s.scheme) &&
           std::find(out.dropped.begin(), out.dropped.end(), s.name) ==
               out.dropped.end())
         out.dropped.push_back(s.name);

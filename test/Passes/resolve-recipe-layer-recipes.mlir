@@ -1,6 +1,7 @@
 // RUN: te-opt %s --te-resolve-recipe="layer-recipes=fc1=mxfp8" | FileCheck %s
 // RUN: not te-opt %s --te-resolve-recipe="layer-recipes=fc9=mxfp8" 2>&1 | FileCheck %s --check-prefix=NOLAYER
 // RUN: not te-opt %s --te-resolve-recipe="layer-recipes=fc1" 2>&1 | FileCheck %s --check-prefix=MALFORMED
+// RUN: not te-opt %s --te-resolve-recipe="layer-recipes=fc1=mxfp8,fc1=nvfp4" 2>&1 | FileCheck %s --check-prefix=TWICE
 
 // Tests that layer-recipes gives a named layer another recipe of the module
 // (a recipe switch): its te.linear and te.linear_grad take the new recipe's
@@ -16,8 +17,9 @@
 // CHECK-SAME: %arg1: !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
 // CHECK: te.linear %arg0, %arg1 {layer = "fc1", recipe = @mxfp8, schemes = {input = #te.mxfp8<e4m3>, weight = #te.mxfp8<e4m3>}}
 // CHECK: te.linear %arg0, %arg2 {layer = "fc2", recipe = @nvfp4, schemes = {input = #te.nvfp4<>, weight = #te.nvfp4<>}}
-// NOLAYER: resolve-recipe-layer-recipes.mlir:[[# @LINE + 2]]:1: error: layer-recipes names layer 'fc9', which no te.linear or te.linear_grad of the module has
-// MALFORMED: resolve-recipe-layer-recipes.mlir:[[# @LINE + 1]]:1: error: layer-recipes entry 'fc1' must be layer=recipe (e.g. fc1=mxfp8)
+// NOLAYER: resolve-recipe-layer-recipes.mlir:[[# @LINE + 3]]:1: error: layer-recipes names layer 'fc9', which no te.linear or te.linear_grad of the module has
+// MALFORMED: resolve-recipe-layer-recipes.mlir:[[# @LINE + 2]]:1: error: layer-recipes entry 'fc1' must be layer=recipe (e.g. fc1=mxfp8)
+// TWICE: resolve-recipe-layer-recipes.mlir:[[# @LINE + 1]]:1: error: layer-recipes gives layer 'fc1' two recipes
 module {
   te.recipe @nvfp4 {
     te.rule "*", "*" -> #te.nvfp4<>

@@ -2,6 +2,8 @@
 // RUN: not te-run %te_src_root/examples/recipe_switch.mlir --random-inputs 1 --backend cpu --entry init,train_step --switch-recipe 3:fc1=mxfp8 2>&1 | FileCheck %s --check-prefix=LATE
 // RUN: not te-run %te_src_root/examples/recipe_switch.mlir --random-inputs 1 --backend cpu --entry init --switch-recipe fc1=mxfp8 2>&1 | FileCheck %s --check-prefix=SPEC
 // RUN: not te-run %s --random-inputs 1 --backend cpu --entry write,use --switch-recipe 2:fc1=mxfp8 2>&1 | FileCheck %s --check-prefix=NOMASTER
+// RUN: not te-run %s --random-inputs 1 --backend cpu --entry write,use --switch-recipe 2:fc1=mxfp8 --switch-recipe 2:fc1=nvfp4 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not te-run %s --random-inputs 1 --backend cpu --entry write,use --switch-recipe 2:fc1=mxfp8,fc1=nvfp4 2>&1 | FileCheck %s --check-prefix=TWO
 
 // Tests te-run --switch-recipe: before call 4 the layer fc1 goes from NVFP4
 // to MXFP8 and the stored weight is re-quantized from its FP32 master; the
@@ -13,6 +15,8 @@
 // SWITCH: call 6 train_step:
 
 // LATE: te-run: --switch-recipe before call 3, but the run makes 2 call(s)
+// TWICE: te-run: --switch-recipe names call 2 twice; give all its layers in one LAYER=RECIPE list
+// TWO: te-run: --switch-recipe gives layer 'fc1' two recipes in '2:fc1=mxfp8,fc1=nvfp4'
 // SPEC: te-run: --switch-recipe wants CALL:LAYER=RECIPE[,LAYER=RECIPE] with CALL >= 1, got 'fc1=mxfp8'
 
 // A stored quantized weight that no function quantizes from a persistent

@@ -286,12 +286,17 @@ static int run(int argc, char **argv) {
       die("--switch-recipe wants CALL:LAYER=RECIPE[,LAYER=RECIPE] with CALL "
           ">= 1, got '" +
           spec + "'");
+    if (switches.count(call - 1))
+      die("--switch-recipe names call " + std::to_string(call) +
+          " twice; give all its layers in one LAYER=RECIPE list");
     te::api::CompileOptions o = compileOptions;
     llvm::SmallVector<llvm::StringRef> pairs;
     llvm::StringRef(spec).drop_front(colon + 1).split(pairs, ',');
     for (llvm::StringRef pair : pairs) {
       auto [layer, recipe] = pair.split('=');
-      o.layerRecipes[layer.str()] = recipe.str();
+      if (!o.layerRecipes.emplace(layer.str(), recipe.str()).second)
+        die("--switch-recipe gives layer '" + layer.str() +
+            "' two recipes in '" + spec + "'");
     }
     mlir::OwningOpRef<mlir::ModuleOp> variant =
         mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);

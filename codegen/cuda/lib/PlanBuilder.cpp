@@ -11,6 +11,7 @@
 #include "te/codegen/AdamEmitter.h"
 #include "te/codegen/DequantizeEmitter.h"
 #include "te/codegen/QuantizeEmitter.h"
+#include "te/codegen/ScalingState.h"
 #include "te/runtime/BlasLt.h"
 
 #include <algorithm>
@@ -340,13 +341,13 @@ planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
   };
   for (const Stage &s : doubled)
     if (inOneRead(s))
-      direct.stages.erase(
-          std::remove_if(direct.stages.begin(), direct.stages.end(),
-                         [&](const Stage &d) {
-                           return d.value == s.value &&
-                                  d.dir == Direction::Rowwise;
-                         }),
-          direct.stages.end());
+      direct.stages.erase(std::remove_if(direct.stages.begin(),
+                                         direct.stages.end(),
+                                         [&](const Stage &d) {
+                                           return d.value == s.value &&
+                                                  d.dir == Direction::Rowwise;
+                                         }),
+                          direct.stages.end());
   KernelPlan kp;
   kp.name = q.name;
   if (!direct.stages.empty() || direct.biasGrad >= 0) {
@@ -664,6 +665,8 @@ static rt::Expected<KernelPlan> planGemm(const Program &p, const Entry &e,
 rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
                                        bool keepUnsupported) {
   std::string why = validate(e);
+  if (why.empty())
+    why = validateScalingStates(p);
   if (!why.empty())
     return rt::Status(rt::StatusCode::InvalidArgument, e.name + ": " + why);
   EntryPlan out;

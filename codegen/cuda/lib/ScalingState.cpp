@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace te::cg {
 
@@ -49,6 +50,14 @@ std::string validateScalingStates(const Entry &e) {
       continue;
     for (const Stage &s : q->stages) {
       bool delayed = s.scheme.kind == rt::SchemeKind::Fp8Delayed;
+      const std::optional<rt::Scheme> &source =
+          e.values[size_t(s.value)].columnwiseSource;
+      if (s.dir == rt::Direction::Columnwise && source &&
+          (delayed || source->kind == rt::SchemeKind::Fp8Delayed))
+        return "quantize '" + q->name +
+               "': double quantization (columnwise_source = "
+               "rowwise_dequantized) with fp8_delayed is not supported (the "
+               "rowwise cast would record into its state twice)";
       if (delayed && s.state.empty())
         return "quantize '" + q->name +
                "': an fp8_delayed stage needs a delayed-scaling state "
@@ -72,6 +81,23 @@ std::string validateScalingStates(const Entry &e) {
                    "' has the name of a persistent value";
     }
   }
+  return "";
+}
+
+std::string validateScalingStates(const Program &p) {
+  std::map<std::string, Value> persistent = persistentValues(p);
+  std::map<std::string, std::pair<rt::Scheme, std::string>> seen;
+  for (const Entry &e : p.entries)
+    for (const ScalingState &s : scalingStates(e)) {
+      if (persistent.count(s.name))
+        return "delayed-scaling state '" + s.name + "' (function '" + e.name +
+               "') has the name of a persistent value";
+      auto [it, added] = seen.insert({s.name, {s.scheme, e.name}});
+      if (!added && it->second.first != s.scheme)
+        return "delayed-scaling state '" + s.name +
+               "' is used with another fp8_delayed scheme in function '" +
+               e.name + "' than in '" + it->second.second + "'";
+    }
   return "";
 }
 

@@ -164,4 +164,41 @@ TEST(DelayedScalingSession, GpuSessionMatchesTheCpuCallByCall) {
     ASSERT_TRUE(gpuState) << gpuState.status().toString();
     EXPECT_EQ(*gpuState, *cpu->read("x.delayed_scaling"));
   }
+
+  // A second session restored from the first one's state before it ever
+  // ran holds that state, and its next call computes what the first's does.
+  auto restored = api::Session::create(*m, *device, cache);
+  ASSERT_TRUE(restored);
+  auto checkpoint = gpu->read("x.delayed_scaling", *stream);
+  ASSERT_TRUE(checkpoint);
+  std::vector<rt::DeviceBuffer> parts;
+  std::vector<std::pair<std::string, api::DeviceSpan>> spans;
+  for (const auto &[part, bytes] : *checkpoint) {
+    auto b = rt::DeviceBuffer::allocate(bytes.size());
+    ASSERT_TRUE(b);
+    ASSERT_TRUE(b->copyFromHost(bytes.data(), bytes.size(), *stream));
+    spans.push_back({part, {b->devicePtr(), b->size()}});
+    parts.push_back(std::move(*b));
+  }
+  ASSERT_TRUE(restored->setFromDevice("x.delayed_scaling", spans, *stream));
+  EXPECT_EQ(*restored->read("x.delayed_scaling", *stream), *checkpoint);
+  for (api::Session *s : {&*gpu, &*restored}) {
+    std::vector<uint8_t> x = input(7);
+    auto in = rt::DeviceBuffer::allocate(x.size());
+    ASSERT_TRUE(in);
+    ASSERT_TRUE(in->copyFromHost(x.data(), x.size(), *stream));
+    api::Executable *f = s->function("cast");
+    std::vector<rt::DeviceBuffer> owned;
+    std::vector<api::DeviceSpan> results;
+    for (const api::Slot &slot : f->results()) {
+      auto b = rt::DeviceBuffer::allocate(slot.bytes);
+      ASSERT_TRUE(b);
+      results.push_back({b->devicePtr(), b->size()});
+      owned.push_back(std::move(*b));
+    }
+    ASSERT_TRUE(f->run({{in->devicePtr(), in->size()}}, results, *stream));
+    ASSERT_TRUE(stream->synchronize());
+  }
+  EXPECT_EQ(*restored->read("x.delayed_scaling", *stream),
+            *gpu->read("x.delayed_scaling", *stream));
 }

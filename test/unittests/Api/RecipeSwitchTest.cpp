@@ -168,6 +168,23 @@ TEST(RecipeSwitch, LayerRecipesRetypeThePersistentWeight) {
       << m.status().toString();
 }
 
+TEST(RecipeSwitch, ASwitchNeedsTheMasterHeld) {
+  api::CompiledModule nv = compile(""), mx = compile("mxfp8");
+  auto s = api::HostSession::create(nv);
+  ASSERT_TRUE(s);
+  rt::Status st = s->switchModule(mx);
+  EXPECT_NE(st.message().find("re-quantized from 'fc1.master' at the switch, "
+                              "but the session holds no value of "
+                              "'fc1.master' yet"),
+            std::string::npos)
+      << st.toString();
+  // Nothing was dropped: the session goes on as before.
+  size_t n = 256 * 128;
+  ASSERT_TRUE(s->set("fc1.master", floats(n, 1, 0.05f).data(), 4 * n));
+  ASSERT_TRUE(s->call("init", {}));
+  ASSERT_TRUE(s->switchModule(mx));
+}
+
 TEST(RecipeSwitch, CpuSessionRequantizesEveryStoredBufferAtEachSwitch) {
   api::CompiledModule nv = compile(""), mx = compile("mxfp8");
   auto s = api::HostSession::create(nv);

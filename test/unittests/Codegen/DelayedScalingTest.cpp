@@ -324,6 +324,34 @@ TEST(DelayedScalingPlan, RejectsInconsistentStates) {
   for (cg::Stage &s : std::get<cg::QuantizeKernel>(e.kernels[0]).stages)
     s.scheme = *e.values[1].rowwise;
   check(stray, "only fp8_delayed keeps a state");
+  // Across functions: one state, one scheme, and no persistent value of
+  // its name in any function.
+  cg::Program two = program(c);
+  two.entries.push_back(two.entries[0]);
+  two.entries[1].name = "other";
+  auto &k2 = std::get<cg::QuantizeKernel>(two.entries[1].kernels[0]);
+  for (cg::Stage &s : k2.stages)
+    s.scheme.margin = 3;
+  two.entries[1].values[1].rowwise->margin = 3;
+  two.entries[1].values[1].columnwise->margin = 3;
+  EXPECT_EQ(cg::validate(two.entries[1]), "");
+  std::string why = cg::validateScalingStates(two);
+  EXPECT_NE(why.find("is used with another fp8_delayed scheme in function "
+                     "'other' than in 'step'"),
+            std::string::npos)
+      << why;
+  EXPECT_FALSE(cg::buildEntryPlan(two, two.entries[0]));
+  EXPECT_FALSE(
+      exec::runCpu(two, two.entries[0], {test::bf16Bytes(stepInput(0))}));
+  cg::Program named = program(c);
+  named.entries.push_back(named.entries[0]);
+  named.entries[1].name = "other";
+  std::get<cg::QuantizeKernel>(named.entries[1].kernels[0]).stages.clear();
+  named.entries[1].kernels.clear();
+  named.entries[1].resultPersistent = {"x.delayed_scaling"};
+  why = cg::validateScalingStates(named);
+  EXPECT_NE(why.find("has the name of a persistent value"), std::string::npos)
+      << why;
 }
 
 } // namespace te

@@ -78,20 +78,12 @@ struct DeviceStore {
       values;
   /// The values holding data: written by an entry or set by the caller.
   std::set<std::string> written;
-  /// Buffers allocated with initial contents (delayed-scaling state) that
-  /// are not uploaded yet.
-  std::vector<
-      std::pair<std::shared_ptr<rt::DeviceBuffer>, std::vector<uint8_t>>>
-      pending;
 
   bool holds(const std::string &name) const { return written.count(name); }
   /// Copies `data` (named as results name their buffers) into `name`'s
   /// buffers, which must exist with the same sizes.
   rt::Status upload(const std::string &name, const ValueData &data,
                     const rt::Stream &s);
-  /// Uploads the pending initial contents on `s` (before any run that may
-  /// read them).
-  rt::Status uploadPending(const rt::Stream &s);
 };
 
 /// A delayed-scaling state's parts as both backends return them:
@@ -101,6 +93,10 @@ ValueData stateValueData(std::vector<uint8_t> history,
 /// The device copy of state `name` (read on `s`, which is synchronised).
 rt::Expected<ValueData> readState(const DeviceStore &store,
                                   const std::string &name, const rt::Stream &s);
+
+/// Copies `bytes` into `buffer` on the legacy default stream and waits.
+rt::Status uploadNow(rt::DeviceBuffer &buffer,
+                     const std::vector<uint8_t> &bytes);
 
 /// How one entry's plan buffers map onto a DeviceStore.
 struct StoreBinding {
@@ -115,10 +111,10 @@ struct StoreBinding {
 /// Binds the persistent arguments and results and the delayed-scaling
 /// states of `e` to `store`, allocating the store's buffers on first use
 /// (sizes must agree with other entries'; a new state's buffers get their
-/// initial contents before the first run). A result is written in place into
-/// its argument's buffers only where updatesInPlace allows, else through
-/// copyOut. Returning an argument as a persistent value of another name is
-/// Unsupported.
+/// initial contents at once, before bindToStore returns). A result is written
+/// in place into its argument's buffers only where updatesInPlace allows, else
+/// through copyOut. Returning an argument as a persistent value of another name
+/// is Unsupported.
 rt::Expected<StoreBinding> bindToStore(const cg::Entry &e,
                                        const cg::EntryPlan &plan,
                                        const rt::Target &target,

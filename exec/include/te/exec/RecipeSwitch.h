@@ -21,11 +21,14 @@
 #include "te/codegen/Program.h"
 #include "te/runtime/Status.h"
 
+#include <functional>
+
 namespace te::exec {
 
 struct RecipeSwitch {
   /// Persistent values and delayed-scaling states the new program stores
-  /// differently: a session drops them from its stores.
+  /// differently (or, for a state, that the old program did not use): a
+  /// session drops them from its stores.
   std::vector<std::string> dropped;
   /// One entry per dropped quantized value ("requantize <value>"): it reads
   /// the value's master (a persistent argument) and writes the value (a
@@ -34,6 +37,12 @@ struct RecipeSwitch {
   /// (value, master) of each entry of `requantize`, in order.
   std::vector<std::pair<std::string, std::string>> requantized;
 };
+
+/// The masters `s` re-quantizes from that `holds` says are missing ("" when
+/// every one is held): a session checks before it drops anything.
+std::string
+missingMaster(const RecipeSwitch &s,
+              const std::function<bool(const std::string &)> &holds);
 
 /// What switching a session from program `from` to program `to` does to
 /// its stores. Fails where `to` changes a persistent tensor's type, or

@@ -50,6 +50,11 @@ std::vector<ScalingState> scalingStates(const Entry &e);
 /// and optimizer kernels requantize into no delayed-scaling direction.
 std::string validateScalingStates(const Entry &e);
 
+/// The program-wide rules: every entry that names a state uses it with one
+/// scheme, and no state is named like a persistent value of any entry (the
+/// stores keep both under their names). "" when they hold.
+std::string validateScalingStates(const Program &p);
+
 /// A state's initial bytes: scale 1, history zeros.
 std::vector<uint8_t> initialScale();
 std::vector<uint8_t> initialHistory(const rt::Scheme &scheme);
