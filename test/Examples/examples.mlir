@@ -57,7 +57,7 @@
 // quantized once, holding both directions.
 // DELAYED-LABEL: func.func @train_step
 // DELAYED-NOT: tek.dequantize_kernel
-// DELAYED: %[[X:.*]]:2 = tek.quantize_kernel {{.*}} %arg0
+// DELAYED: %[[X:.*]]:2 = tek.quantize_kernel {{.*}} %arg0 {{.*}}#tek.stage<0, rowwise, "fc1.input.delayed_scaling">, #tek.stage<1, columnwise, "fc1.input.delayed_scaling">]
 // DELAYED: %[[W:.*]] = tek.quantize_kernel {{.*}} %arg1 {{.*}} -> !te.qtensor<1024x1024xbf16, #te.fp8_delayed<e4m3, history = 16{{.*}}>, rowwise|columnwise>
 // DELAYED: tek.gemm_call {{.*}} %[[X]]#0, %[[W]] bias %arg2 {transpose_b}
 // DELAYED: %[[DY:.*]]:2 = tek.quantize_kernel {{.*}} %arg3 {bias_grad

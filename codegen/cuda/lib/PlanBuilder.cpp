@@ -265,12 +265,6 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
                                                const BufferTable &table,
                                                const EntryPlan &out);
 
-/// A quantize kernel whose stages include double quantization (a columnwise
-/// direction quantized from the dequantized rowwise values,
-/// Value::columnwiseSource): the other stages as usual, then per such stage
-/// the rowwise quantization into a workspace, its dequantize to the input's
-/// type and the columnwise quantization of that - each a kernel pinned to
-/// the reference on its own, so the composition is too.
 /// Double quantization in one read (DoubleQuantizeKernel.cuh): stage
 /// `second` (columnwise, value 2 of `sub`) from the dequantized rowwise
 /// values of value 1 (the target's own rowwise buffers or a workspace),
@@ -320,6 +314,14 @@ static KernelPlan planDoubleQuantize(const Program &p, const Entry &sub,
   return std::move(w.kp);
 }
 
+/// A quantize kernel whose stages include double quantization (a columnwise
+/// direction quantized from the dequantized rowwise values,
+/// Value::columnwiseSource): the other stages as usual, then per such stage
+/// either one read (planDoubleQuantize) or the rowwise quantization, its
+/// dequantize to the input's type and the columnwise quantization of that -
+/// each a kernel pinned to the reference on its own, so the composition is
+/// too. The rowwise result lands in the value's own rowwise buffers where
+/// it holds them (not written twice), else in a workspace.
 static rt::Expected<KernelPlan>
 planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
                    BufferTable &table, EntryPlan &out) {
@@ -333,21 +335,20 @@ planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
         .push_back(s);
   if (doubled.empty())
     return planQuantize(p, e, q, table, out);
-  // A one-read double quantization writes the rowwise direction of a value
-  // that holds it itself: the direct pass does not write it again.
+  // The double quantization's rowwise step writes the rowwise direction of
+  // a value that holds it itself: the direct pass does not write it again.
   auto inOneRead = [&](const Stage &s) {
     const Value &v = e.values[s.value];
     return doubleQuantizesInOneRead(*v.columnwiseSource, s.scheme);
   };
   for (const Stage &s : doubled)
-    if (inOneRead(s))
-      direct.stages.erase(std::remove_if(direct.stages.begin(),
-                                         direct.stages.end(),
-                                         [&](const Stage &d) {
-                                           return d.value == s.value &&
-                                                  d.dir == Direction::Rowwise;
-                                         }),
-                          direct.stages.end());
+    direct.stages.erase(std::remove_if(direct.stages.begin(),
+                                       direct.stages.end(),
+                                       [&](const Stage &d) {
+                                         return d.value == s.value &&
+                                                d.dir == Direction::Rowwise;
+                                       }),
+                        direct.stages.end());
   KernelPlan kp;
   kp.name = q.name;
   if (!direct.stages.empty() || direct.biasGrad >= 0) {
@@ -381,19 +382,19 @@ planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
         directionStorage(rowwise, Direction::Rowwise, p.target);
     ValueBuffers::Direction &ws = subPlan.values[1].dir[0];
     std::string base = q.name + "_double" + std::to_string(i);
+    // The rowwise result goes where the value keeps it, else to a
+    // workspace.
+    if (target.rowwise) {
+      ws = out.values[s.value].dir[0];
+    } else {
+      ws.data = table.add(rowwise.name + ".rowwise.data", st.data.bytes());
+      if (st.scaleInv.present())
+        ws.scale =
+            table.add(rowwise.name + ".rowwise.scale_inv", st.scaleInv.bytes());
+      if (st.amax.present())
+        ws.amax = table.add(rowwise.name + ".rowwise.amax", st.amax.bytes());
+    }
     if (inOneRead(s)) {
-      // The rowwise result goes where the value keeps it, else to a
-      // workspace.
-      if (target.rowwise) {
-        ws = out.values[s.value].dir[0];
-      } else {
-        ws.data = table.add(rowwise.name + ".rowwise.data", st.data.bytes());
-        if (st.scaleInv.present())
-          ws.scale = table.add(rowwise.name + ".rowwise.scale_inv",
-                               st.scaleInv.bytes());
-        if (st.amax.present())
-          ws.amax = table.add(rowwise.name + ".rowwise.amax", st.amax.bytes());
-      }
       Entry one;
       one.name = e.name;
       one.values = {in, rowwise, target};
@@ -403,12 +404,6 @@ planQuantizeKernel(const Program &p, const Entry &e, const QuantizeKernel &q,
       append(kp, planDoubleQuantize(p, one, base, table, onePlan));
       continue;
     }
-    ws.data = table.add(rowwise.name + ".rowwise.data", st.data.bytes());
-    if (st.scaleInv.present())
-      ws.scale =
-          table.add(rowwise.name + ".rowwise.scale_inv", st.scaleInv.bytes());
-    if (st.amax.present())
-      ws.amax = table.add(rowwise.name + ".rowwise.amax", st.amax.bytes());
     subPlan.values[2].tensor = table.add(
         values.name, uint64_t(in.rows() * in.cols() * rt::dtypeSize(in.dtype)));
     QuantizeKernel first{

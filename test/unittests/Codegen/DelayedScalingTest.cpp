@@ -226,6 +226,28 @@ TEST_P(DelayedScaling, GpuMatchesCpuBitForBitEagerAndReplayed) {
         exec::CudaRunner::create(p, p.entries[0], *gpu.device, cache, &device);
     ASSERT_TRUE(runner) << runner.status().toString();
     ASSERT_TRUE(runner->poison(0xA5, *gpu.stream));
+    // Both backends start from one restored state whose whole history is
+    // filled - NaN, Inf, zeros and amaxes spanning the range - so the first
+    // steps roll every entry of even the longest history.
+    host.declareStates(p);
+    for (const std::string &name : names) {
+      size_t length = host.scaling.at(name).state.history.size();
+      std::mt19937 gen{uint32_t(length)};
+      std::vector<float> history(length);
+      for (size_t i = 0; i < length; ++i)
+        history[i] = i % 97 == 5   ? std::numeric_limits<float>::quiet_NaN()
+                     : i % 89 == 7 ? std::numeric_limits<float>::infinity()
+                     : i % 13 == 0 ? 0.0f
+                                   : std::ldexp(float(gen() % 1000 + 1),
+                                                int(gen() % 40) - 30);
+      std::vector<uint8_t> bytes(4 * length), scale(4);
+      std::memcpy(bytes.data(), history.data(), bytes.size());
+      float s = 3.25f;
+      std::memcpy(scale.data(), &s, 4);
+      exec::ValueData parts = exec::stateValueData(bytes, scale);
+      ASSERT_TRUE(host.writeState(name, parts));
+      ASSERT_TRUE(device.upload(name, parts, *gpu.stream));
+    }
     for (int i = 0; i < 30; ++i) {
       SCOPED_TRACE("step " + std::to_string(i));
       std::vector<uint8_t> x = test::bf16Bytes(stepInput(i));

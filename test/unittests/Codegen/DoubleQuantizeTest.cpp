@@ -201,13 +201,17 @@ TEST(DoubleQuantizePlan, OneReadWhereEveryScaleStaysInATile) {
     SCOPED_TRACE(c.label);
     bool one = cg::doubleQuantizesInOneRead(c.rowwise, c.columnwise);
     std::vector<std::string> names = launches(c);
-    bool dequantizes = false, fused = false;
+    bool dequantizes = false, fused = false, direct = false;
     for (const std::string &n : names) {
       dequantizes |= n.find("_dequantize") != std::string::npos;
       fused |= n == "te_quantize_0_double0";
+      direct |= n == "te_quantize_0";
     }
     EXPECT_EQ(fused, one);
     EXPECT_EQ(dequantizes, !one);
+    // The rowwise direction the value holds is the double quantization's
+    // rowwise step: no direct pass writes it a second time.
+    EXPECT_FALSE(direct);
     // One read: the rowwise direction the value holds is written by the
     // fused kernel only (no direct pass), after the input's amax pre-pass
     // where the rowwise scheme needs it.
@@ -217,8 +221,8 @@ TEST(DoubleQuantizePlan, OneReadWhereEveryScaleStaysInATile) {
   }
   EXPECT_TRUE(cg::doubleQuantizesInOneRead(Scheme::nvfp4(),
                                            Scheme::mxfp8(DType::E4M3)));
-  EXPECT_FALSE(
-      cg::doubleQuantizesInOneRead(Scheme::mxfp8(DType::E4M3), Scheme::nvfp4()));
+  EXPECT_FALSE(cg::doubleQuantizesInOneRead(Scheme::mxfp8(DType::E4M3),
+                                            Scheme::nvfp4()));
   EXPECT_FALSE(cg::doubleQuantizesInOneRead(Scheme::fp8Current(DType::E4M3),
                                             Scheme::mxfp8(DType::E4M3)));
 }
