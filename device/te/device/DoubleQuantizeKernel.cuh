@@ -64,7 +64,8 @@ __device__ __forceinline__ void setTileSegment(Tile &t, int r, int c,
       }
     }
     int pc = swizzledColumn(r, c + 8 * h);
-    *reinterpret_cast<U32x4 *>(&t.s.x[r][pc]) = U32x4{hi[0], hi[1], hi[2], hi[3]};
+    *reinterpret_cast<U32x4 *>(&t.s.x[r][pc]) =
+        U32x4{hi[0], hi[1], hi[2], hi[3]};
     if (Src == SourceType::F32)
       *reinterpret_cast<U32x4 *>(&(*t.lo)[r][pc]) =
           U32x4{lw[0], lw[1], lw[2], lw[3]};
@@ -79,8 +80,9 @@ __device__ __forceinline__ void setTileSegment(Tile &t, int r, int c,
 template <SourceType Src, class Decode>
 __device__ __forceinline__ void dequantizeStoredRows(Tile &t,
                                                      const DequantArgs &a) {
-  static_assert(!Decode::kTransposed && Decode::kUniformFactor,
-                "a rowwise source stores [M, K] codes with row-uniform factors");
+  static_assert(
+      !Decode::kTransposed && Decode::kUniformFactor,
+      "a rowwise source stores [M, K] codes with row-uniform factors");
   const bool vector = a.k % kSegment == 0;
   for (int task = t.tid; task < kTileRows * kRowSegments;
        task += kTileThreads) {
@@ -90,8 +92,7 @@ __device__ __forceinline__ void dequantizeStoredRows(Tile &t,
     i64 gr = t.r0 + r, gc = t.c0 + c;
     if (!vector || c + kSegment > t.cols) {
       for (int e = 0; e < kSegment && c + e < t.cols; ++e)
-        setTileValue<Src>(t, r, c + e,
-                          detail::valueAt<Decode>(a, gr, gc + e));
+        setTileValue<Src>(t, r, c + e, detail::valueAt<Decode>(a, gr, gc + e));
       continue;
     }
     u8 codes[kSegment];
@@ -111,7 +112,8 @@ __device__ __forceinline__ void dequantizeStoredRows(Tile &t,
         codes[e] = e % 2 ? unpackE2M1High(byte) : unpackE2M1Low(byte);
       }
     }
-    float factor[2] = {Decode::factor(a, gr, gc), Decode::factor(a, gr, gc + 8)};
+    float factor[2] = {Decode::factor(a, gr, gc),
+                       Decode::factor(a, gr, gc + 8)};
     float v[kSegment];
     TE_UNROLL
     for (int e = 0; e < kSegment; ++e)
@@ -128,24 +130,8 @@ __device__ __forceinline__ void
 quantizeTileTwice(const void *x, i64 m, i64 k, const StageArgs &row,
                   const DequantArgs &stored, const StageArgs &col) {
   __shared__ TileSmem smem;
-  extern __shared__ __align__(16) u8 dynamicSmem[];
-  TilePlane *lo = Src == SourceType::F32
-                      ? reinterpret_cast<TilePlane *>(dynamicSmem)
-                      : nullptr;
-  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
-  i64 r0 = i64(blockIdx.x) / tilesAcross * kTileRows;
-  i64 c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
-  int tid = int(threadIdx.x);
-  Tile t = Tile::at(smem, m, k, r0, c0, tid, lo);
-
-  if (Src == SourceType::F32)
-    loadTileF32(smem, *lo, static_cast<const float *>(x), m, k, r0, c0, tid);
-  else
-    loadTile16(smem, static_cast<const u16 *>(x), m, k, r0, c0, tid);
-  if (tid == 0)
-    smem.tileAmax = 0u;
-  cpAsyncWaitAll();
-  __syncthreads();
+  Tile t = loadCtaTile<Src>(smem, x, m, k);
+  const int tid = t.tid;
   reduceTile<Src, RowStage::kNeedsRowSegments, RowStage::kNeedsColSegments,
              RowStage::kNeedsTileAmax, false>(t, nullptr);
   __syncthreads();

@@ -183,12 +183,12 @@ __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
 /// The whole kernel: launch kTileThreads threads and one CTA per 128 x 128
 /// tile, column tiles fastest, with quantizeDynamicSmem(Src) bytes of
 /// dynamic shared memory. `args[i]` belongs to the i-th stage.
-template <SourceType Src, bool BiasGrad, class... Stages>
-__device__ __forceinline__ void quantizeTile(const void *x, i64 m, i64 k,
-                                             const StageArgs *args,
-                                             float *biasPartial) {
-  using List = StageList<Stages...>;
-  __shared__ TileSmem smem;
+/// The CTA's tile (blockIdx.x, column tiles fastest) loaded into `smem`
+/// (and, for f32, the dynamic low-half plane), the tile amax reset, all
+/// threads past the barrier: phase 1 of every tile kernel.
+template <SourceType Src>
+__device__ __forceinline__ Tile loadCtaTile(TileSmem &smem, const void *x,
+                                            i64 m, i64 k) {
   extern __shared__ __align__(16) u8 dynamicSmem[];
   TilePlane *lo = Src == SourceType::F32
                       ? reinterpret_cast<TilePlane *>(dynamicSmem)
@@ -197,8 +197,6 @@ __device__ __forceinline__ void quantizeTile(const void *x, i64 m, i64 k,
   i64 r0 = i64(blockIdx.x) / tilesAcross * kTileRows;
   i64 c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
   int tid = int(threadIdx.x);
-  Tile t = Tile::at(smem, m, k, r0, c0, tid, lo);
-
   if (Src == SourceType::F32)
     loadTileF32(smem, *lo, static_cast<const float *>(x), m, k, r0, c0, tid);
   else
@@ -207,6 +205,16 @@ __device__ __forceinline__ void quantizeTile(const void *x, i64 m, i64 k,
     smem.tileAmax = 0u;
   cpAsyncWaitAll();
   __syncthreads();
+  return Tile::at(smem, m, k, r0, c0, tid, lo);
+}
+
+template <SourceType Src, bool BiasGrad, class... Stages>
+__device__ __forceinline__ void quantizeTile(const void *x, i64 m, i64 k,
+                                             const StageArgs *args,
+                                             float *biasPartial) {
+  using List = StageList<Stages...>;
+  __shared__ TileSmem smem;
+  Tile t = loadCtaTile<Src>(smem, x, m, k);
   reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
              List::kNeedsTileAmax, BiasGrad>(t, biasPartial);
   __syncthreads();
