@@ -114,8 +114,16 @@ static LogicalResult retypePersistent(ModuleOp module, StringRef name,
       results[i] = t;
       if (!fn.isExternal()) {
         Value v = fn.getBody().front().getTerminator()->getOperand(i);
-        if (!isa<BlockArgument>(v))
-          v.setType(t);
+        // A te.quantize writing the weight quantizes into the new format;
+        // anything else would be retyped behind its back.
+        if (auto q = v.getDefiningOp<QuantizeOp>()) {
+          q.getResult().setType(t);
+        } else if (!isa<BlockArgument>(v) || v.getType() != t) {
+          return layer->emitOpError()
+                 << "cannot store its weight '" << name << "' as " << scheme
+                 << ": function '" << fn.getName()
+                 << "' returns it from something other than a te.quantize";
+        }
       }
       changed = true;
     }

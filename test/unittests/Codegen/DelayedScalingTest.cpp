@@ -201,6 +201,27 @@ TEST_P(DelayedScaling, CpuStateFollowsTheReferenceOverManySteps) {
   EXPECT_EQ(scaleInv, 1.0f);
 }
 
+TEST(DelayedScalingCpu, AFailedCallLeavesTheStateAsItWas) {
+  // The cast records into the state, then a gather over ranks the call was
+  // not given fails: the stored state must not keep that record.
+  cg::Program p = program(cases()[0]);
+  cg::Entry &e = p.entries[0];
+  e.values.push_back(test::tensor("g", {2 * kRows, kCols}, DType::BF16));
+  e.kernels.push_back(cg::AllGatherKernel{"gather", 0, 2, 2});
+  e.results.push_back(2);
+  ASSERT_EQ(cg::validate(e), "");
+  exec::HostStore store;
+  store.declareStates(p);
+  auto out = exec::runCpu(p, e, {test::bf16Bytes(stepInput(1))}, nullptr,
+                          nullptr, &store);
+  ASSERT_FALSE(out);
+  Model fresh(cases()[0]);
+  EXPECT_EQ(exec::firstDifference({store.read("x.delayed_scaling")},
+                                  {modelData(fresh.states[0])}, "store",
+                                  "fresh"),
+            "");
+}
+
 TEST_P(DelayedScaling, CompilesWithNvrtc) {
   cg::Program p = program(GetParam());
   rt::KernelCache cache("");
