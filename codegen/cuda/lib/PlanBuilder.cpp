@@ -89,6 +89,30 @@ public:
     kp.bytesMoved += table_.bytes(buffer);
   }
 
+  /// The input's amax pre-pass `entry` over the `n` elements of `input`
+  /// (`inputBytes`) into a new zeroed buffer `name`.tensor_amax; returns it.
+  int tensorAmax(const std::string &name, const std::string &entry, int input,
+                 int64_t n, uint64_t inputBytes) {
+    int amax = table_.add(name + ".tensor_amax", 4);
+    fill(amax);
+    int64_t grid =
+        std::min<int64_t>(rt::ceilDiv(rt::ceilDiv(n, 8), 4 * 256), 132 * 16);
+    launch(entry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
+           {ArgDesc::ptr(input), ArgDesc::i64(n), ArgDesc::ptr(amax)});
+    kp.bytesMoved += inputBytes;
+    return amax;
+  }
+
+  /// A tile kernel `entry` over an M x K tensor of `dtype`: one CTA per
+  /// 128 x 128 tile.
+  void launchTiles(const std::string &entry, int64_t m, int64_t k,
+                   rt::DType dtype, std::vector<ArgDesc> args) {
+    int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
+                    rt::ceilDiv(k, int64_t(kQuantizeTileCols));
+    launch(entry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args))
+        .sharedBytes = quantizeDynamicSmem(dtype);
+  }
+
   rt::KernelSpec &launch(const std::string &entry, rt::Dim3 grid,
                          std::vector<ArgDesc> args) {
     rt::KernelSpec spec;
@@ -157,16 +181,8 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
   w.kp.bytesMoved += inputBytes;
 
   int globalAmax = -1;
-  if (!src.amaxEntry.empty()) {
-    globalAmax = table.add(q.name + ".tensor_amax", 4);
-    w.fill(globalAmax);
-    int64_t chunks = rt::ceilDiv(m * k, 8);
-    int64_t grid = std::min<int64_t>(rt::ceilDiv(chunks, 4 * 256), 132 * 16);
-    w.launch(
-        src.amaxEntry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
-        {ArgDesc::ptr(input), ArgDesc::i64(m * k), ArgDesc::ptr(globalAmax)});
-    w.kp.bytesMoved += inputBytes;
-  }
+  if (!src.amaxEntry.empty())
+    globalAmax = w.tensorAmax(q.name, src.amaxEntry, input, m * k, inputBytes);
 
   // A row shard scales by the whole tensor's amax: reduce it over the ranks
   // before the cast reads it.
@@ -214,10 +230,7 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
         2 * table.bytes(partial) + table.bytes(out.values[q.biasGrad].tensor);
   }
   args.push_back(ArgDesc::ptr(partial));
-  int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
-                  rt::ceilDiv(k, int64_t(kQuantizeTileCols));
-  w.launch(src.mainEntry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args))
-      .sharedBytes = quantizeDynamicSmem(in.dtype);
+  w.launchTiles(src.mainEntry, m, k, in.dtype, std::move(args));
   // Delayed scaling records the amax as it casts: the record of a shard
   // becomes the whole tensor's afterwards.
   if (q.amaxRanks > 1)
@@ -285,16 +298,8 @@ static KernelPlan planDoubleQuantize(const Program &p, const Entry &sub,
   uint64_t inputBytes = uint64_t(m * k * rt::dtypeSize(in.dtype));
   w.kp.bytesMoved += inputBytes;
   int tensorAmax = -1;
-  if (!src.amaxEntry.empty()) {
-    tensorAmax = table.add(name + ".tensor_amax", 4);
-    w.fill(tensorAmax);
-    int64_t grid = std::min<int64_t>(
-        rt::ceilDiv(rt::ceilDiv(m * k, 8), 4 * 256), 132 * 16);
-    w.launch(
-        src.amaxEntry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
-        {ArgDesc::ptr(input), ArgDesc::i64(m * k), ArgDesc::ptr(tensorAmax)});
-    w.kp.bytesMoved += inputBytes;
-  }
+  if (!src.amaxEntry.empty())
+    tensorAmax = w.tensorAmax(name, src.amaxEntry, input, m * k, inputBytes);
   std::vector<ArgDesc> args = {ArgDesc::ptr(input), ArgDesc::i64(m),
                                ArgDesc::i64(k)};
   for (const Stage *s : {&first, &second}) {
@@ -307,10 +312,7 @@ static KernelPlan planDoubleQuantize(const Program &p, const Entry &sub,
     args.push_back(ArgDesc::i64(int64_t(p.random.offset)));
   }
   args.push_back(ArgDesc::i64(st.scaleInv.cols));
-  int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
-                  rt::ceilDiv(k, int64_t(kQuantizeTileCols));
-  w.launch(src.mainEntry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args))
-      .sharedBytes = quantizeDynamicSmem(in.dtype);
+  w.launchTiles(src.mainEntry, m, k, in.dtype, std::move(args));
   return std::move(w.kp);
 }
 
