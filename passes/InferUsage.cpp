@@ -132,7 +132,9 @@ static LogicalResult widenReturned(const Declaration &d, StringAttr name,
   auto held = cast<QTensorType>(v.getType());
   if (held.getDirections() == all)
     return success(); // e.g. a persistent argument passed through
-  auto quantize = v.getDefiningOp<QuantizeOp>();
+  Operation *quantize = v.getDefiningOp<QuantizeOp>();
+  if (!quantize)
+    quantize = v.getDefiningOp<QuantizeShardsOp>();
   if (!quantize)
     return ret->emitError()
            << "returns persistent '" << name.getValue() << "' holding "
@@ -142,12 +144,12 @@ static LogicalResult widenReturned(const Declaration &d, StringAttr name,
               "every direction";
   Directions want = held.getDirections() | all;
   if (report)
-    quantize.emitRemark() << "te-infer-usage: writing "
-                          << stringifyDirections(want) << ", adding "
-                          << stringifyDirections(want & ~held.getDirections())
-                          << " (another function reads the persistent '"
-                          << name.getValue() << "')";
-  quantize.getResult().setType(withDirections(held, want));
+    quantize->emitRemark() << "te-infer-usage: writing "
+                           << stringifyDirections(want) << ", adding "
+                           << stringifyDirections(want & ~held.getDirections())
+                           << " (another function reads the persistent '"
+                           << name.getValue() << "')";
+  quantize->getResult(0).setType(withDirections(held, want));
   return success();
 }
 

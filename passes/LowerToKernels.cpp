@@ -160,7 +160,7 @@ struct KernelPlan {
     for (Operation &op : fn.getBody().getOps()) {
       ops.push_back(&op);
       if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp,
-              GroupedWgradOp, AllGatherOp>(op)) {
+              GroupedWgradOp, AllGatherOp, QuantizeShardsOp>(op)) {
         numbers[&op] = counter++;
       } else if (isa<GemmOp, GroupedGemmOp>(op)) {
         numbers[&op] = counter;
@@ -283,6 +283,19 @@ struct QuantizeKernelLowering : public PlannedPattern<OpTy> {
     if constexpr (std::is_same_v<OpTy, QuantizeOp>)
       return op.getAmaxRanksAttr();
     return {};
+  }
+};
+
+/// te.quantize_shards -> tek.quantize_shards_kernel.
+struct QuantizeShardsLowering : public PlannedPattern<QuantizeShardsOp> {
+  using PlannedPattern::PlannedPattern;
+
+  LogicalResult
+  matchAndRewrite(QuantizeShardsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tek::QuantizeShardsKernelOp>(
+        op, op.getType(), adaptor.getShards(), plan.name(op));
+    return success();
   }
 };
 
@@ -453,7 +466,7 @@ static LogicalResult checkLowerable(func::FuncOp fn) {
   for (Operation &op : fn.getBody().getOps()) {
     if (isa<QuantizeOp, FusedQuantizeOp, BiasGradOp, DequantizeOp, GemmOp,
             GroupedGemmOp, GroupedWgradOp, AdamStepOp, FusedAdamOp, AllGatherOp,
-            func::ReturnOp>(op) ||
+            QuantizeShardsOp, func::ReturnOp>(op) ||
         isa_and_nonnull<tek::TekDialect>(op.getDialect()))
       continue;
     return op.emitError() << "'" << op.getName()
@@ -461,7 +474,8 @@ static LogicalResult checkLowerable(func::FuncOp fn) {
                              "for te.quantize, te.fused_quantize, "
                              "te.bias_grad, te.dequantize, te.gemm, "
                              "te.grouped_gemm, te.grouped_wgrad, "
-                             "te.all_gather, te.adam_step and te.fused_adam";
+                             "te.all_gather, te.quantize_shards, "
+                             "te.adam_step and te.fused_adam";
   }
   return success();
 }
@@ -482,8 +496,9 @@ struct TeLowerToKernelsPass
                  QuantizeKernelLowering<FusedQuantizeOp>,
                  QuantizeKernelLowering<BiasGradOp>, DequantizeKernelLowering,
                  GemmLowering, GroupedGemmLowering, GroupedWgradLowering,
-                 AllGatherLowering, AdamGroupLowering<AdamStepOp>,
-                 AdamGroupLowering<FusedAdamOp>>(ctx, plan);
+                 AllGatherLowering, QuantizeShardsLowering,
+                 AdamGroupLowering<AdamStepOp>, AdamGroupLowering<FusedAdamOp>>(
+        ctx, plan);
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TeDialect>();
     target.addLegalDialect<tek::TekDialect>();

@@ -181,6 +181,21 @@ private:
     return push(q, std::move(k));
   }
 
+  LogicalResult lowerQuantizeShards(tek::QuantizeShardsKernelOp q) {
+    cg::ShardedQuantizeKernel k;
+    k.name = q.getKernelName().str();
+    for (Value s : q.getShards())
+      k.shards.push_back(ids.lookup(s));
+    FailureOr<int> v = addDefined(q.getResult(), "q");
+    if (failed(v))
+      return failure();
+    const cg::Value &out = entry.values[*v];
+    for (rt::Direction d : {rt::Direction::Rowwise, rt::Direction::Columnwise})
+      if (out.scheme(d))
+        k.stages.push_back({*out.scheme(d), d, *v});
+    return push(q, std::move(k));
+  }
+
   LogicalResult lowerAllGather(tek::AllGatherOp g) {
     cg::AllGatherKernel k;
     k.name = g.getKernelName().str();
@@ -327,6 +342,9 @@ private:
         .Case([&](tek::GroupedWgradOp g) { return lowerGroupedWgrad(g); })
         .Case([&](tek::AdamKernelOp a) { return lowerAdam(a); })
         .Case([&](tek::AllGatherOp g) { return lowerAllGather(g); })
+        .Case([&](tek::QuantizeShardsKernelOp q) {
+          return lowerQuantizeShards(q);
+        })
         .Case([&](func::ReturnOp r) { return lowerReturn(r); })
         .Default([](Operation *other) {
           return other->emitError()

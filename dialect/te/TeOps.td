@@ -444,6 +444,45 @@ def Te_AllGatherOp : Te_Op<"all_gather"> {
   }];
 }
 
+def Te_QuantizeShardsOp : Te_Op<"quantize_shards", [Pure]> {
+  let summary = "quantize a tensor from its master shards, rank by rank";
+  let description = [{
+    A distributed optimizer splits the flattened high-precision master of a
+    weight into contiguous 1-D shards at any element offsets, one per rank,
+    in rank order (rank r holds the row-major elements after those of ranks
+    before it). Each rank quantizes its shard straight into the whole
+    tensor's quantized layout; the amaxes that span ranks (the tensor amax,
+    and every scaling block a boundary splits: MXFP8 and NVFP4 blocks, FP8
+    1x128 blocks and 128x128 tiles) are max-reduced over the ranks first,
+    so the result is bit for bit the quantization of the concatenated
+    master, in every scheme and direction (docs/Numerics.md §17). Here one
+    process plays every rank. NVFP4 with the Hadamard transform
+    columnwise, `#te.fp8_delayed` and double quantization are refused.
+
+    ```mlir
+    func.func @quantize_shards(%s0: tensor<100000xf32>, %s1: tensor<162144xf32>)
+        -> !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise> {
+      %w = te.quantize_shards %s0, %s1 : tensor<100000xf32>, tensor<162144xf32>
+             -> !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+      return %w : !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Te_FloatTensor>:$shards);
+  let results = (outs Te_QTensor:$result);
+  let assemblyFormat =
+      "$shards attr-dict `:` type($shards) `->` qualified(type($result))";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The rules on types alone (te.quantize_shards and
+    /// tek.quantize_shards_kernel): shard shapes and element types, and
+    /// which schemes a sharded master can be quantized in.
+    static ::llvm::LogicalResult
+    verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
+                ::mlir::TypeRange shards, ::mlir::Type result);
+  }];
+}
+
 } // opDocGroup Te_QuantGroup
 
 include "dialect/te/TeLayerOps.td"

@@ -123,3 +123,54 @@ LogicalResult AllGatherOp::verify() {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// QuantizeShardsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+QuantizeShardsOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
+                              TypeRange shards, Type result) {
+  auto q = cast<QTensorType>(result);
+  std::vector<int64_t> sizes;
+  for (auto [i, t] : llvm::enumerate(shards)) {
+    auto shard = cast<RankedTensorType>(t);
+    if (shard.getRank() != 1)
+      return emitError() << "shard " << i << " is " << shard
+                         << ": master shards are 1-D pieces of the flattened "
+                            "tensor";
+    if (shard.getElementType() != q.getElementType())
+      return emitError() << "shard " << i << " holds " << shard.getElementType()
+                         << ", but the quantized tensor's source type is "
+                         << q.getElementType();
+    sizes.push_back(shard.getDimSize(0));
+  }
+  std::string why =
+      ::te::rt::validateShardSizes(sizes, q.getRows() * q.getCols());
+  if (!why.empty())
+    return emitError() << "cannot split " << shapeStr(q.getShape())
+                       << " into shards of " << shapeStr(sizes) << ": " << why;
+  auto hybrid = dyn_cast<HybridAttr>(q.getScheme());
+  if (hybrid && hybrid.getColumnwiseSource() &&
+      q.hasDirection(Direction::columnwise))
+    return emitError() << "cannot double-quantize a sharded master: the "
+                          "columnwise copy would need the rowwise one of "
+                          "other ranks' elements";
+  for (Direction d : {Direction::rowwise, Direction::columnwise}) {
+    if (!q.hasDirection(d))
+      continue;
+    why = ::te::rt::validateMasterShards(q.getScheme().getRuntimeScheme(d),
+                                         toRuntime(d));
+    if (!why.empty())
+      return emitError() << "cannot quantize the " << stringifyDirection(d)
+                         << " direction from master shards: " << why;
+  }
+  return success();
+}
+
+LogicalResult QuantizeShardsOp::verify() {
+  if (getShards().empty())
+    return emitOpError() << "needs at least one shard";
+  return verifyTypes([&] { return emitOpError(); }, getShards().getTypes(),
+                     getResult().getType());
+}

@@ -164,6 +164,19 @@ LogicalResult AllGatherOp::verify() {
       getResult().getType(), getRanks(), getSendColumnwise());
 }
 
+LogicalResult QuantizeShardsKernelOp::verify() {
+  if (getShards().empty() || !isa<QTensorType>(getResult().getType()))
+    return emitOpError() << "quantizes at least one shard into a !te.qtensor";
+  for (Type t : getShards().getTypes()) {
+    Type elem = cast<RankedTensorType>(t).getElementType();
+    if (!elem.isBF16() && !elem.isF16() && !elem.isF32())
+      return emitOpError() << "quantizes bf16, f16 or f32 shards, not " << elem;
+  }
+  return mlir::te::QuantizeShardsOp::verifyTypes([&] { return emitOpError(); },
+                                                 getShards().getTypes(),
+                                                 getResult().getType());
+}
+
 //===----------------------------------------------------------------------===//
 // dequantize_kernel
 //===----------------------------------------------------------------------===//

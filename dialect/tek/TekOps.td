@@ -216,6 +216,35 @@ def Tek_AllGatherOp : Tek_Op<"all_gather"> {
   let hasVerifier = 1;
 }
 
+def Tek_QuantizeShardsKernelOp : Tek_Op<"quantize_shards_kernel", [Pure]> {
+  let summary = "every rank's tiles of a tensor quantized from master shards";
+  let description = [{
+    `te.quantize_shards` as the runtime runs it, every rank in one process
+    (te/device/ShardedQuantizeKernel.cuh): the amax table zeroed; one launch
+    max-accumulating each rank's tensor amax (where a direction scales by
+    it) and one the amaxes of the tiles ranks share into it - the
+    reduction over ranks; then one launch over every rank's tiles writing
+    each direction the result holds. Same operands and rules as
+    `te.quantize_shards`.
+
+    ```mlir
+    func.func @quantize_shards_kernel(%s0: tensor<1000xf32>, %s1: tensor<15384xf32>)
+        -> !te.qtensor<128x128xf32, #te.nvfp4<>, rowwise> {
+      %w = tek.quantize_shards_kernel "te_quantize_shards_0" %s0, %s1
+          : tensor<1000xf32>, tensor<15384xf32>
+          -> !te.qtensor<128x128xf32, #te.nvfp4<>, rowwise>
+      return %w : !te.qtensor<128x128xf32, #te.nvfp4<>, rowwise>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$shards,
+                       StrAttr:$kernel_name);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$kernel_name $shards attr-dict `:` type($shards) `->` "
+                       "qualified(type($result))";
+  let hasVerifier = 1;
+}
+
 def Tek_GroupedWgradOp : Tek_Op<"grouped_wgrad", [Pure]> {
   let summary = "the grouped wgrad: per-expert quantize launches, one GEMM";
   let description = [{

@@ -422,6 +422,29 @@ static rt::Status runQuantize(const Program &p, const Entry &e,
   return rt::Status::ok();
 }
 
+/// The definition of a sharded master quantize (docs/Numerics.md §17): the
+/// quantization of the concatenated shards. The GPU plan's rank-by-rank
+/// algorithm is pinned to this.
+static rt::Status runShardedQuantize(const Program &p, const Entry &e,
+                                     const ShardedQuantizeKernel &q,
+                                     std::vector<HostValue> &values) {
+  Value whole = e.values[q.stages.front().value];
+  whole.kind = Value::Kind::Tensor;
+  std::vector<uint8_t> x;
+  bool inexact = false;
+  for (int s : q.shards) {
+    x.insert(x.end(), values[s].tensor.begin(), values[s].tensor.end());
+    inexact |= values[s].inexact();
+  }
+  for (const Stage &s : q.stages) {
+    rt::Status st = quantizeStage(p, s, x, whole, values[s.value]);
+    if (!st.isOk())
+      return fail(q.name + ": " + st.message());
+    values[s.value].unbounded = inexact;
+  }
+  return rt::Status::ok();
+}
+
 std::vector<CarriedState> carriedState(const Entry &e) {
   std::vector<CarriedState> out;
   for (const Kernel &k : e.kernels) {
@@ -483,6 +506,11 @@ static std::string kernelWhat(const Entry &e, const Kernel &k) {
                  [&](const AllGatherKernel &g) {
                    return g.name + " (" + dims(g.input) + " from " +
                           std::to_string(g.ranks) + " ranks)";
+                 },
+                 [&](const ShardedQuantizeKernel &q) {
+                   return q.name + " (" + dims(q.stages.front().value) +
+                          " from " + std::to_string(q.shards.size()) +
+                          " shards)";
                  },
                  [&](const GroupedWgradKernel &g) {
                    const Value &dw = e.values[g.output];
@@ -567,6 +595,9 @@ runCpuChecked(const Program &p, const Entry &e,
             },
             [&](const AllGatherKernel &g) {
               return runAllGather(p, e, g, values, collective);
+            },
+            [&](const ShardedQuantizeKernel &q) {
+              return runShardedQuantize(p, e, q, values);
             }},
         k);
     if (!st.isOk())

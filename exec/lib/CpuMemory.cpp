@@ -93,6 +93,11 @@ static uint64_t kernelScratchBytes(const Program &p, const Entry &e,
                  [&](const AllGatherKernel &g) {
                    // The staging copy of every rank's shards.
                    return storageBytes(p, e.values[g.output]);
+                 },
+                 [&](const ShardedQuantizeKernel &q) {
+                   // The concatenated master and its fp32 widening.
+                   const Value &v = e.values[q.stages.front().value];
+                   return elementsOf(v) * (4 + rt::dtypeSize(v.dtype));
                  }},
       k);
 }

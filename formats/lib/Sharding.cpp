@@ -98,4 +98,33 @@ GatherView gatherView(const ShardPiece &piece, const BufferDesc &shard,
   return v;
 }
 
+std::string validateMasterShards(const Scheme &s, Direction d) {
+  if (s.kind == SchemeKind::Fp8Delayed)
+    return "fp8_delayed scales by a delayed-scaling state, which a sharded "
+           "master quantize does not carry; use current or block scaling";
+  if (s.kind == SchemeKind::Nvfp4 && s.rht && d == Direction::Columnwise)
+    return "nvfp4's Hadamard transform mixes 16 rows of a column, which "
+           "different ranks may hold";
+  return "";
+}
+
+std::string validateShardSizes(const std::vector<int64_t> &sizes,
+                               int64_t elements) {
+  if (sizes.empty())
+    return "needs at least one shard";
+  int64_t total = 0;
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    if (sizes[r] < 1)
+      return "shard " + std::to_string(r) + " is empty";
+    if (sizes[r] > elements - total)
+      return "the shards hold more than the tensor's " +
+             std::to_string(elements) + " elements";
+    total += sizes[r];
+  }
+  if (total != elements)
+    return "the shards hold " + std::to_string(total) + " of the tensor's " +
+           std::to_string(elements) + " elements";
+  return "";
+}
+
 } // namespace te::rt

@@ -19,6 +19,9 @@
 namespace te::cg {
 
 using detail::BufferTable;
+using detail::KernelPlanWriter;
+using detail::StageBuffers;
+using detail::stageBuffers;
 using rt::ArgDesc;
 using rt::Direction;
 using rt::Scheme;
@@ -71,83 +74,10 @@ std::vector<ValueStorage> valueStorage(const Entry &e, const EntryPlan &plan,
   return out;
 }
 
-/// Writes one KernelPlan: the fills and launches of one generated source.
-class KernelPlanWriter {
-public:
-  KernelPlanWriter(const Program &p, BufferTable &table, std::string name,
-                   std::string source)
-      : arch_(p.arch), table_(table), source_(std::move(source)) {
-    kp.name = std::move(name);
-  }
-
-  /// Zeroes `buffer` (counted as bytes moved).
-  void fill(int buffer) {
-    rt::Step s;
-    s.kind = rt::Step::Kind::Fill;
-    s.index = uint32_t(buffer);
-    kp.plan.steps.push_back(s);
-    kp.bytesMoved += table_.bytes(buffer);
-  }
-
-  /// The input's amax pre-pass `entry` over the `n` elements of `input`
-  /// (`inputBytes`) into a new zeroed buffer `name`.tensor_amax; returns it.
-  int tensorAmax(const std::string &name, const std::string &entry, int input,
-                 int64_t n, uint64_t inputBytes) {
-    int amax = table_.add(name + ".tensor_amax", 4);
-    fill(amax);
-    int64_t grid =
-        std::min<int64_t>(rt::ceilDiv(rt::ceilDiv(n, 8), 4 * 256), 132 * 16);
-    launch(entry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
-           {ArgDesc::ptr(input), ArgDesc::i64(n), ArgDesc::ptr(amax)});
-    kp.bytesMoved += inputBytes;
-    return amax;
-  }
-
-  /// A tile kernel `entry` over an M x K tensor of `dtype`: one CTA per
-  /// 128 x 128 tile.
-  void launchTiles(const std::string &entry, int64_t m, int64_t k,
-                   rt::DType dtype, std::vector<ArgDesc> args) {
-    int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
-                    rt::ceilDiv(k, int64_t(kQuantizeTileCols));
-    launch(entry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args))
-        .sharedBytes = quantizeDynamicSmem(dtype);
-  }
-
-  rt::KernelSpec &launch(const std::string &entry, rt::Dim3 grid,
-                         std::vector<ArgDesc> args) {
-    rt::KernelSpec spec;
-    spec.name = entry;
-    spec.entry = entry;
-    spec.source = source_;
-    spec.options.arch = arch_;
-    spec.grid = grid;
-    spec.block = rt::Dim3{kQuantizeThreads, 1, 1};
-    spec.args = std::move(args);
-    return kp.addLaunch(std::move(spec));
-  }
-
-  KernelPlan kp;
-
-private:
-  std::string arch_;
-  BufferTable &table_;
-  std::string source_;
-};
-
-/// The buffers a stage writes into direction `s.dir` of quantized value
-/// `value` and the one it reads (`in`).
-struct StageBuffers {
-  int data = -1, scale = -1, amax = -1, in = -1;
-};
-
-/// Stage `s` on value `value` (an M x K tensor): `in` is `tensorAmax` for
-/// schemes scaled by the tensor amax, the scale of the stage's state for
-/// delayed scaling (whose amax buffer, zeroed here, records the tensor's
-/// amax for the state's update), else none; scale padding is zeroed.
-static StageBuffers stageBuffers(const Program &p, const Entry &e,
-                                 const Stage &s, int value, int tensorAmax,
-                                 BufferTable &table, const EntryPlan &out,
-                                 KernelPlanWriter &w) {
+StageBuffers detail::stageBuffers(const Program &p, const Entry &e,
+                                  const Stage &s, int value, int tensorAmax,
+                                  BufferTable &table, const EntryPlan &out,
+                                  KernelPlanWriter &w) {
   const Value &v = e.values[value];
   const ValueBuffers::Direction &bd =
       out.values[value].dir[s.dir == Direction::Rowwise ? 0 : 1];
@@ -690,6 +620,9 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
             },
             [&](const AllGatherKernel &g) {
               return detail::planAllGather(p, e, g, table, out);
+            },
+            [&](const ShardedQuantizeKernel &q) {
+              return detail::planShardedQuantize(p, e, q, table, out);
             }},
         k);
     if (!kp && keepUnsupported &&

@@ -15,7 +15,9 @@
 #define TE_CODEGEN_CUDA_LIB_PLANBUILDERINTERNAL_H
 
 #include "te/codegen/PlanBuilder.h"
+#include "te/codegen/QuantizeEmitter.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace te::cg::detail {
@@ -68,6 +70,92 @@ public:
 private:
   EntryPlan &out_;
 };
+
+/// Writes one KernelPlan: the fills and launches of one generated source.
+class KernelPlanWriter {
+public:
+  KernelPlanWriter(const Program &p, BufferTable &table, std::string name,
+                   std::string source)
+      : arch_(p.arch), table_(table), source_(std::move(source)) {
+    kp.name = std::move(name);
+  }
+
+  /// Zeroes `buffer` (counted as bytes moved).
+  void fill(int buffer) {
+    rt::Step s;
+    s.kind = rt::Step::Kind::Fill;
+    s.index = uint32_t(buffer);
+    kp.plan.steps.push_back(s);
+    kp.bytesMoved += table_.bytes(buffer);
+  }
+
+  /// The input's amax pre-pass `entry` over the `n` elements of `input`
+  /// (`inputBytes`) into a new zeroed buffer `name`.tensor_amax; returns it.
+  int tensorAmax(const std::string &name, const std::string &entry, int input,
+                 int64_t n, uint64_t inputBytes) {
+    int amax = table_.add(name + ".tensor_amax", 4);
+    fill(amax);
+    int64_t grid =
+        std::min<int64_t>(rt::ceilDiv(rt::ceilDiv(n, 8), 4 * 256), 132 * 16);
+    launch(
+        entry, rt::Dim3{unsigned(std::max<int64_t>(grid, 1)), 1, 1},
+        {rt::ArgDesc::ptr(input), rt::ArgDesc::i64(n), rt::ArgDesc::ptr(amax)});
+    kp.bytesMoved += inputBytes;
+    return amax;
+  }
+
+  /// A tile kernel `entry` over an M x K tensor of `dtype`: one CTA per
+  /// 128 x 128 tile.
+  void launchTiles(const std::string &entry, int64_t m, int64_t k,
+                   rt::DType dtype, std::vector<rt::ArgDesc> args) {
+    int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
+                    rt::ceilDiv(k, int64_t(kQuantizeTileCols));
+    launch(entry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args))
+        .sharedBytes = quantizeDynamicSmem(dtype);
+  }
+
+  rt::KernelSpec &launch(const std::string &entry, rt::Dim3 grid,
+                         std::vector<rt::ArgDesc> args) {
+    rt::KernelSpec spec;
+    spec.name = entry;
+    spec.entry = entry;
+    spec.source = source_;
+    spec.options.arch = arch_;
+    spec.grid = grid;
+    spec.block = rt::Dim3{kQuantizeThreads, 1, 1};
+    spec.args = std::move(args);
+    return kp.addLaunch(std::move(spec));
+  }
+
+  KernelPlan kp;
+
+private:
+  std::string arch_;
+  BufferTable &table_;
+  std::string source_;
+};
+
+/// The buffers a stage writes into direction `s.dir` of quantized value
+/// `value` and the one it reads (`in`).
+struct StageBuffers {
+  int data = -1, scale = -1, amax = -1, in = -1;
+};
+
+/// Stage `s` on value `value` (an M x K tensor): `in` is `tensorAmax` for
+/// schemes scaled by the tensor amax, the scale of the stage's state for
+/// delayed scaling (whose amax buffer, zeroed here, records the tensor's
+/// amax for the state's update), else none; scale padding is zeroed.
+StageBuffers stageBuffers(const Program &p, const Entry &e, const Stage &s,
+                          int value, int tensorAmax, BufferTable &table,
+                          const EntryPlan &out, KernelPlanWriter &w);
+
+/// A sharded master quantize (te/device/ShardedQuantizeKernel.cuh): the
+/// amax table zeroed, the tensor amax and shared-tile amax passes of every
+/// rank, then every rank's tiles.
+rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
+                                             const ShardedQuantizeKernel &q,
+                                             BufferTable &table,
+                                             EntryPlan &out);
 
 /// A grouped GEMM (fprop or dgrad): one persistent launch of the generated
 /// Hopper kernel.

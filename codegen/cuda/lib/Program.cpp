@@ -59,6 +59,7 @@ static std::vector<int> readsOf(const Kernel &k) {
             return std::vector<int>{g.dy, g.x, g.splits};
           },
           [](const AllGatherKernel &g) { return std::vector<int>{g.input}; },
+          [](const ShardedQuantizeKernel &q) { return q.shards; },
           [](const AdamKernel &a) {
             std::vector<int> out = {a.lr, a.step};
             for (const AdamTensor &t : a.tensors)
@@ -310,6 +311,45 @@ static std::string validateQuantize(const Entry &e, const QuantizeKernel &q) {
   return "";
 }
 
+/// Why sharded quantize `q` of `e` is malformed, or "".
+static std::string validateShardedQuantize(const Entry &e,
+                                           const ShardedQuantizeKernel &q) {
+  if (q.stages.empty())
+    return "writes no stage";
+  for (const Stage &s : q.stages)
+    if (!inRange(e, s.value) || !e.values[s.value].isQuantized())
+      return "writes a stage into a non-quantized value";
+  const Value &out = e.values[q.stages.front().value];
+  std::vector<int64_t> sizes;
+  for (int s : q.shards) {
+    if (!inRange(e, s))
+      return "value index out of range";
+    const Value &v = e.values[s];
+    if (v.isQuantized() || v.shape.size() != 1 || v.dtype != out.dtype)
+      return "shard '" + v.name + "' must be a 1-D tensor of " +
+             rt::dtypeName(out.dtype);
+    sizes.push_back(v.shape[0]);
+  }
+  std::string why = rt::validateShardSizes(sizes, out.rows() * out.cols());
+  if (!why.empty())
+    return why;
+  for (const Stage &s : q.stages) {
+    const Value &v = e.values[s.value];
+    if (v.shape != out.shape || v.dtype != out.dtype)
+      return "every output must have one shape and element type";
+    if (!v.scheme(s.dir) || *v.scheme(s.dir) != s.scheme)
+      return "output '" + v.name + "' does not hold the " +
+             rt::directionName(s.dir) + " direction with the stage's scheme";
+    if (s.dir == rt::Direction::Columnwise && v.columnwiseSource)
+      return "a sharded master cannot be double-quantized (the columnwise "
+             "copy would need the rowwise one of other ranks' elements)";
+    why = rt::validateMasterShards(s.scheme, s.dir);
+    if (!why.empty())
+      return why;
+  }
+  return "";
+}
+
 static std::string validateAllGather(const Entry &e, const AllGatherKernel &g) {
   if (!inRange(e, g.input) || !inRange(e, g.output) || g.ranks < 1)
     return "value index or rank count out of range";
@@ -416,6 +456,11 @@ std::string validateKernel(const Entry &e, const Kernel &k) {
           [&](const AllGatherKernel &g) {
             std::string why = validateAllGather(e, g);
             return why.empty() ? why : "all-gather '" + g.name + "': " + why;
+          },
+          [&](const ShardedQuantizeKernel &q) {
+            std::string why = validateShardedQuantize(e, q);
+            return why.empty() ? why
+                               : "sharded quantize '" + q.name + "': " + why;
           }},
       k);
 }

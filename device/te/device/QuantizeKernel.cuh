@@ -43,12 +43,24 @@ namespace dev {
 // The tile kernel
 //===----------------------------------------------------------------------===//
 
+/// The elements a tile loads: those of the tensor, and with `Ranged` only
+/// those at row-major offsets [lo, hi) (a master shard's,
+/// ShardedQuantizeKernel.cuh); the rest load as zero.
+template <bool Ranged> struct LoadRange {
+  i64 lo = 0, hi = 0;
+  __device__ bool holds(i64 first, int n) const {
+    return !Ranged || (first >= lo && first + n <= hi);
+  }
+};
+
 /// Phase 1: the tile into shared memory, zero outside the tensor. Whole,
 /// aligned 16-byte chunks are cp.async copies (all eight of a thread in
 /// flight at once, no staging registers); edge chunks go through registers.
 /// The caller waits (cpAsyncWaitAll) before the barrier.
+template <bool Ranged = false>
 __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
-                                           i64 k, i64 r0, i64 c0, int tid) {
+                                           i64 k, i64 r0, i64 c0, int tid,
+                                           LoadRange<Ranged> range = {}) {
   constexpr int kChunksPerRow = kTileCols / 8;
   constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
   bool vector = k % 8 == 0 && aligned(x, 16);
@@ -58,12 +70,14 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
     int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
     i64 r = r0 + tr, c = c0 + tc;
     u16 *dst = s.at(tr, tc);
-    if (vector && r < m && c + 8 <= k) {
+    if (vector && r < m && c + 8 <= k && range.holds(r * k + c, 8)) {
       cpAsync16(dst, x + r * k + c);
     } else {
       u32 h[8];
       for (int e = 0; e < 8; ++e)
-        h[e] = r < m && c + e < k ? loadGlobalU16(x + r * k + c + e) : 0u;
+        h[e] = r < m && c + e < k && range.holds(r * k + c + e, 1)
+                   ? loadGlobalU16(x + r * k + c + e)
+                   : 0u;
       *reinterpret_cast<U32x4 *>(dst) =
           U32x4{h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16,
                 h[6] | h[7] << 16};
@@ -75,9 +89,10 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
 /// loads and split into its high halves (TileSmem::x) and low halves (`lo`).
 /// (One 16-byte quad per thread and step, a warp per 512-byte row piece,
 /// measured 15 % slower on the H100.)
-__device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
-                                            const float *x, i64 m, i64 k,
-                                            i64 r0, i64 c0, int tid) {
+template <bool Ranged = false>
+__device__ __forceinline__ void
+loadTileF32(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k, i64 r0,
+            i64 c0, int tid, LoadRange<Ranged> range = {}) {
   constexpr int kChunksPerRow = kTileCols / 8;
   constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
   bool vector = k % 4 == 0 && aligned(x, 16);
@@ -87,7 +102,7 @@ __device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
     int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
     i64 r = r0 + tr, c = c0 + tc;
     u32 b[8];
-    if (vector && r < m && c + 8 <= k) {
+    if (vector && r < m && c + 8 <= k && range.holds(r * k + c, 8)) {
       U32x4 p = loadGlobal16(x + r * k + c),
             q = loadGlobal16(x + r * k + c + 4);
       u32 w[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
@@ -96,7 +111,9 @@ __device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
         b[e] = w[e];
     } else {
       for (int e = 0; e < 8; ++e)
-        b[e] = r < m && c + e < k ? floatToBits(x[r * k + c + e]) : 0u;
+        b[e] = r < m && c + e < k && range.holds(r * k + c + e, 1)
+                   ? floatToBits(x[r * k + c + e])
+                   : 0u;
     }
     u32 hi[4], lw[4];
     TE_UNROLL

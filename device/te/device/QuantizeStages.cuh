@@ -82,8 +82,8 @@ struct Fp8PerTensorStage {
         u32 w[4];
         encodeFp8x16<F>(v, sc, w);
         int n = t.cols - kSegment * j;
-        storeUpTo<16>(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
-                      n < 16 ? n : 16);
+        storeSpan16(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
+                    n < 16 ? n : 16, rowSpan(t, r, j));
       });
     } else {
       forColumnRunValues<Src>(t, [&](int s, int c, const float *v) {
@@ -122,7 +122,7 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
         u32 w[4];
         encodeFp8x16<F>(v, e8m0ReciprocalScale(e), w);
         i64 c = t.c0 + kSegment * j;
-        storeUpTo<16>(data + (t.r0 + r) * t.k + c, w, 16);
+        storeSpan16(data + (t.r0 + r) * t.k + c, w, 16, rowSpan(t, r, j));
         if (j % 2 == 0)
           scale[(t.r0 + r) * scaleCols + c / 32] = e;
       });
@@ -158,8 +158,8 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
                              bitsToFloat(m.z), bitsToFloat(m.w));
         }
         int n = t.cols - kSegment * j;
-        storeUpTo<16>(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
-                      n < 16 ? n : 16);
+        storeSpan16(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
+                    n < 16 ? n : 16, rowSpan(t, r, j));
       });
     }
   }
@@ -199,8 +199,8 @@ struct Fp8BlockStage {
         u32 w[4];
         encodeFp8x16<F>(v, sc, w);
         int n = t.cols - kSegment * j;
-        storeUpTo<16>(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
-                      n < 16 ? n : 16);
+        storeSpan16(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
+                    n < 16 ? n : 16, rowSpan(t, r, j));
         if (!Tile2d && j == 0)
           scaleInv[cb * stride + t.r0 + r] = fp8BlockScaleInv(sc);
       });
@@ -275,7 +275,7 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
     i64 first = col * t.m + t.r0 + kSegment * s;
     u32 w[2];
     encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
-    storeUpTo<8>(static_cast<u8 *>(a.data) + first / 2, w, 8);
+    storeSpanFp4(static_cast<u8 *>(a.data) + first / 2, w, runSpan(t, s, c));
     i64 scaleCols = (t.m / 16 + 3) / 4 * 4;
     static_cast<u8 *>(a.scale)[col * scaleCols + (t.r0 + kSegment * s) / 16] =
         sB;
@@ -297,7 +297,7 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
         i64 first = (t.r0 + r) * t.k + t.c0 + kSegment * j;
         u32 w[2];
         encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
-        storeUpTo<8>(data + first / 2, w, 8);
+        storeSpanFp4(data + first / 2, w, rowSpan(t, r, j));
         scale[(t.r0 + r) * scaleCols + (t.c0 + kSegment * j) / 16] = sB;
       });
     } else {
@@ -398,16 +398,18 @@ template <int Out> struct IdentityStage {
     forRowTasks(t, [&](int r, int j) {
       int n = t.cols - kSegment * j;
       n = n < 16 ? n : 16;
+      Span sp = rowSpan(t, r, j);
+      n = n < sp.last ? n : sp.last;
       i64 first = (t.r0 + r) * t.k + t.c0 + kSegment * j;
       if (Out == 2) {
         float *out = static_cast<float *>(a.data) + first;
-        for (int i = 0; i < n; ++i)
+        for (int i = sp.first; i < n; ++i)
           out[i] = valueAt<Src>(t, r, kSegment * j + i);
         return;
       }
       u16 *out = static_cast<u16 *>(a.data) + first;
       bool same = Src != SourceType::F32 && (Out == 1) == isF16(Src);
-      for (int i = 0; i < n; ++i) {
+      for (int i = sp.first; i < n; ++i) {
         u16 bits = *t.s.at(r, kSegment * j + i);
         float f = valueAt<Src>(t, r, kSegment * j + i);
         out[i] = same ? bits : (Out == 1 ? floatToF16(f) : floatToBF16(f));

@@ -86,6 +86,12 @@ struct Tile {
   int rows, cols; ///< valid rows / columns (<= 128 at the edges)
   int tid;
   TilePlane *lo; ///< the low halves of an f32 tile, else null
+  /// A master shard's partial tile (ShardedQuantizeKernel.cuh): only the
+  /// elements at row-major offsets [ownLo, ownHi) are this rank's, and
+  /// only their codes are stored (Span). Constant false elsewhere, so the
+  /// other kernels compile as before.
+  bool partial = false;
+  i64 ownLo = 0, ownHi = 0;
 
   /// The tile at (r0, c0) of an M x K tensor, clipped at its edges.
   __device__ static Tile at(TileSmem &s, i64 m, i64 k, i64 r0, i64 c0, int tid,
@@ -361,6 +367,39 @@ __device__ __forceinline__ float block16x16AmaxOfColumn(const Tile &t, int s,
 // Stores
 //===----------------------------------------------------------------------===//
 
+/// Elements [first, last) of a 16-element row segment or column run: the
+/// ones a tile stores (all but in a master shard's partial tile).
+struct Span {
+  int first, last;
+  __device__ bool all() const { return first == 0 && last == kSegment; }
+};
+
+__device__ __forceinline__ int clampToSegment(i64 v) {
+  return v < 0 ? 0 : v > kSegment ? kSegment : int(v);
+}
+
+/// ceil(a / b) for b > 0 and any sign of a.
+__device__ __forceinline__ i64 ceilDivSigned(i64 a, i64 b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+/// The stored elements of row segment (r, j).
+__device__ __forceinline__ Span rowSpan(const Tile &t, int r, int j) {
+  if (!t.partial)
+    return {0, kSegment};
+  i64 first = (t.r0 + r) * t.k + t.c0 + kSegment * j;
+  return {clampToSegment(t.ownLo - first), clampToSegment(t.ownHi - first)};
+}
+
+/// The stored rows of the 16-row run of segment s of tile column c.
+__device__ __forceinline__ Span runSpan(const Tile &t, int s, int c) {
+  if (!t.partial)
+    return {0, kSegment};
+  i64 base = (t.r0 + kSegment * s) * t.k + t.c0 + c;
+  return {clampToSegment(ceilDivSigned(t.ownLo - base, t.k)),
+          clampToSegment(ceilDivSigned(t.ownHi - base, t.k))};
+}
+
 __device__ __forceinline__ bool aligned(const void *p, int bytes) {
   return (reinterpret_cast<u64>(p) & u64(bytes - 1)) == 0;
 }
@@ -383,6 +422,50 @@ __device__ __forceinline__ void storeUpTo(u8 *dst, const u32 *w, int n) {
   for (int b = 0; b < 4; ++b)
     if (4 * q + b < n)
       dst[4 * q + b] = u8(w[q] >> (8 * b));
+}
+
+/// storeUpTo of one-byte codes, only elements [sp.first, sp.last): other
+/// ranks store the rest of a partial tile's segment (bytes never tear).
+__device__ __forceinline__ void storeSpan16(u8 *dst, const u32 *w, int n,
+                                            Span sp) {
+  if (sp.all()) {
+    storeUpTo<16>(dst, w, n);
+    return;
+  }
+  TE_UNROLL
+  for (int q = 0; q < 4; ++q)
+    TE_UNROLL
+  for (int b = 0; b < 4; ++b) {
+    int i = 4 * q + b;
+    if (i < n && i >= sp.first && i < sp.last)
+      dst[i] = u8(w[q] >> (8 * b));
+  }
+}
+
+/// storeUpTo<8> of 16 FP4 codes (two a byte), only elements [sp.first,
+/// sp.last). Another rank's CTA may write the other nibbles of the same
+/// bytes at the same time, so a partial run's nibbles are merged with
+/// atomics on its two (8-byte aligned) words.
+__device__ __forceinline__ void storeSpanFp4(u8 *dst, const u32 *w, Span sp) {
+  if (sp.all()) {
+    storeUpTo<8>(dst, w, 8);
+    return;
+  }
+  TE_UNROLL
+  for (int q = 0; q < 2; ++q) {
+    u32 mask = 0u;
+    TE_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      int e = 8 * q + i;
+      if (e >= sp.first && e < sp.last)
+        mask |= 0xFu << (4 * i);
+    }
+    if (mask == 0u)
+      continue;
+    unsigned *word = reinterpret_cast<unsigned *>(dst) + q;
+    atomicAnd(word, ~mask);
+    atomicOr(word, w[q] & mask);
+  }
 }
 
 /// 16 FP8 codes fl(v[i] * mult[i]) as four little-endian words.
@@ -420,8 +503,8 @@ __device__ __forceinline__ void storeTransposedFp8(const Tile &t, u8 *data,
                                                    float mult) {
   u32 w[4];
   encodeFp8x16<F>(v, mult, w);
-  storeUpTo<16>(data + (t.c0 + c) * t.m + t.r0 + kSegment * s, w,
-                segmentRows(t, s));
+  storeSpan16(data + (t.c0 + c) * t.m + t.r0 + kSegment * s, w,
+              segmentRows(t, s), runSpan(t, s, c));
 }
 
 } // namespace dev

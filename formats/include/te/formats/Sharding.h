@@ -21,6 +21,7 @@
 #include "te/formats/Scheme.h"
 
 #include <string>
+#include <vector>
 
 namespace te::rt {
 
@@ -90,6 +91,25 @@ struct GatherView {
 };
 GatherView gatherView(const ShardPiece &piece, const BufferDesc &shard,
                       const BufferDesc &whole);
+
+//===----------------------------------------------------------------------===//
+// Master shards (docs/Numerics.md §17): the row-major elements of a tensor
+// split into R contiguous 1-D pieces at any offsets, as a distributed
+// optimizer shards an FP32 master weight; each rank quantizes its piece
+// straight into the whole tensor's layout.
+//===----------------------------------------------------------------------===//
+
+/// Why direction `d` of scheme `s` cannot be quantized from master shards
+/// bit-identically to the whole tensor, or "". Amaxes that span ranks are
+/// reduced, so every block shape works; what does not is a value that mixes
+/// elements of several ranks (NVFP4's Hadamard transform) or a scale that
+/// lives in a state (delayed scaling).
+std::string validateMasterShards(const Scheme &s, Direction d);
+
+/// Why shard sizes `sizes` cannot split a tensor of `elements` elements, or
+/// "": each holds at least one element and together they hold all.
+std::string validateShardSizes(const std::vector<int64_t> &sizes,
+                               int64_t elements);
 
 } // namespace te::rt
 

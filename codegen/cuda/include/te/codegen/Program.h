@@ -83,6 +83,20 @@ struct QuantizeKernel {
   int amaxRanks = 1;
 };
 
+/// Quantizes a tensor whose high-precision master is split into contiguous
+/// 1-D shards, `shards` in rank order (rank r holds the row-major elements
+/// from the sum of the sizes before it on; docs/Numerics.md §17), straight
+/// into the whole tensor's quantized layout: every stage's value has the
+/// whole tensor's shape, and the result is bit for bit the quantization of
+/// the concatenated master. The CUDA plan runs every rank in one process:
+/// an amax pass over the tiles split between ranks (and the tensor amax),
+/// whose max over ranks the shared table holds, then each rank's tiles.
+struct ShardedQuantizeKernel {
+  std::string name;
+  std::vector<int> shards;
+  std::vector<Stage> stages;
+};
+
 /// The logical values of direction `dir` of quantized value `input`, as a
 /// tensor of the output's dtype (CPU backend only for now).
 struct DequantizeKernel {
@@ -210,9 +224,9 @@ struct AllGatherKernel {
 
 /// One kernel of an entry. A std::variant, so a new kernel kind is a compile
 /// error in every std::visit that does not handle it yet.
-using Kernel =
-    std::variant<QuantizeKernel, DequantizeKernel, GemmKernel, AdamKernel,
-                 GroupedGemmKernel, GroupedWgradKernel, AllGatherKernel>;
+using Kernel = std::variant<QuantizeKernel, DequantizeKernel, GemmKernel,
+                            AdamKernel, GroupedGemmKernel, GroupedWgradKernel,
+                            AllGatherKernel, ShardedQuantizeKernel>;
 
 /// The kernel's C identifier.
 inline const std::string &kernelName(const Kernel &k) {

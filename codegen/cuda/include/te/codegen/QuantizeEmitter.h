@@ -83,6 +83,31 @@ EmittedQuantize emitDoubleQuantize(const std::string &name, rt::DType input,
                                    const rt::Scheme &target,
                                    bool dataTransposed);
 
+/// Where master shards lie in an M x K tensor
+/// (te/device/ShardedQuantizeKernel.cuh): the plan's launch sizes and the
+/// amax table.
+struct ShardGeometry {
+  std::vector<int64_t> lo;           ///< R + 1 row-major offsets
+  std::vector<int64_t> boundaryRows; ///< tile rows an offset splits
+  int64_t tilesAcross = 0;
+  int64_t rankTiles = 0; ///< the most tiles of one rank's tile rows
+  /// Floats of the amax table: the tensor amax, a slot per tile of each
+  /// boundary tile row (te::dev::kSlotFloats).
+  int64_t tableFloats() const;
+};
+ShardGeometry shardGeometry(const std::vector<int64_t> &sizes, int64_t k);
+
+/// The kernels of sharded quantize `q`: `mainEntry` (phase B: every rank's
+/// tiles), `shardAmaxEntry` (phase A: the amaxes of the tiles ranks share)
+/// and `amaxEntry` where a stage scales by the tensor amax. Each takes a
+/// te::dev::MasterShards<R> (a Table argument), then m, k; the main entry
+/// then every stage's kStageParams and the table, the others the table.
+struct EmittedShardedQuantize {
+  std::string source, mainEntry, shardAmaxEntry, amaxEntry;
+};
+EmittedShardedQuantize emitShardedQuantize(const ShardedQuantizeKernel &q,
+                                           const Entry &e);
+
 } // namespace te::cg
 
 #endif // TE_CODEGEN_QUANTIZEEMITTER_H

@@ -1,0 +1,294 @@
+//===- ShardedQuantizeTest.cpp - quantizing from master shards ------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// docs/Numerics.md §17: a master split into R contiguous 1-D shards at any
+// offsets is quantized rank by rank straight into the whole tensor's
+// layout; every buffer must equal the quantization of the whole master,
+// bit for bit. The CPU backend computes that definition; the GPU runs the
+// ranks (amax pass over the tiles ranks share, the max over ranks, each
+// rank's tiles with stores masked to its elements) on outputs poisoned
+// first, so a byte no rank writes, or one a rank writes that is not its
+// own, shows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BackendComparison.h"
+#include "ProgramHelpers.h"
+#include "SchemeCases.h"
+
+#include "te/codegen/QuantizeEmitter.h"
+#include "te/exec/CpuBackend.h"
+#include "te/formats/Sharding.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+namespace te {
+namespace {
+
+using rt::Direction;
+using rt::DType;
+using rt::Scheme;
+
+struct Case {
+  std::string label;
+  std::optional<Scheme> rowwise, columnwise;
+  int64_t m = 256, k = 384;
+  std::vector<int64_t> sizes; ///< shard sizes, rank order
+  DType dtype = DType::F32;
+};
+
+/// R - 1 distinct cut points drawn from [1, n - 1]: shard sizes at
+/// arbitrary offsets (odd ones, mid-row, mid-block).
+std::vector<int64_t> randomSizes(int64_t n, int ranks, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> d(1, n - 1);
+  std::vector<int64_t> cuts;
+  while (int(cuts.size()) < ranks - 1) {
+    int64_t c = d(rng);
+    if (std::find(cuts.begin(), cuts.end(), c) == cuts.end())
+      cuts.push_back(c);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<int64_t> sizes;
+  int64_t last = 0;
+  for (int64_t c : cuts) {
+    sizes.push_back(c - last);
+    last = c;
+  }
+  sizes.push_back(n - last);
+  return sizes;
+}
+
+cg::Program shardedProgram(const Case &c) {
+  cg::Entry e;
+  e.name = "sharded";
+  cg::ShardedQuantizeKernel q;
+  q.name = "te_quantize_shards_0";
+  for (size_t r = 0; r < c.sizes.size(); ++r) {
+    e.values.push_back(
+        test::tensor("s" + std::to_string(r), {c.sizes[r]}, c.dtype));
+    e.args.push_back(int(r));
+    q.shards.push_back(int(r));
+  }
+  cg::Value w = test::tensor("w", {c.m, c.k}, c.dtype);
+  w.kind = cg::Value::Kind::Quantized;
+  w.rowwise = c.rowwise;
+  w.columnwise = c.columnwise;
+  int out = int(e.values.size());
+  e.values.push_back(w);
+  for (Direction d : {Direction::Rowwise, Direction::Columnwise})
+    if (w.scheme(d))
+      q.stages.push_back(test::stageOf(w, out, d));
+  e.kernels.push_back(q);
+  e.results.push_back(out);
+  cg::Program p;
+  p.entries.push_back(e);
+  return p;
+}
+
+/// The master: normals in full f32 precision, with the largest magnitudes
+/// right next to every shard boundary (the block holding one then scales
+/// by an element another rank holds) and Inf / NaN where `specials`.
+std::vector<float> master(const Case &c, unsigned seed, bool specials) {
+  int64_t n = c.m * c.k;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float &v : x)
+    v = d(rng);
+  int64_t at = 0;
+  for (size_t r = 0; r + 1 < c.sizes.size(); ++r) {
+    at += c.sizes[r];
+    x[size_t(at - 1)] = 37.5f + float(r);
+    x[size_t(at)] = -1e-3f;
+  }
+  if (specials) {
+    x[size_t(n / 3)] = std::numeric_limits<float>::quiet_NaN();
+    x[size_t(n / 2 + 5)] = -std::numeric_limits<float>::infinity();
+  }
+  return x;
+}
+
+/// Shard r's argument bytes in the case's element type.
+std::vector<std::vector<uint8_t>> shardArgs(const Case &c,
+                                            const std::vector<float> &x) {
+  std::vector<std::vector<uint8_t>> out;
+  int64_t at = 0;
+  for (int64_t s : c.sizes) {
+    std::vector<float> piece(x.begin() + at, x.begin() + at + s);
+    at += s;
+    if (c.dtype == DType::BF16) {
+      out.push_back(test::bf16Bytes(piece));
+      continue;
+    }
+    std::vector<uint8_t> bytes(4 * piece.size());
+    std::memcpy(bytes.data(), piece.data(), bytes.size());
+    out.push_back(std::move(bytes));
+  }
+  return out;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  auto add = [&](std::string label, std::optional<Scheme> row,
+                 std::optional<Scheme> col, int64_t m, int64_t k, int ranks,
+                 unsigned seed, DType dtype = DType::F32) {
+    Case c{std::move(label), row, col, m, k, {}, dtype};
+    c.sizes = randomSizes(m * k, ranks, seed);
+    c.label += "_r" + std::to_string(ranks);
+    out.push_back(c);
+  };
+  unsigned seed = 1;
+  for (const Scheme &s : test::allSchemes()) {
+    if (!rt::validateMasterShards(s, Direction::Rowwise).empty() ||
+        !rt::validateMasterShards(s, Direction::Columnwise).empty())
+      continue;
+    for (int ranks : {1, 2, 3, 8})
+      add(test::schemeLabel(s), s, s, 256, 384, ranks, seed++);
+    // Edge tiles (rows and columns not multiples of 128).
+    add(test::schemeLabel(s) + "_ragged", s, s, 288, 224, 3, seed++);
+  }
+  Scheme mx = Scheme::mxfp8(DType::E4M3), fp4 = Scheme::nvfp4();
+  Scheme tile = Scheme::fp8Block(DType::E4M3, 128, 128);
+  Scheme row128 = Scheme::fp8Block(DType::E4M3, 1, 128, /*pow2=*/true);
+  Scheme current = Scheme::fp8Current(DType::E4M3);
+  Scheme sr = Scheme::nvfp4(false, /*sr=*/true);
+  for (int ranks : {2, 8}) {
+    add("hybrid_mxfp8_nvfp4", mx, fp4, 256, 384, ranks, seed++);
+    add("hybrid_block128x128_mxfp8", tile, mx, 256, 384, ranks, seed++);
+    add("hybrid_nvfp4_block1x128", fp4, row128, 256, 384, ranks, seed++);
+    add("hybrid_current_nvfp4_sr", current, sr, 256, 384, ranks, seed++);
+  }
+  add("mxfp8_rowwise_only", mx, std::nullopt, 256, 384, 3, seed++);
+  add("nvfp4_columnwise_only", std::nullopt, fp4, 256, 384, 3, seed++);
+  add("mxfp8_bf16", mx, mx, 256, 384, 8, seed++, DType::BF16);
+  add("nvfp4_2d_bf16", Scheme::nvfp4(false, false, true),
+      Scheme::nvfp4(false, false, true), 256, 384, 3, seed++, DType::BF16);
+  // Tiny shards: several boundaries in one tile row, one element alone,
+  // shards shorter than a block.
+  Case tiny{"tiny_shards_mxfp8_nvfp4", mx, fp4, 256, 384, {}};
+  tiny.sizes = {5, 1, 130, 17, 384 * 3 + 7};
+  tiny.sizes.push_back(256 * 384 - (5 + 1 + 130 + 17 + 384 * 3 + 7));
+  out.push_back(tiny);
+  Case tinyBlock = tiny;
+  tinyBlock.label = "tiny_shards_block128x128_current";
+  tinyBlock.rowwise = tile;
+  tinyBlock.columnwise = current;
+  out.push_back(tinyBlock);
+  // Offsets that are whole tile rows: no tile is shared.
+  Case aligned{"tile_row_aligned_nvfp4", fp4, fp4, 256, 384,
+               {128 * 384, 128 * 384}};
+  out.push_back(aligned);
+  return out;
+}
+
+class ShardedQuantize : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ShardedQuantize, CpuIsTheWholeMasterQuantized) {
+  const Case &c = GetParam();
+  cg::Program sharded = shardedProgram(c);
+  ASSERT_EQ(cg::validate(sharded.entries[0]), "");
+  std::vector<float> x = master(c, 11, false);
+  auto got = exec::runCpu(sharded, sharded.entries[0], shardArgs(c, x));
+  ASSERT_TRUE(got) << got.status().toString();
+  // The same value quantized from one tensor.
+  Case whole = c;
+  whole.sizes = {c.m * c.k};
+  cg::Program one;
+  {
+    cg::Entry e = shardedProgram(whole).entries[0];
+    e.values[0].shape = {c.m, c.k};
+    cg::QuantizeKernel q;
+    q.name = "te_quantize_0";
+    q.input = 0;
+    q.stages = std::get<cg::ShardedQuantizeKernel>(e.kernels[0]).stages;
+    e.kernels = {q};
+    one.entries.push_back(e);
+  }
+  auto want = exec::runCpu(one, one.entries[0], shardArgs(whole, x));
+  ASSERT_TRUE(want) << want.status().toString();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < (*want)[0].size(); ++i)
+    EXPECT_TRUE((*got)[0][i].bytes == (*want)[0][i].bytes)
+        << (*want)[0][i].name;
+}
+
+TEST_P(ShardedQuantize, CompilesWithNvrtc) {
+  cg::Program p = shardedProgram(GetParam());
+  rt::KernelCache cache("");
+  rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
+  if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
+    GTEST_SKIP() << n.status().toString();
+  ASSERT_TRUE(n) << n.status().toString();
+  EXPECT_EQ(*n, 1u);
+}
+
+TEST_P(ShardedQuantize, GpuMatchesTheCpuBitForBit) {
+  const Case &c = GetParam();
+  auto gpu = test::GpuStream::open();
+  if (!gpu.stream)
+    GTEST_SKIP() << gpu.why;
+  rt::KernelCache cache;
+  for (bool specials : {false, true}) {
+    std::vector<float> x = master(c, 12, specials);
+    exec::Comparison cmp = test::gpuVersusCpu(
+        shardedProgram(c), shardArgs(c, x), *gpu.device, *gpu.stream, cache);
+    EXPECT_EQ(cmp.difference, "") << (specials ? "with Inf and NaN" : "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ShardedQuantize, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case> &info) {
+                           return info.param.label;
+                         });
+
+TEST(ShardedQuantizeGeometry, SplitTileRowsAndTheLaunches) {
+  // 300 x 256: tile rows of 128 * 256 elements. Offsets: mid tile row 0,
+  // again mid tile row 0, exactly tile row 1's start, mid tile row 2.
+  cg::ShardGeometry g =
+      cg::shardGeometry({1000, 2000, 128 * 256 - 3000, 128 * 256 + 5,
+                         300 * 256 - 2 * 128 * 256 - 5},
+                        256);
+  EXPECT_EQ(g.lo, (std::vector<int64_t>{0, 1000, 3000, 128 * 256,
+                                        2 * 128 * 256 + 5, 300 * 256}));
+  EXPECT_EQ(g.boundaryRows, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(g.tilesAcross, 2);
+  // The fourth rank's elements run from tile row 1 into tile row 2.
+  EXPECT_EQ(g.rankTiles, 4);
+  EXPECT_EQ(g.tableFloats(), 4 + 2 * 2 * (4 + 2 * 1024));
+}
+
+TEST(ShardedQuantizeRules, RefusedSchemesAndSizes) {
+  Case c{"refused", Scheme::fp8Delayed(DType::E4M3, 16), std::nullopt};
+  c.sizes = {1000, 256 * 384 - 1000};
+  EXPECT_NE(cg::validate(shardedProgram(c).entries[0]).find("fp8_delayed"),
+            std::string::npos);
+  c.rowwise.reset();
+  c.columnwise = Scheme::nvfp4(/*rht=*/true);
+  EXPECT_NE(cg::validate(shardedProgram(c).entries[0]).find("Hadamard"),
+            std::string::npos);
+  c.columnwise = Scheme::mxfp8(DType::E4M3);
+  cg::Program p = shardedProgram(c);
+  p.entries[0].values.back().columnwiseSource = Scheme::mxfp8(DType::E4M3);
+  EXPECT_NE(cg::validate(p.entries[0]).find("double-quantized"),
+            std::string::npos);
+  c.sizes = {1000, 256 * 384 - 999};
+  EXPECT_NE(cg::validate(shardedProgram(c).entries[0]).find("more than"),
+            std::string::npos);
+  c.sizes = {1000, 0, 256 * 384 - 1000};
+  EXPECT_NE(cg::validate(shardedProgram(c).entries[0]).find("shard 1 is empty"),
+            std::string::npos);
+  c.sizes = {1000, 256 * 384 - 1001};
+  EXPECT_NE(cg::validate(shardedProgram(c).entries[0]).find("hold 98303 of"),
+            std::string::npos);
+}
+
+} // namespace
+} // namespace te
