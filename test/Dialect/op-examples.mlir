@@ -25,6 +25,8 @@
 // CHECK: te.grouped_wgrad %arg0, %arg1, %arg2 {grad_output_scheme = #te.fp8_block<e4m3, 1x128, pow2>, input_scheme = #te.fp8_block<e4m3, 1x128, pow2>}
 // CHECK-LABEL: func.func @bias_grad
 // CHECK: te.bias_grad
+// CHECK-LABEL: func.func @quantize_shards
+// CHECK: te.quantize_shards %arg0, %arg1 : tensor<100000xf32>, tensor<162144xf32> -> !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
 // CHECK-LABEL: func.func @linear(
 // CHECK: te.linear
 // CHECK-LABEL: func.func @linear_quantized_weight
@@ -48,6 +50,8 @@
 // CHECK: tek.gemm_call
 // CHECK-LABEL: func.func @grouped_gemm
 // CHECK: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2
+// CHECK-LABEL: func.func @quantize_shards_kernel
+// CHECK: tek.quantize_shards_kernel "te_quantize_shards_0" %arg0, %arg1 : tensor<1000xf32>, tensor<15384xf32> -> !te.qtensor<128x128xf32, #te.nvfp4<>, rowwise>
 // CHECK-LABEL: func.func @grouped_wgrad
 // CHECK: tek.grouped_wgrad "te_grouped_wgrad_0" %arg0, %arg1, %arg2
 // CHECK-LABEL: func.func @adam_kernel

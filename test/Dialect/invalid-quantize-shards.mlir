@@ -1,0 +1,91 @@
+// RUN: te-opt %s -split-input-file -verify-diagnostics
+
+// Tests every rule of te.quantize_shards (tek.quantize_shards_kernel checks
+// the same types): shard shapes, element types and sizes, and the schemes
+// a sharded master cannot be quantized in.
+
+func.func @two_d_shard(%a: tensor<64x64xf32>, %b: tensor<4096xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op shard 0 is 'tensor<64x64xf32>': master shards are 1-D pieces of the flattened tensor}}
+  %w = te.quantize_shards %a, %b : tensor<64x64xf32>, tensor<4096xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @element_type(%a: tensor<4096xf32>, %b: tensor<4096xbf16>) {
+  // expected-error @+1 {{'te.quantize_shards' op shard 1 holds 'bf16', but the quantized tensor's source type is 'f32'}}
+  %w = te.quantize_shards %a, %b : tensor<4096xf32>, tensor<4096xbf16> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @too_few(%a: tensor<4096xf32>, %b: tensor<4095xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot split 128x64 into shards of 4096x4095: the shards hold 8191 of the tensor's 8192 elements}}
+  %w = te.quantize_shards %a, %b : tensor<4096xf32>, tensor<4095xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @too_many(%a: tensor<4096xf32>, %b: tensor<4097xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot split 128x64 into shards of 4096x4097: the shards hold more than the tensor's 8192 elements}}
+  %w = te.quantize_shards %a, %b : tensor<4096xf32>, tensor<4097xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @empty_shard(%a: tensor<8192xf32>, %b: tensor<0xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot split 128x64 into shards of 8192x0: shard 1 is empty}}
+  %w = te.quantize_shards %a, %b : tensor<8192xf32>, tensor<0xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @no_shard() {
+  // expected-error @+1 {{'te.quantize_shards' op needs at least one shard}}
+  %w = "te.quantize_shards"() : () -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @delayed(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot quantize the rowwise direction from master shards: fp8_delayed scales by a delayed-scaling state, which a sharded master quantize does not carry; use current or block scaling}}
+  %w = te.quantize_shards %a, %b : tensor<4096xf32>, tensor<4096xf32> -> !te.qtensor<128x64xf32, #te.fp8_delayed<e4m3, history = 16>, rowwise>
+  return
+}
+
+// -----
+
+func.func @hadamard(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot quantize the columnwise direction from master shards: nvfp4's Hadamard transform mixes 16 rows of a column, which different ranks may hold}}
+  %w = te.quantize_shards %a, %b : tensor<4096xf32>, tensor<4096xf32> -> !te.qtensor<128x64xf32, #te.nvfp4<rht>, rowwise|columnwise>
+  return
+}
+
+// -----
+
+func.func @double_quantized(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot double-quantize a sharded master: the columnwise copy would need the rowwise one of other ranks' elements}}
+  %w = te.quantize_shards %a, %b : tensor<4096xf32>, tensor<4096xf32> -> !te.qtensor<128x64xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.mxfp8<e4m3>, columnwise_source = rowwise_dequantized>, rowwise|columnwise>
+  return
+}
+
+// -----
+
+func.func @kernel_needs_qtensor(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
+  // expected-error @+1 {{'tek.quantize_shards_kernel' op quantizes at least one shard into a !te.qtensor}}
+  %w = tek.quantize_shards_kernel "te_quantize_shards_0" %a, %b : tensor<4096xf32>, tensor<4096xf32> -> tensor<128x64xf32>
+  return
+}
+
+// -----
+
+func.func @kernel_sizes(%a: tensor<4096xf32>, %b: tensor<4000xf32>) {
+  // expected-error @+1 {{'tek.quantize_shards_kernel' op cannot split 128x64 into shards of 4096x4000: the shards hold 8096 of the tensor's 8192 elements}}
+  %w = tek.quantize_shards_kernel "te_quantize_shards_0" %a, %b : tensor<4096xf32>, tensor<4000xf32> -> !te.qtensor<128x64xf32, #te.nvfp4<>, rowwise>
+  return
+}
