@@ -293,8 +293,11 @@ struct QuantizeShardsLowering : public PlannedPattern<QuantizeShardsOp> {
   LogicalResult
   matchAndRewrite(QuantizeShardsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    std::string state = op.getScalingState().value_or("").str();
+    ArrayAttr stages =
+        stagesOf(op.getContext(), TypeRange{op.getType()}, {state}).first;
     rewriter.replaceOpWithNewOp<tek::QuantizeShardsKernelOp>(
-        op, op.getType(), adaptor.getShards(), plan.name(op));
+        op, op.getType(), adaptor.getShards(), plan.name(op), stages);
     return success();
   }
 };

@@ -68,6 +68,7 @@ run "te-run-check-delayed-states" sh -c "for e in hybrid options; do $PACK/bin/t
 # A layer switching NVFP4 -> MXFP8 mid-training, the weight re-quantized.
 # A distributed optimizer step: AdamW on four master shards, the weight quantized from them.
 run "te-run-check-sharded-master" "$PACK/bin/te-run" examples/sharded_master_update.mlir --random-inputs 1 --check --steps 3
+run "te-run-check-sharded-delayed" "$PACK/bin/te-run" test/Tools/te-run-quantize-shards.mlir --random-inputs 2 --check --steps 4
 run "te-run-check-recipe-switch" "$PACK/bin/te-run" examples/recipe_switch.mlir --random-inputs 1 --check \
   --entry init,train_step,optimizer_step,train_step,optimizer_step,train_step --switch-recipe 4:fc1=mxfp8
 # Two ranks (processes) gather quantized weight shards over NCCL.

@@ -190,9 +190,13 @@ private:
     if (failed(v))
       return failure();
     const cg::Value &out = entry.values[*v];
-    for (rt::Direction d : {rt::Direction::Rowwise, rt::Direction::Columnwise})
-      if (out.scheme(d))
-        k.stages.push_back({*out.scheme(d), d, *v});
+    for (Attribute a : q.getStages()) {
+      auto stage = cast<tek::StageAttr>(a);
+      rt::Direction d = stage.getDirection() == Direction::rowwise
+                            ? rt::Direction::Rowwise
+                            : rt::Direction::Columnwise;
+      k.stages.push_back({*out.scheme(d), d, *v, stage.getState().str()});
+    }
     return push(q, std::move(k));
   }
 

@@ -456,8 +456,10 @@ def Te_QuantizeShardsOp : Te_Op<"quantize_shards", [Pure]> {
     1x128 blocks and 128x128 tiles) are max-reduced over the ranks first,
     so the result is bit for bit the quantization of the concatenated
     master, in every scheme and direction (docs/Numerics.md §17). Here one
-    process plays every rank. NVFP4 with the Hadamard transform
-    columnwise, `#te.fp8_delayed` and double quantization are refused.
+    process plays every rank. NVFP4 with the Hadamard transform columnwise
+    and double quantization are refused. A `#te.fp8_delayed` direction
+    names its state with `scaling_state`, as `te.quantize` does, and
+    records the whole tensor's amax into it.
 
     ```mlir
     func.func @quantize_shards(%s0: tensor<100000xf32>, %s1: tensor<162144xf32>)
@@ -468,7 +470,8 @@ def Te_QuantizeShardsOp : Te_Op<"quantize_shards", [Pure]> {
     }
     ```
   }];
-  let arguments = (ins Variadic<Te_FloatTensor>:$shards);
+  let arguments = (ins Variadic<Te_FloatTensor>:$shards,
+                       OptionalAttr<StrAttr>:$scaling_state);
   let results = (outs Te_QTensor:$result);
   let assemblyFormat =
       "$shards attr-dict `:` type($shards) `->` qualified(type($result))";

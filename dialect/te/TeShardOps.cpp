@@ -171,6 +171,10 @@ QuantizeShardsOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult QuantizeShardsOp::verify() {
   if (getShards().empty())
     return emitOpError() << "needs at least one shard";
-  return verifyTypes([&] { return emitOpError(); }, getShards().getTypes(),
-                     getResult().getType());
+  if (failed(verifyTypes([&] { return emitOpError(); }, getShards().getTypes(),
+                         getResult().getType())))
+    return failure();
+  return verifyScalingState(
+      [&] { return emitOpError(); }, getResult().getType(),
+      getScalingState().value_or(""), getScalingState().has_value());
 }

@@ -172,6 +172,19 @@ LogicalResult QuantizeShardsKernelOp::verify() {
     if (!elem.isBF16() && !elem.isF16() && !elem.isF32())
       return emitOpError() << "quantizes bf16, f16 or f32 shards, not " << elem;
   }
+  auto q = cast<QTensorType>(getResult().getType());
+  unsigned held = 0, wanted = 0;
+  for (Attribute a : getStages()) {
+    auto stage = cast<StageAttr>(a);
+    if (stage.getResult() != 0 || !q.hasDirection(stage.getDirection()))
+      return emitOpError() << "stage " << stage
+                           << " names no direction the result holds";
+    held |= stage.getDirection() == Direction::rowwise ? 1u : 2u;
+  }
+  wanted |= q.hasDirection(Direction::rowwise) ? 1u : 0u;
+  wanted |= q.hasDirection(Direction::columnwise) ? 2u : 0u;
+  if (held != wanted || getStages().size() > 2)
+    return emitOpError() << "needs one stage per direction the result holds";
   return mlir::te::QuantizeShardsOp::verifyTypes([&] { return emitOpError(); },
                                                  getShards().getTypes(),
                                                  getResult().getType());

@@ -224,13 +224,15 @@ def Tek_QuantizeShardsKernelOp : Tek_Op<"quantize_shards_kernel", [Pure]> {
     max-accumulating each rank's tensor amax (where a direction scales by
     it) and one the amaxes of the tiles ranks share into it - the
     reduction over ranks; then one launch over every rank's tiles writing
-    each direction the result holds. Same operands and rules as
-    `te.quantize_shards`.
+    each direction of the result its `stages` name (as
+    `tek.quantize_kernel`'s, naming a `#te.fp8_delayed` direction's state).
+    Same operands and rules as `te.quantize_shards`.
 
     ```mlir
     func.func @quantize_shards_kernel(%s0: tensor<1000xf32>, %s1: tensor<15384xf32>)
         -> !te.qtensor<128x128xf32, #te.nvfp4<>, rowwise> {
       %w = tek.quantize_shards_kernel "te_quantize_shards_0" %s0, %s1
+          {stages = [#tek.stage<0, rowwise>]}
           : tensor<1000xf32>, tensor<15384xf32>
           -> !te.qtensor<128x128xf32, #te.nvfp4<>, rowwise>
       return %w : !te.qtensor<128x128xf32, #te.nvfp4<>, rowwise>
@@ -238,7 +240,7 @@ def Tek_QuantizeShardsKernelOp : Tek_Op<"quantize_shards_kernel", [Pure]> {
     ```
   }];
   let arguments = (ins Variadic<AnyRankedTensor>:$shards,
-                       StrAttr:$kernel_name);
+                       StrAttr:$kernel_name, Tek_StageArray:$stages);
   let results = (outs AnyType:$result);
   let assemblyFormat = "$kernel_name $shards attr-dict `:` type($shards) `->` "
                        "qualified(type($result))";

@@ -427,7 +427,8 @@ static rt::Status runQuantize(const Program &p, const Entry &e,
 /// algorithm is pinned to this.
 static rt::Status runShardedQuantize(const Program &p, const Entry &e,
                                      const ShardedQuantizeKernel &q,
-                                     std::vector<HostValue> &values) {
+                                     std::vector<HostValue> &values,
+                                     CallStates &states) {
   Value whole = e.values[q.stages.front().value];
   whole.kind = Value::Kind::Tensor;
   std::vector<uint8_t> x;
@@ -437,10 +438,11 @@ static rt::Status runShardedQuantize(const Program &p, const Entry &e,
     inexact |= values[s].inexact();
   }
   for (const Stage &s : q.stages) {
-    rt::Status st = quantizeStage(p, s, x, whole, values[s.value]);
+    rt::Status st =
+        quantizeStage(p, s, x, whole, values[s.value], states.get(s.state));
     if (!st.isOk())
       return fail(q.name + ": " + st.message());
-    values[s.value].unbounded = inexact;
+    values[s.value].unbounded = inexact || states.inexact(s.state);
   }
   return rt::Status::ok();
 }
@@ -597,7 +599,7 @@ runCpuChecked(const Program &p, const Entry &e,
               return runAllGather(p, e, g, values, collective);
             },
             [&](const ShardedQuantizeKernel &q) {
-              return runShardedQuantize(p, e, q, values);
+              return runShardedQuantize(p, e, q, values, states);
             }},
         k);
     if (!st.isOk())

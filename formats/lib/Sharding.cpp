@@ -99,9 +99,6 @@ GatherView gatherView(const ShardPiece &piece, const BufferDesc &shard,
 }
 
 std::string validateMasterShards(const Scheme &s, Direction d) {
-  if (s.kind == SchemeKind::Fp8Delayed)
-    return "fp8_delayed scales by a delayed-scaling state, which a sharded "
-           "master quantize does not carry; use current or block scaling";
   if (s.kind == SchemeKind::Nvfp4 && s.rht && d == Direction::Columnwise)
     return "nvfp4's Hadamard transform mixes 16 rows of a column, which "
            "different ranks may hold";

@@ -52,8 +52,8 @@ func.func @no_shard() {
 
 // -----
 
-func.func @delayed(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
-  // expected-error @+1 {{'te.quantize_shards' op cannot quantize the rowwise direction from master shards: fp8_delayed scales by a delayed-scaling state, which a sharded master quantize does not carry; use current or block scaling}}
+func.func @delayed_without_state(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op quantizes by #te.fp8_delayed<e4m3, history = 16, algo = max, margin = 0>, whose scale comes from an amax history kept between calls: name that state (scaling_state = "...")}}
   %w = te.quantize_shards %a, %b : tensor<4096xf32>, tensor<4096xf32> -> !te.qtensor<128x64xf32, #te.fp8_delayed<e4m3, history = 16>, rowwise>
   return
 }
@@ -78,7 +78,15 @@ func.func @double_quantized(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
 
 func.func @kernel_needs_qtensor(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
   // expected-error @+1 {{'tek.quantize_shards_kernel' op quantizes at least one shard into a !te.qtensor}}
-  %w = tek.quantize_shards_kernel "te_quantize_shards_0" %a, %b : tensor<4096xf32>, tensor<4096xf32> -> tensor<128x64xf32>
+  %w = tek.quantize_shards_kernel "te_quantize_shards_0" %a, %b {stages = []} : tensor<4096xf32>, tensor<4096xf32> -> tensor<128x64xf32>
+  return
+}
+
+// -----
+
+func.func @kernel_stages(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
+  // expected-error @+1 {{'tek.quantize_shards_kernel' op needs one stage per direction the result holds}}
+  %w = tek.quantize_shards_kernel "te_quantize_shards_0" %a, %b {stages = [#tek.stage<0, rowwise>]} : tensor<4096xf32>, tensor<4096xf32> -> !te.qtensor<128x64xf32, #te.nvfp4<>, rowwise|columnwise>
   return
 }
 
@@ -86,6 +94,6 @@ func.func @kernel_needs_qtensor(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
 
 func.func @kernel_sizes(%a: tensor<4096xf32>, %b: tensor<4000xf32>) {
   // expected-error @+1 {{'tek.quantize_shards_kernel' op cannot split 128x64 into shards of 4096x4000: the shards hold 8096 of the tensor's 8192 elements}}
-  %w = tek.quantize_shards_kernel "te_quantize_shards_0" %a, %b : tensor<4096xf32>, tensor<4000xf32> -> !te.qtensor<128x64xf32, #te.nvfp4<>, rowwise>
+  %w = tek.quantize_shards_kernel "te_quantize_shards_0" %a, %b {stages = [#tek.stage<0, rowwise>]} : tensor<4096xf32>, tensor<4000xf32> -> !te.qtensor<128x64xf32, #te.nvfp4<>, rowwise>
   return
 }

@@ -51,7 +51,7 @@
 // CHECK-LABEL: func.func @grouped_gemm
 // CHECK: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2
 // CHECK-LABEL: func.func @quantize_shards_kernel
-// CHECK: tek.quantize_shards_kernel "te_quantize_shards_0" %arg0, %arg1 : tensor<1000xf32>, tensor<15384xf32> -> !te.qtensor<128x128xf32, #te.nvfp4<>, rowwise>
+// CHECK: tek.quantize_shards_kernel "te_quantize_shards_0" %arg0, %arg1 {stages = [#tek.stage<0, rowwise>]} : tensor<1000xf32>, tensor<15384xf32> -> !te.qtensor<128x128xf32, #te.nvfp4<>, rowwise>
 // CHECK-LABEL: func.func @grouped_wgrad
 // CHECK: tek.grouped_wgrad "te_grouped_wgrad_0" %arg0, %arg1, %arg2
 // CHECK-LABEL: func.func @adam_kernel

@@ -19,7 +19,7 @@
 // shards, in rank order.
 // SHARDED-LABEL: func.func @step
 // SHARDED: %[[A:.*]]:12 = tek.adam_kernel
-// SHARDED: tek.quantize_shards_kernel "te_quantize_shards_0" %[[A]]#0, %[[A]]#3, %[[A]]#6, %[[A]]#9 : tensor<30000xf32>, tensor<35613xf32>, tensor<32692xf32>, tensor<32767xf32> -> !te.qtensor<256x512xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+// SHARDED: tek.quantize_shards_kernel "te_quantize_shards_0" %[[A]]#0, %[[A]]#3, %[[A]]#6, %[[A]]#9 {stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>]} : tensor<30000xf32>, tensor<35613xf32>, tensor<32692xf32>, tensor<32767xf32> -> !te.qtensor<256x512xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
 // SHARDEDCPU: step 2: rms(result0)=
 // SHARDEDCPU: result12 ({{.*}}): rowwise.data[256x512 e4m3] rowwise.scale_inv[256x16 e8m0] columnwise.data[256x512 e4m3] columnwise.scale_inv[8x512 e8m0]
 

@@ -12,13 +12,23 @@
 
 namespace te::cg {
 
+/// The stages of a kernel that casts (and so may record into a state): a
+/// quantize, from one tensor or from master shards; null for others.
+static const std::vector<Stage> *castStages(const Kernel &k) {
+  if (const auto *q = std::get_if<QuantizeKernel>(&k))
+    return &q->stages;
+  if (const auto *q = std::get_if<ShardedQuantizeKernel>(&k))
+    return &q->stages;
+  return nullptr;
+}
+
 std::vector<ScalingState> scalingStates(const Entry &e) {
   std::vector<ScalingState> out;
   for (const Kernel &k : e.kernels) {
-    const auto *q = std::get_if<QuantizeKernel>(&k);
-    if (!q)
+    const std::vector<Stage> *stages = castStages(k);
+    if (!stages)
       continue;
-    for (const Stage &s : q->stages) {
+    for (const Stage &s : *stages) {
       if (s.state.empty())
         continue;
       auto it =
@@ -45,25 +55,26 @@ std::string validateScalingStates(const Entry &e) {
                  "quantizes on their own)";
       continue;
     }
-    const auto *q = std::get_if<QuantizeKernel>(&k);
-    if (!q)
+    const std::vector<Stage> *stages = castStages(k);
+    if (!stages)
       continue;
-    for (const Stage &s : q->stages) {
+    const std::string &name = kernelName(k);
+    for (const Stage &s : *stages) {
       bool delayed = s.scheme.kind == rt::SchemeKind::Fp8Delayed;
       const std::optional<rt::Scheme> &source =
           e.values[size_t(s.value)].columnwiseSource;
       if (s.dir == rt::Direction::Columnwise && source &&
           (delayed || source->kind == rt::SchemeKind::Fp8Delayed))
-        return "quantize '" + q->name +
+        return "quantize '" + name +
                "': double quantization (columnwise_source = "
                "rowwise_dequantized) with fp8_delayed is not supported (the "
                "rowwise cast would record into its state twice)";
       if (delayed && s.state.empty())
-        return "quantize '" + q->name +
+        return "quantize '" + name +
                "': an fp8_delayed stage needs a delayed-scaling state "
                "(te.quantize's scaling_state)";
       if (!delayed && !s.state.empty())
-        return "quantize '" + q->name + "': state '" + s.state + "' on a " +
+        return "quantize '" + name + "': state '" + s.state + "' on a " +
                rt::schemeKindName(s.scheme.kind) +
                " stage (only fp8_delayed keeps a state)";
       if (s.state.empty())

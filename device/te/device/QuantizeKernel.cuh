@@ -95,36 +95,56 @@ loadTileF32(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k, i64 r0,
             i64 c0, int tid, LoadRange<Ranged> range = {}) {
   constexpr int kChunksPerRow = kTileCols / 8;
   constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
+  // Four chunks' loads issued before any is split and stored: 32 KB of a
+  // CTA in flight at once (one chunk at a time left the f32 kernel short
+  // of memory-level parallelism at three CTAs per SM).
+  constexpr int kBatch = 4;
   bool vector = k % 4 == 0 && aligned(x, 16);
   TE_UNROLL
-  for (int i = 0; i < kPerThread; ++i) {
-    int id = i * kTileThreads + tid;
-    int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
-    i64 r = r0 + tr, c = c0 + tc;
-    u32 b[8];
-    if (vector && r < m && c + 8 <= k && range.holds(r * k + c, 8)) {
-      U32x4 p = loadGlobal16(x + r * k + c),
-            q = loadGlobal16(x + r * k + c + 4);
-      u32 w[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
-      TE_UNROLL
-      for (int e = 0; e < 8; ++e)
-        b[e] = w[e];
-    } else {
-      for (int e = 0; e < 8; ++e)
-        b[e] = r < m && c + e < k && range.holds(r * k + c + e, 1)
-                   ? floatToBits(x[r * k + c + e])
-                   : 0u;
-    }
-    u32 hi[4], lw[4];
+  for (int i0 = 0; i0 < kPerThread; i0 += kBatch) {
+    U32x4 p[kBatch], q[kBatch];
+    bool whole[kBatch];
     TE_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      hi[e] = (b[2 * e] >> 16) | (b[2 * e + 1] & 0xFFFF0000u);
-      lw[e] = (b[2 * e] & 0xFFFFu) | (b[2 * e + 1] << 16);
+    for (int u = 0; u < kBatch; ++u) {
+      int id = (i0 + u) * kTileThreads + tid;
+      int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
+      i64 r = r0 + tr, c = c0 + tc;
+      whole[u] = vector && r < m && c + 8 <= k && range.holds(r * k + c, 8);
+      if (whole[u]) {
+        p[u] = loadGlobal16(x + r * k + c);
+        q[u] = loadGlobal16(x + r * k + c + 4);
+      }
     }
-    int pc = swizzledColumn(tr, tc);
-    *reinterpret_cast<U32x4 *>(&s.x[tr][pc]) =
-        U32x4{hi[0], hi[1], hi[2], hi[3]};
-    *reinterpret_cast<U32x4 *>(&lo[tr][pc]) = U32x4{lw[0], lw[1], lw[2], lw[3]};
+    TE_UNROLL
+    for (int u = 0; u < kBatch; ++u) {
+      int id = (i0 + u) * kTileThreads + tid;
+      int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
+      i64 r = r0 + tr, c = c0 + tc;
+      u32 b[8];
+      if (whole[u]) {
+        u32 w[8] = {p[u].x, p[u].y, p[u].z, p[u].w,
+                    q[u].x, q[u].y, q[u].z, q[u].w};
+        TE_UNROLL
+        for (int e = 0; e < 8; ++e)
+          b[e] = w[e];
+      } else {
+        for (int e = 0; e < 8; ++e)
+          b[e] = r < m && c + e < k && range.holds(r * k + c + e, 1)
+                     ? floatToBits(x[r * k + c + e])
+                     : 0u;
+      }
+      u32 hi[4], lw[4];
+      TE_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        hi[e] = (b[2 * e] >> 16) | (b[2 * e + 1] & 0xFFFF0000u);
+        lw[e] = (b[2 * e] & 0xFFFFu) | (b[2 * e + 1] << 16);
+      }
+      int pc = swizzledColumn(tr, tc);
+      *reinterpret_cast<U32x4 *>(&s.x[tr][pc]) =
+          U32x4{hi[0], hi[1], hi[2], hi[3]};
+      *reinterpret_cast<U32x4 *>(&lo[tr][pc]) =
+          U32x4{lw[0], lw[1], lw[2], lw[3]};
+    }
   }
 }
 
@@ -145,7 +165,7 @@ __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
         loadRowSegment<Src>(t, r, j, v);
         TE_UNROLL
         for (int i = 0; i < kSegment; ++i)
-          m = amaxAccumulate(m, v[i]);
+          m = amaxAccumulateF32(m, v[i]);
       } else {
         U32x4 a, b;
         loadRowWords(t.s, r, j, a, b);
@@ -167,8 +187,8 @@ __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
         loadColumnWords(*t.lo, s, c, l);
         TE_UNROLL
         for (int i = 0; i < kSegment; ++i) {
-          a0 = amaxAccumulate(a0, joinLo(w[i], l[i]));
-          a1 = amaxAccumulate(a1, joinHi(w[i], l[i]));
+          a0 = amaxAccumulateF32(a0, joinLo(w[i], l[i]));
+          a1 = amaxAccumulateF32(a1, joinHi(w[i], l[i]));
         }
       } else {
         u32 both = absMaxWords<F16, kSegment>(w);
@@ -264,10 +284,10 @@ __device__ __forceinline__ void tensorAmaxF32(const float *x, i64 n,
     u32 w[4] = {v.x, v.y, v.z, v.w};
     TE_UNROLL
     for (int e = 0; e < 4; ++e)
-      a = amaxAccumulate(a, bitsToFloat(w[e]));
+      a = amaxAccumulateF32(a, bitsToFloat(w[e]));
   }
   for (i64 e = 4 * chunks + tid; e < n; e += stride)
-    a = amaxAccumulate(a, x[e]);
+    a = amaxAccumulateF32(a, x[e]);
   warpAmaxToGlobal(a, out);
 }
 

@@ -41,6 +41,20 @@ TE_HD float amaxAccumulate(float amax, float x) {
   return larger ? bitsToFloat(absBits) : amax;
 }
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+/// amaxAccumulate in one instruction for the f32 hot loops: max.f32 returns
+/// the other operand for a NaN and takes |x| as an operand modifier, which
+/// is the same result bit for bit - unless subnormals are flushed
+/// (-ftz=true, which tejit never passes; the portable form then).
+__device__ __forceinline__ float amaxAccumulateF32(float amax, float x) {
+#if defined(__CUDA_FTZ) && __CUDA_FTZ
+  return amaxAccumulate(amax, x);
+#else
+  return fmaxf(amax, fabsf(x));
+#endif
+}
+#endif
+
 /// compute_scale_from_amax (docs/Numerics.md §3 step 3):
 ///   amax < eps -> amax = eps; amax 0, Inf or NaN -> 1;
 ///   s = div_rn(fp8Max, amax); Inf -> valueForInf;

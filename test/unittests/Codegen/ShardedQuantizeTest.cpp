@@ -20,6 +20,7 @@
 #include "SchemeCases.h"
 
 #include "te/codegen/QuantizeEmitter.h"
+#include "te/codegen/ScalingState.h"
 #include "te/exec/CpuBackend.h"
 #include "te/formats/Sharding.h"
 
@@ -165,6 +166,9 @@ std::vector<Case> cases() {
     add("hybrid_block128x128_mxfp8", tile, mx, 256, 384, ranks, seed++);
     add("hybrid_nvfp4_block1x128", fp4, row128, 256, 384, ranks, seed++);
     add("hybrid_current_nvfp4_sr", current, sr, 256, 384, ranks, seed++);
+    // Two delayed quantizers: each direction records into its own state.
+    add("hybrid_delayed_two_states", Scheme::fp8Delayed(DType::E4M3, 16),
+        Scheme::fp8Delayed(DType::E5M2, 4), 256, 384, ranks, seed++);
   }
   add("mxfp8_rowwise_only", mx, std::nullopt, 256, 384, 3, seed++);
   add("nvfp4_columnwise_only", std::nullopt, fp4, 256, 384, 3, seed++);
@@ -227,7 +231,9 @@ TEST_P(ShardedQuantize, CompilesWithNvrtc) {
   if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
     GTEST_SKIP() << n.status().toString();
   ASSERT_TRUE(n) << n.status().toString();
-  EXPECT_EQ(*n, 1u);
+  // One source, and the delayed-scaling update where a state records.
+  bool delayed = !cg::scalingStates(p.entries[0]).empty();
+  EXPECT_EQ(*n, delayed ? 2u : 1u);
 }
 
 TEST_P(ShardedQuantize, GpuMatchesTheCpuBitForBit) {
@@ -268,7 +274,12 @@ TEST(ShardedQuantizeGeometry, SplitTileRowsAndTheLaunches) {
 TEST(ShardedQuantizeRules, RefusedSchemesAndSizes) {
   Case c{"refused", Scheme::fp8Delayed(DType::E4M3, 16), std::nullopt};
   c.sizes = {1000, 256 * 384 - 1000};
-  EXPECT_NE(cg::validate(shardedProgram(c).entries[0]).find("fp8_delayed"),
+  cg::Program stateless = shardedProgram(c);
+  std::get<cg::ShardedQuantizeKernel>(stateless.entries[0].kernels[0])
+      .stages[0]
+      .state.clear();
+  EXPECT_NE(cg::validate(stateless.entries[0])
+                .find("an fp8_delayed stage needs a delayed-scaling state"),
             std::string::npos);
   c.rowwise.reset();
   c.columnwise = Scheme::nvfp4(/*rht=*/true);

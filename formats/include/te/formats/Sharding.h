@@ -101,9 +101,9 @@ GatherView gatherView(const ShardPiece &piece, const BufferDesc &shard,
 
 /// Why direction `d` of scheme `s` cannot be quantized from master shards
 /// bit-identically to the whole tensor, or "". Amaxes that span ranks are
-/// reduced, so every block shape works; what does not is a value that mixes
-/// elements of several ranks (NVFP4's Hadamard transform) or a scale that
-/// lives in a state (delayed scaling).
+/// reduced, so every block shape works (and delayed scaling records the
+/// whole tensor's amax); what does not is a value that mixes elements of
+/// several ranks (NVFP4's Hadamard transform columnwise).
 std::string validateMasterShards(const Scheme &s, Direction d);
 
 /// Why shard sizes `sizes` cannot split a tensor of `elements` elements, or
