@@ -1,13 +1,15 @@
-//===- PlanBuilderInternal.h - What the plan builder's files share -*- C++
-//-*-===//
+//===- PlanBuilderInternal.h - The plan builder's shared parts --*- C++ -*-===//
 //
 // Part of tejit. Plain C++17, no MLIR.
 //
 //===----------------------------------------------------------------------===//
 //
 // PlanBuilder.cpp plans the quantize, dequantize, library-GEMM and Adam
-// kernels; PlanGrouped.cpp the GEMM engine's grouped kernels. Both write
-// into one entry's buffer table.
+// kernels; PlanGrouped.cpp the GEMM engine's grouped kernels,
+// PlanCollective.cpp all-gathers, PlanMasterShards.cpp quantizes from
+// master shards, PlanScaling.cpp delayed-scaling states. All write into
+// one entry's buffer table; the tile-kernel plans share KernelPlanWriter
+// and stageBuffers.
 //
 //===----------------------------------------------------------------------===//
 
