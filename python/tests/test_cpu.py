@@ -378,3 +378,42 @@ def test_a_session_switches_a_layers_recipe():
     assert not np.array_equal(after, before)
     with pytest.raises(tejit.CompileError, match="names layer 'fc9'"):
         tejit.compile(DELAYED, layer_recipes={"fc9": "mxfp8"})
+
+
+SHARDS = """
+func.func @from_shards(%s0: tensor<3001xf32>, %s1: tensor<9000xf32>, %s2: tensor<4383xf32>)
+    -> !te.qtensor<128x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise> {
+  %w = te.quantize_shards %s0, %s1, %s2 : tensor<3001xf32>, tensor<9000xf32>, tensor<4383xf32>
+         -> !te.qtensor<128x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>
+  return %w : !te.qtensor<128x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>
+}
+
+func.func @whole(%x: tensor<128x128xf32>)
+    -> !te.qtensor<128x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise> {
+  %w = te.quantize %x : tensor<128x128xf32>
+         -> !te.qtensor<128x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>
+  return %w : !te.qtensor<128x128xf32, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>
+}
+"""
+
+
+def test_master_shards_quantize_to_the_whole_masters_bytes():
+    # A master split at offsets inside rows (docs/Numerics.md section 17):
+    # the weight from the three shards is the whole master's, byte for byte.
+    m = tejit.compile(SHARDS)
+    x = np.random.default_rng(9).standard_normal((128, 128)).astype(np.float32)
+    flat = x.reshape(-1)
+    shards = np.split(flat, [3001, 12001])
+    got = m.from_shards(*shards)
+    want = m.whole(x)
+    assert list(got.parts) == list(want.parts)
+    for part, arr in want.parts.items():
+        assert got.parts[part].tobytes() == arr.tobytes(), part
+
+
+def test_master_shards_that_do_not_add_up_are_refused():
+    bad = SHARDS.replace("tensor<4383xf32>", "tensor<4382xf32>")
+    with pytest.raises(tejit.CompileError) as e:
+        tejit.compile(bad, name="shards.mlir")
+    assert "shards.mlir:" in str(e.value)
+    assert "the shards hold 16383 of the tensor's 16384 elements" in str(e.value)
