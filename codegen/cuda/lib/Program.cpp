@@ -320,6 +320,10 @@ static std::string validateShardedQuantize(const Entry &e,
     if (!inRange(e, s.value) || !e.values[s.value].isQuantized())
       return "writes a stage into a non-quantized value";
   const Value &out = e.values[q.stages.front().value];
+  if (q.shards.size() > ShardedQuantizeKernel::kMaxShards)
+    return std::to_string(q.shards.size()) +
+           " shards; one kernel takes at most " +
+           std::to_string(ShardedQuantizeKernel::kMaxShards);
   std::vector<int64_t> sizes;
   for (int s : q.shards) {
     if (!inRange(e, s))

@@ -23,6 +23,7 @@
 #include "te/codegen/ScalingState.h"
 #include "te/exec/CpuBackend.h"
 #include "te/formats/Sharding.h"
+#include "te/runtime/Plan.h"
 
 #include <gtest/gtest.h>
 
@@ -299,6 +300,16 @@ TEST(ShardedQuantizeRules, RefusedSchemesAndSizes) {
   c.sizes = {1000, 256 * 384 - 1001};
   EXPECT_NE(cg::validate(shardedProgram(c).entries[0]).find("hold 98303 of"),
             std::string::npos);
+  // More shards than one kernel's parameter space holds.
+  c.sizes.assign(cg::ShardedQuantizeKernel::kMaxShards + 1, 1);
+  c.sizes.back() = 256 * 384 - int64_t(cg::ShardedQuantizeKernel::kMaxShards);
+  EXPECT_NE(cg::validate(shardedProgram(c).entries[0])
+                .find("1333 shards; one kernel takes at most 1332"),
+            std::string::npos);
+  // The most it takes fit the parameter space.
+  static_assert(3 * cg::ShardedQuantizeKernel::kMaxShards + 2 <=
+                    rt::kMaxTableWords,
+                "MasterShards<kMaxShards> must fit one Table argument");
 }
 
 } // namespace

@@ -95,6 +95,11 @@ struct ShardedQuantizeKernel {
   std::string name;
   std::vector<int> shards;
   std::vector<Stage> stages;
+
+  /// The most shards one kernel takes: they travel as one by-value kernel
+  /// parameter of 3 R + 2 words (te::dev::MasterShards), within CUDA's
+  /// parameter space (rt::kMaxTableWords).
+  static constexpr size_t kMaxShards = 1332;
 };
 
 /// The logical values of direction `dir` of quantized value `input`, as a
