@@ -297,7 +297,8 @@ struct QuantizeShardsLowering : public PlannedPattern<QuantizeShardsOp> {
     ArrayAttr stages =
         stagesOf(op.getContext(), TypeRange{op.getType()}, {state}).first;
     rewriter.replaceOpWithNewOp<tek::QuantizeShardsKernelOp>(
-        op, op.getType(), adaptor.getShards(), plan.name(op), stages);
+        op, op.getType(), adaptor.getShards(), plan.name(op), stages,
+        op.getRankOffsetsAttr());
     return success();
   }
 };

@@ -77,6 +77,11 @@ if (( GPUS >= 2 )); then
     --random-inputs 3 --entry forward,backward
   run "te-run-check-fsdp" "$PACK/bin/te-run" examples/fsdp_block_fp8.mlir --ranks 2 --check \
     --random-inputs 1 --entry forward,backward
+  # A master split between two processes, quantized with NCCL reductions.
+  run "te-run-check-rank-shards" "$PACK/bin/te-run" test/Tools/te-run-quantize-rank-shards.mlir --ranks 2 \
+    --check --random-inputs 4
+  run "te-run-check-sharded-ranks" "$PACK/bin/te-run" examples/sharded_master_ranks.mlir --ranks 2 --check \
+    --random-inputs 1 --steps 3
 fi
 # The Python package, built here against this machine's Python and the
 # packed libtejit.so (no MLIR needed), then its tests on the GPU.

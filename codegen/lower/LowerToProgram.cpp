@@ -186,6 +186,8 @@ private:
     k.name = q.getKernelName().str();
     for (Value s : q.getShards())
       k.shards.push_back(ids.lookup(s));
+    if (std::optional<ArrayRef<int64_t>> offsets = q.getRankOffsets())
+      k.rankOffsets.assign(offsets->begin(), offsets->end());
     FailureOr<int> v = addDefined(q.getResult(), "q");
     if (failed(v))
       return failure();

@@ -461,6 +461,14 @@ def Te_QuantizeShardsOp : Te_Op<"quantize_shards", [Pure]> {
     names its state with `scaling_state`, as `te.quantize` does, and
     records the whole tensor's amax into it.
 
+    With `rank_offsets`, one process runs each rank (te-run --ranks R): the
+    one operand is this rank's shard, and rank r holds the elements
+    [rank_offsets[r], rank_offsets[r + 1]) in the first elements of it (its
+    type is the largest shard's, or more, so that every rank runs the same
+    program). The amaxes are max-reduced over the ranks by an all-reduce,
+    each rank writes its elements, and a second all-reduce merges the ranks'
+    codes and scales, so every rank's result is the whole quantization.
+
     ```mlir
     func.func @quantize_shards(%s0: tensor<100000xf32>, %s1: tensor<162144xf32>)
         -> !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise> {
@@ -468,21 +476,33 @@ def Te_QuantizeShardsOp : Te_Op<"quantize_shards", [Pure]> {
              -> !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
       return %w : !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
     }
+
+    // Rank r of 2 (one process each) holds elements [o_r, o_{r+1}).
+    func.func @quantize_rank_shard(%mine: tensor<162144xf32>)
+        -> !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise> {
+      %w = te.quantize_shards %mine {rank_offsets = array<i64: 0, 100000, 262144>}
+             : tensor<162144xf32>
+             -> !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+      return %w : !te.qtensor<256x1024xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+    }
     ```
   }];
   let arguments = (ins Variadic<Te_FloatTensor>:$shards,
-                       OptionalAttr<StrAttr>:$scaling_state);
+                       OptionalAttr<StrAttr>:$scaling_state,
+                       OptionalAttr<DenseI64ArrayAttr>:$rank_offsets);
   let results = (outs Te_QTensor:$result);
   let assemblyFormat =
       "$shards attr-dict `:` type($shards) `->` qualified(type($result))";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The rules on types alone (te.quantize_shards and
-    /// tek.quantize_shards_kernel): shard shapes and element types, and
-    /// which schemes a sharded master can be quantized in.
+    /// tek.quantize_shards_kernel): shard shapes and element types, the
+    /// ranks' offsets (one process per rank when `rankOffsets` is given),
+    /// and which schemes a sharded master can be quantized in.
     static ::llvm::LogicalResult
     verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
-                ::mlir::TypeRange shards, ::mlir::Type result);
+                ::mlir::TypeRange shards, ::mlir::Type result,
+                std::optional<::llvm::ArrayRef<int64_t>> rankOffsets);
   }];
 }
 

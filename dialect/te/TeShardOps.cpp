@@ -130,8 +130,12 @@ LogicalResult AllGatherOp::verify() {
 
 LogicalResult
 QuantizeShardsOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
-                              TypeRange shards, Type result) {
+                              TypeRange shards, Type result,
+                              std::optional<ArrayRef<int64_t>> rankOffsets) {
   auto q = cast<QTensorType>(result);
+  if (rankOffsets && shards.size() != 1)
+    return emitError() << "takes one shard per process with rank_offsets, got "
+                       << shards.size();
   std::vector<int64_t> sizes;
   for (auto [i, t] : llvm::enumerate(shards)) {
     auto shard = cast<RankedTensorType>(t);
@@ -145,11 +149,25 @@ QuantizeShardsOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
                          << q.getElementType();
     sizes.push_back(shard.getDimSize(0));
   }
-  std::string why =
-      ::te::rt::validateShardSizes(sizes, q.getRows() * q.getCols());
-  if (!why.empty())
-    return emitError() << "cannot split " << shapeStr(q.getShape())
-                       << " into shards of " << shapeStr(sizes) << ": " << why;
+  std::string why;
+  if (rankOffsets) {
+    std::vector<int64_t> offsets(rankOffsets->begin(), rankOffsets->end());
+    why = ::te::rt::validateRankOffsets(offsets, q.getRows() * q.getCols(),
+                                        sizes.front());
+    if (!why.empty()) {
+      std::string list;
+      for (int64_t o : offsets)
+        list += (list.empty() ? "" : ", ") + std::to_string(o);
+      return emitError() << "cannot split " << shapeStr(q.getShape())
+                         << " at rank offsets [" << list << "]: " << why;
+    }
+  } else {
+    why = ::te::rt::validateShardSizes(sizes, q.getRows() * q.getCols());
+    if (!why.empty())
+      return emitError() << "cannot split " << shapeStr(q.getShape())
+                         << " into shards of " << shapeStr(sizes) << ": "
+                         << why;
+  }
   auto hybrid = dyn_cast<HybridAttr>(q.getScheme());
   if (hybrid && hybrid.getColumnwiseSource() &&
       q.hasDirection(Direction::columnwise))
@@ -172,7 +190,7 @@ LogicalResult QuantizeShardsOp::verify() {
   if (getShards().empty())
     return emitOpError() << "needs at least one shard";
   if (failed(verifyTypes([&] { return emitOpError(); }, getShards().getTypes(),
-                         getResult().getType())))
+                         getResult().getType(), getRankOffsets())))
     return failure();
   return verifyScalingState(
       [&] { return emitOpError(); }, getResult().getType(),

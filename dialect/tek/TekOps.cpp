@@ -185,9 +185,9 @@ LogicalResult QuantizeShardsKernelOp::verify() {
   wanted |= q.hasDirection(Direction::columnwise) ? 2u : 0u;
   if (held != wanted || getStages().size() > 2)
     return emitOpError() << "needs one stage per direction the result holds";
-  return mlir::te::QuantizeShardsOp::verifyTypes([&] { return emitOpError(); },
-                                                 getShards().getTypes(),
-                                                 getResult().getType());
+  return mlir::te::QuantizeShardsOp::verifyTypes(
+      [&] { return emitOpError(); }, getShards().getTypes(),
+      getResult().getType(), getRankOffsets());
 }
 
 //===----------------------------------------------------------------------===//

@@ -226,7 +226,12 @@ def Tek_QuantizeShardsKernelOp : Tek_Op<"quantize_shards_kernel", [Pure]> {
     reduction over ranks; then one launch over every rank's tiles writing
     each direction of the result its `stages` name (as
     `tek.quantize_kernel`'s, naming a `#te.fp8_delayed` direction's state).
-    Same operands and rules as `te.quantize_shards`.
+    Same operands and rules as `te.quantize_shards`. With `rank_offsets`
+    each process runs its own rank: its result buffers zeroed, the amax
+    table all-reduced (max) between the amax launches and the tiles, then
+    the codes (sum of bytes: each is written by one rank, an FP4 byte's
+    nibbles by at most two) and the scales (max of bytes: every rank that
+    writes one writes the same) all-reduced into the whole quantization.
 
     ```mlir
     func.func @quantize_shards_kernel(%s0: tensor<1000xf32>, %s1: tensor<15384xf32>)
@@ -240,7 +245,8 @@ def Tek_QuantizeShardsKernelOp : Tek_Op<"quantize_shards_kernel", [Pure]> {
     ```
   }];
   let arguments = (ins Variadic<AnyRankedTensor>:$shards,
-                       StrAttr:$kernel_name, Tek_StageArray:$stages);
+                       StrAttr:$kernel_name, Tek_StageArray:$stages,
+                       OptionalAttr<DenseI64ArrayAttr>:$rank_offsets);
   let results = (outs AnyType:$result);
   let assemblyFormat = "$kernel_name $shards attr-dict `:` type($shards) `->` "
                        "qualified(type($result))";

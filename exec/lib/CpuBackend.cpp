@@ -428,6 +428,7 @@ static rt::Status runQuantize(const Program &p, const Entry &e,
 static rt::Status runShardedQuantize(const Program &p, const Entry &e,
                                      const ShardedQuantizeKernel &q,
                                      std::vector<HostValue> &values,
+                                     rt::HostCollective *collective,
                                      CallStates &states) {
   Value whole = e.values[q.stages.front().value];
   whole.kind = Value::Kind::Tensor;
@@ -436,6 +437,11 @@ static rt::Status runShardedQuantize(const Program &p, const Entry &e,
   for (int s : q.shards) {
     x.insert(x.end(), values[s].tensor.begin(), values[s].tensor.end());
     inexact |= values[s].inexact();
+  }
+  if (q.perProcess()) {
+    rt::Status st = gatherMasterShards(q, e, values, collective, x);
+    if (!st.isOk())
+      return st;
   }
   for (const Stage &s : q.stages) {
     rt::Status st =
@@ -511,8 +517,8 @@ static std::string kernelWhat(const Entry &e, const Kernel &k) {
                  },
                  [&](const ShardedQuantizeKernel &q) {
                    return q.name + " (" + dims(q.stages.front().value) +
-                          " from " + std::to_string(q.shards.size()) +
-                          " shards)";
+                          " from " + std::to_string(q.ranks()) + " shards" +
+                          (q.perProcess() ? ", one per process)" : ")");
                  },
                  [&](const GroupedWgradKernel &g) {
                    const Value &dw = e.values[g.output];
@@ -599,7 +605,7 @@ runCpuChecked(const Program &p, const Entry &e,
               return runAllGather(p, e, g, values, collective);
             },
             [&](const ShardedQuantizeKernel &q) {
-              return runShardedQuantize(p, e, q, values, states);
+              return runShardedQuantize(p, e, q, values, collective, states);
             }},
         k);
     if (!st.isOk())

@@ -64,6 +64,13 @@ struct RankAmax {
 rt::Status rankAmaxes(const cg::QuantizeKernel &q, const cg::Value &in,
                       const std::vector<float> &x,
                       rt::HostCollective *collective, RankAmax &out);
+/// One process per rank of a sharded master quantize: every rank's shard
+/// (the first elements of each rank's buffer) concatenated into `whole`.
+rt::Status gatherMasterShards(const cg::ShardedQuantizeKernel &q,
+                              const cg::Entry &e,
+                              const std::vector<HostValue> &values,
+                              rt::HostCollective *collective,
+                              std::vector<uint8_t> &whole);
 rt::Status runAllGather(const cg::Program &p, const cg::Entry &e,
                         const cg::AllGatherKernel &g,
                         std::vector<HostValue> &values,

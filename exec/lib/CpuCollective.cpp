@@ -22,10 +22,11 @@ using namespace cg;
 using rt::Direction;
 
 static rt::Status needRanks(const std::string &kernel, int ranks,
-                            const rt::HostCollective *c) {
+                            const rt::HostCollective *c,
+                            const char *what = "row shards") {
   if (c && c->ranks() == ranks)
     return rt::Status::ok();
-  return fail(kernel + " works on row shards of " + std::to_string(ranks) +
+  return fail(kernel + " works on " + what + " of " + std::to_string(ranks) +
               " ranks, but " +
               (c ? "the job has " + std::to_string(c->ranks())
                  : std::string("this run has no ranks (te-run --ranks ") +
@@ -90,6 +91,27 @@ static void deriveColumnwise(const cg::Program &p, const Value &v,
   col.scaleInv = derive(row.scaleInv, st.scaleInv, true);
   col.amax = derive(row.amax, st.amax, false);
   q.columnwise = std::move(col);
+}
+
+rt::Status gatherMasterShards(const ShardedQuantizeKernel &q,
+                              const cg::Entry &e,
+                              const std::vector<HostValue> &values,
+                              rt::HostCollective *collective,
+                              std::vector<uint8_t> &whole) {
+  TE_RETURN_IF_ERROR(
+      needRanks(q.name, int(q.ranks()), collective, "master shards"));
+  const std::vector<uint8_t> &mine = values[q.shards.front()].tensor;
+  std::vector<uint8_t> all;
+  TE_RETURN_IF_ERROR(collective->allGather(mine.data(), mine.size(), all));
+  size_t element = rt::dtypeSize(e.values[q.shards.front()].dtype);
+  whole.clear();
+  for (size_t r = 0; r < q.ranks(); ++r) {
+    const uint8_t *first = all.data() + r * mine.size();
+    whole.insert(whole.end(), first,
+                 first +
+                     size_t(q.rankOffsets[r + 1] - q.rankOffsets[r]) * element);
+  }
+  return rt::Status::ok();
 }
 
 rt::Status runAllGather(const cg::Program &p, const cg::Entry &e,

@@ -57,48 +57,53 @@ static uint64_t storageBytes(const Program &p, const Value &v) {
 static uint64_t kernelScratchBytes(const Program &p, const Entry &e,
                                    const Kernel &k) {
   return std::visit(
-      Overloaded{[&](const QuantizeKernel &q) {
-                   return 4 * elementsOf(e.values[q.input]);
-                 },
-                 [&](const DequantizeKernel &d) {
-                   return 4 * elementsOf(e.values[d.output]);
-                 },
-                 [&](const GemmKernel &g) {
-                   // Both operands widened, the result, its |a||b| sums and
-                   // bound.
-                   return 4 * (elementsOf(e.values[g.a]) +
-                               elementsOf(e.values[g.b]) +
-                               3 * elementsOf(e.values[g.output]));
-                 },
-                 [&](const AdamKernel &a) {
-                   uint64_t largest = 0;
-                   for (const AdamTensor &t : a.tensors)
-                     largest = std::max(largest, elementsOf(e.values[t.param]));
-                   return 6 * 4 * largest; // param, m, v widened and narrowed
-                 },
-                 [&](const GroupedGemmKernel &g) {
-                   // Both operands dequantized and decoded, the result, its
-                   // |a||b| sums and bound.
-                   return 4 * (2 * elementsOf(e.values[g.x]) +
-                               2 * elementsOf(e.values[g.w]) +
-                               3 * elementsOf(e.values[g.output]));
-                 },
-                 [&](const GroupedWgradKernel &g) {
-                   // Both operands in the grouped layout (with padding) and
-                   // decoded, the result, its |a||b| sums and bound.
-                   return 4 * (3 * elementsOf(e.values[g.dy]) +
-                               3 * elementsOf(e.values[g.x]) +
-                               3 * elementsOf(e.values[g.output]));
-                 },
-                 [&](const AllGatherKernel &g) {
-                   // The staging copy of every rank's shards.
-                   return storageBytes(p, e.values[g.output]);
-                 },
-                 [&](const ShardedQuantizeKernel &q) {
-                   // The concatenated master and its fp32 widening.
-                   const Value &v = e.values[q.stages.front().value];
-                   return elementsOf(v) * (4 + rt::dtypeSize(v.dtype));
-                 }},
+      Overloaded{
+          [&](const QuantizeKernel &q) {
+            return 4 * elementsOf(e.values[q.input]);
+          },
+          [&](const DequantizeKernel &d) {
+            return 4 * elementsOf(e.values[d.output]);
+          },
+          [&](const GemmKernel &g) {
+            // Both operands widened, the result, its |a||b| sums and
+            // bound.
+            return 4 * (elementsOf(e.values[g.a]) + elementsOf(e.values[g.b]) +
+                        3 * elementsOf(e.values[g.output]));
+          },
+          [&](const AdamKernel &a) {
+            uint64_t largest = 0;
+            for (const AdamTensor &t : a.tensors)
+              largest = std::max(largest, elementsOf(e.values[t.param]));
+            return 6 * 4 * largest; // param, m, v widened and narrowed
+          },
+          [&](const GroupedGemmKernel &g) {
+            // Both operands dequantized and decoded, the result, its
+            // |a||b| sums and bound.
+            return 4 * (2 * elementsOf(e.values[g.x]) +
+                        2 * elementsOf(e.values[g.w]) +
+                        3 * elementsOf(e.values[g.output]));
+          },
+          [&](const GroupedWgradKernel &g) {
+            // Both operands in the grouped layout (with padding) and
+            // decoded, the result, its |a||b| sums and bound.
+            return 4 * (3 * elementsOf(e.values[g.dy]) +
+                        3 * elementsOf(e.values[g.x]) +
+                        3 * elementsOf(e.values[g.output]));
+          },
+          [&](const AllGatherKernel &g) {
+            // The staging copy of every rank's shards.
+            return storageBytes(p, e.values[g.output]);
+          },
+          [&](const ShardedQuantizeKernel &q) {
+            // The concatenated master and its fp32 widening (one
+            // process per rank: and every rank's shard buffer).
+            const Value &v = e.values[q.stages.front().value];
+            uint64_t gathered =
+                q.perProcess()
+                    ? q.ranks() * storageBytes(p, e.values[q.shards[0]])
+                    : 0;
+            return elementsOf(v) * (4 + rt::dtypeSize(v.dtype)) + gathered;
+          }},
       k);
 }
 

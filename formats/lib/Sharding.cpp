@@ -124,4 +124,32 @@ std::string validateShardSizes(const std::vector<int64_t> &sizes,
   return "";
 }
 
+std::vector<int64_t> shardSizes(const std::vector<int64_t> &offsets) {
+  std::vector<int64_t> sizes;
+  for (size_t r = 0; r + 1 < offsets.size(); ++r)
+    sizes.push_back(offsets[r + 1] - offsets[r]);
+  return sizes;
+}
+
+std::string validateRankOffsets(const std::vector<int64_t> &offsets,
+                                int64_t elements, int64_t capacity) {
+  if (offsets.size() < 3)
+    return "needs the offsets of at least two ranks (R + 1 values)";
+  if (offsets.front() != 0)
+    return "the first offset must be 0";
+  if (offsets.back() != elements)
+    return "the last offset must be the tensor's " + std::to_string(elements) +
+           " elements";
+  std::vector<int64_t> sizes = shardSizes(offsets);
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    if (sizes[r] < 1)
+      return "rank " + std::to_string(r) + "'s shard is empty";
+    if (sizes[r] > capacity)
+      return "rank " + std::to_string(r) + " holds " +
+             std::to_string(sizes[r]) + " elements, more than the shard's " +
+             std::to_string(capacity);
+  }
+  return "";
+}
+
 } // namespace te::rt

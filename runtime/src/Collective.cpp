@@ -258,6 +258,20 @@ Status Communicator::allReduceMax(uint64_t buffer, uint64_t count,
                    "ncclAllReduce");
 }
 
+Status Communicator::allReduceBytes(uint64_t buffer, uint64_t bytes, bool max,
+                                    const Stream &s) {
+  Expected<const NcclApi *> api = ncclApi();
+  if (!api)
+    return api.status();
+  void *p = reinterpret_cast<void *>(buffer);
+  return ncclCheck(**api,
+                   (*api)->ncclAllReduce(p, p, size_t(bytes), ncclUint8,
+                                         max ? ncclMax : ncclSum,
+                                         static_cast<ncclComm_t>(comm_),
+                                         static_cast<cudaStream_t>(s.handle())),
+                   "ncclAllReduce");
+}
+
 Status Communicator::groupStart() {
   Expected<const NcclApi *> api = ncclApi();
   if (!api)

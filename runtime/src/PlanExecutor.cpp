@@ -69,6 +69,11 @@ struct PlanExecutor::State {
     case ArgDesc::Kind::F32:
       std::memcpy(&slot, &arg.f, 4);
       break;
+    case ArgDesc::Kind::Rank: {
+      int32_t v = comm ? int32_t(comm->rank()) : 0;
+      std::memcpy(&slot, &v, 4);
+      break;
+    }
     case ArgDesc::Kind::Table:
     case ArgDesc::Kind::TensorMap:
       break;
@@ -175,7 +180,10 @@ Expected<PlanExecutor> PlanExecutor::create(const Plan &plan,
 PlanExecutor::PlanExecutor(PlanExecutor &&) noexcept = default;
 PlanExecutor::~PlanExecutor() = default;
 
-void PlanExecutor::setCommunicator(Communicator *comm) { state_->comm = comm; }
+void PlanExecutor::setCommunicator(Communicator *comm) {
+  state_->comm = comm;
+  state_->stale = true; // Rank arguments take the communicator's rank
+}
 
 Status PlanExecutor::bind(uint32_t index, uint64_t devicePtr, uint64_t bytes) {
   const Plan &p = state_->plan;
@@ -255,11 +263,22 @@ Status PlanExecutor::run(const Stream &s) {
       bool first = !(i > 0 && collective(i - 1)), last = !collective(i + 1);
       if (first && !last)
         TE_RETURN_IF_ERROR(st.comm->groupStart());
-      Status done =
-          c.kind == CollectiveCall::Kind::AllGather
-              ? st.comm->allGather(st.resolve(c.send), st.resolve(c.recv),
-                                   c.bytes, s)
-              : st.comm->allReduceMax(st.resolve(c.send), c.bytes / 4, s);
+      Status done = Status::ok();
+      switch (c.kind) {
+      case CollectiveCall::Kind::AllGather:
+        done = st.comm->allGather(st.resolve(c.send), st.resolve(c.recv),
+                                  c.bytes, s);
+        break;
+      case CollectiveCall::Kind::AllReduceMax:
+        done = st.comm->allReduceMax(st.resolve(c.send), c.bytes / 4, s);
+        break;
+      case CollectiveCall::Kind::AllReduceBytesSum:
+      case CollectiveCall::Kind::AllReduceBytesMax:
+        done = st.comm->allReduceBytes(
+            st.resolve(c.send), c.bytes,
+            c.kind == CollectiveCall::Kind::AllReduceBytesMax, s);
+        break;
+      }
       // A group is closed on success and on failure.
       bool grouped = !(first && last);
       if (grouped && (last || !done.isOk())) {

@@ -20,7 +20,7 @@ namespace te::rt {
 
 static constexpr char kPlanMagic[9] = {'T', 'E', 'J', 'I', 'T',
                                        'P', 'L', 'A', 'N'};
-static constexpr uint32_t kPlanVersion = 5;
+static constexpr uint32_t kPlanVersion = 6;
 
 namespace {
 
@@ -162,8 +162,9 @@ std::string Plan::validate() const {
     const CollectiveCall &call = collectives[c];
     std::string where = "collective " + std::to_string(c);
     bool gather = call.kind == CollectiveCall::Kind::AllGather;
+    bool floats = call.kind == CollectiveCall::Kind::AllReduceMax;
     if (call.ranks < 1 || call.bytes == 0 || call.send.buffer < 0 ||
-        (gather && call.recv.buffer < 0) || (!gather && call.bytes % 4 != 0))
+        (gather && call.recv.buffer < 0) || (floats && call.bytes % 4 != 0))
       return where + " has no ranks, bytes or buffers";
     std::string e = checkRef(call.send, where, call.bytes);
     if (e.empty() && gather)
@@ -322,7 +323,7 @@ Expected<Plan> Plan::deserialize(const std::string &bytes) {
     k.persistent = persistent != 0;
     k.args.resize(na);
     auto getArg = [&](ArgDesc &a, uint32_t &items) {
-      if (!r.enumOf(a.kind, uint8_t(ArgDesc::Kind::TensorMap)) ||
+      if (!r.enumOf(a.kind, uint8_t(ArgDesc::Kind::Rank)) ||
           !r.ref(a.pointer) || !r.get(a.i) || !r.get(a.f) || !r.count(items))
         return false;
       if (a.kind != ArgDesc::Kind::TensorMap)
@@ -368,7 +369,7 @@ Expected<Plan> Plan::deserialize(const std::string &bytes) {
     return bad("truncated");
   p.collectives.resize(n);
   for (CollectiveCall &c : p.collectives)
-    if (!r.enumOf(c.kind, uint8_t(CollectiveCall::Kind::AllReduceMax)) ||
+    if (!r.enumOf(c.kind, uint8_t(CollectiveCall::Kind::AllReduceBytesMax)) ||
         !r.get(c.ranks) || !r.ref(c.send) || !r.ref(c.recv) || !r.get(c.bytes))
       return bad("bad collective");
   if (!r.count(n))

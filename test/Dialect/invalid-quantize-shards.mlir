@@ -97,3 +97,52 @@ func.func @kernel_sizes(%a: tensor<4096xf32>, %b: tensor<4000xf32>) {
   %w = tek.quantize_shards_kernel "te_quantize_shards_0" %a, %b {stages = [#tek.stage<0, rowwise>]} : tensor<4096xf32>, tensor<4000xf32> -> !te.qtensor<128x64xf32, #te.nvfp4<>, rowwise>
   return
 }
+
+// -----
+
+// One process per rank (rank_offsets): the operand is this rank's shard.
+func.func @rank_offsets_two_shards(%a: tensor<4096xf32>, %b: tensor<4096xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op takes one shard per process with rank_offsets, got 2}}
+  %w = te.quantize_shards %a, %b {rank_offsets = array<i64: 0, 4096, 8192>} : tensor<4096xf32>, tensor<4096xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @rank_offsets_one_rank(%a: tensor<8192xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot split 128x64 at rank offsets [0, 8192]: needs the offsets of at least two ranks (R + 1 values)}}
+  %w = te.quantize_shards %a {rank_offsets = array<i64: 0, 8192>} : tensor<8192xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @rank_offsets_first(%a: tensor<8192xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot split 128x64 at rank offsets [1, 4096, 8192]: the first offset must be 0}}
+  %w = te.quantize_shards %a {rank_offsets = array<i64: 1, 4096, 8192>} : tensor<8192xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @rank_offsets_last(%a: tensor<8192xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot split 128x64 at rank offsets [0, 4096, 8191]: the last offset must be the tensor's 8192 elements}}
+  %w = te.quantize_shards %a {rank_offsets = array<i64: 0, 4096, 8191>} : tensor<8192xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @rank_offsets_empty_rank(%a: tensor<8192xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot split 128x64 at rank offsets [0, 4096, 4096, 8192]: rank 1's shard is empty}}
+  %w = te.quantize_shards %a {rank_offsets = array<i64: 0, 4096, 4096, 8192>} : tensor<8192xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @rank_offsets_capacity(%a: tensor<4096xf32>) {
+  // expected-error @+1 {{'te.quantize_shards' op cannot split 128x64 at rank offsets [0, 3000, 8192]: rank 1 holds 5192 elements, more than the shard's 4096}}
+  %w = te.quantize_shards %a {rank_offsets = array<i64: 0, 3000, 8192>} : tensor<4096xf32> -> !te.qtensor<128x64xf32, #te.mxfp8<e4m3>, rowwise>
+  return
+}

@@ -13,6 +13,8 @@
 // RUN: te-run %te_src_root/examples/fsdp_block_fp8.mlir --ranks 2 --backend cpu --random-inputs 1 --entry forward,backward | FileCheck %s --check-prefix=FSDPCPU
 // RUN: te-opt %te_src_root/examples/sharded_master_update.mlir --te-to-cuda | FileCheck %s --check-prefix=SHARDED
 // RUN: te-run %te_src_root/examples/sharded_master_update.mlir --random-inputs 1 --backend cpu --steps 2 | FileCheck %s --check-prefix=SHARDEDCPU
+// RUN: te-opt %te_src_root/examples/sharded_master_ranks.mlir --te-to-cuda | FileCheck %s --check-prefix=RANKS
+// RUN: te-run %te_src_root/examples/sharded_master_ranks.mlir --ranks 2 --random-inputs 1 --backend cpu --steps 2 | FileCheck %s --check-prefix=RANKSCPU
 
 // A distributed optimizer's step: the four shard updates are one
 // multi-tensor launch; the weight is quantized from the four updated
@@ -22,6 +24,17 @@
 // SHARDED: tek.quantize_shards_kernel "te_quantize_shards_0" %[[A]]#0, %[[A]]#3, %[[A]]#6, %[[A]]#9 {stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>]} : tensor<30000xf32>, tensor<35613xf32>, tensor<32692xf32>, tensor<32767xf32> -> !te.qtensor<256x512xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
 // SHARDEDCPU: step 2: rms(result0)=
 // SHARDEDCPU: result12 ({{.*}}): rowwise.data[256x512 e4m3] rowwise.scale_inv[256x16 e8m0] columnwise.data[256x512 e4m3] columnwise.scale_inv[8x512 e8m0]
+
+// The same step with one process per rank: each updates its own piece and
+// the kernel names every rank's offsets.
+// RANKS-LABEL: func.func @step
+// RANKS: %[[A:.*]]:3 = tek.adam_kernel
+// RANKS: tek.quantize_shards_kernel "te_quantize_shards_0" %[[A]]#0 {rank_offsets = array<i64: 0, 65613, 131072>, stages = [#tek.stage<0, rowwise>, #tek.stage<0, columnwise>]} : tensor<65613xf32> -> !te.qtensor<256x512xf32, #te.mxfp8<e4m3>, rowwise|columnwise>
+// RANKSCPU: == rank 0 of 2 (exit 0) ==
+// RANKSCPU: step 2: rms(result0)=
+// RANKSCPU: result3 ({{.*}}): rowwise.data[256x512 e4m3] rowwise.scale_inv[256x16 e8m0] columnwise.data[256x512 e4m3] columnwise.scale_inv[8x512 e8m0]
+// RANKSCPU: == rank 1 of 2 (exit 0) ==
+// RANKSCPU: result3 ({{.*}}): rowwise.data[256x512 e4m3] rowwise.scale_inv[256x16 e8m0] columnwise.data[256x512 e4m3] columnwise.scale_inv[8x512 e8m0]
 
 // The MoE experts: per projection, the tokens and the stacked weight are
 // quantized rowwise and one grouped GEMM reads them with the split sizes.

@@ -57,3 +57,15 @@ func.func @delayed(%s0: tensor<777xf32>, %s1: tensor<7415xf32>)
          -> !te.qtensor<64x128xf32, #te.hybrid<rowwise = #te.fp8_delayed<e4m3, history = 4>, columnwise = #te.fp8_delayed<e5m2, history = 4>>, rowwise|columnwise>
   return %w : !te.qtensor<64x128xf32, #te.hybrid<rowwise = #te.fp8_delayed<e4m3, history = 4>, columnwise = #te.fp8_delayed<e5m2, history = 4>>, rowwise|columnwise>
 }
+
+// -----
+
+// One process per rank: the kernel op carries every rank's offsets.
+// CHECK-LABEL: func.func @rank_update
+// CHECK: tek.quantize_shards_kernel "te_quantize_shards_0" %arg0 {rank_offsets = array<i64: 0, 3000, 8192>, stages = [#tek.stage<0, rowwise>]} : tensor<5192xf32> -> !te.qtensor<64x128xf32, #te.nvfp4<>, rowwise>
+func.func @rank_update(%mine: tensor<5192xf32>)
+    -> !te.qtensor<64x128xf32, #te.nvfp4<>, rowwise> {
+  %w = te.quantize_shards %mine {rank_offsets = array<i64: 0, 3000, 8192>}
+         : tensor<5192xf32> -> !te.qtensor<64x128xf32, #te.nvfp4<>, rowwise>
+  return %w : !te.qtensor<64x128xf32, #te.nvfp4<>, rowwise>
+}

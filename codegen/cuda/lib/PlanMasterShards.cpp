@@ -4,14 +4,20 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The plan of a ShardedQuantizeKernel (docs/Numerics.md §17) with every
+// The plan of a ShardedQuantizeKernel (docs/Numerics.md §17). With every
 // rank in one process: the amax table zeroed, the tensor amax of each
 // rank's shard and the amaxes of the tiles ranks share max-accumulated into
 // it (the reduction over ranks), then one launch over every rank's tiles.
+// With one process per rank the same launches run the process's own rank
+// (a Rank argument) and two collectives make the reduction: the amax
+// table's all-reduce (max) before the tiles, and the merge of the ranks'
+// outputs, written into zeroed buffers, after them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PlanBuilderInternal.h"
+
+#include "te/formats/Sharding.h"
 
 namespace te::cg::detail {
 
@@ -23,19 +29,25 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
                                              EntryPlan &out) {
   const Value &whole = e.values[q.stages.front().value];
   int64_t m = whole.rows(), k = whole.cols();
-  int ranks = int(q.shards.size());
+  int ranks = int(q.ranks());
   std::vector<int64_t> sizes;
   for (int s : q.shards)
     sizes.push_back(e.values[s].shape[0]);
+  if (q.perProcess())
+    sizes = rt::shardSizes(q.rankOffsets);
   ShardGeometry g = shardGeometry(sizes, k);
+  // The launches run grid rows from rank `first`; each runs one rank's part.
+  unsigned rows = q.perProcess() ? 1u : unsigned(ranks);
+  ArgDesc first = q.perProcess() ? ArgDesc::rank() : ArgDesc::i32(0);
   EmittedShardedQuantize src = emitShardedQuantize(q, e);
   KernelPlanWriter w(p, table, q.name, src.source);
 
   // te::dev::MasterShards<R>: the shard pointers, the R + 1 offsets, the
   // split tile rows (R words, the first `count` used) and their count.
   std::vector<ArgDesc> shards;
-  for (int s : q.shards)
-    shards.push_back(ArgDesc::ptr(out.values[s].tensor));
+  for (int r = 0; r < ranks; ++r)
+    shards.push_back(ArgDesc::ptr(
+        out.values[q.shards[q.perProcess() ? 0 : size_t(r)]].tensor));
   for (int64_t lo : g.lo)
     shards.push_back(ArgDesc::i64(lo));
   for (int r = 0; r < ranks; ++r)
@@ -54,25 +66,47 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
   if (!src.amaxEntry.empty()) {
     int64_t largest = *std::max_element(sizes.begin(), sizes.end());
     int64_t grid = std::min<int64_t>(rt::ceilDiv(rt::ceilDiv(largest, 8), 1024),
-                                     132 * 16 / ranks + 1);
-    w.launch(src.amaxEntry, rt::Dim3{unsigned(grid), unsigned(ranks), 1},
-             {sh, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)});
+                                     132 * 16 / int(rows) + 1);
+    w.launch(
+        src.amaxEntry, rt::Dim3{unsigned(grid), rows, 1},
+        {sh, first, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)});
     w.kp.bytesMoved += masterBytes;
     tensorAmax = amaxTable; // word 0 of the table
   }
   if (!g.boundaryRows.empty()) {
-    w.launch(src.shardAmaxEntry,
-             rt::Dim3{unsigned(2 * g.tilesAcross), unsigned(ranks), 1},
-             {sh, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)})
+    w.launch(
+         src.shardAmaxEntry, rt::Dim3{unsigned(2 * g.tilesAcross), rows, 1},
+         {sh, first, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)})
         .sharedBytes = quantizeDynamicSmem(whole.dtype);
     // Each split tile row is read by the two (or more) ranks it holds
     // elements of, once in all, and its slots are written.
     w.kp.bytesMoved += uint64_t(g.boundaryRows.size()) * kQuantizeTileRows *
                        uint64_t(k) * elementBytes;
   }
-  std::vector<ArgDesc> args = {sh, ArgDesc::i64(m), ArgDesc::i64(k)};
+  auto collective = [&](rt::CollectiveCall::Kind kind, int buffer) {
+    rt::CollectiveCall c;
+    c.kind = kind;
+    c.ranks = ranks;
+    c.send = {buffer, 0};
+    c.bytes = table.bytes(buffer);
+    w.kp.addCollective(c);
+  };
+  if (q.perProcess() && (tensorAmax >= 0 || !g.boundaryRows.empty()))
+    collective(rt::CollectiveCall::Kind::AllReduceMax, amaxTable);
+
+  std::vector<ArgDesc> args = {sh, first, ArgDesc::i64(m), ArgDesc::i64(k)};
+  std::vector<StageBuffers> written;
   for (const Stage &s : q.stages) {
     StageBuffers b = stageBuffers(p, e, s, s.value, tensorAmax, table, out, w);
+    // Each rank writes its part into zeroed buffers, for the merge below
+    // (a delayed stage's amax is zeroed already).
+    if (q.perProcess())
+      for (int buffer :
+           {b.data, b.scale,
+            s.scheme.kind == rt::SchemeKind::Fp8Delayed ? -1 : b.amax})
+        if (buffer >= 0)
+          w.fill(buffer);
+    written.push_back(b);
     for (int buffer : {b.data, b.scale, b.amax, b.in})
       args.push_back(ArgDesc::ptr(buffer));
     args.push_back(ArgDesc::f32(static_cast<float>(s.scheme.eps)));
@@ -81,9 +115,21 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
   }
   args.push_back(ArgDesc::ptr(amaxTable));
   w.kp.bytesMoved += 2 * table.bytes(amaxTable);
-  w.launch(src.mainEntry, rt::Dim3{unsigned(g.rankTiles), unsigned(ranks), 1},
+  w.launch(src.mainEntry, rt::Dim3{unsigned(g.rankTiles), rows, 1},
            std::move(args))
       .sharedBytes = quantizeDynamicSmem(whole.dtype);
+  // The merge, one NCCL group: a code byte has one writer (an FP4 byte's
+  // nibbles one each), a scale byte the same value from every writer, an
+  // amax each rank's (delayed scaling records the rank's own) as floats.
+  if (q.perProcess())
+    for (const StageBuffers &b : written) {
+      if (b.data >= 0)
+        collective(rt::CollectiveCall::Kind::AllReduceBytesSum, b.data);
+      if (b.scale >= 0)
+        collective(rt::CollectiveCall::Kind::AllReduceBytesMax, b.scale);
+      if (b.amax >= 0)
+        collective(rt::CollectiveCall::Kind::AllReduceMax, b.amax);
+    }
   return std::move(w.kp);
 }
 

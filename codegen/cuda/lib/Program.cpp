@@ -320,10 +320,11 @@ static std::string validateShardedQuantize(const Entry &e,
     if (!inRange(e, s.value) || !e.values[s.value].isQuantized())
       return "writes a stage into a non-quantized value";
   const Value &out = e.values[q.stages.front().value];
-  if (q.shards.size() > ShardedQuantizeKernel::kMaxShards)
-    return std::to_string(q.shards.size()) +
-           " shards; one kernel takes at most " +
+  if (q.ranks() > ShardedQuantizeKernel::kMaxShards)
+    return std::to_string(q.ranks()) + " shards; one kernel takes at most " +
            std::to_string(ShardedQuantizeKernel::kMaxShards);
+  if (q.perProcess() && q.shards.size() != 1)
+    return "one process per rank takes its own shard alone";
   std::vector<int64_t> sizes;
   for (int s : q.shards) {
     if (!inRange(e, s))
@@ -334,7 +335,11 @@ static std::string validateShardedQuantize(const Entry &e,
              rt::dtypeName(out.dtype);
     sizes.push_back(v.shape[0]);
   }
-  std::string why = rt::validateShardSizes(sizes, out.rows() * out.cols());
+  std::string why =
+      q.perProcess()
+          ? rt::validateRankOffsets(q.rankOffsets, out.rows() * out.cols(),
+                                    sizes.front())
+          : rt::validateShardSizes(sizes, out.rows() * out.cols());
   if (!why.empty())
     return why;
   for (const Stage &s : q.stages) {

@@ -46,7 +46,10 @@ constexpr int kSlotCol = kSlotRow + kTileRows * kRowSegments;
 constexpr int kSlotFloats = kSlotCol + kColSegments * kTileCols;
 
 /// The master shards of one tensor: one by-value kernel parameter of
-/// 8-byte words (the plan's Table argument).
+/// 8-byte words (the plan's Table argument). Every kernel below runs rank
+/// `firstRank + blockIdx.y`: one process playing every rank launches R
+/// grid rows from rank 0; one process per rank launches one row from its
+/// own rank (its pointer then fills every entry of `x`).
 template <int R> struct MasterShards {
   const void *x[R];
   i64 lo[R + 1]; ///< rank r holds [lo[r], lo[r + 1]); lo[R] = M * K
@@ -125,11 +128,12 @@ __device__ __forceinline__ void maxInto(float *p, float v) {
 /// the second half the last); a partial tile's amaxes are max-accumulated
 /// into its slot of `table`. The tensor amax is tensorAmaxRanks' work.
 template <SourceType Src, int R>
-__device__ __forceinline__ void shardAmaxes(const MasterShards<R> &sh, i64 m,
-                                            i64 k, float *table) {
+__device__ __forceinline__ void shardAmaxes(const MasterShards<R> &sh,
+                                            int firstRank, i64 m, i64 k,
+                                            float *table) {
   extern __shared__ __align__(16) u8 dynamicSmem[];
   __shared__ TileSmem smem;
-  int rank = int(blockIdx.y), tid = int(threadIdx.x);
+  int rank = firstRank + int(blockIdx.y), tid = int(threadIdx.x);
   i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
   i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
   bool last = i64(blockIdx.x) >= tilesAcross;
@@ -166,8 +170,8 @@ __device__ __forceinline__ void shardAmaxes(const MasterShards<R> &sh, i64 m,
 /// bits is the float max.)
 template <SourceType Src, int R>
 __device__ __forceinline__ void tensorAmaxRanks(const MasterShards<R> &sh,
-                                                float *table) {
-  int rank = int(blockIdx.y);
+                                                int firstRank, float *table) {
+  int rank = firstRank + int(blockIdx.y);
   tensorAmax<Src>(sh.x[rank], sh.lo[rank + 1] - sh.lo[rank], table);
 }
 
@@ -177,12 +181,12 @@ __device__ __forceinline__ void tensorAmaxRanks(const MasterShards<R> &sh,
 /// elements.
 template <SourceType Src, int R, class... Stages>
 __device__ __forceinline__ void
-shardedQuantizeTile(const MasterShards<R> &sh, i64 m, i64 k,
+shardedQuantizeTile(const MasterShards<R> &sh, int firstRank, i64 m, i64 k,
                     const StageArgs *args, const float *table) {
   using List = StageList<Stages...>;
   extern __shared__ __align__(16) u8 dynamicSmem[];
   __shared__ TileSmem smem;
-  int rank = int(blockIdx.y), tid = int(threadIdx.x);
+  int rank = firstRank + int(blockIdx.y), tid = int(threadIdx.x);
   i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
   i64 r0, c0;
   rankTile(blockIdx.x, k, lo, r0, c0);

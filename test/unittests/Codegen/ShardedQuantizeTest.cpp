@@ -11,14 +11,18 @@
 // ranks (amax pass over the tiles ranks share, the max over ranks, each
 // rank's tiles with stores masked to its elements) on outputs poisoned
 // first, so a byte no rank writes, or one a rank writes that is not its
-// own, shows.
+// own, shows. With one process per rank (`rank_offsets`) the ranks are
+// threads of this test, meeting through files on the CPU backend and
+// through NCCL on GPUs; every rank must hold the whole quantization.
 //
 //===----------------------------------------------------------------------===//
 
 #include "BackendComparison.h"
 #include "ProgramHelpers.h"
+#include "RankRuns.h"
 #include "SchemeCases.h"
 
+#include "te/codegen/PlanBuilder.h"
 #include "te/codegen/QuantizeEmitter.h"
 #include "te/codegen/ScalingState.h"
 #include "te/exec/CpuBackend.h"
@@ -194,6 +198,23 @@ std::vector<Case> cases() {
   return out;
 }
 
+/// The same value quantized from one tensor: the definition, on the CPU.
+rt::Expected<test::Results> wholeQuantized(const Case &c,
+                                           const std::vector<float> &x) {
+  Case whole = c;
+  whole.sizes = {c.m * c.k};
+  cg::Program one;
+  cg::Entry e = shardedProgram(whole).entries[0];
+  e.values[0].shape = {c.m, c.k};
+  cg::QuantizeKernel q;
+  q.name = "te_quantize_0";
+  q.input = 0;
+  q.stages = std::get<cg::ShardedQuantizeKernel>(e.kernels[0]).stages;
+  e.kernels = {q};
+  one.entries.push_back(e);
+  return exec::runCpu(one, one.entries[0], shardArgs(whole, x));
+}
+
 class ShardedQuantize : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ShardedQuantize, CpuIsTheWholeMasterQuantized) {
@@ -203,21 +224,7 @@ TEST_P(ShardedQuantize, CpuIsTheWholeMasterQuantized) {
   std::vector<float> x = master(c, 11, false);
   auto got = exec::runCpu(sharded, sharded.entries[0], shardArgs(c, x));
   ASSERT_TRUE(got) << got.status().toString();
-  // The same value quantized from one tensor.
-  Case whole = c;
-  whole.sizes = {c.m * c.k};
-  cg::Program one;
-  {
-    cg::Entry e = shardedProgram(whole).entries[0];
-    e.values[0].shape = {c.m, c.k};
-    cg::QuantizeKernel q;
-    q.name = "te_quantize_0";
-    q.input = 0;
-    q.stages = std::get<cg::ShardedQuantizeKernel>(e.kernels[0]).stages;
-    e.kernels = {q};
-    one.entries.push_back(e);
-  }
-  auto want = exec::runCpu(one, one.entries[0], shardArgs(whole, x));
+  auto want = wholeQuantized(c, x);
   ASSERT_TRUE(want) << want.status().toString();
   ASSERT_EQ(got->size(), want->size());
   for (size_t i = 0; i < (*want)[0].size(); ++i)
@@ -255,6 +262,200 @@ INSTANTIATE_TEST_SUITE_P(Cases, ShardedQuantize, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case> &info) {
                            return info.param.label;
                          });
+
+//===----------------------------------------------------------------------===//
+// One process per rank (rank_offsets)
+//===----------------------------------------------------------------------===//
+
+/// The per-process form of `c`: one argument, this rank's shard in a
+/// buffer of the largest shard's size, every rank's offsets.
+cg::Program rankProgram(const Case &c) {
+  Case one = c;
+  one.sizes = {*std::max_element(c.sizes.begin(), c.sizes.end())};
+  cg::Program p = shardedProgram(one); // value 0: the rank's shard
+  auto &q = std::get<cg::ShardedQuantizeKernel>(p.entries[0].kernels[0]);
+  q.rankOffsets = {0};
+  for (int64_t s : c.sizes)
+    q.rankOffsets.push_back(q.rankOffsets.back() + s);
+  return p;
+}
+
+/// Rank r's argument: its shard, then up to the capacity values that must
+/// not be read (huge, so a scale taking them in would show).
+std::vector<uint8_t> rankArg(const Case &c, const std::vector<float> &x,
+                             int r) {
+  std::vector<uint8_t> shard = shardArgs(c, x)[size_t(r)];
+  int64_t capacity = *std::max_element(c.sizes.begin(), c.sizes.end());
+  size_t element = rt::dtypeSize(c.dtype);
+  std::vector<float> junk(size_t(capacity - c.sizes[size_t(r)]), 3.0e38f);
+  std::vector<uint8_t> tail = c.dtype == DType::BF16
+                                  ? test::bf16Bytes(junk)
+                                  : std::vector<uint8_t>(junk.size() * element);
+  if (c.dtype != DType::BF16)
+    std::memcpy(tail.data(), junk.data(), tail.size());
+  shard.insert(shard.end(), tail.begin(), tail.end());
+  return shard;
+}
+
+std::vector<Case> rankCases() {
+  std::vector<Case> out;
+  Scheme mx = Scheme::mxfp8(DType::E4M3), fp4 = Scheme::nvfp4();
+  Scheme tile = Scheme::fp8Block(DType::E4M3, 128, 128);
+  Scheme row128 = Scheme::fp8Block(DType::E4M3, 1, 128, /*pow2=*/true);
+  Scheme current = Scheme::fp8Current(DType::E4M3);
+  Scheme sr = Scheme::nvfp4(false, /*sr=*/true);
+  auto add = [&](std::string label, std::optional<Scheme> row,
+                 std::optional<Scheme> col, std::vector<int64_t> sizes,
+                 DType dtype = DType::F32) {
+    out.push_back(Case{std::move(label), row, col, 256, 384, sizes, dtype});
+  };
+  // Offsets mid-row and mid-block (odd: FP4 bytes split between ranks).
+  std::vector<int64_t> two = {40001, 256 * 384 - 40001};
+  std::vector<int64_t> three = {128 * 384 + 77, 1001,
+                                256 * 384 - 128 * 384 - 77 - 1001};
+  add("mxfp8_both", mx, mx, two);
+  add("nvfp4_both", fp4, fp4, two);
+  add("block128x128_block1x128", tile, row128, two);
+  add("current_nvfp4_sr", current, sr, two);
+  add("hybrid_mxfp8_nvfp4_bf16", mx, fp4, two, DType::BF16);
+  add("delayed_two_states", Scheme::fp8Delayed(DType::E4M3, 16),
+      Scheme::fp8Delayed(DType::E5M2, 4), two);
+  add("nvfp4_2d_3ranks", Scheme::nvfp4(false, false, true),
+      Scheme::nvfp4(false, false, true), three);
+  add("block128x128_current_3ranks", tile, current, three);
+  return out;
+}
+
+class ShardedQuantizePerProcess : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ShardedQuantizePerProcess, CpuRanksHoldTheWholeQuantization) {
+  const Case &c = GetParam();
+  cg::Program p = rankProgram(c);
+  ASSERT_EQ(cg::validate(p.entries[0]), "");
+  std::vector<float> x = master(c, 21, false);
+  auto want = wholeQuantized(c, x);
+  ASSERT_TRUE(want) << want.status().toString();
+  int ranks = int(c.sizes.size());
+  auto got = test::onRanks(ranks, [&](int r, rt::HostCollective &host) {
+    return test::onCpu(p, {rankArg(c, x, r)}, &host);
+  });
+  for (int r = 0; r < ranks; ++r)
+    test::expectSameResults(*want, got[size_t(r)], "rank " + std::to_string(r));
+}
+
+TEST_P(ShardedQuantizePerProcess, CompilesWithNvrtc) {
+  cg::Program p = rankProgram(GetParam());
+  rt::KernelCache cache("");
+  rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
+  if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
+    GTEST_SKIP() << n.status().toString();
+  ASSERT_TRUE(n) << n.status().toString();
+}
+
+TEST_P(ShardedQuantizePerProcess, GpuRanksHoldTheWholeQuantization) {
+  const Case &c = GetParam();
+  int ranks = int(c.sizes.size());
+  if (std::string why = test::gpuRanksMissing(ranks); !why.empty())
+    GTEST_SKIP() << why;
+  cg::Program p = rankProgram(c);
+  for (bool specials : {false, true}) {
+    std::vector<float> x = master(c, 22, specials);
+    auto want = wholeQuantized(c, x);
+    ASSERT_TRUE(want) << want.status().toString();
+    auto got = test::onRanks(ranks, [&](int r, rt::HostCollective &host) {
+      return test::onGpu(p, {rankArg(c, x, r)}, r, &host);
+    });
+    // Bit for bit, any NaN code standing for any other (the H100's E5M2
+    // NaN is not the reference's, docs/Numerics.md §1.6).
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_EQ(exec::firstDifference(*want, got[size_t(r)], "cpu", "cuda"), "")
+          << "rank " << r << (specials ? " with Inf and NaN" : "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ShardedQuantizePerProcess,
+                         ::testing::ValuesIn(rankCases()),
+                         [](const ::testing::TestParamInfo<Case> &info) {
+                           return info.param.label;
+                         });
+
+TEST(ShardedQuantizePerProcessPlan, ReducesTheTableThenMergesTheOutputs) {
+  Case c = rankCases()[3]; // current scaling rowwise, NVFP4 columnwise
+  cg::Program p = rankProgram(c);
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  const rt::Plan &kp = plan->kernels.front().plan;
+  ASSERT_EQ(kp.validate(), "");
+  using Kind = rt::CollectiveCall::Kind;
+  // Launches and collectives in step order.
+  std::vector<std::string> order;
+  for (const rt::Step &s : kp.steps)
+    if (s.kind == rt::Step::Kind::Launch)
+      order.push_back(kp.kernels[s.index].entry);
+    else if (s.kind == rt::Step::Kind::Collective)
+      order.push_back(kp.collectives[s.index].kind == Kind::AllReduceMax ? "max"
+                      : kp.collectives[s.index].kind == Kind::AllReduceBytesSum
+                          ? "sum8"
+                          : "max8");
+  ASSERT_GE(order.size(), 6u);
+  EXPECT_EQ(std::vector<std::string>(order.begin(), order.begin() + 4),
+            (std::vector<std::string>{"te_quantize_shards_0_amax",
+                                      "te_quantize_shards_0_tile_amax", "max",
+                                      "te_quantize_shards_0"}));
+  // Then the merge: each direction's codes summed, its scales' bytes and
+  // its amax maximised.
+  EXPECT_EQ(std::count(order.begin() + 4, order.end(), "sum8"), 2);
+  EXPECT_EQ(std::count(order.begin() + 4, order.end(), "max8"), 2);
+  EXPECT_EQ(size_t(std::count(order.begin() + 4, order.end(), "max")),
+            order.size() - 8);
+  for (const rt::CollectiveCall &call : kp.collectives)
+    EXPECT_EQ(call.ranks, 2);
+  // One grid row per launch, run as the communicator's rank.
+  for (const rt::KernelSpec &ks : kp.kernels) {
+    EXPECT_EQ(ks.grid.y, 1u) << ks.entry;
+    EXPECT_EQ(ks.args[1].kind, rt::ArgDesc::Kind::Rank) << ks.entry;
+  }
+  // The plan survives serialisation with its new kinds.
+  auto back = rt::Plan::deserialize(kp.serialize());
+  ASSERT_TRUE(back) << back.status().toString();
+  EXPECT_EQ(back->kernels[0].args, kp.kernels[0].args);
+  EXPECT_TRUE(back->collectives == kp.collectives);
+}
+
+TEST(ShardedQuantizePerProcess, CpuWithoutRanksSaysHowToRun) {
+  Case c = rankCases()[0];
+  std::vector<float> x = master(c, 23, false);
+  auto got = test::onCpu(rankProgram(c), {rankArg(c, x, 0)}, nullptr);
+  ASSERT_FALSE(got);
+  EXPECT_NE(got.status().message().find(
+                "works on master shards of 2 ranks, but this run has no "
+                "ranks (te-run --ranks 2)"),
+            std::string::npos)
+      << got.status().toString();
+}
+
+TEST(ShardedQuantizePerProcessRules, OffsetsMustPlaceEveryRank) {
+  Case c = rankCases()[0];
+  auto why = [&](std::vector<int64_t> offsets, int64_t capacity) {
+    cg::Program p = rankProgram(c);
+    p.entries[0].values[0].shape = {capacity};
+    std::get<cg::ShardedQuantizeKernel>(p.entries[0].kernels[0]).rankOffsets =
+        std::move(offsets);
+    return cg::validate(p.entries[0]);
+  };
+  int64_t n = 256 * 384;
+  EXPECT_EQ(why({0, 40001, n}, n - 40001), "");
+  EXPECT_NE(why({0, n}, n).find("at least two ranks"), std::string::npos);
+  EXPECT_NE(why({1, 40001, n}, n).find("first offset must be 0"),
+            std::string::npos);
+  EXPECT_NE(why({0, 40001, n - 1}, n).find("last offset"), std::string::npos);
+  EXPECT_NE(why({0, 40001, 40001, n}, n).find("rank 1's shard is empty"),
+            std::string::npos);
+  EXPECT_NE(why({0, 40001, n}, 40001)
+                .find("rank 1 holds 58303 elements, "
+                      "more than the shard's 40001"),
+            std::string::npos);
+}
 
 TEST(ShardedQuantizeGeometry, SplitTileRowsAndTheLaunches) {
   // 300 x 256: tile rows of 128 * 256 elements. Offsets: mid tile row 0,

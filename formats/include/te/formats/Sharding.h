@@ -111,6 +111,16 @@ std::string validateMasterShards(const Scheme &s, Direction d);
 std::string validateShardSizes(const std::vector<int64_t> &sizes,
                                int64_t elements);
 
+/// The shard sizes of one process per rank: rank r holds the row-major
+/// elements [offsets[r], offsets[r + 1]).
+std::vector<int64_t> shardSizes(const std::vector<int64_t> &offsets);
+
+/// Why `offsets` cannot place one shard per process (R >= 2 ranks, R + 1
+/// ascending offsets from 0 to `elements`, each rank's shard in the first
+/// elements of a buffer of `capacity` elements), or "".
+std::string validateRankOffsets(const std::vector<int64_t> &offsets,
+                                int64_t elements, int64_t capacity);
+
 } // namespace te::rt
 
 #endif // TE_FORMATS_SHARDING_H

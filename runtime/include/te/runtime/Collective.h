@@ -92,6 +92,10 @@ public:
                    const Stream &s);
   /// In-place element-wise maximum of `count` floats over the ranks.
   Status allReduceMax(uint64_t buffer, uint64_t count, const Stream &s);
+  /// In-place element-wise sum (`max` false) or maximum of `bytes` unsigned
+  /// bytes over the ranks.
+  Status allReduceBytes(uint64_t buffer, uint64_t bytes, bool max,
+                        const Stream &s);
   /// Collectives between groupStart() and groupEnd() are issued as one
   /// NCCL group: they progress together (several small gathers overlap).
   Status groupStart();

@@ -44,8 +44,11 @@ struct BufferRef {
 /// TMA descriptor (a `const __grid_constant__ CUtensorMap` parameter) over
 /// `pointer` with `map`'s geometry; the executor encodes it once the
 /// buffers are bound, since the caller's addresses change between calls.
+/// A Rank is an I32 the executor fills with this process's rank in the job
+/// (its communicator's; 0 without one): what one process per rank needs to
+/// know which part of the work is its own.
 struct ArgDesc {
-  enum class Kind : uint8_t { Pointer, I32, I64, F32, Table, TensorMap };
+  enum class Kind : uint8_t { Pointer, I32, I64, F32, Table, TensorMap, Rank };
   Kind kind = Kind::I32;
   BufferRef pointer;          ///< Kind::Pointer, Kind::TensorMap (its base)
   int64_t i = 0;              ///< I32 / I64
@@ -62,6 +65,7 @@ struct ArgDesc {
   static ArgDesc i32(int32_t v) { return {Kind::I32, {}, v, 0, {}}; }
   static ArgDesc i64(int64_t v) { return {Kind::I64, {}, v, 0, {}}; }
   static ArgDesc f32(float v) { return {Kind::F32, {}, 0, v, {}}; }
+  static ArgDesc rank() { return {Kind::Rank, {}, 0, 0, {}}; }
   static ArgDesc table(std::vector<ArgDesc> items) {
     return {Kind::Table, {}, 0, 0, std::move(items)};
   }
@@ -116,9 +120,17 @@ struct GemmCall {
 /// executor is given (PlanExecutor::setCommunicator). AllGather: `bytes`
 /// at `send` from each rank land in rank order at `recv`; AllReduceMax:
 /// the `bytes / 4` floats at `send` become their maximum over the ranks,
-/// in place (`recv` unused).
+/// in place (`recv` unused); AllReduceBytesSum / AllReduceBytesMax: the
+/// same with the `bytes` bytes at `send` as unsigned 8-bit integers
+/// (merging what ranks wrote into zeroed buffers: a sum where each bit has
+/// one writer, a maximum where every writer writes the same byte).
 struct CollectiveCall {
-  enum class Kind : uint8_t { AllGather, AllReduceMax };
+  enum class Kind : uint8_t {
+    AllGather,
+    AllReduceMax,
+    AllReduceBytesSum,
+    AllReduceBytesMax
+  };
   Kind kind = Kind::AllGather;
   int32_t ranks = 1; ///< the job size the plan was built for
   BufferRef send, recv;

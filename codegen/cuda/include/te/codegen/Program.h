@@ -91,10 +91,23 @@ struct QuantizeKernel {
 /// the concatenated master. The CUDA plan runs every rank in one process:
 /// an amax pass over the tiles split between ranks (and the tensor amax),
 /// whose max over ranks the shared table holds, then each rank's tiles.
+///
+/// With `rankOffsets` (R + 1 element offsets) one process runs each rank:
+/// `shards` is this rank's shard alone, rank r holding [rankOffsets[r],
+/// rankOffsets[r + 1]) in its first elements; the plan all-reduces the
+/// amax table between the amax pass and the tiles, and merges the ranks'
+/// outputs with a second all-reduce, so every rank holds the whole result.
 struct ShardedQuantizeKernel {
   std::string name;
   std::vector<int> shards;
   std::vector<Stage> stages;
+  std::vector<int64_t> rankOffsets;
+
+  bool perProcess() const { return !rankOffsets.empty(); }
+  /// The number of ranks.
+  size_t ranks() const {
+    return perProcess() ? rankOffsets.size() - 1 : shards.size();
+  }
 
   /// The most shards one kernel takes: they travel as one by-value kernel
   /// parameter of 3 R + 2 words (te::dev::MasterShards), within CUDA's
