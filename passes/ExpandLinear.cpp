@@ -306,13 +306,12 @@ LogicalResult expand(GroupedLinearGradOp grad) {
                                 Direction::columnwise)))
     return failure();
   auto wScheme = cast<SchemeAttrInterface>(schemes.get("weight"));
-  if (wScheme.getRuntimeScheme(Direction::columnwise).kind !=
-      rt::SchemeKind::Fp8Block)
+  rt::SchemeKind wKind = wScheme.getRuntimeScheme(Direction::columnwise).kind;
+  if (wKind != rt::SchemeKind::Fp8Block && wKind != rt::SchemeKind::Identity)
     return grad.emitOpError()
            << "reads its weight columnwise by " << wScheme
            << " for the dgrad; the grouped dgrad kernel reads block FP8 "
-              "(128x128) only (a high-precision weight read along N has no "
-              "kernel yet)";
+              "(128x128) or the high-precision weight";
   auto dwType = cast<RankedTensorType>(grad.getGradWeight().getType());
   if (!dwType.getElementType().isF32())
     return grad.emitOpError()

@@ -69,7 +69,8 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
     if (d.empty())
       return fail(g.name + ": " + error);
   } else {
-    d = ref::groupedGemm(x.data(), w.data(), m, n, k, splits);
+    d = ref::groupedGemm(x.data(), w.data(), m, n, k, splits,
+                         g.weightColumnwise);
   }
   // Expert g's bias row, added in fp32 to each of its rows (as the single
   // GEMMs add theirs: fl(acc + bias)).

@@ -119,3 +119,27 @@ func.func @backward(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: ten
       -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
   return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
 }
+
+// -----
+
+te.recipe @bf16 {
+  te.rule "*", "*" -> #te.identity<bf16>
+}
+
+// The backward of a BF16 layer: the dgrad reads the stack itself along N
+// (no copy, no transposed storage); the wgrad reads dy and x as they are.
+// CHECK-LABEL: func.func @backward_bf16
+// CHECK-NOT: te.quantize
+// CHECK: %[[DX:.*]] = te.grouped_gemm %arg0, %arg2, %arg3 {weight_columnwise} : tensor<512x128xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x256xbf16>
+// CHECK: %[[DW:.*]], %[[DB:.*]] = te.grouped_wgrad %arg0, %arg1, %arg3 {grad_output_scheme = #te.identity<bf16>, input_scheme = #te.identity<bf16>}
+// CHECK: return %[[DX]], %[[DW]], %[[DB]]
+// KERNELS-LABEL: func.func @backward_bf16
+// KERNELS: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg2, %arg3 {weight_columnwise}
+// KERNELS: tek.grouped_wgrad "te_grouped_wgrad_1" %arg0, %arg1, %arg3
+func.func @backward_bf16(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @bf16, bias}
+      : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+      -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+  return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+}

@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,bf16_grad | FileCheck %s
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
@@ -6,10 +6,15 @@
 // bf16 grouped GEMM; 512 rows: MXFP8 blocks need 32-row multiples); 4
 // experts, 500 token rows (te-run's ragged split sizes, one expert empty),
 // N = 256 (2-CTA clusters on the GPU), the bias added in the GEMM epilogue.
+// Then the bf16 layer's backward: the dgrad reads the stack along N, the
+// wgrad gives each expert's dW and bias gradient.
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=
-// CHECK: result0 ({{.*}}): data[512x256 bf16]
+// CHECK: call 4 bf16_grad: rms(result0)=
+// CHECK: result0 ({{.*}}): data[500x384 bf16]
+// CHECK: result1 ({{.*}}): data[1024x384 f32]
+// CHECK: result2 ({{.*}}): data[4x256 f32]
 
 te.recipe @bf16 {
   te.rule "*", "*" -> #te.identity<bf16>
@@ -44,4 +49,13 @@ func.func @mxfp8_bias(%x: tensor<512x384xbf16>, %w: tensor<4x256x384xbf16>,
          : tensor<512x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>, tensor<4x256xbf16>
          -> tensor<512x256xbf16>
   return %y : tensor<512x256xbf16>
+}
+
+func.func @bf16_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
+                     %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @bf16, bias}
+      : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+      -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+  return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
 }

@@ -79,8 +79,9 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
   if (s.fp8() ? s.blockN != 128 : (s.blockN != 128 && s.blockN != 256))
     return bad(s.fp8() ? "the FP8 tile width must be 128"
                        : "the BF16 tile width must be 128 or 256");
-  if (s.weightColumnwise && !s.fp8())
-    return bad("a columnwise weight is read by the block FP8 kernel only");
+  if (s.weightColumnwise && !s.fp8() && s.n % 8 != 0)
+    return bad("a BF16 weight read columnwise needs N (its row length) a "
+               "multiple of 8: the TMA's 16-byte row stride");
   if (s.cluster != 1 && s.cluster != 2)
     return bad("a cluster is 1 or 2 CTAs");
   if (s.cluster == 2 && ceilDiv(s.n, s.blockN) % 2 != 0)
@@ -147,13 +148,21 @@ std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &spec,
   rt::TensorMapShape x =
       swizzled(mTotal, static_cast<int>(kBlockM / s.cluster));
   rt::TensorMapShape w = swizzled(s.groups * s.n, s.blockN);
-  if (s.weightColumnwise) // [n, G*k]: the stack's columnwise storage
+  if (s.weightColumnwise && s.fp8()) // [n, G*k]: the columnwise storage
     w = rt::TensorMapShape{elem,
                            s.n,
                            s.groups * s.k,
                            s.groups * s.k,
                            s.blockN,
                            boxK,
+                           rt::TensorMapSwizzle::B128};
+  if (s.weightColumnwise && !s.fp8()) // [G*k, n]: the stack, read N-major
+    w = rt::TensorMapShape{elem,
+                           s.groups * s.k,
+                           s.n,
+                           s.n * rt::dtypeSize(elem),
+                           boxK,
+                           64,
                            rt::TensorMapSwizzle::B128};
   if (!s.fp8())
     return {x, w, x};

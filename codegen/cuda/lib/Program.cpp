@@ -239,9 +239,7 @@ static std::string validateGroupedGemm(const Entry &e,
   if (x.isQuantized() != w.isQuantized())
     return "x and w must both be quantized or both be tensors";
   if (!x.isQuantized())
-    return g.weightColumnwise ? "a weight read columnwise must be block FP8 "
-                                "(128x128)"
-                              : "";
+    return ""; // a tensor weight read columnwise is the stack read along N
   auto blockFp8 = [](const Value &v, rt::Direction d, int64_t rows) {
     const std::optional<rt::Scheme> &sc = v.scheme(d);
     return sc && sc->kind == rt::SchemeKind::Fp8Block && sc->tileRows == rows &&

@@ -350,7 +350,8 @@ std::vector<float> groupedBlockScaledGemmColumnwise(
 
 std::vector<float> groupedGemm(const float *x, const float *w, int64_t mTotal,
                                int64_t n, int64_t k,
-                               const std::vector<int64_t> &splits) {
+                               const std::vector<int64_t> &splits,
+                               bool weightColumnwise) {
   std::vector<float> y(static_cast<size_t>(mTotal * n), 0.0f);
   int64_t row = 0;
   std::vector<int64_t> clamped = clampSplits(splits, mTotal);
@@ -358,7 +359,7 @@ std::vector<float> groupedGemm(const float *x, const float *w, int64_t mTotal,
     if (clamped[g] == 0)
       continue;
     std::vector<float> part = referenceGemm(x + row * k, false, w + g * n * k,
-                                            true, clamped[g], n, k);
+                                            !weightColumnwise, clamped[g], n, k);
     std::copy(part.begin(), part.end(), y.begin() + row * n);
     row += clamped[g];
   }

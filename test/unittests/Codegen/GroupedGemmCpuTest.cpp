@@ -159,6 +159,56 @@ TEST(GroupedGemmCpu, DgradRowsAreEachExpertsDenseDgrad) {
     ASSERT_EQ(got[i], 0) << "padding byte " << i;
 }
 
+TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
+  // The bf16 stack read along N: dx_g = dy_g W_g, W_g [n, k] as it is.
+  const int64_t m = 300, n = 256, k = 384, g = 3;
+  std::vector<float> dy = normals(size_t(m * n), 5),
+                     w = normals(size_t(g * n * k), 6);
+  cg::Program p = groupedProgram(m, k, g, n, false, /*dgrad=*/true);
+  ASSERT_EQ(cg::validate(p.entries[0]), "");
+  std::vector<int64_t> splits = {0, 170, 111}; // 19 padding rows
+  auto out = exec::runCpu(p, p.entries[0],
+                          {bf16Bytes(dy), bf16Bytes(w), i64Bytes(splits)});
+  ASSERT_TRUE(out) << out.status().toString();
+  const std::vector<uint8_t> &got = (*out)[0][0].bytes;
+  ASSERT_EQ(got.size(), size_t(m * k * 2));
+  EXPECT_EQ((*out)[0][0].tolerance.size(), size_t(m * k)); // bounded
+  int64_t row = 0;
+  for (int64_t e = 0; e < g; ++e) {
+    if (splits[e] == 0)
+      continue;
+    // Expert e alone: one dense GEMM of its rows and its [n, k] weight.
+    cg::Entry d;
+    d.name = "dgrad";
+    d.values = {tensor("dy", {splits[e], n}, DType::BF16),
+                tensor("w", {n, k}, DType::BF16),
+                tensor("dx", {splits[e], k}, DType::BF16)};
+    d.args = {0, 1};
+    cg::GemmKernel gemm;
+    gemm.name = "gemm";
+    gemm.a = 0;
+    gemm.b = 1;
+    gemm.output = 2;
+    d.kernels.push_back(gemm);
+    d.results = {2};
+    cg::Program dense;
+    dense.entries.push_back(d);
+    std::vector<float> dye(dy.begin() + row * n,
+                           dy.begin() + (row + splits[e]) * n);
+    std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
+    auto one =
+        exec::runCpu(dense, dense.entries[0], {bf16Bytes(dye), bf16Bytes(we)});
+    ASSERT_TRUE(one) << one.status().toString();
+    const std::vector<uint8_t> &want = (*one)[0][0].bytes;
+    EXPECT_EQ(std::memcmp(got.data() + row * k * 2, want.data(), want.size()),
+              0)
+        << "expert " << e;
+    row += splits[e];
+  }
+  for (size_t i = size_t(row * k * 2); i < got.size(); ++i)
+    ASSERT_EQ(got[i], 0) << "padding byte " << i;
+}
+
 /// dW = dy^T x and db for one expert as te.linear_grad computes them: dy
 /// and x 1x128 columnwise (dy with its bias gradient), one dense GEMM.
 cg::Program denseWgrad(int64_t m, int64_t n, int64_t k) {
@@ -267,12 +317,10 @@ TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
   EXPECT_NE(cg::validate(q.entries[0]).find("the bias must be a [G, N] tensor"),
             std::string::npos)
       << cg::validate(q.entries[0]);
-  // dgrad reads the weight columnwise: block FP8 only, holding that
-  // direction.
+  // dgrad reads the weight columnwise: the bf16 stack itself, or block
+  // FP8 holding that direction.
   q = groupedProgram(64, 128, 2, 128, false, /*dgrad=*/true);
-  EXPECT_NE(cg::validate(q.entries[0]).find("must be block FP8"),
-            std::string::npos)
-      << cg::validate(q.entries[0]);
+  EXPECT_EQ(cg::validate(q.entries[0]), "");
   q = groupedProgram(64, 128, 2, 128, true, /*dgrad=*/true);
   ASSERT_EQ(cg::validate(q.entries[0]), "");
   std::get<cg::GroupedGemmKernel>(q.entries[0].kernels.back())

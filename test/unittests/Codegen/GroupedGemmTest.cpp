@@ -50,15 +50,15 @@ GroupedGemmSpec spec(GroupedGemmSpec::Operands op, int64_t g, int64_t n,
 TEST(GroupedGemm, EveryKernelKindCompilesForSm90a) {
   if (!rt::nvrtcVersion())
     GTEST_SKIP() << rt::nvrtcVersion().status().message();
-  // FP8 and BF16 fprop; FP8 dgrad (the weight read columnwise: the layer's
-  // N = 4096 contracted, K = 7168 out).
-  for (int variant = 0; variant < 3; ++variant) {
+  // FP8 and BF16 fprop; FP8 and BF16 dgrad (the weight read columnwise:
+  // the layer's N = 4096 contracted, K = 7168 out).
+  for (int variant = 0; variant < 4; ++variant) {
+    GroupedGemmSpec::Operands op = variant % 2 == 0
+                                       ? GroupedGemmSpec::Operands::Fp8Block
+                                       : GroupedGemmSpec::Operands::BF16;
     GroupedGemmSpec s =
-        variant == 2 ? spec(GroupedGemmSpec::Operands::Fp8Block, 8, 7168, 4096)
-                     : spec(variant == 0 ? GroupedGemmSpec::Operands::Fp8Block
-                                         : GroupedGemmSpec::Operands::BF16,
-                            8, 4096, 7168);
-    s.weightColumnwise = variant == 2;
+        variant >= 2 ? spec(op, 8, 7168, 4096) : spec(op, 8, 4096, 7168);
+    s.weightColumnwise = variant >= 2;
     s = s.resolved();
     rt::CompileOptions opts = *cg::groupedGemmCompileOptions();
     opts.flags.push_back("--ptxas-options=-v");
@@ -91,11 +91,15 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   EXPECT_NE(msg(spec(GroupedGemmSpec::Operands::BF16, 0, 256, 128))
                 .find("number of experts"),
             std::string::npos);
+  // A BF16 weight read columnwise is the stack itself: its rows (N long)
+  // need the TMA's 16-byte stride.
   GroupedGemmSpec columnwiseBf16 =
-      spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128);
+      spec(GroupedGemmSpec::Operands::BF16, 4, 250, 128);
   columnwiseBf16.weightColumnwise = true;
-  EXPECT_NE(msg(columnwiseBf16).find("block FP8 kernel only"),
+  EXPECT_NE(msg(columnwiseBf16).find("N (its row length) a multiple of 8"),
             std::string::npos);
+  columnwiseBf16.n = 248;
+  EXPECT_TRUE(cg::checkGroupedGemm(columnwiseBf16).isOk());
   GroupedGemmSpec deep = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
   deep.stages = 8;
   EXPECT_NE(msg(deep).find("227 KiB"), std::string::npos);
@@ -267,8 +271,10 @@ private:
       return {};
     std::vector<float> out;
     if (!s.fp8()) {
+      // fprop: W [G·N, K]; dgrad: the [G, K, N] stack, read along N.
       out = ref::referenceGemm(xv.data() + row0 * k, false,
-                               wv.data() + e * n * k, true, m, n, k);
+                               wv.data() + e * n * k, !s.weightColumnwise, m,
+                               n, k);
     } else {
       ref::BlockScaledOperand xo, wo;
       xo.rows = m;
@@ -316,6 +322,21 @@ TEST_F(GroupedGemmGpu, Fp8BlockRaggedSplitsFewCtas) {
 TEST_F(GroupedGemmGpu, Bf16RaggedSplitsMatchEachExpertAlone) {
   check(spec(GroupedGemmSpec::Operands::BF16, 4, 384, 512), 700,
         {129, 0, 255, 200});
+}
+
+// dgrad of a BF16 layer: dX_g = dY_g W_g, the [G, K', N'] stack read along
+// its rows (MN-major): K' = 256 contracted in 64-row slabs, N' = 384 out
+// (tiles of 128 and 256, clusters), then N' = 200 (the last 64-column box
+// partly past the row).
+TEST_F(GroupedGemmGpu, Bf16DgradReadsTheStackAlongN) {
+  GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::BF16, 4, 384, 256);
+  s.weightColumnwise = true;
+  check(s, 700, {129, 0, 255, 200});
+  s.n = 200;
+  check(s, 300, {150, 1, 149, 0});
+  GroupedGemmSpec one = spec(GroupedGemmSpec::Operands::BF16, 1, 128, 192);
+  one.weightColumnwise = true;
+  check(one, 130, {130});
 }
 
 // One expert with every token; G = 1 is a plain GEMM.

@@ -20,7 +20,10 @@
 // the layer's weight W' [G, N', K'] (here N = K', K = N'), whose FP8 block
 // columnwise storage is the transpose of the stack, [K', G·N'] - each
 // expert's reduction range is its own columns, so it is K-major as the
-// tensor cores want (GroupedGemmConfig's WeightColumnwise).
+// tensor cores want (GroupedGemmConfig's WeightColumnwise). A BF16 weight
+// has no transposed copy: the stack itself, [G·N', K'] row-major, is read
+// MN-major (each stage 64 of the expert's rows, 64-column boxes side by
+// side), which the BF16 tensor-core MMA takes as it is.
 // Operands: BF16 x BF16, or FP8 block-scaled (X 1x128 blocks, scales in the
 // GEMM_READY layout [K/128][roundup(M_total,4)]; W 128x128 tiles, scales
 // [G][ceil(N/128)][roundup(K/128,4)]), docs/Numerics.md §7.
@@ -58,9 +61,11 @@ struct GroupedGemmConfig : Sm90TileShape<Fp8Block, Stages, BlockN> {
   using Shape = Sm90TileShape<Fp8Block, Stages, BlockN>;
   using Shape::kBlockK, Shape::kBlockM, Shape::kBlockN, Shape::kStageA,
       Shape::kStageB, Shape::kStages;
-  /// W is a [N, G·K] matrix (a stack's columnwise storage): expert g's
-  /// reduction is columns g·K .. g·K + K - 1.
+  /// W is a [N, G·K] matrix (a stack's FP8 columnwise storage): expert g's
+  /// reduction is columns g·K .. g·K + K - 1; or (BF16) the stack [G·K, N]
+  /// itself, read MN-major: expert g's reduction is rows g·K .. g·K + K - 1.
   static constexpr bool kWeightColumnwise = WeightColumnwise;
+  static constexpr bool kWeightMnMajor = WeightColumnwise && !Fp8Block;
   static constexpr int kCluster = Cluster;
   static constexpr int kN = N_, kK = K_, kGroups = Groups_;
   static constexpr int kKBlocks = (kK + kBlockK - 1) / kBlockK;
@@ -88,9 +93,9 @@ struct GroupedGemmConfig : Sm90TileShape<Fp8Block, Stages, BlockN> {
                 "a 2-CTA cluster pairs column blocks: their count must be "
                 "even");
   static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
-  static_assert(!WeightColumnwise || (Fp8Block && kK % 128 == 0),
-                "a columnwise weight is block FP8 with whole 128x128 tiles "
-                "per expert");
+  static_assert(!WeightColumnwise || kK % kBlockK == 0,
+                "a columnwise weight holds whole K blocks per expert (FP8: "
+                "128x128 tiles; BF16: 64-row slabs)");
   static_assert(kSharedBytes <= 232448, "more shared memory than an SM has");
 };
 
@@ -141,7 +146,8 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
               const dev::u16 *bias, dev::u16 *y, int mTotal) {
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
-  using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN>::type;
+  using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN,
+                                     C::kWeightMnMajor>::type;
   constexpr int kAccum = C::kAccum;
   const int wgThread = threadIdx.x % 128;
   // This thread's accumulator rows within the warpgroup's 64: r and r + 8.
@@ -250,7 +256,7 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
 
 /// The kernel body. `tmX`/`tmW`/`tmSX` are 2-D tensor maps over X [M_total,
 /// K] (box: kBlockM / kCluster rows), W [G·N, K] or, columnwise, [N, G·K]
-/// (box: kBlockN rows) and
+/// (box: kBlockN rows) or, BF16 columnwise, [G·K, N] (box: 64 x 64) and
 /// (FP8) the x scales [K/128, roundup(M_total,4)]; `sw` the weight scales
 /// (FP8), `splits` G int64 on the device, `bias` null or [G, N] bf16 (added
 /// in fp32 before the rounding), `y` [M_total, N] bf16.
@@ -342,9 +348,18 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
             SM90_TMA_LOAD_MULTICAST_2D::copy(
                 tmX, bar, uint16_t((1 << C::kCluster) - 1), kEvictNormal, a,
                 kb * C::kBlockK, tile.row0 + rank * kRowsPerCta);
-          SM90_TMA_LOAD_2D::copy(tmW, bar, kEvictNormal,
-                                 stageB + stage * C::kStageB,
-                                 wCol0 + kb * C::kBlockK, wRow);
+          if (C::kWeightMnMajor) {
+            // The expert's 64 reduction rows, 64 output columns a box.
+            for (int h = 0; h < C::kBlockN / 64; ++h)
+              SM90_TMA_LOAD_2D::copy(
+                  tmW, bar, kEvictNormal,
+                  stageB + stage * C::kStageB + h * detail::kMnAtomBytes,
+                  tile.col0 + 64 * h, tile.expert * C::kK + kb * C::kBlockK);
+          } else {
+            SM90_TMA_LOAD_2D::copy(tmW, bar, kEvictNormal,
+                                   stageB + stage * C::kStageB,
+                                   wCol0 + kb * C::kBlockK, wRow);
+          }
           if (C::kFp8Block)
             SM90_TMA_LOAD_2D::copy(tmSX, bar, kEvictNormal,
                                    stageSX + stage * C::kStageSA,

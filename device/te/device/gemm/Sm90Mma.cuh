@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // What every generated Hopper GEMM of the GEMM engine shares, on CuTe's SM90
-// atoms: the CUTLASS/CuTe includes, the shared-memory descriptor of a
-// 128-byte-swizzled K-major tile (the layout the TMA writes with
-// CU_TENSOR_MAP_SWIZZLE_128B), the warpgroup MMA of a 64 x N tile, and
+// atoms: the CUTLASS/CuTe includes, the shared-memory descriptors of
+// 128-byte-swizzled K-major and MN-major tiles (the layouts the TMA writes
+// with CU_TENSOR_MAP_SWIZZLE_128B), the warpgroup MMA of a 64 x N tile, and
 // named barriers.
 //
 //===----------------------------------------------------------------------===//
@@ -68,6 +68,23 @@ __device__ __forceinline__ uint64_t kMajorSw128Desc(const void *smem) {
   return d.desc_;
 }
 
+/// The shared-memory descriptor of an MN-major operand tile (BF16 B read
+/// along N: its rows are K) in 128-byte swizzle atoms of 64 MN elements x
+/// 8 K rows (1024 bytes, one TMA box row each): 8-row K groups 1024 bytes
+/// apart, the next 64 MN elements `mnAtomBytes` further (CuTe's canonical
+/// ((8,n),(8,k)):((1,LBO),(8,SBO)) in 16-byte units).
+__device__ __forceinline__ uint64_t mnMajorSw128Desc(const void *smem,
+                                                     int mnAtomBytes) {
+  GmmaDescriptor d;
+  d.bitfield.start_address_ =
+      static_cast<uint16_t>(cast_smem_ptr_to_uint(smem) >> 4);
+  d.bitfield.leading_byte_offset_ = static_cast<uint16_t>(mnAtomBytes >> 4);
+  d.bitfield.stride_byte_offset_ = 1024 >> 4;
+  d.bitfield.base_offset_ = 0;
+  d.bitfield.layout_type_ = static_cast<uint8_t>(GMMA::LayoutType::B128);
+  return d.desc_;
+}
+
 template <class Mma, int N, size_t... I>
 __device__ __forceinline__ void gmma(uint64_t a, uint64_t b, float (&d)[N],
                                      GMMA::ScaleOut scaleD,
@@ -75,23 +92,39 @@ __device__ __forceinline__ void gmma(uint64_t a, uint64_t b, float (&d)[N],
   Mma::fma(a, b, d[I]..., scaleD);
 }
 
-/// The warpgroup MMA of a 64 x BlockN tile, both operands K-major.
-template <bool Fp8, int BlockN> struct MmaFor;
-template <> struct MmaFor<true, 128> {
-  using type = SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>;
-};
-template <> struct MmaFor<false, 128> {
-  using type =
-      SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>;
-};
-template <> struct MmaFor<false, 256> {
-  using type =
-      SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>;
+/// A CuTe MMA atom and the major-ness of its B tile in shared memory.
+template <class Op, bool BMnMajor> struct Gmma : Op {
+  static constexpr bool kBMnMajor = BMnMajor;
 };
 
+/// The warpgroup MMA of a 64 x BlockN tile: A K-major; B K-major, or (BF16,
+/// `BMnMajor`) MN-major - a [K, N] tile whose rows are N, 64-element atoms
+/// BlockN / 64 times 8 KB apart (a 64-row K slab each).
+template <bool Fp8, int BlockN, bool BMnMajor = false> struct MmaFor;
+template <> struct MmaFor<true, 128> {
+  using type = Gmma<SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>, false>;
+};
+template <bool BMnMajor> struct MmaFor<false, 128, BMnMajor> {
+  using type = Gmma<SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<
+                        GMMA::Major::K,
+                        BMnMajor ? GMMA::Major::MN : GMMA::Major::K>,
+                    BMnMajor>;
+};
+template <bool BMnMajor> struct MmaFor<false, 256, BMnMajor> {
+  using type = Gmma<SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<
+                        GMMA::Major::K,
+                        BMnMajor ? GMMA::Major::MN : GMMA::Major::K>,
+                    BMnMajor>;
+};
+
+/// Bytes between the 64-element MN atoms of an MN-major B stage (one TMA
+/// box of 64 K rows x 128 bytes each).
+constexpr int kMnAtomBytes = 64 * 128;
+
 /// The warpgroup MMAs of one 128-byte K slab (four 32-byte steps) of the
-/// K-major tiles at `a` (the warpgroup's 64 rows) and `b` into `d`, zeroing
-/// it first when `zeroFirst`, committed as one batch.
+/// tiles at `a` (the warpgroup's 64 rows) and `b` into `d`, zeroing it
+/// first when `zeroFirst`, committed as one batch. A K step is 32 bytes
+/// along a K-major row, or 16 rows (2 KB) of an MN-major B.
 template <class Mma, int N>
 __device__ __forceinline__ void mmaSlab(const unsigned char *a,
                                         const unsigned char *b, float (&d)[N],
@@ -102,7 +135,10 @@ __device__ __forceinline__ void mmaSlab(const unsigned char *a,
   warpgroup_arrive();
 #pragma unroll
   for (int k = 0; k < 4; ++k)
-    gmma<Mma>(kMajorSw128Desc(a + 32 * k), kMajorSw128Desc(b + 32 * k), d,
+    gmma<Mma>(kMajorSw128Desc(a + 32 * k),
+              Mma::kBMnMajor ? mnMajorSw128Desc(b + 16 * 128 * k, kMnAtomBytes)
+                             : kMajorSw128Desc(b + 32 * k),
+              d,
               zeroFirst && k == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One,
               make_index_sequence<N>{});
   warpgroup_commit_batch();

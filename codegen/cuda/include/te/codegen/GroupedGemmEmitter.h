@@ -38,9 +38,10 @@ struct GroupedGemmSpec {
   int64_t groups = 1; ///< G experts
   int64_t n = 0;      ///< output columns per expert
   int64_t k = 0;      ///< reduction length
-  /// dgrad: W is the columnwise storage of a [G, k, n] stack - its
-  /// transpose [n, G·k] with 128x128 scales [ceil(n/128)][roundup(G·k/128,
-  /// 4)] - so that Y_g = X_g · W'_g for that stack W'. Block FP8 only.
+  /// dgrad: Y_g = X_g · W'_g for a [G, k, n] stack W'. Block FP8: W is its
+  /// columnwise storage - the transpose [n, G·k] with 128x128 scales
+  /// [ceil(n/128)][roundup(G·k/128, 4)]. BF16: W is the stack itself,
+  /// [G·k, n] row-major, read N-major by the tensor cores.
   bool weightColumnwise = false;
   /// Output tile width: FP8 128, BF16 128 or 256; 0 picks one.
   int blockN = 0;
@@ -62,9 +63,9 @@ struct GroupedGemmSpec {
 constexpr unsigned kGroupedGemmThreads = 384;
 
 /// InvalidArgument naming the rule when the (resolved) spec has no kernel:
-/// K a multiple of 128 (FP8) or 64 (BF16), N even, G >= 1, a tile width
-/// and cluster the kernel has, the shared memory within an SM's; a
-/// columnwise weight only for block FP8.
+/// K a multiple of 128 (FP8) or 64 (BF16), N even (a BF16 columnwise
+/// weight: a multiple of 8, its rows' 16-byte TMA stride), G >= 1, a tile
+/// width and cluster the kernel has, the shared memory within an SM's.
 rt::Status checkGroupedGemm(const GroupedGemmSpec &s);
 
 /// Dynamic shared memory the kernel needs (stages, scales, barriers,
@@ -93,7 +94,8 @@ struct GroupedGemmBuffers {
 
 /// The geometry of the kernel's three TMA descriptors for `mTotal` token
 /// rows: x [mTotal, K] (box: a cluster rank's share of the tile rows), w
-/// [G*N, K] or columnwise [N, G*K] (box: one tile of rows, one K block),
+/// [G*N, K] or columnwise [N, G*K] (box: one tile of rows, one K block) or,
+/// BF16 columnwise, [G*K, N] (box: 64 rows of K, 64 columns),
 /// and the x scales [ceil(K/128),
 /// roundup(mTotal, 4)] (FP8; the BF16 kernel ignores its third map, which
 /// repeats x's). The one place both the direct launch and plans take them

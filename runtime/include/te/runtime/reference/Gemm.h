@@ -118,10 +118,13 @@ groupedBlockScaledGemmColumnwise(const BlockScaledOperand &x,
                                  const std::vector<int64_t> &splits,
                                  std::string *error = nullptr);
 /// Plain operands (bf16 or f32 values): referenceGemm per expert (fp32
-/// accumulation, k in order). x [mTotal, K], w [G·N, K].
+/// accumulation, k in order). x [mTotal, K], w [G·N, K]; or, with
+/// `weightColumnwise` (dgrad), w the [G, K, N] stack, expert g's rows times
+/// its [K, N] matrix.
 std::vector<float> groupedGemm(const float *x, const float *w, int64_t mTotal,
                                int64_t n, int64_t k,
-                               const std::vector<int64_t> &splits);
+                               const std::vector<int64_t> &splits,
+                               bool weightColumnwise = false);
 
 /// Rounds every value RNE to bf16 (the usual GEMM output cast).
 std::vector<uint16_t> roundToBF16(const std::vector<float> &values);
