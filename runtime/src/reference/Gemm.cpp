@@ -358,8 +358,8 @@ std::vector<float> groupedGemm(const float *x, const float *w, int64_t mTotal,
   for (size_t g = 0; g < clamped.size(); ++g) {
     if (clamped[g] == 0)
       continue;
-    std::vector<float> part = referenceGemm(x + row * k, false, w + g * n * k,
-                                            !weightColumnwise, clamped[g], n, k);
+    std::vector<float> part = referenceGemm(
+        x + row * k, false, w + g * n * k, !weightColumnwise, clamped[g], n, k);
     std::copy(part.begin(), part.end(), y.begin() + row * n);
     row += clamped[g];
   }

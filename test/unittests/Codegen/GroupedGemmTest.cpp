@@ -272,9 +272,9 @@ private:
     std::vector<float> out;
     if (!s.fp8()) {
       // fprop: W [G·N, K]; dgrad: the [G, K, N] stack, read along N.
-      out = ref::referenceGemm(xv.data() + row0 * k, false,
-                               wv.data() + e * n * k, !s.weightColumnwise, m,
-                               n, k);
+      out =
+          ref::referenceGemm(xv.data() + row0 * k, false, wv.data() + e * n * k,
+                             !s.weightColumnwise, m, n, k);
     } else {
       ref::BlockScaledOperand xo, wo;
       xo.rows = m;

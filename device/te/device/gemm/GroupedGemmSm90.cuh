@@ -147,7 +147,7 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
   using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN,
-                                     C::kWeightMnMajor>::type;
+                                      C::kWeightMnMajor>::type;
   constexpr int kAccum = C::kAccum;
   const int wgThread = threadIdx.x % 128;
   // This thread's accumulator rows within the warpgroup's 64: r and r + 8.

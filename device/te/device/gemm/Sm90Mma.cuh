@@ -105,16 +105,16 @@ template <> struct MmaFor<true, 128> {
   using type = Gmma<SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>, false>;
 };
 template <bool BMnMajor> struct MmaFor<false, 128, BMnMajor> {
-  using type = Gmma<SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<
-                        GMMA::Major::K,
-                        BMnMajor ? GMMA::Major::MN : GMMA::Major::K>,
-                    BMnMajor>;
+  using type =
+      Gmma<SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<
+               GMMA::Major::K, BMnMajor ? GMMA::Major::MN : GMMA::Major::K>,
+           BMnMajor>;
 };
 template <bool BMnMajor> struct MmaFor<false, 256, BMnMajor> {
-  using type = Gmma<SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<
-                        GMMA::Major::K,
-                        BMnMajor ? GMMA::Major::MN : GMMA::Major::K>,
-                    BMnMajor>;
+  using type =
+      Gmma<SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<
+               GMMA::Major::K, BMnMajor ? GMMA::Major::MN : GMMA::Major::K>,
+           BMnMajor>;
 };
 
 /// Bytes between the 64-element MN atoms of an MN-major B stage (one TMA

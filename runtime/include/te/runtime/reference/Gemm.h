@@ -112,11 +112,9 @@ std::vector<float> groupedBlockScaledGemm(const BlockScaledOperand &x,
 /// scales [ceil(n/128)][scaleStride >= G·k/128]; k a multiple of 128.
 /// Expert g's weight is columns g·k .. g·k + k - 1 with their own tiles, so
 /// each row is exactly the single-expert GEMM on that weight.
-std::vector<float>
-groupedBlockScaledGemmColumnwise(const BlockScaledOperand &x,
-                                 const BlockScaledOperand &w,
-                                 const std::vector<int64_t> &splits,
-                                 std::string *error = nullptr);
+std::vector<float> groupedBlockScaledGemmColumnwise(
+    const BlockScaledOperand &x, const BlockScaledOperand &w,
+    const std::vector<int64_t> &splits, std::string *error = nullptr);
 /// Plain operands (bf16 or f32 values): referenceGemm per expert (fp32
 /// accumulation, k in order). x [mTotal, K], w [G·N, K]; or, with
 /// `weightColumnwise` (dgrad), w the [G, K, N] stack, expert g's rows times
