@@ -103,7 +103,8 @@ static cl::opt<std::string>
 static cl::opt<int> ranks(
     "ranks",
     cl::desc("Run N processes, rank r on GPU r, for programs with "
-             "te.all_gather or te.quantize {amax_ranks}: they meet in a "
+             "te.all_gather, te.quantize {amax_ranks} or "
+             "te.quantize_shards {rank_offsets}: they meet in a "
              "temporary directory (NCCL between GPUs, files between CPU "
              "backends); rank r draws --random-inputs with SEED + r and "
              "reads --input / writes --dump paths with {rank} replaced by "
