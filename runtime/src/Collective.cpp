@@ -244,32 +244,30 @@ Status Communicator::allGather(uint64_t send, uint64_t recv,
                    "ncclAllGather");
 }
 
-Status Communicator::allReduceMax(uint64_t buffer, uint64_t count,
-                                  const Stream &s) {
+/// In-place ncclAllReduce of `count` elements of `type` at `buffer`.
+static Status allReduceInPlace(void *comm, uint64_t buffer, uint64_t count,
+                               ncclDataType_t type, ncclRedOp_t op,
+                               const Stream &s) {
   Expected<const NcclApi *> api = ncclApi();
   if (!api)
     return api.status();
   void *p = reinterpret_cast<void *>(buffer);
   return ncclCheck(**api,
-                   (*api)->ncclAllReduce(p, p, size_t(count), ncclFloat32,
-                                         ncclMax,
-                                         static_cast<ncclComm_t>(comm_),
+                   (*api)->ncclAllReduce(p, p, size_t(count), type, op,
+                                         static_cast<ncclComm_t>(comm),
                                          static_cast<cudaStream_t>(s.handle())),
                    "ncclAllReduce");
 }
 
+Status Communicator::allReduceMax(uint64_t buffer, uint64_t count,
+                                  const Stream &s) {
+  return allReduceInPlace(comm_, buffer, count, ncclFloat32, ncclMax, s);
+}
+
 Status Communicator::allReduceBytes(uint64_t buffer, uint64_t bytes, bool max,
                                     const Stream &s) {
-  Expected<const NcclApi *> api = ncclApi();
-  if (!api)
-    return api.status();
-  void *p = reinterpret_cast<void *>(buffer);
-  return ncclCheck(**api,
-                   (*api)->ncclAllReduce(p, p, size_t(bytes), ncclUint8,
-                                         max ? ncclMax : ncclSum,
-                                         static_cast<ncclComm_t>(comm_),
-                                         static_cast<cudaStream_t>(s.handle())),
-                   "ncclAllReduce");
+  return allReduceInPlace(comm_, buffer, bytes, ncclUint8,
+                          max ? ncclMax : ncclSum, s);
 }
 
 Status Communicator::groupStart() {

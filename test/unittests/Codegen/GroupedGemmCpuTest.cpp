@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 
 using namespace te;
 using rt::Direction;
@@ -125,48 +126,19 @@ cg::Program denseDgrad(int64_t m, int64_t n, int64_t k) {
   return p;
 }
 
-TEST(GroupedGemmCpu, DgradRowsAreEachExpertsDenseDgrad) {
-  // 3 experts, N = 256 (the contraction), K = 384 (the output), ragged.
+/// The grouped dgrad of 3 experts (N = 256 contracted, K = 384 out, 300
+/// rows split as `splits`; `fp8`: block FP8 operands, else bf16) on the
+/// CPU backend: each expert's rows must equal `dense(rows)` (a one-expert
+/// program of dy [rows, N] and W [N, K]) run on its rows and weight, and
+/// padding rows must be zero.
+void checkDgradAgainstEachExpert(
+    bool fp8, const std::vector<int64_t> &splits,
+    const std::function<cg::Program(int64_t, int64_t, int64_t)> &dense) {
   const int64_t m = 300, n = 256, k = 384, g = 3;
-  std::vector<float> dy = normals(size_t(m * n), 3),
-                     w = normals(size_t(g * n * k), 4);
-  cg::Program p = groupedProgram(m, k, g, n, true, /*dgrad=*/true);
+  std::vector<float> dy = normals(size_t(m * n), fp8 ? 3 : 5),
+                     w = normals(size_t(g * n * k), fp8 ? 4 : 6);
+  cg::Program p = groupedProgram(m, k, g, n, fp8, /*dgrad=*/true);
   ASSERT_EQ(cg::validate(p.entries[0]), "");
-  std::vector<int64_t> splits = {130, 0, 150}; // 20 padding rows
-  auto out = exec::runCpu(p, p.entries[0],
-                          {bf16Bytes(dy), bf16Bytes(w), i64Bytes(splits)});
-  ASSERT_TRUE(out) << out.status().toString();
-  const std::vector<uint8_t> &got = (*out)[0][0].bytes;
-  ASSERT_EQ(got.size(), size_t(m * k * 2));
-  int64_t row = 0;
-  for (int64_t e = 0; e < g; ++e) {
-    if (splits[e] == 0)
-      continue;
-    cg::Program dense = denseDgrad(splits[e], n, k);
-    std::vector<float> dye(dy.begin() + row * n,
-                           dy.begin() + (row + splits[e]) * n);
-    std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
-    auto one =
-        exec::runCpu(dense, dense.entries[0], {bf16Bytes(dye), bf16Bytes(we)});
-    ASSERT_TRUE(one) << one.status().toString();
-    const std::vector<uint8_t> &want = (*one)[0][0].bytes;
-    EXPECT_EQ(std::memcmp(got.data() + row * k * 2, want.data(), want.size()),
-              0)
-        << "expert " << e;
-    row += splits[e];
-  }
-  for (size_t i = size_t(row * k * 2); i < got.size(); ++i)
-    ASSERT_EQ(got[i], 0) << "padding byte " << i;
-}
-
-TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
-  // The bf16 stack read along N: dx_g = dy_g W_g, W_g [n, k] as it is.
-  const int64_t m = 300, n = 256, k = 384, g = 3;
-  std::vector<float> dy = normals(size_t(m * n), 5),
-                     w = normals(size_t(g * n * k), 6);
-  cg::Program p = groupedProgram(m, k, g, n, false, /*dgrad=*/true);
-  ASSERT_EQ(cg::validate(p.entries[0]), "");
-  std::vector<int64_t> splits = {0, 170, 111}; // 19 padding rows
   auto out = exec::runCpu(p, p.entries[0],
                           {bf16Bytes(dy), bf16Bytes(w), i64Bytes(splits)});
   ASSERT_TRUE(out) << out.status().toString();
@@ -175,38 +147,52 @@ TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
   EXPECT_EQ((*out)[0][0].tolerance.size(), size_t(m * k)); // bounded
   int64_t row = 0;
   for (int64_t e = 0; e < g; ++e) {
-    if (splits[e] == 0)
+    if (splits[size_t(e)] == 0)
       continue;
-    // Expert e alone: one dense GEMM of its rows and its [n, k] weight.
-    cg::Entry d;
-    d.name = "dgrad";
-    d.values = {tensor("dy", {splits[e], n}, DType::BF16),
-                tensor("w", {n, k}, DType::BF16),
-                tensor("dx", {splits[e], k}, DType::BF16)};
-    d.args = {0, 1};
-    cg::GemmKernel gemm;
-    gemm.name = "gemm";
-    gemm.a = 0;
-    gemm.b = 1;
-    gemm.output = 2;
-    d.kernels.push_back(gemm);
-    d.results = {2};
-    cg::Program dense;
-    dense.entries.push_back(d);
-    std::vector<float> dye(dy.begin() + row * n,
-                           dy.begin() + (row + splits[e]) * n);
+    int64_t rows = splits[size_t(e)];
+    cg::Program one = dense(rows, n, k);
+    std::vector<float> dye(dy.begin() + row * n, dy.begin() + (row + rows) * n);
     std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
-    auto one =
-        exec::runCpu(dense, dense.entries[0], {bf16Bytes(dye), bf16Bytes(we)});
-    ASSERT_TRUE(one) << one.status().toString();
-    const std::vector<uint8_t> &want = (*one)[0][0].bytes;
-    EXPECT_EQ(std::memcmp(got.data() + row * k * 2, want.data(), want.size()),
+    auto want =
+        exec::runCpu(one, one.entries[0], {bf16Bytes(dye), bf16Bytes(we)});
+    ASSERT_TRUE(want) << want.status().toString();
+    const std::vector<uint8_t> &bytes = (*want)[0][0].bytes;
+    EXPECT_EQ(std::memcmp(got.data() + row * k * 2, bytes.data(), bytes.size()),
               0)
         << "expert " << e;
-    row += splits[e];
+    row += rows;
   }
   for (size_t i = size_t(row * k * 2); i < got.size(); ++i)
     ASSERT_EQ(got[i], 0) << "padding byte " << i;
+}
+
+TEST(GroupedGemmCpu, DgradRowsAreEachExpertsDenseDgrad) {
+  checkDgradAgainstEachExpert(true, {130, 0, 150}, denseDgrad);
+}
+
+/// dx = dy W for one expert of a bf16 layer: W [n, k] read as it is.
+cg::Program denseBf16Dgrad(int64_t m, int64_t n, int64_t k) {
+  cg::Entry d;
+  d.name = "dgrad";
+  d.values = {tensor("dy", {m, n}, DType::BF16),
+              tensor("w", {n, k}, DType::BF16),
+              tensor("dx", {m, k}, DType::BF16)};
+  d.args = {0, 1};
+  cg::GemmKernel gemm;
+  gemm.name = "gemm";
+  gemm.a = 0;
+  gemm.b = 1;
+  gemm.output = 2;
+  d.kernels.push_back(gemm);
+  d.results = {2};
+  cg::Program p;
+  p.entries.push_back(d);
+  return p;
+}
+
+TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
+  // The bf16 stack read along N: dx_g = dy_g W_g.
+  checkDgradAgainstEachExpert(false, {0, 170, 111}, denseBf16Dgrad);
 }
 
 /// dW = dy^T x and db for one expert as te.linear_grad computes them: dy
