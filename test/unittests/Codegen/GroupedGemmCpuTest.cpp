@@ -24,7 +24,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <functional>
 
 using namespace te;
 using rt::Direction;
@@ -91,15 +90,16 @@ TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
   }
 }
 
-/// dx = dy W for one expert as te.linear_grad's dgrad computes it: dy
-/// 1x128 rowwise, W [n, k] 128x128 columnwise, one (non-grouped) GEMM.
-cg::Program denseDgrad(int64_t m, int64_t n, int64_t k) {
+/// dx = dy W for one expert as te.linear_grad's dgrad computes it, one
+/// (non-grouped) GEMM: block FP8 (dy 1x128 rowwise, W [n, k] 128x128
+/// columnwise), or bf16 (W read as it is).
+cg::Program denseDgrad(int64_t m, int64_t n, int64_t k, bool fp8) {
   cg::Entry e;
   e.name = "dgrad";
   e.values = {tensor("dy", {m, n}, DType::BF16),
               tensor("w", {n, k}, DType::BF16)};
   e.args = {0, 1};
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 2 && fp8; ++i) {
     Scheme s = Scheme::fp8Block(DType::E4M3, i == 0 ? 1 : 128, 128);
     Direction d = i == 0 ? Direction::Rowwise : Direction::Columnwise;
     cg::Value q = e.values[i];
@@ -116,11 +116,11 @@ cg::Program denseDgrad(int64_t m, int64_t n, int64_t k) {
   e.values.push_back(tensor("dx", {m, k}, DType::BF16));
   cg::GemmKernel g;
   g.name = "gemm";
-  g.a = 2;
-  g.b = 3;
-  g.output = 4;
+  g.a = fp8 ? 2 : 0;
+  g.b = fp8 ? 3 : 1;
+  g.output = int(e.values.size()) - 1;
   e.kernels.push_back(g);
-  e.results = {4};
+  e.results = {g.output};
   cg::Program p;
   p.entries.push_back(e);
   return p;
@@ -128,12 +128,9 @@ cg::Program denseDgrad(int64_t m, int64_t n, int64_t k) {
 
 /// The grouped dgrad of 3 experts (N = 256 contracted, K = 384 out, 300
 /// rows split as `splits`; `fp8`: block FP8 operands, else bf16) on the
-/// CPU backend: each expert's rows must equal `dense(rows)` (a one-expert
-/// program of dy [rows, N] and W [N, K]) run on its rows and weight, and
-/// padding rows must be zero.
-void checkDgradAgainstEachExpert(
-    bool fp8, const std::vector<int64_t> &splits,
-    const std::function<cg::Program(int64_t, int64_t, int64_t)> &dense) {
+/// CPU backend: each expert's rows must equal denseDgrad on its rows and
+/// weight, and padding rows must be zero.
+void checkDgradAgainstEachExpert(bool fp8, const std::vector<int64_t> &splits) {
   const int64_t m = 300, n = 256, k = 384, g = 3;
   std::vector<float> dy = normals(size_t(m * n), fp8 ? 3 : 5),
                      w = normals(size_t(g * n * k), fp8 ? 4 : 6);
@@ -150,7 +147,7 @@ void checkDgradAgainstEachExpert(
     if (splits[size_t(e)] == 0)
       continue;
     int64_t rows = splits[size_t(e)];
-    cg::Program one = dense(rows, n, k);
+    cg::Program one = denseDgrad(rows, n, k, fp8);
     std::vector<float> dye(dy.begin() + row * n, dy.begin() + (row + rows) * n);
     std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
     auto want =
@@ -167,32 +164,12 @@ void checkDgradAgainstEachExpert(
 }
 
 TEST(GroupedGemmCpu, DgradRowsAreEachExpertsDenseDgrad) {
-  checkDgradAgainstEachExpert(true, {130, 0, 150}, denseDgrad);
-}
-
-/// dx = dy W for one expert of a bf16 layer: W [n, k] read as it is.
-cg::Program denseBf16Dgrad(int64_t m, int64_t n, int64_t k) {
-  cg::Entry d;
-  d.name = "dgrad";
-  d.values = {tensor("dy", {m, n}, DType::BF16),
-              tensor("w", {n, k}, DType::BF16),
-              tensor("dx", {m, k}, DType::BF16)};
-  d.args = {0, 1};
-  cg::GemmKernel gemm;
-  gemm.name = "gemm";
-  gemm.a = 0;
-  gemm.b = 1;
-  gemm.output = 2;
-  d.kernels.push_back(gemm);
-  d.results = {2};
-  cg::Program p;
-  p.entries.push_back(d);
-  return p;
+  checkDgradAgainstEachExpert(true, {130, 0, 150});
 }
 
 TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
   // The bf16 stack read along N: dx_g = dy_g W_g.
-  checkDgradAgainstEachExpert(false, {0, 170, 111}, denseBf16Dgrad);
+  checkDgradAgainstEachExpert(false, {0, 170, 111});
 }
 
 /// dW = dy^T x and db for one expert as te.linear_grad computes them: dy
