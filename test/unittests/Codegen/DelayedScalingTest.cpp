@@ -277,8 +277,9 @@ TEST_P(DelayedScaling, GpuMatchesCpuBitForBitEagerAndReplayed) {
       rt::Status st = graph && i > 0 ? runner->replay(*gpu.stream)
                                      : runner->run(*gpu.stream);
       ASSERT_TRUE(st) << st.toString();
-      if (graph && i == 0)
+      if (graph && i == 0) {
         ASSERT_TRUE(runner->capture(*gpu.stream));
+      }
       auto cuda = runner->results(*gpu.stream);
       ASSERT_TRUE(cuda) << cuda.status().toString();
       auto cpu = exec::runCpu(p, p.entries[0], {x}, nullptr, nullptr, &host);
