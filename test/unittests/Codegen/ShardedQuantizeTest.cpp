@@ -232,16 +232,20 @@ TEST_P(ShardedQuantize, CpuIsTheWholeMasterQuantized) {
         << (*want)[0][i].name;
 }
 
-TEST_P(ShardedQuantize, CompilesWithNvrtc) {
-  cg::Program p = shardedProgram(GetParam());
+/// `p`'s kernels compile with NVRTC (skipped where NVRTC is missing): one
+/// source, and the delayed-scaling update where a state records.
+void expectCompiles(const cg::Program &p) {
   rt::KernelCache cache("");
   rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
   if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
     GTEST_SKIP() << n.status().toString();
   ASSERT_TRUE(n) << n.status().toString();
-  // One source, and the delayed-scaling update where a state records.
   bool delayed = !cg::scalingStates(p.entries[0]).empty();
   EXPECT_EQ(*n, delayed ? 2u : 1u);
+}
+
+TEST_P(ShardedQuantize, CompilesWithNvrtc) {
+  expectCompiles(shardedProgram(GetParam()));
 }
 
 TEST_P(ShardedQuantize, GpuMatchesTheCpuBitForBit) {
@@ -344,12 +348,7 @@ TEST_P(ShardedQuantizePerProcess, CpuRanksHoldTheWholeQuantization) {
 }
 
 TEST_P(ShardedQuantizePerProcess, CompilesWithNvrtc) {
-  cg::Program p = rankProgram(GetParam());
-  rt::KernelCache cache("");
-  rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
-  if (!n && n.status().code() == rt::StatusCode::LibraryMissing)
-    GTEST_SKIP() << n.status().toString();
-  ASSERT_TRUE(n) << n.status().toString();
+  expectCompiles(rankProgram(GetParam()));
 }
 
 TEST_P(ShardedQuantizePerProcess, GpuRanksHoldTheWholeQuantization) {
