@@ -418,21 +418,13 @@ LogicalResult GroupedWgradOp::verifyTypes(
       return emitError() << "grad_bias must be [G, N] = " << g << "x" << n
                          << ", got " << shapeStr(db.getShape());
   }
-  auto kind = [](SchemeAttrInterface s) {
-    rt::Scheme r = s.getRuntimeScheme(Direction::columnwise);
-    if (r.kind == rt::SchemeKind::Fp8Block && r.tileRows == 1 &&
-        r.tileCols == 128 && r.element == rt::DType::E4M3)
-      return 1;
-    if (r.kind == rt::SchemeKind::Identity && r.element == rt::DType::BF16)
-      return 2;
-    return 0;
-  };
-  int a = kind(gradOutputScheme), b = kind(inputScheme);
-  if (a == 0 || a != b)
+  std::string why = rt::groupedWgradSchemesError(
+      gradOutputScheme.getRuntimeScheme(Direction::columnwise),
+      inputScheme.getRuntimeScheme(Direction::columnwise));
+  if (!why.empty())
     return emitError() << "reads grad_output and input columnwise by "
-                       << gradOutputScheme << " and " << inputScheme
-                       << "; the grouped wgrad needs block FP8 1x128 e4m3 "
-                          "for both, or identity of bf16 for both";
+                       << gradOutputScheme << " and " << inputScheme << "; "
+                       << why;
   return success();
 }
 

@@ -88,4 +88,21 @@ std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b) {
   return "";
 }
 
+std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
+  auto bf16 = [](const Scheme &s) {
+    return s.kind == SchemeKind::Identity && s.element == DType::BF16;
+  };
+  auto block1x128 = [](const Scheme &s) {
+    return s.kind == SchemeKind::Fp8Block && s.tileRows == 1 &&
+           s.tileCols == 128;
+  };
+  if (bf16(dy) && bf16(x))
+    return "";
+  if (!block1x128(dy) || !block1x128(x))
+    return "the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, "
+           "or identity of bf16 for both";
+  return gemmOperandsError({dy, Direction::Columnwise},
+                           {x, Direction::Columnwise});
+}
+
 } // namespace te::rt

@@ -65,13 +65,13 @@ func.func @grad_mxfp8_with_block_weight(%dy: tensor<64x128xbf16>, %x: tensor<64x
 
 // -----
 
+// E5M2 on both wgrad operands: no FP8 GEMM multiplies e5m2 by e5m2.
 te.recipe @r {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
-  te.rule "grouped_linear", "grad_output" -> #te.fp8_block<e5m2, 1x128>
-  te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
+  te.rule "*", "*" -> #te.fp8_block<e5m2, 1x128>
 }
-func.func @grad_e5m2_wgrad(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op cannot form its wgrad (dW_g = dy_g^T x_g: dy and x columnwise): 'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 e4m3 for both, or identity of bf16 for both}}
+func.func @grad_e5m2_by_e5m2_wgrad(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
+  // expected-error @+1 {{'te.grouped_linear_grad' op cannot form its wgrad (dW_g = dy_g^T x_g: dy and x columnwise): 'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.fp8_block<e5m2, 1x128>; no FP8 GEMM multiplies e5m2 by e5m2; use e4m3 for at least one operand}}
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
   return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }

@@ -122,6 +122,33 @@ func.func @backward(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: ten
 
 // -----
 
+// TE's hybrid format: E5M2 gradients, E4M3 weights and activations. The
+// dgrad multiplies E5M2 dy codes by the E4M3 stack, the wgrad quantizes dy
+// to E5M2 and x to E4M3 per expert.
+te.recipe @hybrid {
+  te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>
+  te.rule "grouped_linear", "grad_output" -> #te.fp8_block<e5m2, 1x128, pow2>
+  te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128, pow2>
+}
+
+// CHECK-LABEL: func.func @backward_hybrid
+// CHECK: %[[DY:.*]] = te.quantize %arg0 : tensor<512x128xbf16> -> !te.qtensor<512x128xbf16, #te.fp8_block<e5m2, 1x128, pow2>, rowwise>
+// CHECK: %[[W:.*]] = te.quantize %arg2 : tensor<4x128x256xbf16> -> !te.qtensor<4x128x256xbf16, #te.fp8_block<e4m3, 128x128, pow2>, columnwise>
+// CHECK: %[[DX:.*]] = te.grouped_gemm %[[DY]], %[[W]], %arg3 {weight_columnwise}
+// CHECK: te.grouped_wgrad %arg0, %arg1, %arg3 {grad_output_scheme = #te.fp8_block<e5m2, 1x128, pow2>, input_scheme = #te.fp8_block<e4m3, 1x128, pow2>}
+// KERNELS-LABEL: func.func @backward_hybrid
+// KERNELS: tek.grouped_gemm "te_grouped_gemm_2" {{.*}} {weight_columnwise} : !te.qtensor<512x128xbf16, #te.fp8_block<e5m2, 1x128, pow2>, rowwise>
+// KERNELS: tek.grouped_wgrad "te_grouped_wgrad_3" %arg0, %arg1, %arg3 {grad_output_scheme = #te.fp8_block<e5m2, 1x128, pow2>, input_scheme = #te.fp8_block<e4m3, 1x128, pow2>}
+func.func @backward_hybrid(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>) {
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @hybrid}
+      : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+      -> tensor<512x256xbf16>, tensor<4x128x256xf32>
+  return %dx, %dw : tensor<512x256xbf16>, tensor<4x128x256xf32>
+}
+
+// -----
+
 te.recipe @bf16 {
   te.rule "*", "*" -> #te.identity<bf16>
 }

@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,bf16_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,bf16_grad,hybrid_grad | FileCheck %s
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
@@ -7,11 +7,14 @@
 // experts, 500 token rows (te-run's ragged split sizes, one expert empty),
 // N = 256 (2-CTA clusters on the GPU), the bias added in the GEMM epilogue.
 // Then the bf16 layer's backward: the dgrad reads the stack along N, the
-// wgrad gives each expert's dW and bias gradient.
+// wgrad gives each expert's dW and bias gradient; and the backward of TE's
+// hybrid format (E5M2 gradients times E4M3 weights and activations, in the
+// dgrad and in the wgrad).
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=
 // CHECK: call 4 bf16_grad: rms(result0)=
+// CHECK: call 5 hybrid_grad: rms(result0)=
 // CHECK: result0 ({{.*}}): data[500x384 bf16]
 // CHECK: result1 ({{.*}}): data[1024x384 f32]
 // CHECK: result2 ({{.*}}): data[4x256 f32]
@@ -25,6 +28,11 @@ te.recipe @mxfp8 {
 te.recipe @fp8_block {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
   te.rule "grouped_linear", "input"  -> #te.fp8_block<e4m3, 1x128>
+}
+te.recipe @hybrid {
+  te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>
+  te.rule "grouped_linear", "grad_output" -> #te.fp8_block<e5m2, 1x128, pow2>
+  te.rule "grouped_linear", "input"  -> #te.fp8_block<e4m3, 1x128, pow2>
 }
 
 func.func @bf16_bias(%x: tensor<500x384xbf16>, %w: tensor<4x256x384xbf16>,
@@ -55,6 +63,15 @@ func.func @bf16_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
                      %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
     -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
   %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @bf16, bias}
+      : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+      -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+  return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+}
+
+func.func @hybrid_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
+                       %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @hybrid, bias}
       : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
       -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
   return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>

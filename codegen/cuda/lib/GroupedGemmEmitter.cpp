@@ -30,6 +30,30 @@ int64_t fixedBytes(const GroupedGemmSpec &s) {
 }
 } // namespace
 
+static bool isFp8(rt::DType t) {
+  return t == rt::DType::E4M3 || t == rt::DType::E5M2;
+}
+
+std::string Fp8Operands::nameSuffix() const {
+  if (a == rt::DType::E4M3 && b == rt::DType::E4M3)
+    return "";
+  return std::string("_") + rt::dtypeName(a) + "x" + rt::dtypeName(b);
+}
+
+std::string Fp8Operands::templateFlags() const {
+  return std::string(a == rt::DType::E5M2 ? "true" : "false") + ", " +
+         (b == rt::DType::E5M2 ? "true" : "false");
+}
+
+std::string Fp8Operands::error() const {
+  if (!isFp8(a) || !isFp8(b))
+    return std::string("FP8 operands are e4m3 or e5m2, got ") +
+           rt::dtypeName(a) + " and " + rt::dtypeName(b);
+  if (a == rt::DType::E5M2 && b == rt::DType::E5M2)
+    return "no FP8 GEMM multiplies e5m2 by e5m2";
+  return "";
+}
+
 GroupedGemmSpec GroupedGemmSpec::resolved() const {
   GroupedGemmSpec s = *this;
   // Measured on the H100 (docs/Performance.md): BF16 gains 50 % from the
@@ -49,8 +73,9 @@ std::string GroupedGemmSpec::kernelName() const {
   GroupedGemmSpec r = resolved();
   std::ostringstream os;
   os << "te_grouped_gemm_" << (fp8() ? "fp8block" : "bf16")
-     << (weightColumnwise ? "_wcol" : "") << "_g" << groups << "_n" << n << "_k"
-     << k << "_t" << r.blockN << "_c" << r.cluster << "_s" << r.stages;
+     << (weightColumnwise ? "_wcol" : "")
+     << (fp8() ? fp8Formats.nameSuffix() : "") << "_g" << groups << "_n" << n
+     << "_k" << k << "_t" << r.blockN << "_c" << r.cluster << "_s" << r.stages;
   return os.str();
 }
 
@@ -69,6 +94,8 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
   };
   if (s.groups < 1 || s.groups > 4096)
     return bad("the number of experts must be 1..4096");
+  if (s.fp8() && !s.fp8Formats.error().empty())
+    return bad(s.fp8Formats.error());
   if (s.n < 2 || s.n % 2 != 0)
     return bad("N must be even and positive");
   if (s.k < 1 || s.k % blockK(s) != 0)
@@ -101,7 +128,8 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << "using Config = te::gemm::GroupedGemmConfig<"
      << (s.fp8() ? "true" : "false") << ", " << s.blockN << ", " << s.cluster
      << ", " << s.stages << ", " << s.n << ", " << s.k << ", " << s.groups
-     << (s.weightColumnwise ? ", true" : "") << ">;\n"
+     << ", " << (s.weightColumnwise ? "true" : "false") << ", "
+     << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedGemmSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads

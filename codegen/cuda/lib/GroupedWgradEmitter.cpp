@@ -35,8 +35,9 @@ GroupedWgradSpec GroupedWgradSpec::resolved() const {
 
 std::string GroupedWgradSpec::kernelName() const {
   std::ostringstream os;
-  os << "te_grouped_wgrad_" << (fp8() ? "fp8block" : "bf16") << "_g" << groups
-     << "_n" << n << "_k" << k << "_s" << resolved().stages;
+  os << "te_grouped_wgrad_" << (fp8() ? "fp8block" : "bf16")
+     << (fp8() ? fp8Formats.nameSuffix() : "") << "_g" << groups << "_n" << n
+     << "_k" << k << "_s" << resolved().stages;
   return os.str();
 }
 
@@ -55,6 +56,8 @@ Status checkGroupedWgrad(const GroupedWgradSpec &spec) {
   };
   if (s.groups < 1 || s.groups > 4096)
     return bad("the number of experts must be 1..4096");
+  if (s.fp8() && !s.fp8Formats.error().empty())
+    return bad(s.fp8Formats.error());
   if (s.n < 2 || s.n % 2 || s.k < 2 || s.k % 2)
     return bad("N and K must be even and positive");
   if (s.groups * s.n * s.k >= (int64_t(1) << 40))
@@ -71,7 +74,8 @@ std::string emitGroupedWgrad(const GroupedWgradSpec &spec) {
   os << "#include \"te/device/gemm/GroupedWgradSm90.cuh\"\n\n"
      << "using Config = te::gemm::GroupedWgradConfig<"
      << (s.fp8() ? "true" : "false") << ", " << s.stages << ", " << s.n << ", "
-     << s.k << ", " << s.groups << ">;\n"
+     << s.k << ", " << s.groups << ", "
+     << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedWgradSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads

@@ -73,6 +73,9 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   GroupedGemmSpec spec;
   spec.operands = x.isQuantized() ? GroupedGemmSpec::Operands::Fp8Block
                                   : GroupedGemmSpec::Operands::BF16;
+  if (spec.fp8())
+    spec.fp8Formats = {x.scheme(rt::Direction::Rowwise)->element,
+                       w.scheme(g.weightDirection())->element};
   spec.groups = w.shape[0];
   spec.n = y.shape[1];
   spec.k = x.shape[1];
@@ -140,6 +143,8 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
   GroupedWgradSpec spec;
   spec.operands = fp8 ? GroupedGemmSpec::Operands::Fp8Block
                       : GroupedGemmSpec::Operands::BF16;
+  if (fp8)
+    spec.fp8Formats = {g.dyScheme.element, g.xScheme.element};
   spec.groups = groups;
   spec.n = n;
   spec.k = k;

@@ -253,7 +253,10 @@ static std::string validateGroupedGemm(const Entry &e,
   if (w.shape[1] % 128 != 0)
     return "N must be a multiple of 128: each expert's 128x128 weight tiles "
            "are its own";
-  return "";
+  // e4m3 or e5m2 on each side, not e5m2 on both.
+  return rt::gemmOperandsError(
+      {x.scheme(rt::Direction::Rowwise), rt::Direction::Rowwise},
+      {w.scheme(g.weightDirection()), g.weightDirection()});
 }
 
 static std::string validateDequantize(const Entry &e,
@@ -423,17 +426,9 @@ static std::string validateGroupedWgrad(const Entry &e,
         db.shape != std::vector<int64_t>{groups, n})
       return "the bias gradient must be an f32 [G, N] tensor";
   }
-  auto supported = [](const rt::Scheme &sc) {
-    return (sc.kind == rt::SchemeKind::Fp8Block && sc.tileRows == 1 &&
-            sc.tileCols == 128 && sc.element == rt::DType::E4M3) ||
-           (sc.kind == rt::SchemeKind::Identity &&
-            sc.element == rt::DType::BF16);
-  };
-  if (!supported(g.dyScheme) || !supported(g.xScheme) ||
-      (g.dyScheme.kind == rt::SchemeKind::Identity) !=
-          (g.xScheme.kind == rt::SchemeKind::Identity))
-    return "dy and x must both be quantized columnwise by block FP8 1x128 "
-           "e4m3, or both be identity of bf16";
+  if (std::string why = rt::groupedWgradSchemesError(g.dyScheme, g.xScheme);
+      !why.empty())
+    return "dy and x: " + why;
   if (n % 8 != 0 || k % 8 != 0)
     return "N and K must be multiples of 8";
   return "";

@@ -91,16 +91,18 @@ TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
 }
 
 /// dx = dy W for one expert as te.linear_grad's dgrad computes it, one
-/// (non-grouped) GEMM: block FP8 (dy 1x128 rowwise, W [n, k] 128x128
-/// columnwise), or bf16 (W read as it is).
-cg::Program denseDgrad(int64_t m, int64_t n, int64_t k, bool fp8) {
+/// (non-grouped) GEMM: block FP8 (dy 1x128 rowwise in `dyElement`, W [n, k]
+/// 128x128 columnwise E4M3), or bf16 (W read as it is).
+cg::Program denseDgrad(int64_t m, int64_t n, int64_t k, bool fp8,
+                       DType dyElement) {
   cg::Entry e;
   e.name = "dgrad";
   e.values = {tensor("dy", {m, n}, DType::BF16),
               tensor("w", {n, k}, DType::BF16)};
   e.args = {0, 1};
   for (int i = 0; i < 2 && fp8; ++i) {
-    Scheme s = Scheme::fp8Block(DType::E4M3, i == 0 ? 1 : 128, 128);
+    Scheme s = Scheme::fp8Block(i == 0 ? dyElement : DType::E4M3,
+                                i == 0 ? 1 : 128, 128);
     Direction d = i == 0 ? Direction::Rowwise : Direction::Columnwise;
     cg::Value q = e.values[i];
     q.kind = cg::Value::Kind::Quantized;
@@ -127,14 +129,16 @@ cg::Program denseDgrad(int64_t m, int64_t n, int64_t k, bool fp8) {
 }
 
 /// The grouped dgrad of 3 experts (N = 256 contracted, K = 384 out, 300
-/// rows split as `splits`; `fp8`: block FP8 operands, else bf16) on the
-/// CPU backend: each expert's rows must equal denseDgrad on its rows and
-/// weight, and padding rows must be zero.
-void checkDgradAgainstEachExpert(bool fp8, const std::vector<int64_t> &splits) {
+/// rows split as `splits`; `fp8`: block FP8 operands, dy's codes
+/// `dyElement`, else bf16) on the CPU backend: each expert's rows must equal
+/// denseDgrad on its rows and weight, and padding rows must be zero.
+void checkDgradAgainstEachExpert(bool fp8, const std::vector<int64_t> &splits,
+                                 DType dyElement = DType::E4M3) {
   const int64_t m = 300, n = 256, k = 384, g = 3;
   std::vector<float> dy = normals(size_t(m * n), fp8 ? 3 : 5),
                      w = normals(size_t(g * n * k), fp8 ? 4 : 6);
-  cg::Program p = groupedProgram(m, k, g, n, fp8, /*dgrad=*/true);
+  cg::Program p =
+      groupedProgram(m, k, g, n, fp8, /*dgrad=*/true, false, dyElement);
   ASSERT_EQ(cg::validate(p.entries[0]), "");
   auto out = exec::runCpu(p, p.entries[0],
                           {bf16Bytes(dy), bf16Bytes(w), i64Bytes(splits)});
@@ -147,7 +151,7 @@ void checkDgradAgainstEachExpert(bool fp8, const std::vector<int64_t> &splits) {
     if (splits[size_t(e)] == 0)
       continue;
     int64_t rows = splits[size_t(e)];
-    cg::Program one = denseDgrad(rows, n, k, fp8);
+    cg::Program one = denseDgrad(rows, n, k, fp8, dyElement);
     std::vector<float> dye(dy.begin() + row * n, dy.begin() + (row + rows) * n);
     std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
     auto want =
@@ -167,21 +171,27 @@ TEST(GroupedGemmCpu, DgradRowsAreEachExpertsDenseDgrad) {
   checkDgradAgainstEachExpert(true, {130, 0, 150});
 }
 
+// TE's hybrid format: E5M2 gradient codes times the E4M3 stack.
+TEST(GroupedGemmCpu, E5m2GradientDgradRowsAreEachExpertsDenseDgrad) {
+  checkDgradAgainstEachExpert(true, {0, 150, 130}, DType::E5M2);
+}
+
 TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
   // The bf16 stack read along N: dx_g = dy_g W_g.
   checkDgradAgainstEachExpert(false, {0, 170, 111});
 }
 
 /// dW = dy^T x and db for one expert as te.linear_grad computes them: dy
-/// and x 1x128 columnwise (dy with its bias gradient), one dense GEMM.
-cg::Program denseWgrad(int64_t m, int64_t n, int64_t k) {
+/// (codes `dyElement`) and x (E4M3) 1x128 columnwise, dy with its bias
+/// gradient, one dense GEMM.
+cg::Program denseWgrad(int64_t m, int64_t n, int64_t k, DType dyElement) {
   cg::Entry e;
   e.name = "wgrad";
   e.values = {tensor("dy", {m, n}, DType::BF16),
               tensor("x", {m, k}, DType::BF16)};
   e.args = {0, 1};
-  Scheme s = Scheme::fp8Block(DType::E4M3, 1, 128);
   for (int i = 0; i < 2; ++i) {
+    Scheme s = Scheme::fp8Block(i == 0 ? dyElement : DType::E4M3, 1, 128);
     cg::Value q = e.values[i];
     q.kind = cg::Value::Kind::Quantized;
     q.name += "_q";
@@ -212,13 +222,15 @@ cg::Program denseWgrad(int64_t m, int64_t n, int64_t k) {
   return p;
 }
 
-TEST(GroupedGemmCpu, WgradIsEachExpertsDenseWgrad) {
-  // 3 experts, N = 256, K = 136 (not a tile multiple), ragged splits with
-  // an empty expert and padding rows, partial 128-row blocks.
+/// The grouped wgrad (dy's codes `dyElement`) of 3 experts, N = 256, K =
+/// 136 (not a tile multiple), ragged splits with an empty expert and
+/// padding rows, partial 128-row blocks, on the CPU backend: each expert's
+/// dW and db must equal denseWgrad on its rows.
+void checkWgradAgainstEachExpert(DType dyElement) {
   const int64_t m = 400, n = 256, k = 136, g = 3;
   std::vector<float> dy = normals(size_t(m * n), 5),
                      x = normals(size_t(m * k), 6);
-  cg::Program p = groupedWgradProgram(m, n, k, g, true, true);
+  cg::Program p = groupedWgradProgram(m, n, k, g, true, true, dyElement);
   ASSERT_EQ(cg::validate(p.entries[0]), "");
   std::vector<int64_t> splits = {130, 0, 250}; // 20 padding rows
   auto out = exec::runCpu(p, p.entries[0],
@@ -235,7 +247,7 @@ TEST(GroupedGemmCpu, WgradIsEachExpertsDenseWgrad) {
         ASSERT_EQ(dw[e * n * k * 4 + i], 0) << "the empty expert's dW";
       continue;
     }
-    cg::Program dense = denseWgrad(splits[e], n, k);
+    cg::Program dense = denseWgrad(splits[e], n, k, dyElement);
     ASSERT_EQ(cg::validate(dense.entries[0]), "");
     std::vector<float> dye(dy.begin() + row * n,
                            dy.begin() + (row + splits[e]) * n);
@@ -253,6 +265,15 @@ TEST(GroupedGemmCpu, WgradIsEachExpertsDenseWgrad) {
         << "expert " << e << " db";
     row += splits[e];
   }
+}
+
+TEST(GroupedGemmCpu, WgradIsEachExpertsDenseWgrad) {
+  checkWgradAgainstEachExpert(DType::E4M3);
+}
+
+// TE's hybrid format: the gradient quantized per expert to E5M2 codes.
+TEST(GroupedGemmCpu, E5m2GradientWgradIsEachExpertsDenseWgrad) {
+  checkWgradAgainstEachExpert(DType::E5M2);
 }
 
 TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
@@ -291,4 +312,25 @@ TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
   EXPECT_NE(cg::validate(q.entries[0]).find("w 128x128 read rowwise"),
             std::string::npos)
       << cg::validate(q.entries[0]);
+  // E5M2 codes on both sides of a GEMM: the pairing rule refuses them.
+  q = groupedProgram(64, 128, 2, 128, true, /*dgrad=*/true, false, DType::E5M2);
+  ASSERT_EQ(cg::validate(q.entries[0]), "");
+  for (cg::Value &v : q.entries[0].values)
+    if (v.columnwise)
+      v.columnwise->element = DType::E5M2;
+  for (cg::Kernel &k : q.entries[0].kernels)
+    if (auto *qk = std::get_if<cg::QuantizeKernel>(&k))
+      for (auto &s : qk->stages)
+        s.scheme.element = DType::E5M2;
+  EXPECT_NE(cg::validate(q.entries[0]).find("no FP8 GEMM multiplies e5m2"),
+            std::string::npos)
+      << cg::validate(q.entries[0]);
+  cg::Program w =
+      groupedWgradProgram(300, 128, 64, 2, true, false, DType::E5M2);
+  ASSERT_EQ(cg::validate(w.entries[0]), "");
+  std::get<cg::GroupedWgradKernel>(w.entries[0].kernels.back())
+      .xScheme.element = DType::E5M2;
+  EXPECT_NE(cg::validate(w.entries[0]).find("no FP8 GEMM multiplies e5m2"),
+            std::string::npos)
+      << cg::validate(w.entries[0]);
 }

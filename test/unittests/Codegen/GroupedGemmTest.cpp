@@ -51,14 +51,17 @@ TEST(GroupedGemm, EveryKernelKindCompilesForSm90a) {
   if (!rt::nvrtcVersion())
     GTEST_SKIP() << rt::nvrtcVersion().status().message();
   // FP8 and BF16 fprop; FP8 and BF16 dgrad (the weight read columnwise:
-  // the layer's N = 4096 contracted, K = 7168 out).
-  for (int variant = 0; variant < 4; ++variant) {
+  // the layer's N = 4096 contracted, K = 7168 out); the FP8 dgrad of an
+  // E5M2 gradient (TE's hybrid format).
+  for (int variant = 0; variant < 5; ++variant) {
     GroupedGemmSpec::Operands op = variant % 2 == 0
                                        ? GroupedGemmSpec::Operands::Fp8Block
                                        : GroupedGemmSpec::Operands::BF16;
     GroupedGemmSpec s =
         variant >= 2 ? spec(op, 8, 7168, 4096) : spec(op, 8, 4096, 7168);
     s.weightColumnwise = variant >= 2;
+    if (variant == 4)
+      s.fp8Formats = {rt::DType::E5M2, rt::DType::E4M3};
     s = s.resolved();
     rt::CompileOptions opts = *cg::groupedGemmCompileOptions();
     opts.flags.push_back("--ptxas-options=-v");
@@ -106,6 +109,17 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   GroupedGemmSpec wide = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
   wide.blockN = 256;
   EXPECT_NE(msg(wide).find("FP8 tile width must be 128"), std::string::npos);
+  // E5M2 on one side names the kernel; on both, no FP8 MMA exists.
+  GroupedGemmSpec e5m2 = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
+  e5m2.fp8Formats = {rt::DType::E5M2, rt::DType::E4M3};
+  EXPECT_TRUE(cg::checkGroupedGemm(e5m2).isOk());
+  EXPECT_NE(e5m2.kernelName().find("fp8block_e5m2xe4m3_g4"), std::string::npos);
+  e5m2.fp8Formats.b = rt::DType::E5M2;
+  EXPECT_NE(msg(e5m2).find("no FP8 GEMM multiplies e5m2 by e5m2"),
+            std::string::npos);
+  e5m2.fp8Formats.b = rt::DType::BF16;
+  EXPECT_NE(msg(e5m2).find("e4m3 or e5m2, got e5m2 and bf16"),
+            std::string::npos);
   GroupedGemmSpec odd = spec(GroupedGemmSpec::Operands::BF16, 4, 384, 512);
   odd.blockN = 128;
   odd.cluster = 2; // 3 column blocks
@@ -176,8 +190,10 @@ protected:
     for (float &v : sw)
       v = scale(rng);
 
-    rt::DeviceBuffer x = s.fp8() ? upload(codes(xv)) : upload(bf16(xv));
-    rt::DeviceBuffer w = s.fp8() ? upload(codes(wv)) : upload(bf16(wv));
+    rt::DeviceBuffer x =
+        s.fp8() ? upload(fp8Codes(xv, s.fp8Formats.a)) : upload(bf16(xv));
+    rt::DeviceBuffer w =
+        s.fp8() ? upload(fp8Codes(wv, s.fp8Formats.b)) : upload(bf16(wv));
     rt::DeviceBuffer sxBuf = upload(sx), swBuf = upload(sw);
     rt::DeviceBuffer splitBuf = upload(splits);
     rt::Expected<rt::DeviceBuffer> y =
@@ -252,9 +268,6 @@ protected:
   }
 
 private:
-  static std::vector<uint8_t> codes(const std::vector<float> &v) {
-    return e4m3Codes(v);
-  }
   static std::vector<uint16_t> bf16(const std::vector<float> &v) {
     return bf16Codes(v);
   }
@@ -280,7 +293,9 @@ private:
       xo.rows = m;
       xo.k = k;
       xo.scaleStride = m;
-      xo.codes = codes({xv.begin() + row0 * k, xv.begin() + (row0 + m) * k});
+      xo.format = fp8Format(s.fp8Formats.a);
+      xo.codes = fp8Codes({xv.begin() + row0 * k, xv.begin() + (row0 + m) * k},
+                          s.fp8Formats.a);
       xo.scaleInv.resize(kb * m);
       for (int64_t b = 0; b < kb; ++b)
         for (int64_t r = 0; r < m; ++r)
@@ -289,7 +304,10 @@ private:
       wo.k = k;
       wo.tile2d = true;
       wo.scaleStride = kbPad;
-      wo.codes = codes({wv.begin() + e * n * k, wv.begin() + (e + 1) * n * k});
+      wo.format = fp8Format(s.fp8Formats.b);
+      wo.codes =
+          fp8Codes({wv.begin() + e * n * k, wv.begin() + (e + 1) * n * k},
+                   s.fp8Formats.b);
       wo.scaleInv.assign(sw.begin() + e * nb * kbPad,
                          sw.begin() + (e + 1) * nb * kbPad);
       std::string error;
@@ -317,6 +335,18 @@ TEST_F(GroupedGemmGpu, Fp8BlockAlignedSplits) {
 TEST_F(GroupedGemmGpu, Fp8BlockRaggedSplitsFewCtas) {
   check(spec(GroupedGemmSpec::Operands::Fp8Block, 4, 384, 512), 700,
         {0, 300, 1, 250}, 4);
+}
+
+// E5M2 codes on either side (an E5M2 gradient's dgrad reads them as x):
+// the E5M2 x E4M3 and E4M3 x E5M2 tensor-core MMAs.
+TEST_F(GroupedGemmGpu, Fp8BlockE5m2OperandsMatchEachExpertAlone) {
+  for (cg::Fp8Operands formats :
+       {cg::Fp8Operands{rt::DType::E5M2, rt::DType::E4M3},
+        cg::Fp8Operands{rt::DType::E4M3, rt::DType::E5M2}}) {
+    GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 384, 512);
+    s.fp8Formats = formats;
+    check(s, 700, {0, 300, 1, 250});
+  }
 }
 
 TEST_F(GroupedGemmGpu, Bf16RaggedSplitsMatchEachExpertAlone) {

@@ -45,8 +45,12 @@ GroupedWgradSpec wgradSpec(bool fp8, int64_t g, int64_t n, int64_t k) {
 TEST(GroupedWgrad, BothOperandKindsCompileForSm90a) {
   if (!rt::nvrtcVersion())
     GTEST_SKIP() << rt::nvrtcVersion().status().message();
-  for (bool fp8 : {true, false}) {
-    GroupedWgradSpec s = wgradSpec(fp8, 8, 4096, 7168).resolved();
+  // FP8, BF16, and FP8 with an E5M2 gradient (TE's hybrid format).
+  for (int variant = 0; variant < 3; ++variant) {
+    GroupedWgradSpec s = wgradSpec(variant != 1, 8, 4096, 7168);
+    if (variant == 2)
+      s.fp8Formats = {rt::DType::E5M2, rt::DType::E4M3};
+    s = s.resolved();
     ASSERT_TRUE(cg::checkGroupedWgrad(s).isOk());
     rt::CompileOptions opts = *cg::groupedGemmCompileOptions();
     opts.flags.push_back("--ptxas-options=-v");
@@ -78,6 +82,11 @@ TEST(GroupedWgrad, TheCapacityHoldsEverySplit) {
   EXPECT_NE(cg::checkGroupedWgrad(wgradSpec(true, 4, 255, 128))
                 .message()
                 .find("even"),
+            std::string::npos);
+  GroupedWgradSpec e5m2 = wgradSpec(true, 4, 256, 128);
+  e5m2.fp8Formats = {rt::DType::E5M2, rt::DType::E5M2};
+  EXPECT_NE(cg::checkGroupedWgrad(e5m2).message().find(
+                "no FP8 GEMM multiplies e5m2 by e5m2"),
             std::string::npos);
 }
 
@@ -125,9 +134,9 @@ protected:
     }
 
     rt::DeviceBuffer a =
-        s.fp8() ? upload(e4m3Codes(av)) : upload(bf16Codes(av));
+        s.fp8() ? upload(fp8Codes(av, s.fp8Formats.a)) : upload(bf16Codes(av));
     rt::DeviceBuffer b =
-        s.fp8() ? upload(e4m3Codes(bv)) : upload(bf16Codes(bv));
+        s.fp8() ? upload(fp8Codes(bv, s.fp8Formats.b)) : upload(bf16Codes(bv));
     rt::DeviceBuffer saBuf = upload(sa), sbBuf = upload(sb);
     rt::DeviceBuffer splitBuf = upload(splits);
     rt::Expected<rt::DeviceBuffer> dw =
@@ -214,12 +223,13 @@ protected:
     if (!s.fp8())
       return ref::referenceGemm(ag.data(), false, bg.data(), true, s.n, s.k, m);
     auto operand = [&](const std::vector<float> &v, int64_t rows,
-                       const std::vector<float> &scales) {
+                       const std::vector<float> &scales, rt::DType format) {
       int64_t pad = (rows + 3) / 4 * 4, mb = (m + 127) / 128;
       ref::BlockScaledOperand o;
       o.rows = rows;
       o.k = m;
-      o.codes = e4m3Codes(v);
+      o.format = fp8Format(format);
+      o.codes = fp8Codes(v, format);
       o.scaleStride = rows;
       o.scaleInv.resize(mb * rows);
       for (int64_t b = 0; b < mb; ++b)
@@ -229,7 +239,8 @@ protected:
     };
     std::string error;
     std::vector<float> out = ref::blockScaledGemm(
-        operand(ag, s.n, sa), operand(bg, s.k, sb), nullptr, &error);
+        operand(ag, s.n, sa, s.fp8Formats.a),
+        operand(bg, s.k, sb, s.fp8Formats.b), nullptr, &error);
     EXPECT_EQ(error, "");
     return out;
   }
@@ -242,6 +253,13 @@ TEST_F(GroupedWgradGpu, Fp8RaggedSplitsMatchEachExpertAlone) {
 
 TEST_F(GroupedWgradGpu, Fp8NAndKNotMultiplesOfTheTile) {
   check(wgradSpec(true, 2, 200, 136), 300, {1, 299});
+}
+
+// An E5M2 gradient times E4M3 activations (TE's hybrid format).
+TEST_F(GroupedWgradGpu, Fp8E5m2GradientMatchesEachExpertAlone) {
+  GroupedWgradSpec s = wgradSpec(true, 3, 256, 384);
+  s.fp8Formats = {rt::DType::E5M2, rt::DType::E4M3};
+  check(s, 340, {130, 0, 200});
 }
 
 TEST_F(GroupedWgradGpu, Bf16RaggedSplitsMatchEachExpertAlone) {

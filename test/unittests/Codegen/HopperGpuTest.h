@@ -5,14 +5,16 @@
 //===----------------------------------------------------------------------===//
 //
 // What the GEMM engine's GPU tests share: a fixture that skips without a
-// Hopper GPU and uploads host vectors, and exact E4M3 / bf16 encodings of
-// test values (small multiples of 1/2, so every partial sum is exact).
+// Hopper GPU and uploads host vectors, and exact E4M3 / E5M2 / bf16
+// encodings of test values (small multiples of 1/2 up to 4, exact in each,
+// so every partial sum is exact).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TE_TEST_UNITTESTS_CODEGEN_HOPPERGPUTEST_H
 #define TE_TEST_UNITTESTS_CODEGEN_HOPPERGPUTEST_H
 
+#include "te/formats/Scheme.h"
 #include "te/runtime/Device.h"
 #include "te/runtime/reference/Codecs.h"
 
@@ -48,10 +50,19 @@ protected:
   }
 
   static std::vector<uint8_t> e4m3Codes(const std::vector<float> &v) {
+    return fp8Codes(v, rt::DType::E4M3);
+  }
+  /// E4M3 or E5M2 codes (`format`) of values exact in it.
+  static std::vector<uint8_t> fp8Codes(const std::vector<float> &v,
+                                       rt::DType format) {
     std::vector<uint8_t> c(v.size());
     for (size_t i = 0; i < v.size(); ++i)
-      c[i] = rt::ref::encodeE4M3(v[i]);
+      c[i] = rt::ref::encodeFp8(fp8Format(format), v[i]);
     return c;
+  }
+  static rt::ref::Fp8Format fp8Format(rt::DType format) {
+    return format == rt::DType::E5M2 ? rt::ref::Fp8Format::E5M2
+                                     : rt::ref::Fp8Format::E4M3;
   }
   /// bf16 bit patterns of values exact in bf16.
   static std::vector<uint16_t> bf16Codes(const std::vector<float> &v) {

@@ -64,10 +64,12 @@ inline std::vector<uint8_t> i64Bytes(const std::vector<int64_t> &v) {
 /// y = grouped GEMM of x [m, k] and w [g, n, k] (bf16 arguments), the
 /// operands quantized first when `fp8` (x 1x128, w 128x128, rowwise); with
 /// `dgrad`, y = x [m, n] times each expert's weight read columnwise; with
-/// `bias`, a fourth argument [g, n] is each expert's bias.
+/// `bias`, a fourth argument [g, n] is each expert's bias. `xElement`: the
+/// FP8 format of x's codes (an E5M2 gradient's dgrad), w's are E4M3.
 inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
                                   bool fp8, bool dgrad = false,
-                                  bool bias = false) {
+                                  bool bias = false,
+                                  rt::DType xElement = rt::DType::E4M3) {
   // fprop: x [m, k], y [m, n]; dgrad (w read columnwise): x [m, n], y [m, k].
   cg::Entry e;
   e.name = "moe";
@@ -88,8 +90,8 @@ inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
   }
   if (fp8) {
     for (int i = 0; i < 2; ++i) {
-      rt::Scheme s =
-          rt::Scheme::fp8Block(rt::DType::E4M3, i == 0 ? 1 : 128, 128);
+      rt::Scheme s = rt::Scheme::fp8Block(i == 0 ? xElement : rt::DType::E4M3,
+                                          i == 0 ? 1 : 128, 128);
       rt::Direction d =
           i == 1 && dgrad ? rt::Direction::Columnwise : rt::Direction::Rowwise;
       cg::Value q = e.values[i];
@@ -116,9 +118,11 @@ inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
 
 /// dW [g, n, k] f32 (and with `bias` db [g, n] f32) = the wgrad of dy
 /// [m, n] and x [m, k] (bf16 arguments, then the splits), both quantized
-/// columnwise per expert by block FP8 1x128 e4m3, or read as bf16.
+/// columnwise per expert by block FP8 1x128 (dy's codes `dyElement`, x's
+/// E4M3), or read as bf16.
 inline cg::Program groupedWgradProgram(int64_t m, int64_t n, int64_t k,
-                                       int64_t g, bool fp8, bool bias) {
+                                       int64_t g, bool fp8, bool bias,
+                                       rt::DType dyElement = rt::DType::E4M3) {
   cg::Entry e;
   e.name = "wgrad";
   e.values = {tensor("dy", {m, n}, rt::DType::BF16),
@@ -132,8 +136,10 @@ inline cg::Program groupedWgradProgram(int64_t m, int64_t n, int64_t k,
   w.x = 1;
   w.splits = 2;
   w.output = 3;
-  w.dyScheme = w.xScheme = fp8 ? rt::Scheme::fp8Block(rt::DType::E4M3, 1, 128)
-                               : rt::Scheme::identity(rt::DType::BF16);
+  w.dyScheme = fp8 ? rt::Scheme::fp8Block(dyElement, 1, 128)
+                   : rt::Scheme::identity(rt::DType::BF16);
+  w.xScheme = fp8 ? rt::Scheme::fp8Block(rt::DType::E4M3, 1, 128)
+                  : rt::Scheme::identity(rt::DType::BF16);
   e.results = {3};
   if (bias) {
     e.values.push_back(tensor("db", {g, n}, rt::DType::F32));

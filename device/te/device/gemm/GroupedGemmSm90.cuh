@@ -24,7 +24,8 @@
 // has no transposed copy: the stack itself, [G·N', K'] row-major, is read
 // MN-major (each stage 64 of the expert's rows, 64-column boxes side by
 // side), which the BF16 tensor-core MMA takes as it is.
-// Operands: BF16 x BF16, or FP8 block-scaled (X 1x128 blocks, scales in the
+// Operands: BF16 x BF16, or FP8 block-scaled, each side E4M3 or E5M2 (not
+// both E5M2: an E5M2 gradient's dgrad) (X 1x128 blocks, scales in the
 // GEMM_READY layout [K/128][roundup(M_total,4)]; W 128x128 tiles, scales
 // [G][ceil(N/128)][roundup(K/128,4)]), docs/Numerics.md §7.
 //
@@ -56,9 +57,11 @@ namespace gemm {
 /// one expert) and each loads half of the x tile for both (TMA multicast),
 /// which cuts the tile traffic from L2 by a quarter to a third.
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
-          int Groups_, bool WeightColumnwise = false>
-struct GroupedGemmConfig : Sm90TileShape<Fp8Block, Stages, BlockN> {
-  using Shape = Sm90TileShape<Fp8Block, Stages, BlockN>;
+          int Groups_, bool WeightColumnwise = false, bool XE5M2 = false,
+          bool WE5M2 = false>
+struct GroupedGemmConfig
+    : Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2> {
+  using Shape = Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2>;
   using Shape::kBlockK, Shape::kBlockM, Shape::kBlockN, Shape::kStageA,
       Shape::kStageB, Shape::kStages;
   /// W is a [N, G·K] matrix (a stack's FP8 columnwise storage): expert g's
@@ -146,8 +149,9 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
               const dev::u16 *bias, dev::u16 *y, int mTotal) {
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
-  using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN,
-                                      C::kWeightMnMajor>::type;
+  using Mma =
+      typename detail::MmaFor<C::kFp8Block, C::kBlockN, C::kWeightMnMajor,
+                              C::kAE5M2, C::kBE5M2>::type;
   constexpr int kAccum = C::kAccum;
   const int wgThread = threadIdx.x % 128;
   // This thread's accumulator rows within the warpgroup's 64: r and r + 8.

@@ -17,11 +17,11 @@
 //   columns 128·S_g .. 128·S_g + m_g - 1 with S_g = sum over h < g of
 //   ceil(m_h / 128), zero up to the segment's next multiple of 128;
 //   R >= 128 · sum ceil(m_g / 128) is the buffers' capacity.
-// FP8: E4M3 codes with 1x128 scales along the tokens, A's [R/128][NS] and
-// B's [R/128][KS] (NS, KS: N and K rounded up to 4), each 128-token block's
-// partial sum P promoted as y = fma(P · s_A[n], s_B[k], y), the rule of a
-// 1x128 x 1x128 block-scaled GEMM (docs/Numerics.md §7.3). BF16: plain.
-// Output: dW [G, N, K] fp32; an expert with no tokens gets zeros.
+// FP8: E4M3 or E5M2 codes (not both E5M2) with 1x128 scales along the tokens,
+// A's [R/128][NS] and B's [R/128][KS] (NS, KS: N and K rounded up to 4), each
+// 128-token block's partial sum P promoted as y = fma(P · s_A[n], s_B[k], y),
+// the rule of a 1x128 x 1x128 block-scaled GEMM (docs/Numerics.md §7.3). BF16:
+// plain. Output: dW [G, N, K] fp32; an expert with no tokens gets zeros.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,9 +37,11 @@ namespace gemm {
 /// One instantiation's compile-time shape: dW is [Groups, N, K]. A tile is
 /// 128 rows of dW (n) by 128 columns (k); a stage is one 128-byte swizzle
 /// row of tokens.
-template <bool Fp8Block, int Stages, int N_, int K_, int Groups_>
-struct GroupedWgradConfig : Sm90TileShape<Fp8Block, Stages, 128> {
-  using Shape = Sm90TileShape<Fp8Block, Stages, 128>;
+/// FP8: `AE5M2` / `BE5M2` - dY's / X's codes are E5M2 (else E4M3).
+template <bool Fp8Block, int Stages, int N_, int K_, int Groups_,
+          bool AE5M2 = false, bool BE5M2 = false>
+struct GroupedWgradConfig : Sm90TileShape<Fp8Block, Stages, 128, AE5M2, BE5M2> {
+  using Shape = Sm90TileShape<Fp8Block, Stages, 128, AE5M2, BE5M2>;
   using Shape::kBlockK, Shape::kBlockM, Shape::kBlockN, Shape::kStageA,
       Shape::kStageB, Shape::kStages;
   static constexpr int kStagesPerBlock = 128 / kBlockK;
@@ -77,7 +79,8 @@ wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
           cutlass::arch::ClusterTransactionBarrier *empty, float *dw) {
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
-  using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN>::type;
+  using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN, false,
+                                      C::kAE5M2, C::kBE5M2>::type;
   constexpr int kAccum = C::kAccum;
   const int wgThread = threadIdx.x % 128;
   const int rowInWg = (wgThread / 32) * 16 + lane / 4;

@@ -36,8 +36,13 @@ namespace GMMA = cute::SM90::GMMA;
 /// The tile geometry of the engine's Hopper kernels: 128-row A tiles,
 /// BlockN-row B tiles, one 128-byte swizzle row of K per stage (128 FP8 or
 /// 64 BF16), two math warpgroups of 64 rows each and a producer warpgroup.
-template <bool Fp8, int Stages, int BlockN> struct Sm90TileShape {
+/// FP8: `AE5M2` / `BE5M2` say which operand's codes are E5M2 (else E4M3).
+template <bool Fp8, int Stages, int BlockN, bool AE5M2 = false,
+          bool BE5M2 = false>
+struct Sm90TileShape {
+  static_assert(Fp8 || (!AE5M2 && !BE5M2), "E5M2 operands are FP8");
   static constexpr bool kFp8Block = Fp8;
+  static constexpr bool kAE5M2 = AE5M2, kBE5M2 = BE5M2;
   static constexpr int kBlockM = 128;
   static constexpr int kBlockN = BlockN;
   static constexpr int kElementBytes = Fp8 ? 1 : 2;
@@ -97,12 +102,30 @@ template <class Op, bool BMnMajor> struct Gmma : Op {
   static constexpr bool kBMnMajor = BMnMajor;
 };
 
+/// The FP8 warpgroup MMA of a 64 x 128 tile for the operands' formats (E5M2
+/// where the flag is set, else E4M3): an E5M2 gradient meets E4M3 weights
+/// or activations in the backward of TE's hybrid format.
+template <bool AE5M2, bool BE5M2> struct Fp8Mma64x128;
+template <> struct Fp8Mma64x128<false, false> {
+  using type = SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>;
+};
+template <> struct Fp8Mma64x128<true, false> {
+  using type = SM90::GMMA::MMA_64x128x32_F32E5M2E4M3_SS_TN<>;
+};
+template <> struct Fp8Mma64x128<false, true> {
+  using type = SM90::GMMA::MMA_64x128x32_F32E4M3E5M2_SS_TN<>;
+};
+
 /// The warpgroup MMA of a 64 x BlockN tile: A K-major; B K-major, or (BF16,
 /// `BMnMajor`) MN-major - a [K, N] tile whose rows are N, 64-element atoms
-/// BlockN / 64 times 8 KB apart (a 64-row K slab each).
-template <bool Fp8, int BlockN, bool BMnMajor = false> struct MmaFor;
-template <> struct MmaFor<true, 128> {
-  using type = Gmma<SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>, false>;
+/// BlockN / 64 times 8 KB apart (a 64-row K slab each). FP8: `AE5M2` /
+/// `BE5M2` pick each operand's format.
+template <bool Fp8, int BlockN, bool BMnMajor = false, bool AE5M2 = false,
+          bool BE5M2 = false>
+struct MmaFor;
+template <bool AE5M2, bool BE5M2>
+struct MmaFor<true, 128, false, AE5M2, BE5M2> {
+  using type = Gmma<typename Fp8Mma64x128<AE5M2, BE5M2>::type, false>;
 };
 template <bool BMnMajor> struct MmaFor<false, 128, BMnMajor> {
   using type =

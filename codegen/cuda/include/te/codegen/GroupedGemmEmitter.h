@@ -28,6 +28,20 @@
 
 namespace te::cg {
 
+/// The code formats of a block-FP8 GEMM's two operands: E4M3 or E5M2 each,
+/// never both E5M2 (rt::checkGemmPairing's rule) - an E5M2 gradient meets
+/// E4M3 weights or activations in the backward of TE's hybrid format.
+struct Fp8Operands {
+  rt::DType a = rt::DType::E4M3, b = rt::DType::E4M3;
+  /// "" for E4M3 x E4M3 (the kernel names predate the choice), else e.g.
+  /// "_e5m2xe4m3".
+  std::string nameSuffix() const;
+  /// The kernel configuration's two flags, "AE5M2, BE5M2".
+  std::string templateFlags() const;
+  /// Why the pair has no kernel, or "".
+  std::string error() const;
+};
+
 /// What one grouped GEMM kernel is specialised for.
 struct GroupedGemmSpec {
   enum class Operands {
@@ -35,6 +49,8 @@ struct GroupedGemmSpec {
     Fp8Block ///< E4M3 x with 1x128 scales, E4M3 W with 128x128 scales
   };
   Operands operands = Operands::BF16;
+  /// Block FP8: the formats of x's (a) and w's (b) codes.
+  Fp8Operands fp8Formats;
   int64_t groups = 1; ///< G experts
   int64_t n = 0;      ///< output columns per expert
   int64_t k = 0;      ///< reduction length
@@ -55,7 +71,7 @@ struct GroupedGemmSpec {
   /// The spec with every 0 replaced by the choice made for it.
   GroupedGemmSpec resolved() const;
   /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_s6" ("_wcol"
-  /// after "fp8block" for a columnwise weight).
+  /// after "fp8block" for a columnwise weight, then the formats' suffix).
   std::string kernelName() const;
 };
 
@@ -63,9 +79,10 @@ struct GroupedGemmSpec {
 constexpr unsigned kGroupedGemmThreads = 384;
 
 /// InvalidArgument naming the rule when the (resolved) spec has no kernel:
-/// K a multiple of 128 (FP8) or 64 (BF16), N even (a BF16 columnwise
-/// weight: a multiple of 8, its rows' 16-byte TMA stride), G >= 1, a tile
-/// width and cluster the kernel has, the shared memory within an SM's.
+/// FP8 formats that pair, K a multiple of 128 (FP8) or 64 (BF16), N even (a
+/// BF16 columnwise weight: a multiple of 8, its rows' 16-byte TMA stride), G >=
+/// 1, a tile width and cluster the kernel has, the shared memory within an
+/// SM's.
 rt::Status checkGroupedGemm(const GroupedGemmSpec &s);
 
 /// Dynamic shared memory the kernel needs (stages, scales, barriers,
@@ -77,7 +94,7 @@ unsigned groupedGemmSharedBytes(const GroupedGemmSpec &s);
 std::string emitGroupedGemm(const GroupedGemmSpec &s);
 rt::Expected<rt::CompileOptions> groupedGemmCompileOptions();
 
-/// The device buffers of one call. fp8: x and w are E4M3 codes, sx the
+/// The device buffers of one call. fp8: x and w are FP8 codes, sx the
 /// 1x128 scales [ceil(K/128)][roundup(mTotal,4)] f32, sw the 128x128
 /// scales [G][ceil(N/128)][roundup(ceil(K/128),4)] f32 (columnwise weight:
 /// w [N, G·K], sw as GroupedGemmSpec::weightColumnwise says); bf16: sx, sw

@@ -22,9 +22,10 @@ namespace te::cg {
 
 /// What one wgrad kernel is specialised for: dW [groups, n, k].
 struct GroupedWgradSpec {
-  /// BF16 operands, or FP8 block 1x128 x 1x128 (E4M3 codes, scales along
-  /// the tokens).
+  /// BF16 operands, or FP8 block 1x128 x 1x128 (scales along the tokens).
   GroupedGemmSpec::Operands operands = GroupedGemmSpec::Operands::BF16;
+  /// Block FP8: the formats of dY's (a) and X's (b) codes.
+  Fp8Operands fp8Formats;
   int64_t groups = 1;
   int64_t n = 0; ///< rows of each expert's dW (the layer's output features)
   int64_t k = 0; ///< columns of each expert's dW (its input features)
@@ -33,12 +34,13 @@ struct GroupedWgradSpec {
 
   bool fp8() const { return operands == GroupedGemmSpec::Operands::Fp8Block; }
   GroupedWgradSpec resolved() const;
-  /// e.g. "te_grouped_wgrad_fp8block_g8_n4096_k7168_s6".
+  /// e.g. "te_grouped_wgrad_fp8block_g8_n4096_k7168_s6" (the formats'
+  /// suffix after "fp8block").
   std::string kernelName() const;
 };
 
-/// InvalidArgument naming the rule when the spec has no kernel: G >= 1,
-/// N and K even, the ring within an SM's shared memory.
+/// InvalidArgument naming the rule when the spec has no kernel: FP8 formats
+/// that pair, G >= 1, N and K even, the ring within an SM's shared memory.
 rt::Status checkGroupedWgrad(const GroupedWgradSpec &s);
 unsigned groupedWgradSharedBytes(const GroupedWgradSpec &s);
 /// The kernel's source (entry point s.kernelName()); compile it with
@@ -49,8 +51,8 @@ std::string emitGroupedWgrad(const GroupedWgradSpec &s);
 /// token columns (a multiple of 128, at least 128 · sum ceil(m_g / 128)):
 /// A = dY^T [n, capacity] and B = X^T [k, capacity], expert g's tokens at
 /// columns 128 · S_g .., S_g = sum over h < g of ceil(m_h / 128), zero to
-/// the next multiple of 128. FP8: E4M3 codes; scales [capacity/128][roundup
-/// (n, 4)] and [capacity/128][roundup(k, 4)] f32.
+/// the next multiple of 128. FP8: codes (Fp8Operands); scales
+/// [capacity/128][roundup (n, 4)] and [capacity/128][roundup(k, 4)] f32.
 struct GroupedWgradBuffers {
   uint64_t a = 0, b = 0;
   uint64_t sa = 0, sb = 0; ///< FP8 only
