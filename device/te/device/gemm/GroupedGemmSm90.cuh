@@ -137,11 +137,14 @@ __device__ __forceinline__ Tile locate(int t, int rank, const int *tileEnd,
 
 } // namespace detail
 
-/// The math warpgroups: rows [64·warpgroup, +64) of each tile.
-template <class C>
+/// Math warpgroup `WG`: rows [64·WG, +64) of each tile. A template
+/// parameter, so that every shared-memory descriptor the MMAs take is
+/// uniform across the warpgroup as the compiler sees it (computed once,
+/// in uniform registers, not rebuilt per MMA).
+template <class C, int WG>
 __device__ __forceinline__ void
-mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
-              int numItems, const int *tileEnd, const int *rowEnd,
+mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
+              const int *tileEnd, const int *rowEnd,
               const unsigned char *stageA, const unsigned char *stageB,
               const unsigned char *stageSX,
               cutlass::arch::ClusterTransactionBarrier *full,
@@ -157,6 +160,14 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
   // This thread's accumulator rows within the warpgroup's 64: r and r + 8.
   const int rowInWg = (wgThread / 32) * 16 + lane / 4;
   const int colInTile = (lane % 4) * 2;
+  // The MMA operands of stage 0: the warpgroup's 64 rows of the x tile, the
+  // W tile (K-major, or MN-major atoms kMnAtomBytes apart).
+  const uint64_t descA0 =
+      detail::kMajorSw128Desc(cast_smem_ptr_to_uint(stageA) + WG * 64 * 128);
+  const uint32_t bAddr = cast_smem_ptr_to_uint(stageB);
+  const uint64_t descB0 =
+      C::kWeightMnMajor ? detail::mnMajorSw128Desc(bAddr, detail::kMnAtomBytes)
+                        : detail::kMajorSw128Desc(bAddr);
   // Hands a stage back to every producer that writes into it.
   auto release = [&](int stage) {
     if (wgThread == 0) {
@@ -197,24 +208,28 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
 #pragma unroll
     for (int i = 0; i < kAccum; ++i)
       total[i] = 0.f;
+    // The weight scale of the next K block is loaded one block ahead: its
+    // latency (an L2 read) then hides under a block's MMAs.
+    float swNext = C::kFp8Block ? __ldg(swTile) : 0.f;
     for (int kb = 0; kb < C::kKBlocks; ++kb) {
       full[stage].wait(phase);
       float sxLo = 0.f, sxHi = 0.f, swKb = 0.f;
       if (C::kFp8Block) {
-        swKb = __ldg(swTile + kb);
+        swKb = swNext;
+        if (kb + 1 < C::kKBlocks)
+          swNext = __ldg(swTile + kb + 1);
         const float *sx =
             reinterpret_cast<const float *>(stageSX + stage * C::kStageSA) +
-            (tile.row0 & 3) + warpgroup * 64;
+            (tile.row0 & 3) + WG * 64;
         sxLo = sx[rowInWg];
         sxHi = sx[rowInWg + 8];
       }
-      const unsigned char *a =
-          stageA + stage * C::kStageA + warpgroup * 64 * 128;
-      const unsigned char *b = stageB + stage * C::kStageB;
       // FP8: the scales are in registers already; accumulator i holds row
       // r (i & 2 == 0) or r + 8 of its column.
       detail::mathSlab<C::kFp8Block, Mma>(
-          a, b, acc, total, kb == 0, stage, C::kStages, [] {}, release,
+          detail::descPlus(descA0, stage * C::kStageA),
+          detail::descPlus(descB0, stage * C::kStageB), acc, total, kb == 0,
+          stage, C::kStages, [] {}, release,
           [&] {
             const float lo = sxLo * swKb, hi = sxHi * swKb;
 #pragma unroll
@@ -229,7 +244,7 @@ mathWarpgroup(int warpgroup, int lane, int rank, int cluster, int clusters,
     detail::finishSlabs<C::kFp8Block>(total, stage, C::kStages, true, release);
     // Epilogue: + the expert's bias (fp32), bf16 (round to nearest even),
     // rows of this expert only.
-    const int r0 = tile.row0 + warpgroup * 64 + rowInWg;
+    const int r0 = tile.row0 + WG * 64 + rowInWg;
 #pragma unroll
     for (int j = 0; j < C::kBlockN / 8; ++j) {
       int col = tile.col0 + j * 8 + colInTile;
@@ -275,8 +290,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   extern __shared__ __align__(1024) unsigned char sharedRaw[];
   // The swizzled stages need 1024-byte alignment of their start (the same
   // offset in every CTA, as multicast writes need).
-  unsigned char *shared = reinterpret_cast<unsigned char *>(
-      (reinterpret_cast<uintptr_t>(sharedRaw) + 1023) & ~uintptr_t(1023));
+  unsigned char *shared = detail::alignedShared(sharedRaw);
   unsigned char *stageA = shared;
   unsigned char *stageB = stageA + C::kStages * C::kStageA;
   unsigned char *stageSX = stageB + C::kStages * C::kStageB;
@@ -375,10 +389,14 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
         }
       }
     }
+  } else if (warpgroup == 0) {
+    mathWarpgroup<C, 0>(lane, rank, cluster, clusters, numItems, tileEnd,
+                        rowEnd, stageA, stageB, stageSX, full, empty, sw, bias,
+                        y, mTotal);
   } else {
-    mathWarpgroup<C>(warpgroup, lane, rank, cluster, clusters, numItems,
-                     tileEnd, rowEnd, stageA, stageB, stageSX, full, empty, sw,
-                     bias, y, mTotal);
+    mathWarpgroup<C, 1>(lane, rank, cluster, clusters, numItems, tileEnd,
+                        rowEnd, stageA, stageB, stageSX, full, empty, sw, bias,
+                        y, mTotal);
   }
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C::kCluster > 1)

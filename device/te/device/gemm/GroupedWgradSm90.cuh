@@ -69,10 +69,12 @@ template <class C> __device__ __forceinline__ WgradItem wgradItem(int t) {
           t % C::kNTiles * C::kBlockN};
 }
 
-/// The math warpgroups: rows [64·warpgroup, +64) of each dW tile.
-template <class C>
+/// Math warpgroup `WG`: rows [64·WG, +64) of each dW tile. (A template
+/// parameter `WG`: the MMA descriptors are then uniform as the compiler sees
+/// them, as in GroupedGemmSm90.cuh.)
+template <class C, int WG>
 __device__ __forceinline__ void
-wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
+wgradMath(int lane, const int *segStart, const int *segBlocks,
           const unsigned char *stageA, const unsigned char *stageB,
           const float *stageScales,
           cutlass::arch::ClusterTransactionBarrier *full,
@@ -85,6 +87,10 @@ wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
   const int wgThread = threadIdx.x % 128;
   const int rowInWg = (wgThread / 32) * 16 + lane / 4;
   const int colInTile = (lane % 4) * 2;
+  const uint64_t descA0 =
+      detail::kMajorSw128Desc(cast_smem_ptr_to_uint(stageA) + WG * 64 * 128);
+  const uint64_t descB0 =
+      detail::kMajorSw128Desc(cast_smem_ptr_to_uint(stageB));
   constexpr int kItems = C::kGroups * C::kMTiles * C::kNTiles;
   auto release = [&](int stage) {
     if (wgThread == 0)
@@ -105,16 +111,15 @@ wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
       total[i] = 0.f;
     for (int kb = 0; kb < stages; ++kb) {
       full[stage].wait(phase);
-      const unsigned char *a =
-          stageA + stage * C::kStageA + warpgroup * 64 * 128;
-      const unsigned char *b = stageB + stage * C::kStageB;
       // FP8: the block's scales, A's for this thread's two rows and B's for
       // its columns, go into registers before the stage goes back.
-      const float *sa = stageScales + stage * 256 + warpgroup * 64;
+      const float *sa = stageScales + stage * 256 + WG * 64;
       const float *sb = stageScales + stage * 256 + 128;
       float lo = 0.f, hi = 0.f, colScale[kAccum / 2];
       detail::mathSlab<C::kFp8Block, Mma>(
-          a, b, acc, total, kb == 0, stage, C::kStages,
+          detail::descPlus(descA0, stage * C::kStageA),
+          detail::descPlus(descB0, stage * C::kStageB), acc, total, kb == 0,
+          stage, C::kStages,
           [&] {
             lo = sa[rowInWg], hi = sa[rowInWg + 8];
 #pragma unroll
@@ -141,7 +146,7 @@ wgradMath(int warpgroup, int lane, const int *segStart, const int *segBlocks,
                                       release);
     // Epilogue: fp32 pairs into dW[expert].
     float *out = dw + (long long)expert * C::kN * C::kK;
-    const int r0 = row0 + warpgroup * 64 + rowInWg;
+    const int r0 = row0 + WG * 64 + rowInWg;
 #pragma unroll
     for (int j = 0; j < C::kBlockN / 8; ++j) {
       int col = col0 + j * 8 + colInTile;
@@ -172,8 +177,7 @@ groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   extern __shared__ __align__(1024) unsigned char sharedRaw[];
-  unsigned char *shared = reinterpret_cast<unsigned char *>(
-      (reinterpret_cast<uintptr_t>(sharedRaw) + 1023) & ~uintptr_t(1023));
+  unsigned char *shared = detail::alignedShared(sharedRaw);
   unsigned char *stageA = shared;
   unsigned char *stageB = stageA + C::kStages * C::kStageA;
   float *stageScales =
@@ -246,8 +250,12 @@ groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
       }
     }
   } else {
-    wgradMath<C>(warpgroup, lane, segStart, segBlocks, stageA, stageB,
-                 stageScales, full, empty, dw);
+    if (warpgroup == 0)
+      wgradMath<C, 0>(lane, segStart, segBlocks, stageA, stageB, stageScales,
+                      full, empty, dw);
+    else
+      wgradMath<C, 1>(lane, segStart, segBlocks, stageA, stageB, stageScales,
+                      full, empty, dw);
   }
 }
 

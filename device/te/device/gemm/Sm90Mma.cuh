@@ -60,34 +60,62 @@ namespace detail {
 
 using namespace cute;
 
-/// The shared-memory descriptor of a K-major operand tile whose rows are
-/// 128 bytes, 128-byte swizzled, 8-row groups 1024 bytes apart.
-__device__ __forceinline__ uint64_t kMajorSw128Desc(const void *smem) {
-  GmmaDescriptor d;
-  d.bitfield.start_address_ =
-      static_cast<uint16_t>(cast_smem_ptr_to_uint(smem) >> 4);
-  d.bitfield.leading_byte_offset_ = 1; // unused by swizzled K-major layouts
-  d.bitfield.stride_byte_offset_ = 1024 >> 4;
-  d.bitfield.base_offset_ = 0;
-  d.bitfield.layout_type_ = static_cast<uint8_t>(GMMA::LayoutType::B128);
-  return d.desc_;
+/// The kernel's shared memory from the dynamic array `raw`, its start
+/// rounded up to 1024 bytes (the 128-byte swizzle's alignment). Offsetting
+/// the array itself (no integer round trip) keeps the compiler aware that
+/// every pointer derived from it is shared memory: 32-bit shared loads and
+/// addresses instead of generic ones.
+__device__ __forceinline__ unsigned char *alignedShared(unsigned char *raw) {
+  const uint32_t addr = cast_smem_ptr_to_uint(raw);
+  return raw + ((1024u - (addr & 1023u)) & 1023u);
 }
 
-/// The shared-memory descriptor of an MN-major operand tile (BF16 B read
-/// along N: its rows are K) in 128-byte swizzle atoms of 64 MN elements x
-/// 8 K rows (1024 bytes, one TMA box row each): 8-row K groups 1024 bytes
-/// apart, the next 64 MN elements `mnAtomBytes` further (CuTe's canonical
-/// ((8,n),(8,k)):((1,LBO),(8,SBO)) in 16-byte units).
-__device__ __forceinline__ uint64_t mnMajorSw128Desc(const void *smem,
-                                                     int mnAtomBytes) {
+/// A warpgroup-MMA shared-memory descriptor from its two 32-bit words.
+__device__ __forceinline__ uint64_t gmmaDesc(uint32_t lo, uint32_t hi) {
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+/// The descriptor of a tile at shared address `smem` (1024-aligned swizzle
+/// atoms): the start address (16-byte units, 14 bits) and the leading byte
+/// offset `lbo` in the low word; 1024 bytes between 8-row groups and the
+/// 128-byte swizzle in the high word (GmmaDescriptor's fields). The start
+/// address is the CTA's own: a shared address of a CTA in a cluster carries
+/// its rank above bit 18, which must not reach the offset field.
+__device__ __forceinline__ uint64_t sw128Desc(uint32_t smem, uint32_t lbo) {
   GmmaDescriptor d;
-  d.bitfield.start_address_ =
-      static_cast<uint16_t>(cast_smem_ptr_to_uint(smem) >> 4);
-  d.bitfield.leading_byte_offset_ = static_cast<uint16_t>(mnAtomBytes >> 4);
+  d.bitfield.start_address_ = 0;
+  d.bitfield.leading_byte_offset_ = 0;
   d.bitfield.stride_byte_offset_ = 1024 >> 4;
   d.bitfield.base_offset_ = 0;
   d.bitfield.layout_type_ = static_cast<uint8_t>(GMMA::LayoutType::B128);
-  return d.desc_;
+  return gmmaDesc(((smem >> 4) & 0x3FFFu) | ((lbo >> 4) << 16),
+                  static_cast<uint32_t>(d.desc_ >> 32));
+}
+
+/// A K-major operand tile whose rows are 128 bytes, 128-byte swizzled,
+/// 8-row groups 1024 bytes apart (the leading byte offset is unused: 1).
+__device__ __forceinline__ uint64_t kMajorSw128Desc(uint32_t smem) {
+  return sw128Desc(smem, 16);
+}
+
+/// An MN-major operand tile (BF16 B read along N: its rows are K) in
+/// 128-byte swizzle atoms of 64 MN elements x 8 K rows (1024 bytes, one TMA
+/// box row each): 8-row K groups 1024 bytes apart, the next 64 MN elements
+/// `mnAtomBytes` further (CuTe's canonical ((8,n),(8,k)):((1,LBO),(8,SBO))
+/// in 16-byte units).
+__device__ __forceinline__ uint64_t mnMajorSw128Desc(uint32_t smem,
+                                                     uint32_t mnAtomBytes) {
+  return sw128Desc(smem, mnAtomBytes);
+}
+
+/// `d` for the tile `bytes` further on (a multiple of 16). The start
+/// address field is the low 14 bits, which an SM's shared memory (< 256
+/// KB) never overflows, so a 32-bit add of the low word suffices: the loop
+/// computes no descriptor field by field (measured: that bit work was a
+/// third of the FP8 kernel's instructions).
+__device__ __forceinline__ uint64_t descPlus(uint64_t d, uint32_t bytes) {
+  return gmmaDesc(static_cast<uint32_t>(d) + (bytes >> 4),
+                  static_cast<uint32_t>(d >> 32));
 }
 
 template <class Mma, int N, size_t... I>
@@ -145,12 +173,11 @@ template <bool BMnMajor> struct MmaFor<false, 256, BMnMajor> {
 constexpr int kMnAtomBytes = 64 * 128;
 
 /// The warpgroup MMAs of one 128-byte K slab (four 32-byte steps) of the
-/// tiles at `a` (the warpgroup's 64 rows) and `b` into `d`, zeroing it
-/// first when `zeroFirst`, committed as one batch. A K step is 32 bytes
-/// along a K-major row, or 16 rows (2 KB) of an MN-major B.
+/// tiles described by `a` (the warpgroup's 64 rows) and `b` into `d`,
+/// zeroing it first when `zeroFirst`, committed as one batch. A K step is
+/// 32 bytes along a K-major row, or 16 rows (2 KB) of an MN-major B.
 template <class Mma, int N>
-__device__ __forceinline__ void mmaSlab(const unsigned char *a,
-                                        const unsigned char *b, float (&d)[N],
+__device__ __forceinline__ void mmaSlab(uint64_t a, uint64_t b, float (&d)[N],
                                         bool zeroFirst) {
 #pragma unroll
   for (int i = 0; i < N; ++i)
@@ -158,10 +185,8 @@ __device__ __forceinline__ void mmaSlab(const unsigned char *a,
   warpgroup_arrive();
 #pragma unroll
   for (int k = 0; k < 4; ++k)
-    gmma<Mma>(kMajorSw128Desc(a + 32 * k),
-              Mma::kBMnMajor ? mnMajorSw128Desc(b + 16 * 128 * k, kMnAtomBytes)
-                             : kMajorSw128Desc(b + 32 * k),
-              d,
+    gmma<Mma>(descPlus(a, 32 * k),
+              descPlus(b, Mma::kBMnMajor ? 16 * 128 * k : 32 * k), d,
               zeroFirst && k == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One,
               make_index_sequence<N>{});
   warpgroup_commit_batch();
@@ -179,9 +204,9 @@ __device__ __forceinline__ void mmaSlab(const unsigned char *a,
 template <bool Fp8, class Mma, int N, class TakeScales, class Release,
           class Promote>
 __device__ __forceinline__ void
-mathSlab(const unsigned char *a, const unsigned char *b, float (&acc)[N],
-         float (&total)[N], bool first, int stage, int stages,
-         TakeScales takeScales, Release release, Promote promote) {
+mathSlab(uint64_t a, uint64_t b, float (&acc)[N], float (&total)[N], bool first,
+         int stage, int stages, TakeScales takeScales, Release release,
+         Promote promote) {
   if (Fp8) {
     mmaSlab<Mma>(a, b, acc, true);
     warpgroup_wait<0>();
