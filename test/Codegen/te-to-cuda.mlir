@@ -7,7 +7,7 @@
 // CHECK-LABEL: // ===== entry @hybrid_grad kernel te_fused_quantize_0 (sm_90a)
 // CHECK: // launch te_fused_quantize_0_amax grid
 // CHECK: // launch te_fused_quantize_0 grid 2 block 256
-// CHECK: // launch te_fused_quantize_0_dbias grid 1 block 256
+// CHECK: // launch te_fused_quantize_0_dbias grid 2 block 64
 // CHECK: #include "te/device/QuantizeKernel.cuh"
 // CHECK: extern "C" __global__ void __launch_bounds__(256, 5)
 // CHECK-NEXT: te_fused_quantize_0(const void *x, long long m, long long k,

@@ -169,11 +169,12 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
         reduceOverRanks(
             out.values[s.value].dir[s.dir == Direction::Rowwise ? 0 : 1].amax);
   if (q.biasGrad >= 0)
-    w.launch(
-        src.biasEntry,
-        rt::Dim3{unsigned(rt::ceilDiv(k, int64_t(kQuantizeThreads))), 1, 1},
-        {ArgDesc::ptr(partial), ArgDesc::i64(chunks), ArgDesc::i64(k),
-         ArgDesc::ptr(out.values[q.biasGrad].tensor)});
+    w.launch(src.biasEntry,
+             rt::Dim3{unsigned(rt::ceilDiv(k, int64_t(kBiasFinalizeThreads))),
+                      1, 1},
+             {ArgDesc::ptr(partial), ArgDesc::i64(chunks), ArgDesc::i64(k),
+              ArgDesc::ptr(out.values[q.biasGrad].tensor)})
+        .block = rt::Dim3{kBiasFinalizeThreads, 1, 1};
   return std::move(w.kp);
 }
 

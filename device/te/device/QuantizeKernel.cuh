@@ -356,14 +356,33 @@ __device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
 }
 
 /// Bias gradient: out[c] = sum over chunks of partial[chunk][c], in chunk
-/// order from +0 (the reference's total).
+/// order from +0 (the reference's total). One thread per column (the order
+/// leaves no other parallelism); the adds are a chain but the loads are
+/// not, so each batch of kBiasBatch partials is loaded before it is added:
+/// a column's reads wait for memory once a batch instead of once a chunk.
+/// Measured on the H100 for 64 chunks of 8192 columns: 10.3 us with one
+/// load in flight per thread, 5.0 us batched. (Finishing in the tile
+/// kernel instead - the last tile of each column strip, found by an atomic
+/// ticket after a __threadfence, adds the strip's partials - measured
+/// slower: 64.1 against 56.8 us for the whole bias gradient.)
+constexpr int kBiasBatch = 32;
 __device__ __forceinline__ void
 biasGradFinalize(const float *partial, i64 chunks, i64 k, float *out) {
   i64 c = i64(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= k)
     return;
   float sum = 0.0f;
-  for (i64 i = 0; i < chunks; ++i)
+  i64 i = 0;
+  for (; i + kBiasBatch <= chunks; i += kBiasBatch) {
+    float v[kBiasBatch];
+    TE_UNROLL
+    for (int j = 0; j < kBiasBatch; ++j)
+      v[j] = __ldg(partial + (i + j) * k + c);
+    TE_UNROLL
+    for (int j = 0; j < kBiasBatch; ++j)
+      sum = sum + v[j];
+  }
+  for (; i < chunks; ++i)
     sum = sum + partial[i * k + c];
   out[c] = sum;
 }

@@ -64,7 +64,9 @@ TE_HD constexpr unsigned quantizeDynamicSmem(SourceType src) {
 
 TE_HD constexpr bool isF16(SourceType s) { return s == SourceType::F16; }
 
-struct TileSmem {
+/// 16-byte aligned: the loads write whole 16-byte chunks, and the kernel may
+/// hold other shared variables that would otherwise come first.
+struct alignas(16) TileSmem {
   TilePlane x; ///< swizzled: use at(); the high halves of an f32 tile
   float rowAmax[kTileRows][kRowSegments];
   float colAmax[kColSegments][kTileCols];

@@ -267,6 +267,31 @@ TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
   EXPECT_GT(tested, 0);
 }
 
+// The bias gradient's finishing launch sums a column's 128-row partials in
+// batches of 32 loads: tall inputs take the batched loop (41 and 67
+// chunks: a batch and a remainder, two batches and a remainder), bit for
+// bit against the reference's chunk-ordered sum, alone and with a quantize.
+TEST(QuantizeCodegenDbias, ManyChunksSumInChunkOrderOnGpu) {
+  test::GpuStream gpu = test::GpuStream::open();
+  if (!gpu.stream)
+    GTEST_SKIP() << gpu.why;
+  static rt::KernelCache cache("");
+  for (int64_t m : {int64_t(128 * 40 + 5), int64_t(128 * 67)}) {
+    const int64_t k = 130;
+    std::vector<uint8_t> x = makeInput(m * k, Data::Random, uint64_t(m));
+    for (const Case &c :
+         {Case{"dbias_only", std::nullopt, std::nullopt, true},
+          Case{"block_both_dbias", Scheme::fp8Block(DType::E4M3, 1, 128, true),
+               Scheme::fp8Block(DType::E4M3, 1, 128, true), true}}) {
+      cg::Program p = programFor(c, m, k, DType::BF16);
+      EXPECT_EQ(test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache)
+                    .difference,
+                "")
+          << c.name << " M " << m;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllSchemes, QuantizeCodegen,
                          ::testing::ValuesIn(allCases()),
                          [](const ::testing::TestParamInfo<Case> &i) {

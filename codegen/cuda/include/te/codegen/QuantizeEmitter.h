@@ -28,6 +28,9 @@ namespace te::cg {
 constexpr unsigned kQuantizeTileRows = 128;
 constexpr unsigned kQuantizeTileCols = 128;
 constexpr unsigned kQuantizeThreads = 256;
+/// Threads per CTA of the bias gradient's finishing launch (one column a
+/// thread): small CTAs spread its few thousand threads over every SM.
+constexpr unsigned kBiasFinalizeThreads = 64;
 /// CTAs per SM the tile kernel is register-limited to: its 41 KB of shared
 /// memory allow five on sm_90, which caps it at 48 registers (no spills in
 /// any stage combination we generate); occupancy is what hides the latency
