@@ -30,15 +30,11 @@ namespace rt = ::te::rt;
 
 static constexpr StringLiteral kTargetAttrName = "te.target";
 
-static bool isFp8(rt::DType t) {
-  return t == rt::DType::E4M3 || t == rt::DType::E5M2;
-}
-
 /// The first FP8 scheme among the stored directions of `type`, if any.
 static SchemeAttrInterface fp8SchemeOf(QTensorType type) {
   for (Direction d : {Direction::rowwise, Direction::columnwise})
     if (type.hasDirection(d) &&
-        isFp8(type.getScheme().getRuntimeScheme(d).element))
+        rt::isFp8(type.getScheme().getRuntimeScheme(d).element))
       return type.getScheme().getDirectionScheme(d);
   return {};
 }

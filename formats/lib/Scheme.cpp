@@ -154,7 +154,7 @@ DType Scheme::scaleType() const {
   return DType::F32;
 }
 
-static bool isFp8(DType t) { return t == DType::E4M3 || t == DType::E5M2; }
+bool isFp8(DType t) { return t == DType::E4M3 || t == DType::E5M2; }
 
 /// The shortest %g text of `v` (diagnostics).
 static std::string formatDouble(double v) {

@@ -67,8 +67,6 @@ Status ltCheck(const LtApi &api, cublasStatus_t s, const char *what) {
                                            api.cublasLtGetStatusString(s));
 }
 
-bool isFp8(DType t) { return t == DType::E4M3 || t == DType::E5M2; }
-
 Expected<cudaDataType_t> cudaType(DType t) {
   switch (t) {
   case DType::F32:

@@ -30,10 +30,6 @@ int64_t fixedBytes(const GroupedGemmSpec &s) {
 }
 } // namespace
 
-static bool isFp8(rt::DType t) {
-  return t == rt::DType::E4M3 || t == rt::DType::E5M2;
-}
-
 std::string Fp8Operands::nameSuffix() const {
   if (a == rt::DType::E4M3 && b == rt::DType::E4M3)
     return "";
@@ -46,7 +42,7 @@ std::string Fp8Operands::templateFlags() const {
 }
 
 std::string Fp8Operands::error() const {
-  if (!isFp8(a) || !isFp8(b))
+  if (!rt::isFp8(a) || !rt::isFp8(b))
     return std::string("FP8 operands are e4m3 or e5m2, got ") +
            rt::dtypeName(a) + " and " + rt::dtypeName(b);
   if (a == rt::DType::E5M2 && b == rt::DType::E5M2)

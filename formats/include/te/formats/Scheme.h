@@ -36,6 +36,8 @@ enum class DType : uint8_t {
 /// Size in bytes of one stored element of `t` (E2M1x2 holds two codes).
 int64_t dtypeSize(DType t);
 const char *dtypeName(DType t);
+/// E4M3 or E5M2: the element types FP8 tensor cores and FP8 schemes take.
+bool isFp8(DType t);
 
 /// The axis along which scaling blocks run and a GEMM contracts.
 enum class Direction : uint8_t {
