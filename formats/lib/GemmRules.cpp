@@ -42,7 +42,7 @@ GemmPairing checkGemmPairing(const GemmOperand &a, const GemmOperand &b) {
       sb.tileRows == 128)
     return {GemmPairingError::BlockTiles128x128, -1};
   bool fp8Scaled = sa.isPerTensor() || sa.kind == SchemeKind::Fp8Block;
-  if (fp8Scaled && sa.element == DType::E5M2 && sb.element == DType::E5M2)
+  if (fp8Scaled && !fp8ElementsPair(sa.element, sb.element))
     return {GemmPairingError::E5m2ByE5m2, -1};
   if (readsHadamard(a) != readsHadamard(b))
     return {GemmPairingError::HadamardOneSided, readsHadamard(a) ? 0 : 1};

@@ -156,6 +156,10 @@ DType Scheme::scaleType() const {
 
 bool isFp8(DType t) { return t == DType::E4M3 || t == DType::E5M2; }
 
+bool fp8ElementsPair(DType a, DType b) {
+  return !(a == DType::E5M2 && b == DType::E5M2);
+}
+
 /// The shortest %g text of `v` (diagnostics).
 static std::string formatDouble(double v) {
   char text[32];

@@ -45,7 +45,7 @@ std::string Fp8Operands::error() const {
   if (!rt::isFp8(a) || !rt::isFp8(b))
     return std::string("FP8 operands are e4m3 or e5m2, got ") +
            rt::dtypeName(a) + " and " + rt::dtypeName(b);
-  if (a == rt::DType::E5M2 && b == rt::DType::E5M2)
+  if (!rt::fp8ElementsPair(a, b))
     return "no FP8 GEMM multiplies e5m2 by e5m2";
   return "";
 }

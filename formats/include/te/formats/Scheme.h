@@ -38,6 +38,10 @@ int64_t dtypeSize(DType t);
 const char *dtypeName(DType t);
 /// E4M3 or E5M2: the element types FP8 tensor cores and FP8 schemes take.
 bool isFp8(DType t);
+/// Whether FP8 codes of `a` and `b` (E4M3 or E5M2 each) meet in a scaled
+/// FP8 GEMM: any pair but E5M2 x E5M2 (the rule checkGemmPairing applies
+/// and the GEMM engine's kernel specs check).
+bool fp8ElementsPair(DType a, DType b);
 
 /// The axis along which scaling blocks run and a GEMM contracts.
 enum class Direction : uint8_t {
