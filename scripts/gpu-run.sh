@@ -113,7 +113,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == recipes ]]; then
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == python ]]; then
   [[ -f "$PYBUILD/python/tejit/__init__.py" ]] && {
-    run "python_overhead.py" env PYTHONPATH="$PYBUILD/python" python3 bench/python_overhead.py "$PACK/bin/te-api-overhead" 20000
+    run "python_overhead.py" env PYTHONPATH="$PYBUILD/python" python3 bench/python_overhead.py "$PACK/bin/te-api-overhead" 2000 15
     run "linear_vs_torch.py" env PYTHONPATH="$PYBUILD/python" python3 bench/linear_vs_torch.py 8192 20
   }
 fi

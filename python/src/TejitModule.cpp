@@ -26,6 +26,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -295,7 +296,31 @@ NB_MODULE(_tejit, m) {
           },
           "Enqueues the function on CUDA stream `stream` (a CUstream handle, "
           "e.g. torch.cuda.current_stream().cuda_stream) with the given "
-          "device buffers (pointers and byte sizes, one per slot).");
+          "device buffers (pointers and byte sizes, one per slot).")
+      .def(
+          "time_runs",
+          [](api::Executable &e, const std::vector<uint64_t> &argPtrs,
+             const std::vector<uint64_t> &argBytes,
+             const std::vector<uint64_t> &resultPtrs,
+             const std::vector<uint64_t> &resultBytes, uint64_t stream,
+             int calls) {
+            std::vector<api::DeviceSpan> args = spans(argPtrs, argBytes);
+            std::vector<api::DeviceSpan> results =
+                spans(resultPtrs, resultBytes);
+            rt::Stream s = rt::Stream::borrow(reinterpret_cast<void *>(stream));
+            check(gpu().device.makeCurrent());
+            nb::gil_scoped_release release;
+            auto t0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < calls; ++i)
+              check(e.run(args, results, s));
+            return std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - t0)
+                .count();
+          },
+          "Host seconds of `calls` back-to-back runs through the C++ API "
+          "alone (as te-api-overhead times them), in this process and on "
+          "`stream`: the baseline bench/python_overhead.py compares Python "
+          "calls against.");
 
   nb::class_<GpuSession>(m, "Session")
       .def_static("create",

@@ -443,7 +443,8 @@ class _Entry:
         for i, info in enumerate(d["results"]):
             if not info["quantized"]:
                 shapes[(i, "data")] = tuple(info["shape"])
-        self._result_alloc = [(shapes.get((s[1], s[2])) or (s[4], s[5]), _torch_dtype(s[3]))
+        self._result_alloc = [(shapes[(s[1], s[2])] if shapes.get((s[1], s[2])) is not None
+                               else (s[4], s[5]), _torch_dtype(s[3]))
                               for s in self._result_slots]
         self._result_bytes = [s[6] for s in self._result_slots]
         # How the results are put together from the slots: a tensor is one
@@ -460,6 +461,7 @@ class _Entry:
         # Only tensors, one slot each, in order: the buffers are the results.
         self._plain = all(not q and where == n for n, (q, where, _, _) in enumerate(self._assembly)) \
             and len(self._assembly) == len(self._result_slots)
+        self._call_cuda = self._make_cuda_call()
 
     def __call__(self, *args):
         if self._cuda:
@@ -481,7 +483,7 @@ class _Entry:
         update in place (an optimizer step)."""
         if self.session.device != "cuda":
             raise Error("call_into runs on the CUDA backend")
-        ptrs, sizes = self._argument_pointers(args)
+        ptrs, sizes = self._argument_pointers(args), self._arg_bytes
         if len(outs) != len(self._result_slots):
             raise Error(f"{self.name} writes {len(self._result_slots)} buffers, got {len(outs)}")
         rptrs = []
@@ -501,36 +503,75 @@ class _Entry:
     # CUDA: the kernels read the torch tensors' memory and write into
     # tensors allocated here, on torch's current stream.
     def _argument_pointers(self, args):
-        if len(args) != len(self.arguments):
-            raise Error(f"{self.name} takes {len(self.arguments)} argument(s), got {len(args)}")
-        ptrs = []
-        tensor = self._torch.Tensor
-        for a, (dtype, shape), info in zip(args, self._arg_checks, self.arguments):
-            if not isinstance(a, tensor) or not a.is_cuda or a.dtype != dtype or a.shape != shape \
-                    or not a.is_contiguous():
-                raise Error(
-                    f"{self.name}: argument '{info['name']}' must be a contiguous CUDA tensor of "
-                    f"{info['dtype']}{list(info['shape'])}, got "
-                    + (f"{a.dtype}{list(a.shape)} on {a.device}" if _is_torch(a) else type(a).__name__))
-            ptrs.append(a.data_ptr())
-        return ptrs, self._arg_bytes
-
-    def _call_cuda(self, args):
-        torch = self._torch
-        ptrs, sizes = self._argument_pointers(args)
-        device = self._device
-        outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self._result_alloc]
-        self._exe.run(ptrs, sizes, [t.data_ptr() for t in outs], self._result_bytes, self._stream())
-        if self._plain:
-            return outs
-        results = []
-        for quantized, where, shape, info in self._assembly:
-            if not quantized:
-                results.append(outs[where])
+        """The device pointers of ``args``, each checked against its
+        argument: a contiguous tensor on the session's GPU, of its dtype and
+        shape."""
+        tensor, index = self._torch.Tensor, self._device.index
+        if len(args) == len(self._arg_checks):
+            ptrs = []
+            for a, (dtype, shape) in zip(args, self._arg_checks):
+                if not (isinstance(a, tensor) and a.get_device() == index and a.dtype == dtype
+                        and a.shape == shape and a.is_contiguous()):
+                    break
+                ptrs.append(a.data_ptr())
             else:
-                views = {p: outs[i] for p, i, _ in where}
-                results.append(QuantizedTensor(self.session.module, info, views, "cuda"))
-        return results
+                return ptrs
+        raise self._argument_error(args)
+
+    def _argument_error(self, args) -> Error:
+        if len(args) != len(self.arguments):
+            return Error(f"{self.name} takes {len(self.arguments)} argument(s), got {len(args)}")
+        for n, (a, info) in enumerate(zip(args, self.arguments)):
+            if not _is_torch(a) or a.device != self._device or a.dtype != self._arg_checks[n][0] \
+                    or a.shape != self._arg_checks[n][1] or not a.is_contiguous():
+                got = f"{a.dtype}{list(a.shape)} on {a.device}" if _is_torch(a) else type(a).__name__
+                return Error(
+                    f"{self.name}: argument '{info['name']}' must be a contiguous tensor of "
+                    f"{info['dtype']}{list(info['shape'])} on {self._device}, got {got}")
+        return Error(f"{self.name}: arguments rejected")
+
+    def _make_cuda_call(self):
+        """The CUDA call as one closure over everything that is fixed between
+        calls (no attribute lookups per call): its cost is the host overhead
+        users see (bench/python_overhead.py). The kernels read the argument
+        tensors' memory and write into tensors allocated here, on torch's
+        current stream."""
+        pointers, run, stream = self._argument_pointers, self._exe.run, self._stream
+        empty, device = self._torch.empty, self._device
+        arg_bytes, result_bytes = self._arg_bytes, self._result_bytes
+        # Sizes as separate ints: torch.empty(128, 256) parses 1.1 us faster
+        # than torch.empty((128, 256)) (H100 host, docs/Performance.md).
+        alloc = [(s if s else ((),), d) for s, d in self._result_alloc]
+
+        if len(alloc) == 1:
+            ((shape, dtype),) = alloc
+
+            def call(args):
+                ptrs = pointers(args)
+                t = empty(*shape, dtype=dtype, device=device)
+                run(ptrs, arg_bytes, [t.data_ptr()], result_bytes, stream())
+                return [t]
+        else:
+            def call(args):
+                ptrs = pointers(args)
+                outs = [empty(*s, dtype=d, device=device) for s, d in alloc]
+                run(ptrs, arg_bytes, [t.data_ptr() for t in outs], result_bytes, stream())
+                return outs
+        if self._plain:
+            return call
+        module, assembly = self.session.module, self._assembly
+
+        def assemble(args):
+            outs = call(args)
+            results = []
+            for quantized, where, _, info in assembly:
+                if not quantized:
+                    results.append(outs[where])
+                else:
+                    views = {p: outs[i] for p, i, _ in where}
+                    results.append(QuantizedTensor(module, info, views, "cuda"))
+            return results
+        return assemble
 
     def _assemble(self, buffers, shape_fn, device):
         by_result: Dict[int, Dict[str, Any]] = {}

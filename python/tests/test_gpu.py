@@ -43,6 +43,30 @@ def test_gpu_results_equal_the_cpu_backend_bit_for_bit():
     assert db_gpu.cpu().numpy().tobytes() == db_cpu.tobytes()
 
 
+def test_cuda_calls_refuse_arguments_that_do_not_fit():
+    m = tejit.compile(QUANTIZE)
+    x = bf16((128, 256), 1)
+    bad = {
+        "takes 1 argument": (x, x),
+        "got torch.float32\\[128, 256\\] on cuda": (x.float(),),
+        "got torch.bfloat16\\[256, 128\\] on cuda": (x.view(256, 128),),
+        "got torch.bfloat16\\[128, 256\\] on cpu": (x.cpu(),),
+        "must be a contiguous tensor": (x.t().contiguous().t(),),
+        "got ndarray": (host_bits(x),),
+    }
+    f = m.session("cuda").quantize
+    for message, args in bad.items():
+        with pytest.raises(tejit.Error, match=message):
+            f(*args)
+        with pytest.raises(tejit.Error, match=message):
+            f.call_into(list(args), [])
+    # A view at an offset is contiguous and fits: it runs.
+    wide = bf16((129, 256), 2)
+    q, _ = f(wide[1:])
+    ref, _ = f(wide[1:].clone())
+    assert torch.equal(q.rowwise_data, ref.rowwise_data)
+
+
 def test_dequantize_runs_the_compiled_te_dequantize():
     m = tejit.compile(QUANTIZE)
     x = bf16((128, 256), 2)
