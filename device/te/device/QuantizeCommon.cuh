@@ -78,6 +78,31 @@ __device__ __forceinline__ void cpAsyncWaitAll() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
+/// Closes the group of this thread's cp.async copies issued since the last
+/// commit (cpAsyncWaitPending waits for groups).
+__device__ __forceinline__ void cpAsyncCommit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/// Waits until at most `n` (0..15) of this thread's committed cp.async
+/// groups are still in flight. The PTX takes an immediate, so `n` must be a
+/// constant after unrolling (the switch then folds to one instruction).
+__device__ __forceinline__ void cpAsyncWaitPending(int n) {
+  // clang-format off
+#define TE_CP_ASYNC_WAIT(N)                                                    \
+  case N: asm volatile("cp.async.wait_group " #N ";" ::: "memory"); break;
+  switch (n) {
+    TE_CP_ASYNC_WAIT(0) TE_CP_ASYNC_WAIT(1) TE_CP_ASYNC_WAIT(2)
+    TE_CP_ASYNC_WAIT(3) TE_CP_ASYNC_WAIT(4) TE_CP_ASYNC_WAIT(5)
+    TE_CP_ASYNC_WAIT(6) TE_CP_ASYNC_WAIT(7) TE_CP_ASYNC_WAIT(8)
+    TE_CP_ASYNC_WAIT(9) TE_CP_ASYNC_WAIT(10) TE_CP_ASYNC_WAIT(11)
+    TE_CP_ASYNC_WAIT(12) TE_CP_ASYNC_WAIT(13) TE_CP_ASYNC_WAIT(14)
+  default: asm volatile("cp.async.wait_group 15;" ::: "memory");
+  }
+#undef TE_CP_ASYNC_WAIT
+  // clang-format on
+}
+
 /// Element-wise max(acc, |w|) of two packed bf16 (or f16) values. Inputs
 /// must be non-negative in `acc`; max.{bf16,f16}x2 returns the non-NaN
 /// operand, so a NaN never enters `acc` (acc starts at +0) - the same rule

@@ -85,14 +85,72 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
   }
 }
 
-/// Phase 1 for an f32 tensor: each 8-element chunk is read as two 16-byte
-/// loads and split into its high halves (TileSmem::x) and low halves (`lo`).
+/// Phase 1 for an f32 tensor: the high halves into TileSmem::x, the low
+/// halves into `lo`. Warp w owns tile rows w, w + 8, ..., and lane l the
+/// l-th 16-byte piece (four columns) of each: every piece of the tile is
+/// first copied raw by cp.async (64 KB in flight per CTA, no staging
+/// registers) into the row's 512 bytes of the two planes (pieces 0-15 in
+/// the high plane's row, 16-31 in the low plane's), one commit group per
+/// row; then, row by row as its group lands, each lane reads its own piece
+/// back and, after a __syncwarp (the halves overwrite other lanes' pieces),
+/// writes its four high and four low halves in place, swizzled. Only the
+/// warp reads its rows, so no block barrier is needed before the split;
+/// the caller's barrier publishes the tile. Edge and unaligned pieces are
+/// read through registers (zero outside the tensor). Measured against
+/// loadTileF32Staged on the H100: +3 to +16 points of the copy ceiling
+/// (docs/Performance.md).
+__device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
+                                            const float *x, i64 m, i64 k,
+                                            i64 r0, i64 c0, int tid) {
+  constexpr int kWarps = kTileThreads / 32;
+  constexpr int kRowsPerWarp = kTileRows / kWarps;
+  static_assert(kTileCols == 4 * 32, "one 16-byte piece of a row per lane");
+  int warp = tid / 32, lane = tid % 32, tc = 4 * lane;
+  TilePlane &half = lane < 16 ? s.x : lo;
+  bool vector = k % 4 == 0 && aligned(x, 16);
+  TE_UNROLL
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    int tr = i * kWarps + warp;
+    i64 r = r0 + tr, c = c0 + tc;
+    u32 *piece = reinterpret_cast<u32 *>(&half[tr][0]) + 4 * (lane % 16);
+    if (vector && r < m && c + 4 <= k) {
+      cpAsync16(piece, x + r * k + c);
+    } else {
+      u32 b[4];
+      for (int e = 0; e < 4; ++e)
+        b[e] = r < m && c + e < k ? floatToBits(x[r * k + c + e]) : 0u;
+      *reinterpret_cast<U32x4 *>(piece) = U32x4{b[0], b[1], b[2], b[3]};
+    }
+    cpAsyncCommit();
+  }
+  TE_UNROLL
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    int tr = i * kWarps + warp;
+    cpAsyncWaitPending(kRowsPerWarp - 1 - i);
+    U32x4 w = *reinterpret_cast<const U32x4 *>(
+        reinterpret_cast<const u32 *>(&half[tr][0]) + 4 * (lane % 16));
+    __syncwarp();
+    int pc = swizzledColumn(tr, tc);
+    *reinterpret_cast<U32x2 *>(&s.x[tr][pc]) = U32x2{
+        (w.x >> 16) | (w.y & 0xFFFF0000u), (w.z >> 16) | (w.w & 0xFFFF0000u)};
+    *reinterpret_cast<U32x2 *>(&lo[tr][pc]) =
+        U32x2{(w.x & 0xFFFFu) | (w.y << 16), (w.z & 0xFFFFu) | (w.w << 16)};
+  }
+}
+
+/// Phase 1 for a master shard's f32 tile (ShardedQuantizeKernel.cuh): each
+/// 8-element chunk is read as two 16-byte loads and split into its high
+/// halves (TileSmem::x) and low halves (`lo`), four chunks in flight.
 /// (One 16-byte quad per thread and step, a warp per 512-byte row piece,
-/// measured 15 % slower on the H100.)
+/// measured 15 % slower on the H100.) The sharded kernels keep this load:
+/// with loadTileF32's whole tile in flight, or with 8 or 16 chunks in
+/// flight through registers, two sharded GPU cases fail (an NVFP4 scale
+/// store out of bounds, one wrong E5M2 code) - not understood yet
+/// (docs/Performance.md, "Quantizing from master shards").
 template <bool Ranged = false>
 __device__ __forceinline__ void
-loadTileF32(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k, i64 r0,
-            i64 c0, int tid, LoadRange<Ranged> range = {}) {
+loadTileF32Staged(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k,
+                  i64 r0, i64 c0, int tid, LoadRange<Ranged> range = {}) {
   constexpr int kChunksPerRow = kTileCols / 8;
   constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
   // Four chunks' loads issued before any is split and stored: 32 KB of a

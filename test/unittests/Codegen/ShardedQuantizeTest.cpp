@@ -180,6 +180,7 @@ std::vector<Case> cases() {
   add("mxfp8_bf16", mx, mx, 256, 384, 8, seed++, DType::BF16);
   add("nvfp4_2d_bf16", Scheme::nvfp4(false, false, true),
       Scheme::nvfp4(false, false, true), 256, 384, 3, seed++, DType::BF16);
+  add("nvfp4_sr_bf16", sr, sr, 256, 384, 8, seed++, DType::BF16);
   // Tiny shards: several boundaries in one tile row, one element alone,
   // shards shorter than a block.
   Case tiny{"tiny_shards_mxfp8_nvfp4", mx, fp4, 256, 384, {}};
