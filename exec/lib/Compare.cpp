@@ -43,6 +43,23 @@ static bool bothNaN(rt::DType t, const uint8_t *a, const uint8_t *b) {
   return nan(a) && nan(b);
 }
 
+/// The bytes that differ between two buffers of the same type and size, from
+/// byte `from` on (the first difference: none before it), not counting
+/// elements that are NaN in both. Says whether one stray byte or a whole
+/// region disagrees.
+static size_t differingBytes(const NamedBuffer &x, const NamedBuffer &y,
+                             size_t from) {
+  size_t elemBytes = size_t(rt::dtypeSize(x.desc.dtype)), n = 0;
+  for (size_t e = from; e + elemBytes <= x.bytes.size(); e += elemBytes) {
+    const uint8_t *p = &x.bytes[e], *q = &y.bytes[e];
+    if (std::memcmp(p, q, elemBytes) == 0 || bothNaN(x.desc.dtype, p, q))
+      continue;
+    for (size_t b = 0; b < elemBytes; ++b)
+      n += p[b] != q[b];
+  }
+  return n;
+}
+
 /// Element i of a 16/32-bit float buffer as float.
 static float elementValue(const NamedBuffer &b, size_t i) {
   const uint8_t *p = &b.bytes[i * size_t(rt::dtypeSize(b.desc.dtype))];
@@ -146,7 +163,10 @@ Comparison compareResults(const std::vector<ValueData> &a,
         std::string at = where(r, x, int64_t(j / elemBytes));
         size_t colon = at.find(": element");
         return differ(at.substr(0, colon) + ": byte " + std::to_string(j) +
-                      " (" + at.substr(colon + 2) + hex);
+                      " (" + at.substr(colon + 2) + hex + "; " +
+                      std::to_string(differingBytes(x, y, first)) + " of " +
+                      std::to_string(x.bytes.size()) +
+                      " bytes of the buffer differ");
       }
     }
   }

@@ -14,7 +14,8 @@ namespace te::exec {
 /// The outcome of comparing two results of the same entry.
 struct Comparison {
   /// The first disagreement, e.g. "result 0 rowwise.data: byte 1234
-  /// (element [9, 82] of ...) cpu 0x3c cuda 0x3d"; "" when they agree.
+  /// (element [9, 82] of ...) cpu 0x3c cuda 0x3d; 3 of 16384 bytes of the
+  /// buffer differ"; "" when they agree.
   std::string difference;
   size_t exactBuffers = 0, boundedBuffers = 0, uncheckedBuffers = 0;
   uint64_t bytes = 0;
