@@ -194,6 +194,23 @@ std::vector<api::DeviceSpan> spans(const std::vector<uint64_t> &ptrs,
   return out;
 }
 
+/// One device call's buffers and stream, from the Python side's pointer and
+/// size lists and CUstream handle, with the process's GPU made current.
+struct DeviceCall {
+  std::vector<api::DeviceSpan> args, results;
+  rt::Stream stream;
+};
+DeviceCall deviceCall(const std::vector<uint64_t> &argPtrs,
+                      const std::vector<uint64_t> &argBytes,
+                      const std::vector<uint64_t> &resultPtrs,
+                      const std::vector<uint64_t> &resultBytes,
+                      uint64_t stream) {
+  DeviceCall c{spans(argPtrs, argBytes), spans(resultPtrs, resultBytes),
+               rt::Stream::borrow(reinterpret_cast<void *>(stream))};
+  check(gpu().device.makeCurrent());
+  return c;
+}
+
 /// A GPU session with the module it runs (kept alive with it).
 struct GpuSession {
   std::shared_ptr<api::CompiledModule> module;
@@ -287,12 +304,9 @@ NB_MODULE(_tejit, m) {
              const std::vector<uint64_t> &argBytes,
              const std::vector<uint64_t> &resultPtrs,
              const std::vector<uint64_t> &resultBytes, uint64_t stream) {
-            std::vector<api::DeviceSpan> args = spans(argPtrs, argBytes);
-            std::vector<api::DeviceSpan> results =
-                spans(resultPtrs, resultBytes);
-            rt::Stream s = rt::Stream::borrow(reinterpret_cast<void *>(stream));
-            check(gpu().device.makeCurrent());
-            check(e.run(args, results, s));
+            DeviceCall c =
+                deviceCall(argPtrs, argBytes, resultPtrs, resultBytes, stream);
+            check(e.run(c.args, c.results, c.stream));
           },
           "Enqueues the function on CUDA stream `stream` (a CUstream handle, "
           "e.g. torch.cuda.current_stream().cuda_stream) with the given "
@@ -304,15 +318,12 @@ NB_MODULE(_tejit, m) {
              const std::vector<uint64_t> &resultPtrs,
              const std::vector<uint64_t> &resultBytes, uint64_t stream,
              int calls) {
-            std::vector<api::DeviceSpan> args = spans(argPtrs, argBytes);
-            std::vector<api::DeviceSpan> results =
-                spans(resultPtrs, resultBytes);
-            rt::Stream s = rt::Stream::borrow(reinterpret_cast<void *>(stream));
-            check(gpu().device.makeCurrent());
+            DeviceCall c =
+                deviceCall(argPtrs, argBytes, resultPtrs, resultBytes, stream);
             nb::gil_scoped_release release;
             auto t0 = std::chrono::steady_clock::now();
             for (int i = 0; i < calls; ++i)
-              check(e.run(args, results, s));
+              check(e.run(c.args, c.results, c.stream));
             return std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - t0)
                 .count();

@@ -443,9 +443,14 @@ class _Entry:
         for i, info in enumerate(d["results"]):
             if not info["quantized"]:
                 shapes[(i, "data")] = tuple(info["shape"])
-        self._result_alloc = [(shapes[(s[1], s[2])] if shapes.get((s[1], s[2])) is not None
-                               else (s[4], s[5]), _torch_dtype(s[3]))
-                              for s in self._result_slots]
+        # torch.empty's size arguments, as separate ints: torch.empty(128,
+        # 256) parses 1.1 us faster than torch.empty((128, 256)) (H100 host,
+        # docs/Performance.md); a scalar's is the empty tuple.
+        def sizes(slot):
+            shape = shapes.get((slot[1], slot[2]))
+            shape = (slot[4], slot[5]) if shape is None else shape
+            return shape if shape else ((),)
+        self._result_alloc = [(sizes(s), _torch_dtype(s[3])) for s in self._result_slots]
         self._result_bytes = [s[6] for s in self._result_slots]
         # How the results are put together from the slots: a tensor is one
         # slot reshaped, a quantized value a QuantizedTensor of its slots.
@@ -539,9 +544,7 @@ class _Entry:
         pointers, run, stream = self._argument_pointers, self._exe.run, self._stream
         empty, device = self._torch.empty, self._device
         arg_bytes, result_bytes = self._arg_bytes, self._result_bytes
-        # Sizes as separate ints: torch.empty(128, 256) parses 1.1 us faster
-        # than torch.empty((128, 256)) (H100 host, docs/Performance.md).
-        alloc = [(s if s else ((),), d) for s, d in self._result_alloc]
+        alloc = self._result_alloc
 
         if len(alloc) == 1:
             ((shape, dtype),) = alloc
