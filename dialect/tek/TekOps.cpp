@@ -414,10 +414,10 @@ LogicalResult AdamKernelOp::verify() {
                << "quantized result " << r << " holds " << stringifyDirection(d)
                << " but no stage writes it";
   }
-  if (needsAmax != getAmaxPrepass())
-    return emitOpError() << (needsAmax ? "needs amax_prepass: a stage scales "
-                                         "by the tensor amax"
-                                       : "has amax_prepass but no stage "
+  if (needsAmax != getRequantizeAfter())
+    return emitOpError() << (needsAmax ? "needs requantize_after: a stage "
+                                         "scales by the tensor amax"
+                                       : "has requantize_after but no stage "
                                          "scales by the tensor amax");
   return success();
 }

@@ -299,8 +299,11 @@ def Tek_AdamKernelOp : Tek_Op<"adam_kernel", [Pure]> {
     `#tek.stage<r, dir>` writes direction `dir` of quantized result `r` of
     each parameter from its new value. One CTA of `threads` threads per
     `tile` of every parameter: `grid` is the total tile count.
-    `amax_prepass`: a stage scales by the tensor amax, so a launch computing
-    the amax of each new parameter runs first.
+    `requantize_after`: a stage scales by an amax of the whole new
+    parameter (per-tensor current scaling, NVFP4), so it cannot cast before
+    every tile is updated: the update launch produces that amax as it writes
+    each new parameter, and a second launch quantizes those stages from the
+    new parameter (the other stages are quantized in the update).
 
     ```mlir
     func.func @adam_kernel(%lr: tensor<f32>, %step: tensor<i64>,
@@ -333,7 +336,7 @@ def Tek_AdamKernelOp : Tek_Op<"adam_kernel", [Pure]> {
                        Te_AdamMode:$mode, UnitAttr:$fast_math,
                        DenseI64ArrayAttr:$tile, I64Attr:$grid,
                        I64Attr:$threads, Tek_StageArray:$stages,
-                       UnitAttr:$amax_prepass);
+                       UnitAttr:$requantize_after);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
     $kernel_name $lr `,` $step `,` `(` $tensors `)` attr-dict `:`

@@ -41,7 +41,7 @@ func.func @three_params(%lr: tensor<f32>, %step: tensor<i64>,
 // CHECK-LABEL: func.func @keys
 // CHECK: tek.adam_kernel "te_adam_1" %arg0, %arg1, (%arg6, %arg7, %arg8, %arg9) {{.*}}weight_decay = 1.000000e-01
 // CHECK: tek.adam_kernel "te_adam_2" %arg0, %arg1, (%arg10, %arg11, %arg12, %arg13) {{.*}}fast_math
-// CHECK: tek.adam_kernel "te_adam_3" %arg0, %arg1, (%arg14, %arg15, %arg16, %arg17) {amax_prepass{{.*}}stages = [#tek.stage<0, rowwise>]
+// CHECK: tek.adam_kernel "te_adam_3" %arg0, %arg1, (%arg14, %arg15, %arg16, %arg17) {{.*}}requantize_after, stages = [#tek.stage<0, rowwise>]
 // CHECK: tek.adam_kernel "te_adam_0" %arg0, %arg1, (%arg2, %arg3, %arg4, %arg5, %arg18, %arg19, %arg20, %arg21) {{.*}}weight_decay = 0.00999999977
 // CHECK-NOT: tek.adam_kernel
 func.func @keys(%lr: tensor<f32>, %step: tensor<i64>,

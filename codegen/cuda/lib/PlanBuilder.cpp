@@ -366,8 +366,9 @@ static int64_t tilesOf(const Value &v) {
 }
 
 /// A multi-tensor Adam kernel: launches of at most as many tensors as one
-/// table holds, each over the tiles of its tensors (plus an amax pre-pass
-/// of the new parameters when a stage scales by the tensor amax).
+/// table holds, each over the tiles of its tensors (and, when a stage
+/// scales by an amax of the whole new parameter, the requantize kernel
+/// after the update, which reads the new parameter once more).
 static rt::Expected<KernelPlan> planAdam(const Program &p, const Entry &e,
                                          const AdamKernel &a,
                                          BufferTable &table, EntryPlan &out) {
@@ -392,19 +393,21 @@ static rt::Expected<KernelPlan> planAdam(const Program &p, const Entry &e,
       items.push_back(ArgDesc::i64(param.cols()));
       items.push_back(ArgDesc::i64(tiles));
       tiles += tilesOf(param);
-      // Each pre-pass reads p, g, m, v once more.
-      auto prepassAmax = [&](bool needed, const char *suffix) {
+      // The amaxes the update produces for the requantize kernel.
+      auto producedAmax = [&](bool needed, const char *suffix) {
         if (!needed)
           return -1;
         int buffer = table.add(param.name + suffix, 4);
         w.fill(buffer);
-        for (int v : {t.param, t.grad, t.expAvg, t.expAvgSq})
-          w.kp.bytesMoved += table.bytes(out.values[v].tensor);
+        w.kp.bytesMoved += 4;
         return buffer;
       };
-      int tensorAmax = prepassAmax(src.amaxStage >= 0, ".new_amax");
-      int rhtAmax = prepassAmax(src.rhtStage >= 0, ".new_rht_amax");
-      for (const Stage &s : a.stages) {
+      int tensorAmax = producedAmax(src.amaxStage >= 0, ".new_amax");
+      int rhtAmax = producedAmax(src.rhtStage >= 0, ".new_rht_amax");
+      if (!src.requantizeEntry.empty())
+        w.kp.bytesMoved += table.bytes(out.values[t.newParam].tensor);
+      for (size_t i : src.stageOrder) {
+        const Stage &s = a.stages[i];
         StageBuffers b =
             stageBuffers(p, e, s, t.quantized[size_t(s.value)],
                          usesRht(s) ? rhtAmax : tensorAmax, table, out, w);
@@ -413,22 +416,29 @@ static rt::Expected<KernelPlan> planAdam(const Program &p, const Entry &e,
       }
     }
     items.resize(perLaunch * words, ArgDesc::i64(0));
-    std::vector<ArgDesc> head = {ArgDesc::table(items),
-                                 ArgDesc::i32(int32_t(count)), ArgDesc::ptr(lr),
-                                 ArgDesc::ptr(step)};
     rt::Dim3 grid{unsigned(tiles), 1, 1};
-    if (!src.amaxEntry.empty())
-      w.launch(src.amaxEntry, grid, head);
-    if (!src.rhtAmaxEntry.empty())
-      w.launch(src.rhtAmaxEntry, grid, head);
-    std::vector<ArgDesc> args = head;
-    for (const Stage &s : a.stages) {
-      args.push_back(ArgDesc::f32(static_cast<float>(s.scheme.eps)));
-      args.push_back(ArgDesc::i64(int64_t(p.random.seed)));
-      args.push_back(ArgDesc::i64(int64_t(p.random.offset)));
-    }
-    w.launch(src.mainEntry, grid, std::move(args)).sharedBytes =
-        a.stages.empty() ? 0 : quantizeDynamicSmem(rt::DType::F32);
+    // Stages [first, last) of the table order's eps, seed and offset.
+    auto scalars = [&](std::vector<ArgDesc> args, size_t first, size_t last) {
+      for (size_t i = first; i < last; ++i) {
+        const Stage &s = a.stages[src.stageOrder[i]];
+        args.push_back(ArgDesc::f32(static_cast<float>(s.scheme.eps)));
+        args.push_back(ArgDesc::i64(int64_t(p.random.seed)));
+        args.push_back(ArgDesc::i64(int64_t(p.random.offset)));
+      }
+      return args;
+    };
+    std::vector<ArgDesc> tensors = {ArgDesc::table(items),
+                                    ArgDesc::i32(int32_t(count))};
+    std::vector<ArgDesc> update = tensors;
+    update.push_back(ArgDesc::ptr(lr));
+    update.push_back(ArgDesc::ptr(step));
+    bool keepsTile = src.updateStages > 0 || src.rhtStage >= 0;
+    w.launch(src.mainEntry, grid, scalars(update, 0, src.updateStages))
+        .sharedBytes = keepsTile ? quantizeDynamicSmem(rt::DType::F32) : 0;
+    if (!src.requantizeEntry.empty())
+      w.launch(src.requantizeEntry, grid,
+               scalars(tensors, src.updateStages, src.stageOrder.size()))
+          .sharedBytes = quantizeDynamicSmem(rt::DType::F32);
   }
   return std::move(w.kp);
 }

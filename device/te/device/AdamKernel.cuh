@@ -14,6 +14,12 @@
 // the tile loader computing the update - it reads p, g, m, v once, writes
 // p, m, v, and leaves the new p in shared memory as an f32 tile for the
 // stages. Without stages the loader alone runs and no tile is kept.
+// Stages that scale by an amax of the whole new parameter (per-tensor
+// current scaling, NVFP4's tensor scale, an RHT columnwise direction's
+// transformed amax) cannot cast before every tile is updated: the update
+// produces those amaxes as it writes p, and a second kernel
+// (adamRequantizeTiles) quantizes them from the new p - 4 bytes an element
+// read again, where recomputing the update for the amax read 14-16.
 //
 // Tensors come in one by-value table (rt::ArgDesc::Table) of kAdamWords +
 // 4 x stages 8-byte words per tensor: the buffers, the shape, the index of
@@ -299,13 +305,25 @@ __device__ __forceinline__ void forTileQuads(i64 m, i64 k, i64 r0, i64 c0,
   }
 }
 
+/// max |p'| of a quad's `n` new parameters into `a` (with `Amax`).
+template <bool Amax>
+__device__ __forceinline__ void quadAmax(float &a, const float *p, int n) {
+  if (!Amax)
+    return;
+  TE_UNROLL
+  for (int e = 0; e < 4; ++e)
+    if (e < n)
+      a = amaxAccumulate(a, p[e]);
+}
+
 /// The update of one 128 x 128 tile: every element of the tile read,
 /// updated and written back; with `Keep`, the new parameter also split into
-/// the tile's two planes (zero outside the tensor), as loadTileF32 does.
-template <class H, SourceType G, bool Keep>
+/// the tile's two planes (zero outside the tensor), as loadTileF32 does;
+/// with `Amax`, max |p'| accumulated into `amax`.
+template <class H, SourceType G, bool Keep, bool Amax>
 __device__ __forceinline__ void
 adamTile(TileSmem *s, TilePlane *lo, const AdamBuffers &b, i64 m, i64 k, i64 r0,
-         i64 c0, int tid, const AdamScalars &sc) {
+         i64 c0, int tid, const AdamScalars &sc, float &amax) {
   bool aligned16 = k % 4 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
                    aligned(b.v, 16) && aligned(b.g, 8) && aligned(b.p1, 16) &&
                    aligned(b.m1, 16) && aligned(b.v1, 16) &&
@@ -321,6 +339,7 @@ adamTile(TileSmem *s, TilePlane *lo, const AdamBuffers &b, i64 m, i64 k, i64 r0,
         float *p = in[j].p;
         if (n > 0)
           adamUpdateQuad<H, true>(b, q.at, q.vector, n, sc, in[j]);
+        quadAmax<Amax>(amax, p, n);
         if (!Keep)
           return;
         u32 hi[2], lw[2];
@@ -337,12 +356,14 @@ adamTile(TileSmem *s, TilePlane *lo, const AdamBuffers &b, i64 m, i64 k, i64 r0,
       });
 }
 
-/// The update without requantization: no tile is kept, so CTA `chunk` of a
-/// tensor streams elements [chunk * 16384, (chunk + 1) * 16384) of its
-/// flattened M x K elements, each warp instruction 512 contiguous bytes.
-template <class H, SourceType G>
+/// The update without requantization in the same kernel: no tile is kept,
+/// so CTA `chunk` of a tensor streams elements [chunk * 16384, (chunk + 1) *
+/// 16384) of its flattened M x K elements, each warp instruction 512
+/// contiguous bytes; with `Amax`, max |p'| accumulated into `amax`.
+template <class H, SourceType G, bool Amax>
 __device__ __forceinline__ void adamFlat(const AdamBuffers &b, i64 n, i64 chunk,
-                                         int tid, const AdamScalars &sc) {
+                                         int tid, const AdamScalars &sc,
+                                         float &amax) {
   constexpr int kQuads = kTileRows * kTileCols / 4;
   bool aligned16 = aligned(b.p, 16) && aligned(b.m, 16) && aligned(b.v, 16) &&
                    aligned(b.g, 8) && aligned(b.p1, 16) && aligned(b.m1, 16) &&
@@ -362,10 +383,12 @@ __device__ __forceinline__ void adamFlat(const AdamBuffers &b, i64 n, i64 chunk,
       adamLoadQuad<G>(b, at[j], aligned16 && valid[j] == 4, valid[j], in[j]);
     }
     TE_UNROLL
-    for (int j = 0; j < kAdamBatch; ++j)
+    for (int j = 0; j < kAdamBatch; ++j) {
       if (valid[j] > 0)
         adamUpdateQuad<H, true>(b, at[j], aligned16 && valid[j] == 4, valid[j],
                                 sc, in[j]);
+      quadAmax<Amax>(amax, in[j].p, valid[j]);
+    }
   }
 }
 
@@ -407,22 +430,61 @@ template <int W> struct AdamCta {
       : tensor(adamTensorOf<W>(t, count, i64(blockIdx.x))), w(&t.w[tensor * W]),
         m(i64(w[kAdamRows])), k(i64(w[kAdamCols])),
         tile(i64(blockIdx.x) - i64(w[kAdamFirstTile])) {
-    i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
-    r0 = tile / tilesAcross * kTileRows;
-    c0 = tile % tilesAcross * kTileCols;
+    tileCorner(tile, k, r0, c0);
   }
 };
 
-/// The whole kernel: one CTA of kTileThreads per tile of every tensor (grid
-/// = the tables' total tile count), quantizeDynamicSmem(F32) bytes of
-/// dynamic shared memory when there are stages. `scalars[s]` holds stage
-/// s's eps, seed and offset (the same for every tensor).
-template <class H, SourceType G, int N, class... Stages>
-__device__ __forceinline__ void adamQuantizeTiles(
-    const AdamTable<N, kAdamWords + 4 * int(sizeof...(Stages))> &t, int count,
-    const float *lr, const i64 *step, const StageArgs *scalars) {
+/// The stage arguments of stages [First, First + S) of a tensor's table
+/// words `w`, with the launch's scalars (`scalars[s]`: stage First + s's
+/// eps, seed and offset).
+template <int First, int S>
+__device__ __forceinline__ void
+adamStageArgs(const u64 *w, const StageArgs *scalars, StageArgs *args) {
+  TE_UNROLL
+  for (int s = 0; s < S; ++s) {
+    const u64 *sw = w + kAdamWords + 4 * (First + s);
+    args[s] = StageArgs{reinterpret_cast<void *>(sw[0]),
+                        reinterpret_cast<void *>(sw[1]),
+                        reinterpret_cast<float *>(sw[2]),
+                        reinterpret_cast<const float *>(sw[3]),
+                        scalars[s].eps,
+                        scalars[s].seed,
+                        scalars[s].offset};
+  }
+}
+
+/// Max |y| over the bf16-rounded Hadamard transform of every 16-row run of
+/// every column of the tile in shared memory (an NVFP4 RHT columnwise
+/// stage's tensor scale; rows and columns past the tensor hold zeros).
+__device__ __forceinline__ float rhtColumnAmaxOfTile(const Tile &t) {
+  float a = 0.0f;
+  forColumnRunValues<SourceType::F32>(t, [&](int, int, const float *v) {
+    float y[kSegment];
+    rht16Bf16(v, y);
+    TE_UNROLL
+    for (int i = 0; i < kSegment; ++i)
+      a = amaxAccumulate(a, y[i]);
+  });
+  return a;
+}
+
+/// The update kernel: one CTA of kTileThreads per tile of every tensor
+/// (grid = the tables' total tile count), quantizeDynamicSmem(F32) bytes of
+/// dynamic shared memory when it keeps the tile. Each tensor's table has W
+/// words; `Stages` are its first stages, quantized from the new parameter
+/// in shared memory (`scalars[s]`: stage s's eps, seed and offset, the same
+/// for every tensor). For the stages adamRequantizeTiles runs afterwards
+/// (those that scale by an amax of the whole new parameter), the update
+/// produces that amax: max |p'| into the float at table word AmaxWord and
+/// the RHT columns' amax into word RhtAmaxWord (-1: none; zeroed by the
+/// plan), so no pass recomputes the update.
+template <class H, SourceType G, int N, int W, int AmaxWord, int RhtAmaxWord,
+          class... Stages>
+__device__ __forceinline__ void
+adamQuantizeTiles(const AdamTable<N, W> &t, int count, const float *lr,
+                  const i64 *step, const StageArgs *scalars) {
   constexpr int S = int(sizeof...(Stages));
-  constexpr int W = kAdamWords + 4 * S;
+  constexpr bool Amax = AmaxWord >= 0;
   using List = StageList<Stages...>;
   AdamCta<W> cta(t, count);
   const u64 *w = cta.w;
@@ -430,9 +492,9 @@ __device__ __forceinline__ void adamQuantizeTiles(
   int tid = int(threadIdx.x);
   AdamScalars sc = adamScalars<H>(lr, step);
   AdamBuffers b = adamBuffers<W>(t, cta.tensor);
-  if constexpr (S == 0) {
-    adamFlat<H, G>(b, m * k, cta.tile, tid, sc);
-    return;
+  float amax = 0.0f;
+  if constexpr (S == 0 && RhtAmaxWord < 0) {
+    adamFlat<H, G, Amax>(b, m * k, cta.tile, tid, sc, amax);
   } else {
     __shared__ TileSmem smem;
     extern __shared__ __align__(16) u8 dynamicSmem[];
@@ -440,94 +502,40 @@ __device__ __forceinline__ void adamQuantizeTiles(
     Tile tt = Tile::at(smem, m, k, r0, c0, tid, lo);
     if (tid == 0)
       smem.tileAmax = 0u;
-    adamTile<H, G, true>(&smem, lo, b, m, k, r0, c0, tid, sc);
+    adamTile<H, G, true, Amax>(&smem, lo, b, m, k, r0, c0, tid, sc, amax);
     __syncthreads();
-    reduceTile<SourceType::F32, List::kNeedsRowSegments,
-               List::kNeedsColSegments, List::kNeedsTileAmax, false>(tt,
-                                                                     nullptr);
-    __syncthreads();
-    StageArgs args[S > 0 ? S : 1];
-    TE_UNROLL
-    for (int s = 0; s < S; ++s) {
-      const u64 *sw = w + kAdamWords + 4 * s;
-      args[s] = StageArgs{reinterpret_cast<void *>(sw[0]),
-                          reinterpret_cast<void *>(sw[1]),
-                          reinterpret_cast<float *>(sw[2]),
-                          reinterpret_cast<const float *>(sw[3]),
-                          scalars[s].eps,
-                          scalars[s].seed,
-                          scalars[s].offset};
+    if constexpr (RhtAmaxWord >= 0)
+      warpAmaxToGlobal(rhtColumnAmaxOfTile(tt),
+                       reinterpret_cast<float *>(w[RhtAmaxWord]));
+    if constexpr (S > 0) {
+      reduceTile<SourceType::F32, List::kNeedsRowSegments,
+                 List::kNeedsColSegments, List::kNeedsTileAmax, false>(tt,
+                                                                       nullptr);
+      __syncthreads();
+      StageArgs args[S];
+      adamStageArgs<0, S>(w, scalars, args);
+      List::template emit<SourceType::F32>(tt, args);
     }
-    List::template emit<SourceType::F32>(tt, args);
   }
+  if constexpr (Amax)
+    warpAmaxToGlobal(amax, reinterpret_cast<float *>(w[AmaxWord]));
 }
 
-/// Amax pre-pass of the new parameters, for stages that scale by the
-/// tensor amax (per-tensor current scaling, NVFP4): the update is computed
-/// (nothing written) and max |p'| max-accumulated into word `AmaxWord` of
-/// each tensor (zeroed by the plan). Same grid as adamQuantizeTiles.
-template <class H, SourceType G, int N, int W, int AmaxWord>
-__device__ __forceinline__ void adamAmax(const AdamTable<N, W> &t, int count,
-                                         const float *lr, const i64 *step) {
+/// The requantize kernel after adamQuantizeTiles: stages [First, First +
+/// sizeof...(Stages)) of every tensor's table, quantized from the new
+/// parameter in memory (one read of 4 bytes an element) with the amaxes
+/// the update produced. Same grid and shared memory as the update kernel.
+template <int N, int W, int First, class... Stages>
+__device__ __forceinline__ void adamRequantizeTiles(const AdamTable<N, W> &t,
+                                                    int count,
+                                                    const StageArgs *scalars) {
+  constexpr int S = int(sizeof...(Stages));
   AdamCta<W> cta(t, count);
-  i64 m = cta.m, k = cta.k, r0 = cta.r0, c0 = cta.c0;
-  AdamScalars sc = adamScalars<H>(lr, step);
-  AdamBuffers b = adamBuffers<W>(t, cta.tensor);
-  bool aligned16 = k % 4 == 0 && aligned(b.p, 16) && aligned(b.m, 16) &&
-                   aligned(b.v, 16) && aligned(b.g, 8) &&
-                   (G != SourceType::F32 || aligned(b.g, 16));
-  float a = 0.0f;
-  AdamQuadIn in[kAdamBatch];
-  forTileQuads<kAdamBatch>(
-      m, k, r0, c0, int(threadIdx.x), aligned16,
-      [&](int j, const TileQuad &q) {
-        adamLoadQuad<G>(b, q.at, q.vector, q.n, in[j]);
-      },
-      [&](int j, const TileQuad &q) {
-        if (q.n == 0)
-          return;
-        adamUpdateQuad<H, false>(b, q.at, q.vector, q.n, sc, in[j]);
-        TE_UNROLL
-        for (int e = 0; e < 4; ++e)
-          if (e < q.n)
-            a = amaxAccumulate(a, in[j].p[e]);
-      });
-  warpAmaxToGlobal(a, reinterpret_cast<float *>(cta.w[AmaxWord]));
-}
-
-/// Amax pre-pass of an NVFP4 RHT columnwise stage: the update recomputed
-/// for every 16-row run of every column of the CTA's tile (M % 16 == 0),
-/// transformed and rounded as the stage will (rht16Bf16), and max |y|
-/// max-accumulated into word `AmaxWord` of each tensor (zeroed by the
-/// plan). Consecutive threads take consecutive columns, so each of the
-/// run's loads is coalesced. Same grid as adamQuantizeTiles.
-template <class H, SourceType G, int N, int W, int AmaxWord>
-__device__ __forceinline__ void adamRhtAmax(const AdamTable<N, W> &t, int count,
-                                            const float *lr, const i64 *step) {
-  AdamCta<W> cta(t, count);
-  i64 m = cta.m, k = cta.k, r0 = cta.r0, c0 = cta.c0;
-  AdamScalars sc = adamScalars<H>(lr, step);
-  AdamBuffers b = adamBuffers<W>(t, cta.tensor);
-  float a = 0.0f;
-  for (int task = int(threadIdx.x); task < kColSegments * kTileCols;
-       task += kTileThreads) {
-    i64 row0 = r0 + kSegment * (task / kTileCols), col = c0 + task % kTileCols;
-    if (row0 >= m || col >= k)
-      continue;
-    float x[kSegment], y[kSegment];
-    for (int i = 0; i < kSegment; ++i) {
-      i64 at = (row0 + i) * k + col;
-      float p = b.p[at], mm = b.m[at], v = b.v[at], g[4];
-      loadGrad4<G>(b.g, at, false, 1, g); // g[0] only
-      adamElement<H>(g[0], p, mm, v, sc);
-      x[i] = p;
-    }
-    rht16Bf16(x, y);
-    TE_UNROLL
-    for (int i = 0; i < kSegment; ++i)
-      a = amaxAccumulate(a, y[i]);
-  }
-  warpAmaxToGlobal(a, reinterpret_cast<float *>(cta.w[AmaxWord]));
+  StageArgs args[S];
+  adamStageArgs<First, S>(cta.w, scalars, args);
+  quantizeTileAt<SourceType::F32, false, Stages...>(
+      reinterpret_cast<const float *>(cta.w[kAdamNewParam]), cta.m, cta.k,
+      cta.r0, cta.c0, args, nullptr);
 }
 
 } // namespace dev

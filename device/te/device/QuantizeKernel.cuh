@@ -275,22 +275,24 @@ __device__ __forceinline__ void reduceTile(Tile &t, float *biasPartial) {
   }
 }
 
-/// The whole kernel: launch kTileThreads threads and one CTA per 128 x 128
-/// tile, column tiles fastest, with quantizeDynamicSmem(Src) bytes of
-/// dynamic shared memory. `args[i]` belongs to the i-th stage.
-/// The CTA's tile (blockIdx.x, column tiles fastest) loaded into `smem`
-/// (and, for f32, the dynamic low-half plane), the tile amax reset, all
-/// threads past the barrier: phase 1 of every tile kernel.
+/// The top-left corner of tile `tile` of an M x K tensor, column tiles
+/// fastest.
+__device__ __forceinline__ void tileCorner(i64 tile, i64 k, i64 &r0, i64 &c0) {
+  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
+  r0 = tile / tilesAcross * kTileRows;
+  c0 = tile % tilesAcross * kTileCols;
+}
+
+/// The tile at (r0, c0) loaded into `smem` (and, for f32, the dynamic
+/// low-half plane), the tile amax reset, all threads past the barrier:
+/// phase 1 of every tile kernel.
 template <SourceType Src>
-__device__ __forceinline__ Tile loadCtaTile(TileSmem &smem, const void *x,
-                                            i64 m, i64 k) {
+__device__ __forceinline__ Tile loadTileAt(TileSmem &smem, const void *x, i64 m,
+                                           i64 k, i64 r0, i64 c0) {
   extern __shared__ __align__(16) u8 dynamicSmem[];
   TilePlane *lo = Src == SourceType::F32
                       ? reinterpret_cast<TilePlane *>(dynamicSmem)
                       : nullptr;
-  i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
-  i64 r0 = i64(blockIdx.x) / tilesAcross * kTileRows;
-  i64 c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
   int tid = int(threadIdx.x);
   if (Src == SourceType::F32)
     loadTileF32(smem, *lo, static_cast<const float *>(x), m, k, r0, c0, tid);
@@ -303,17 +305,40 @@ __device__ __forceinline__ Tile loadCtaTile(TileSmem &smem, const void *x,
   return Tile::at(smem, m, k, r0, c0, tid, lo);
 }
 
+/// loadTileAt for the CTA's tile (blockIdx.x).
+template <SourceType Src>
+__device__ __forceinline__ Tile loadCtaTile(TileSmem &smem, const void *x,
+                                            i64 m, i64 k) {
+  i64 r0, c0;
+  tileCorner(i64(blockIdx.x), k, r0, c0);
+  return loadTileAt<Src>(smem, x, m, k, r0, c0);
+}
+
+/// Quantizes the tile at (r0, c0): load, reduce, every stage's emit.
+/// `args[i]` belongs to the i-th stage.
 template <SourceType Src, bool BiasGrad, class... Stages>
-__device__ __forceinline__ void quantizeTile(const void *x, i64 m, i64 k,
-                                             const StageArgs *args,
-                                             float *biasPartial) {
+__device__ __forceinline__ void
+quantizeTileAt(const void *x, i64 m, i64 k, i64 r0, i64 c0,
+               const StageArgs *args, float *biasPartial) {
   using List = StageList<Stages...>;
   __shared__ TileSmem smem;
-  Tile t = loadCtaTile<Src>(smem, x, m, k);
+  Tile t = loadTileAt<Src>(smem, x, m, k, r0, c0);
   reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
              List::kNeedsTileAmax, BiasGrad>(t, biasPartial);
   __syncthreads();
   List::template emit<Src>(t, args);
+}
+
+/// The whole kernel: launch kTileThreads threads and one CTA per 128 x 128
+/// tile (blockIdx.x, column tiles fastest), with quantizeDynamicSmem(Src)
+/// bytes of dynamic shared memory.
+template <SourceType Src, bool BiasGrad, class... Stages>
+__device__ __forceinline__ void quantizeTile(const void *x, i64 m, i64 k,
+                                             const StageArgs *args,
+                                             float *biasPartial) {
+  i64 r0, c0;
+  tileCorner(i64(blockIdx.x), k, r0, c0);
+  quantizeTileAt<Src, BiasGrad, Stages...>(x, m, k, r0, c0, args, biasPartial);
 }
 
 //===----------------------------------------------------------------------===//

@@ -269,7 +269,7 @@ func.func @adam_unwritten(%lr: tensor<f32>, %step: tensor<i64>, %p: tensor<64x64
 // -----
 
 func.func @adam_amax(%lr: tensor<f32>, %step: tensor<i64>, %p: tensor<64x64xf32>, %g: tensor<64x64xbf16>, %m: tensor<64x64xf32>, %v: tensor<64x64xf32>, %g16: tensor<64x64xf16>) {
-  // expected-error @+1 {{'tek.adam_kernel' op needs amax_prepass: a stage scales by the tensor amax}}
+  // expected-error @+1 {{'tek.adam_kernel' op needs requantize_after: a stage scales by the tensor amax}}
   %r:4 = tek.adam_kernel "k" %lr, %step, (%p, %g, %m, %v) {beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, grid = 1 : i64, mode = 1 : i32, stages = [#tek.stage<0, rowwise>], threads = 256 : i64, tile = array<i64: 128, 128>, weight_decay = 0.0 : f32}
       : tensor<f32>, tensor<i64>, (tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, !te.qtensor<64x64xf32, #te.fp8_current<e4m3>, rowwise>)
   return
@@ -278,8 +278,8 @@ func.func @adam_amax(%lr: tensor<f32>, %step: tensor<i64>, %p: tensor<64x64xf32>
 // -----
 
 func.func @adam_no_amax(%lr: tensor<f32>, %step: tensor<i64>, %p: tensor<64x64xf32>, %g: tensor<64x64xbf16>, %m: tensor<64x64xf32>, %v: tensor<64x64xf32>, %g16: tensor<64x64xf16>) {
-  // expected-error @+1 {{'tek.adam_kernel' op has amax_prepass but no stage scales by the tensor amax}}
-  %r:3 = tek.adam_kernel "k" %lr, %step, (%p, %g, %m, %v) {amax_prepass, beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, grid = 1 : i64, mode = 1 : i32, stages = [], threads = 256 : i64, tile = array<i64: 128, 128>, weight_decay = 0.0 : f32}
+  // expected-error @+1 {{'tek.adam_kernel' op has requantize_after but no stage scales by the tensor amax}}
+  %r:3 = tek.adam_kernel "k" %lr, %step, (%p, %g, %m, %v) {beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, grid = 1 : i64, mode = 1 : i32, requantize_after, stages = [], threads = 256 : i64, tile = array<i64: 128, 128>, weight_decay = 0.0 : f32}
       : tensor<f32>, tensor<i64>, (tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32>, tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
   return
 }

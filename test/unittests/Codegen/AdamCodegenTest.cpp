@@ -64,8 +64,13 @@ std::vector<AdamCase> adamCases() {
     cases.push_back({l + "_col", {}, s, DType::BF16, adamw});
     cases.push_back({l + "_both_fastmath_f32grad", s, s, DType::F32, fast});
   }
+  // The MXFP8 direction is quantized in the update, the NVFP4 one after it
+  // (with the amaxes the update produced).
   cases.push_back({"hybrid_mxfp8_nvfp4_l2", Scheme::mxfp8(DType::E4M3),
                    Scheme::nvfp4(), DType::BF16, l2});
+  cases.push_back({"hybrid_mxfp8_nvfp4_rht_sr", Scheme::mxfp8(DType::E4M3),
+                   Scheme::nvfp4(/*rht=*/true, /*stochastic=*/true),
+                   DType::BF16, adamw});
   return cases;
 }
 
@@ -228,36 +233,72 @@ TEST(AdamPlan, RefusesDelayedScaling) {
   EXPECT_FALSE(cg::buildEntryPlan(p, p.entries[0]));
 }
 
-TEST(AdamPlan, OneLaunchPerTableAndAPrepassForTensorAmaxSchemes) {
-  AdamCase c{"current", Scheme::fp8Current(DType::E4M3), {}, DType::BF16, {}};
+/// The launches of the plan of `c`'s only kernel.
+static std::vector<rt::KernelSpec> adamLaunches(const AdamCase &c) {
   cg::Program p = adamProgram(c);
   rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
-  ASSERT_TRUE(plan) << plan.status().toString();
-  ASSERT_EQ(plan->kernels.size(), 1u);
-  const rt::Plan &k = plan->kernels[0].plan;
-  // Three tensors in one table: the amax pre-pass and the update.
-  ASSERT_EQ(k.kernels.size(), 2u);
-  EXPECT_EQ(k.kernels[0].entry, "adam_group_amax");
-  EXPECT_EQ(k.kernels[1].entry, "adam_group");
-  int64_t tiles = 2 * 3 + 1 * 2 + 1;
-  EXPECT_EQ(k.kernels[1].grid.x, unsigned(tiles));
-  EXPECT_EQ(k.kernels[1].args[0].kind, rt::ArgDesc::Kind::Table);
-  EXPECT_EQ(k.kernels[1].args[1], rt::ArgDesc::i32(3));
-  EXPECT_EQ(k.kernels[1].sharedBytes, 128u * 128u * 2u);
+  EXPECT_TRUE(plan) << plan.status().toString();
+  if (!plan || plan->kernels.size() != 1)
+    return {};
+  return plan->kernels[0].plan.kernels;
 }
 
-TEST(AdamPlan, RhtWith16x16BlocksTakesTheTransformedAmaxPrePass) {
+TEST(AdamPlan, TensorAmaxSchemesRequantizeAfterTheUpdateThatProducesTheAmax) {
+  AdamCase c{"current", Scheme::fp8Current(DType::E4M3), {}, DType::BF16, {}};
+  std::vector<rt::KernelSpec> k = adamLaunches(c);
+  // Three tensors in one table: the update (which keeps no tile and
+  // max-accumulates |p'| into the stage's `in` word, table word 10 + 3),
+  // then the requantize launch over the same tiles.
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0].entry, "adam_group");
+  EXPECT_EQ(k[1].entry, "adam_group_requantize");
+  int64_t tiles = 2 * 3 + 1 * 2 + 1;
+  for (const rt::KernelSpec &s : k) {
+    EXPECT_EQ(s.grid.x, unsigned(tiles));
+    EXPECT_EQ(s.args[0].kind, rt::ArgDesc::Kind::Table);
+    EXPECT_EQ(s.args[1], rt::ArgDesc::i32(3));
+  }
+  EXPECT_NE(k[0].source.find("adamQuantizeTiles<Hyper, te::dev::SourceType::"
+                             "BF16, 3, 14, 13, -1>"),
+            std::string::npos)
+      << k[0].source;
+  EXPECT_EQ(k[0].sharedBytes, 0u);
+  EXPECT_EQ(k[1].sharedBytes, 128u * 128u * 2u);
+}
+
+TEST(AdamPlan, StagesThatNeedNoTensorAmaxStayInTheUpdate) {
+  AdamCase c{
+      "hybrid", Scheme::mxfp8(DType::E4M3), Scheme::nvfp4(), DType::BF16, {}};
+  std::vector<rt::KernelSpec> k = adamLaunches(c);
+  ASSERT_EQ(k.size(), 2u);
+  // The update quantizes MXFP8 from the tile it keeps; the NVFP4 stage
+  // moves after it (second in the table, its `in` at word 10 + 4 + 3).
+  EXPECT_NE(k[0].source.find("3, 18, 17, -1,\n      te::dev::Mxfp8Stage"),
+            std::string::npos)
+      << k[0].source;
+  EXPECT_NE(k[1].source.find("adamRequantizeTiles<3, 18, 1,\n      "
+                             "te::dev::Nvfp4Stage"),
+            std::string::npos)
+      << k[1].source;
+  EXPECT_EQ(k[0].sharedBytes, 128u * 128u * 2u);
+  // eps, seed and offset: one stage each.
+  EXPECT_EQ(k[0].args.size(), 4u + 3u);
+  EXPECT_EQ(k[1].args.size(), 2u + 3u);
+}
+
+TEST(AdamPlan, RhtWith16x16BlocksTakesTheTransformedAmaxFromTheUpdate) {
   AdamCase c{"rht2d",
              {},
              Scheme::nvfp4(/*rht=*/true, false, /*block2d=*/true),
              DType::BF16,
              {}};
-  cg::Program p = adamProgram(c);
-  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
-  ASSERT_TRUE(plan) << plan.status().toString();
-  const rt::Plan &k = plan->kernels[0].plan;
-  ASSERT_EQ(k.kernels.size(), 2u); // the RHT amax pre-pass, the update
-  EXPECT_NE(k.kernels[1].source.find("Nvfp4RhtColumnStage<false, true>"),
+  std::vector<rt::KernelSpec> k = adamLaunches(c);
+  ASSERT_EQ(k.size(), 2u); // the update, the requantize launch
+  // The update keeps the tile to transform its columns for the amax.
+  EXPECT_NE(k[0].source.find("3, 14, -1, 13>"), std::string::npos)
+      << k[0].source;
+  EXPECT_EQ(k[0].sharedBytes, 128u * 128u * 2u);
+  EXPECT_NE(k[1].source.find("Nvfp4RhtColumnStage<false, true>"),
             std::string::npos);
 }
 

@@ -8,8 +8,9 @@
 // `Hyper` struct with the compile-time hyper-parameters and an entry that
 // instantiates te::dev::adamQuantizeTiles with the gradient type, the
 // table size and the stage types of the requantization (the quantize
-// kernel's stages on an f32 tile); plus, when a stage scales by the tensor
-// amax, the amax pre-pass over the new parameters.
+// kernel's stages on an f32 tile); plus, when a stage scales by an amax of
+// the whole new parameter, the requantize kernel that follows the update
+// (which produces that amax).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,7 @@
 #include "te/codegen/Program.h"
 
 #include <string>
+#include <vector>
 
 namespace te::cg {
 
@@ -27,15 +29,26 @@ namespace te::cg {
 constexpr unsigned kAdamTensorWords = 10;
 constexpr unsigned kAdamStageWords = 4;
 
+/// Whether stage `s` of an optimizer kernel scales by an amax of the whole
+/// new parameter (per-tensor current scaling, NVFP4, an RHT columnwise
+/// direction), so that it is quantized by the requantize kernel after the
+/// update, which produces that amax.
+bool requantizedAfterUpdate(const Stage &s);
+
 struct EmittedAdam {
   std::string source;
   std::string mainEntry;
-  std::string amaxEntry; ///< empty: no stage needs the tensor amax
-  int amaxStage = -1;    ///< the stage whose `in` word the pre-pass fills
-  /// The amax pre-pass of the transformed new parameter (an NVFP4 RHT
-  /// columnwise stage), or empty; it fills stage rhtStage's `in` word.
-  std::string rhtAmaxEntry;
-  int rhtStage = -1;
+  /// The kernel's stages in table order (indices into AdamKernel::stages):
+  /// the `updateStages` the update kernel quantizes from the tile it keeps,
+  /// then those the requantize kernel quantizes after it.
+  std::vector<size_t> stageOrder;
+  size_t updateStages = 0;
+  /// The requantize kernel's entry, or empty (every stage in the update).
+  std::string requantizeEntry;
+  /// Table positions (in stageOrder) of the stage whose `in` word receives
+  /// the new parameter's amax, and of the RHT columnwise stage's, which
+  /// receives the transformed amax; -1 when none. The plan zeroes them.
+  int amaxStage = -1, rhtStage = -1;
 };
 
 /// The source of `k` for launches of at most `tensors` tensors each.
