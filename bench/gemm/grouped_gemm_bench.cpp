@@ -4,15 +4,15 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// te-grouped-gemm-bench [iters] [--sweep] [--first] [--dense]: the M-grouped
-// GEMMs of an MoE layer (DeepSeek-V3-like experts: N=4096 K=7168 and N=7168
-// K=2048; G = 8 and 32; 32768 tokens split unevenly, and 256 tokens per
-// expert; last, G = 1 at 8192^3: the generated kernel as a dense GEMM) through
-// tejit's generated kernels (block FP8 1x128 x 128x128, and BF16) against a
-// loop of per-expert cuBLASLt block-FP8 GEMMs, all in one process. Also the
-// cold NVRTC compile and the disk-cache hit of each generated kernel. Splits:
-// expert g gets a share proportional to 1 + (7g mod 5) rounded down to a
-// multiple of 16 (torch's grouped GEMMs want 16-row groups), the last expert
+// te-grouped-gemm-bench [iters] [--sweep] [--first] [--dense] [--backward]:
+// the M-grouped GEMMs of an MoE layer (DeepSeek-V3-like experts: N=4096 K=7168
+// and N=7168 K=2048; G = 8 and 32; 32768 tokens split unevenly, and 256 tokens
+// per expert; last, G = 1 at 8192^3: the generated kernel as a dense GEMM)
+// through tejit's generated kernels (block FP8 1x128 x 128x128, and BF16)
+// against a loop of per-expert cuBLASLt block-FP8 GEMMs, all in one process.
+// Also the cold NVRTC compile and the disk-cache hit of each generated kernel.
+// Splits: expert g gets a share proportional to 1 + (7g mod 5) rounded down to
+// a multiple of 16 (torch's grouped GEMMs want 16-row groups), the last expert
 // the remainder (bench/grouped_gemm_torch.py uses the same rule).
 // Then the backward's own kernels at the first shape: the grouped
 // columnwise quantize of dy (with each expert's bias gradient) and of x
@@ -258,7 +258,8 @@ int main(int argc, char **argv) {
   // --first: only the first shape (e.g. under a profiler).
   // --dense: only G = 1 at 8192^3, the generated kernel as a dense block-FP8
   // GEMM against one cuBLASLt call (which te-legalize-target keeps).
-  bool sweep = false, first = false, dense = false;
+  // --backward: only the backward's kernels.
+  bool sweep = false, first = false, dense = false, backwardOnly = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--sweep")
@@ -267,9 +268,12 @@ int main(int argc, char **argv) {
       first = true;
     else if (a == "--dense")
       dense = true;
+    else if (a == "--backward")
+      backwardOnly = true;
     else
       die(rt::Status(rt::StatusCode::InvalidArgument,
-                     "unknown option '" + a + "' (--sweep, --first, --dense)"));
+                     "unknown option '" + a +
+                         "' (--sweep, --first, --dense, --backward)"));
   }
   std::string cacheDir =
       (std::filesystem::temp_directory_path() / "te-grouped-gemm-bench")
@@ -277,7 +281,8 @@ int main(int argc, char **argv) {
   std::filesystem::remove_all(cacheDir);
   rt::KernelCache cache(cacheDir);
   rt::CompileOptions opts = take(cg::groupedGemmCompileOptions());
-  warmUp(cache, opts);
+  if (!backwardOnly)
+    warmUp(cache, opts);
 
   rt::Device device = take(rt::Device::open());
   rt::Stream stream = take(rt::Stream::create(device));
@@ -294,6 +299,8 @@ int main(int argc, char **argv) {
   std::printf("%-4s %-6s %-6s %-22s %12s %12s %12s %9s\n", "G", "N", "K",
               "tokens", "tejit fp8", "cublas loop", "tejit bf16", "fp8/loop");
   for (const Case &c : cases) {
+    if (backwardOnly)
+      break;
     if (first && &c != &cases[0])
       break;
     if (dense && c.g != 1)

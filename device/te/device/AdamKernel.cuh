@@ -347,8 +347,8 @@ adamTile(TileSmem *s, TilePlane *lo, const AdamBuffers &b, i64 m, i64 k, i64 r0,
         for (int e = 0; e < 2; ++e) {
           u32 b0 = 2 * e < n ? floatToBits(p[2 * e]) : 0u;
           u32 b1 = 2 * e + 1 < n ? floatToBits(p[2 * e + 1]) : 0u;
-          hi[e] = (b0 >> 16) | (b1 & 0xFFFF0000u);
-          lw[e] = (b0 & 0xFFFFu) | (b1 << 16);
+          hi[e] = splitHi(b0, b1);
+          lw[e] = splitLo(b0, b1);
         }
         int pc = swizzledColumn(tr, tc);
         *reinterpret_cast<U32x2 *>(&s->x[tr][pc]) = U32x2{hi[0], hi[1]};

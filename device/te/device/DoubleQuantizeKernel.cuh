@@ -55,8 +55,8 @@ __device__ __forceinline__ void setTileSegment(Tile &t, int r, int c,
       float a = v[8 * h + 2 * i], b = v[8 * h + 2 * i + 1];
       if (Src == SourceType::F32) {
         u32 x = floatToBits(a), y = floatToBits(b);
-        hi[i] = (x >> 16) | (y & 0xFFFF0000u);
-        lw[i] = (x & 0xFFFFu) | (y << 16);
+        hi[i] = splitHi(x, y);
+        lw[i] = splitLo(x, y);
       } else if (Src == SourceType::F16) {
         hi[i] = u32(floatToF16(a)) | (u32(floatToF16(b)) << 16);
       } else {

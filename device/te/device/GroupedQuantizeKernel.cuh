@@ -1,4 +1,5 @@
-//===- te/device/GroupedQuantizeKernel.cuh - per-expert columnwise -*- CUDA -*-===//
+//===- te/device/GroupedQuantizeKernel.cuh - per-expert columnwise -*- CUDA
+//-*-===//
 //
 // Part of tejit.
 //
@@ -46,8 +47,8 @@ struct GroupedBlock {
   int expert;
 };
 
-__device__ __forceinline__ GroupedBlock locateGroupedBlock(
-    const long long *splits, int groups, i64 mTotal, i64 block) {
+__device__ __forceinline__ GroupedBlock
+locateGroupedBlock(const long long *splits, int groups, i64 mTotal, i64 block) {
   i64 rows = 0, blocks = 0;
   for (int g = 0; g < groups; ++g) {
     long long m = clampedSplit(splits[g], rows, mTotal);
@@ -92,57 +93,87 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
   const GroupedBlock b = where;
   if (b.rows == 0)
     return;
-  // 16-byte loads of 8 values; rows past the block's and columns past C
+  // The block's rows by cp.async, 16 bytes of 8 values at a time (the
+  // whole 32 KB tile in flight); rows past the block's and columns past C
   // are zero (C is a multiple of 8).
   for (int i = threadIdx.x; i < 128 * 16; i += kGroupedQuantizeThreads) {
     int r = i / 16, chunk = i % 16;
     i64 c = c0 + chunk * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
     if (r < b.rows && c < cols)
-      v = *reinterpret_cast<const uint4 *>(in + (b.firstRow + r) * cols + c);
-    *reinterpret_cast<uint4 *>(&tile[r][chunk * 8]) = v;
+      cpAsync16(&tile[r][chunk * 8], in + (b.firstRow + r) * cols + c);
+    else
+      *reinterpret_cast<uint4 *>(&tile[r][chunk * 8]) = make_uint4(0, 0, 0, 0);
   }
+  cpAsyncWaitAll();
   __syncthreads();
   const int validCols = int(cols - c0 < 128 ? cols - c0 : 128);
-  // Two threads per column: half h takes rows [64h, 64h + 64) for the
-  // amax and the encode; half 0 also adds the column in row order for the
-  // bias gradient (one sequential sum, as the reference adds).
-  __shared__ float halfAmax[2][128];
-  const int c = threadIdx.x % 128, h = threadIdx.x / 128;
-  const int r0 = 64 * h, r1 = b.rows < r0 + 64 ? b.rows : r0 + 64;
-  if (c < validCols) {
-    if (partial && h == 0) {
-      float sum = 0.0f;
-      for (int r = 0; r < b.rows; ++r)
-        sum = sum + bitsToFloat(u32(tile[r][c]) << 16);
-      partial[block * cols + c0 + c] = sum;
-    }
-    if (Fp8) {
-      float amax = 0.0f;
-      for (int r = r0; r < r1; ++r)
-        amax = amaxAccumulate(amax, bitsToFloat(u32(tile[r][c]) << 16));
-      halfAmax[h][c] = amax;
-    }
+  // Each thread takes a column pair (2p, 2p + 1), one 32-bit word of every
+  // tile row, and a quarter q of the rows, [32q, 32q + 32): a warp's reads
+  // are 32 consecutive words. The amax of a pair is taken on the packed
+  // bf16 words (absMax2: exact; the zeros past the block change nothing).
+  const u32(*words)[64] = reinterpret_cast<const u32(*)[64]>(groupedSmem);
+  __shared__ u32 quarterAmax[4][64];
+  const int p = threadIdx.x % 64, q = threadIdx.x / 64, r0 = 32 * q;
+  const bool valid = 2 * p < validCols; // validCols is even
+  if (Fp8) {
+    u32 acc = 0u;
+    TE_UNROLL
+    for (int r = r0; r < r0 + 32; ++r)
+      acc = absMax2<false>(acc, words[r][p]);
+    quarterAmax[q][p] = acc;
   }
-  __syncthreads();
-  if (c < validCols) {
-    u32 *row = reinterpret_cast<u32 *>(rowsOut + c * Smem::kOutRow);
+  // The bias gradient: each column of the pair added in row order (the
+  // reference's sum), by the first quarter's threads.
+  if (partial && q == 0 && valid) {
+    float lo = 0.0f, hi = 0.0f;
+    for (int r = 0; r < b.rows; ++r) {
+      u32 w = words[r][p];
+      lo = lo + bitsToFloat(w << 16);
+      hi = hi + bitsToFloat(w & 0xFFFF0000u);
+    }
+    float *out = partial + block * cols + c0 + 2 * p;
+    out[0] = lo;
+    out[1] = hi;
+  }
+  if (Fp8)
+    __syncthreads();
+  if (valid) {
+    u32 *rowLo = reinterpret_cast<u32 *>(rowsOut + 2 * p * Smem::kOutRow);
+    u32 *rowHi = reinterpret_cast<u32 *>(rowsOut + (2 * p + 1) * Smem::kOutRow);
     if (Fp8) {
-      float amax = fmaxf(halfAmax[0][c], halfAmax[1][c]);
-      float sc = fp8BlockScale(amax, F, Pow2, eps, SourceType::BF16);
+      u32 both =
+          absMax2<false>(absMax2<false>(quarterAmax[0][p], quarterAmax[1][p]),
+                         absMax2<false>(quarterAmax[2][p], quarterAmax[3][p]));
+      float sLo = fp8BlockScale(bitsToFloat(both << 16), F, Pow2, eps,
+                                SourceType::BF16);
+      float sHi = fp8BlockScale(bitsToFloat(both & 0xFFFF0000u), F, Pow2, eps,
+                                SourceType::BF16);
       TE_UNROLL
-      for (int r = r0; r < r0 + 64; r += 4)
-        row[r / 4] = encodeFp8x4<F>(bitsToFloat(u32(tile[r][c]) << 16),
-                                    bitsToFloat(u32(tile[r + 1][c]) << 16),
-                                    bitsToFloat(u32(tile[r + 2][c]) << 16),
-                                    bitsToFloat(u32(tile[r + 3][c]) << 16),
-                                    sc, sc, sc, sc);
-      if (h == 0)
-        scaleInv[block * ((cols + 3) / 4 * 4) + c0 + c] = fp8BlockScaleInv(sc);
+      for (int r = r0; r < r0 + 32; r += 4) {
+        u32 w[4] = {words[r][p], words[r + 1][p], words[r + 2][p],
+                    words[r + 3][p]};
+        rowLo[r / 4] =
+            encodeFp8x4<F>(bitsToFloat(w[0] << 16), bitsToFloat(w[1] << 16),
+                           bitsToFloat(w[2] << 16), bitsToFloat(w[3] << 16),
+                           sLo, sLo, sLo, sLo);
+        rowHi[r / 4] = encodeFp8x4<F>(
+            bitsToFloat(w[0] & 0xFFFF0000u), bitsToFloat(w[1] & 0xFFFF0000u),
+            bitsToFloat(w[2] & 0xFFFF0000u), bitsToFloat(w[3] & 0xFFFF0000u),
+            sHi, sHi, sHi, sHi);
+      }
+      if (q == 0) {
+        float *sc = scaleInv + block * ((cols + 3) / 4 * 4) + c0 + 2 * p;
+        sc[0] = fp8BlockScaleInv(sLo);
+        sc[1] = fp8BlockScaleInv(sHi);
+      }
     } else {
+      // Rows r and r + 1 of each column into one word: a byte permutation.
       TE_UNROLL
-      for (int r = r0; r < r0 + 64; r += 2)
-        row[r / 2] = u32(tile[r][c]) | (u32(tile[r + 1][c]) << 16);
+      for (int r = r0; r < r0 + 32; r += 2) {
+        u32 upper = words[r][p], lower = words[r + 1][p];
+        rowLo[r / 2] = __byte_perm(upper, lower, 0x5410);
+        rowHi[r / 2] = __byte_perm(upper, lower, 0x7632);
+      }
     }
   }
   __syncthreads();
@@ -155,9 +186,8 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
     int cc = i / kChunks, chunk = i % kChunks;
     const u32 *src =
         reinterpret_cast<const u32 *>(rowsOut + cc * Smem::kOutRow) + chunk * 4;
-    *reinterpret_cast<uint4 *>(dst + ((c0 + cc) * capacity + block * 128) *
-                                         width +
-                               chunk * 16) =
+    *reinterpret_cast<uint4 *>(
+        dst + ((c0 + cc) * capacity + block * 128) * width + chunk * 16) =
         make_uint4(src[0], src[1], src[2], src[3]);
   }
 }
@@ -165,9 +195,10 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
 /// The bias gradient of each expert, [G, C] f32: the sum of its blocks'
 /// partial sums in order (+0 for an expert with no rows). One thread per
 /// (expert, column).
-__device__ __forceinline__ void
-groupedBiasGrad(const float *partial, i64 mTotal, i64 cols,
-                const long long *splits, int groups, float *db) {
+__device__ __forceinline__ void groupedBiasGrad(const float *partial,
+                                                i64 mTotal, i64 cols,
+                                                const long long *splits,
+                                                int groups, float *db) {
   i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= i64(groups) * cols)
     return;
@@ -181,9 +212,20 @@ groupedBiasGrad(const float *partial, i64 mTotal, i64 cols,
     rows += m;
     blocks += count;
   }
+  // Batches of loads in flight, then their adds in block order: a thread
+  // waits for memory once a batch instead of once a block.
+  constexpr int kBatch = 8;
   float sum = 0.0f;
-  for (i64 blk = first; blk < first + count; ++blk)
-    sum = sum + partial[blk * cols + col];
+  for (i64 blk = first; blk < first + count; blk += kBatch) {
+    float v[kBatch];
+    TE_UNROLL
+    for (int j = 0; j < kBatch; ++j)
+      v[j] = blk + j < first + count ? partial[(blk + j) * cols + col] : 0.0f;
+    TE_UNROLL
+    for (int j = 0; j < kBatch; ++j)
+      if (blk + j < first + count)
+        sum = sum + v[j];
+  }
   db[i] = sum;
 }
 

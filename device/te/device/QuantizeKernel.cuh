@@ -131,10 +131,10 @@ __device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
         reinterpret_cast<const u32 *>(&half[tr][0]) + 4 * (lane % 16));
     __syncwarp();
     int pc = swizzledColumn(tr, tc);
-    *reinterpret_cast<U32x2 *>(&s.x[tr][pc]) = U32x2{
-        (w.x >> 16) | (w.y & 0xFFFF0000u), (w.z >> 16) | (w.w & 0xFFFF0000u)};
+    *reinterpret_cast<U32x2 *>(&s.x[tr][pc]) =
+        U32x2{splitHi(w.x, w.y), splitHi(w.z, w.w)};
     *reinterpret_cast<U32x2 *>(&lo[tr][pc]) =
-        U32x2{(w.x & 0xFFFFu) | (w.y << 16), (w.z & 0xFFFFu) | (w.w << 16)};
+        U32x2{splitLo(w.x, w.y), splitLo(w.z, w.w)};
   }
 }
 
@@ -194,8 +194,8 @@ loadTileF32Staged(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k,
       u32 hi[4], lw[4];
       TE_UNROLL
       for (int e = 0; e < 4; ++e) {
-        hi[e] = (b[2 * e] >> 16) | (b[2 * e + 1] & 0xFFFF0000u);
-        lw[e] = (b[2 * e] & 0xFFFFu) | (b[2 * e + 1] << 16);
+        hi[e] = splitHi(b[2 * e], b[2 * e + 1]);
+        lw[e] = splitLo(b[2 * e], b[2 * e + 1]);
       }
       int pc = swizzledColumn(tr, tc);
       *reinterpret_cast<U32x4 *>(&s.x[tr][pc]) =

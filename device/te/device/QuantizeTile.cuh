@@ -163,6 +163,16 @@ __device__ __forceinline__ float joinHi(u32 hi, u32 lo) {
   return bitsToFloat((hi & 0xFFFF0000u) | (lo >> 16));
 }
 
+/// The inverse of joinLo / joinHi: the bits of two consecutive f32 values
+/// (`first` at the lower index) split into the packed pair of their high
+/// halves and the packed pair of their low halves, the two planes' words.
+__device__ __forceinline__ u32 splitHi(u32 first, u32 second) {
+  return (first >> 16) | (second & 0xFFFF0000u);
+}
+__device__ __forceinline__ u32 splitLo(u32 first, u32 second) {
+  return (first & 0xFFFFu) | (second << 16);
+}
+
 __device__ __forceinline__ void join8(const U32x4 &hi, const U32x4 &lo,
                                       float *v) {
   u32 h[4] = {hi.x, hi.y, hi.z, hi.w}, l[4] = {lo.x, lo.y, lo.z, lo.w};
