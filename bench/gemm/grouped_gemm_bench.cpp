@@ -207,8 +207,8 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
                         {cg::kGroupedQuantizeThreads, 1, 1},
                         cg::groupedQuantizeSharedBytes(spec), stream, args));
       if (db)
-        check(reduce.launch({unsigned((g * cols + 255) / 256), 1, 1},
-                            {256, 1, 1}, 0, stream, bargs));
+        check(reduce.launch(cg::groupedBiasGrid(g, cols),
+                            {cg::kGroupedBiasThreads, 1, 1}, 0, stream, bargs));
     });
     // Traffic: the input read, the codes and scales written; with db the
     // block partials written and read back and db written.

@@ -90,6 +90,13 @@ unsigned groupedQuantizeSharedBytes(const GroupedQuantizeSpec &s) {
   return 128u * 128u * 2u + 128u * outRow;
 }
 
+rt::Dim3 groupedBiasGrid(int64_t groups, int64_t cols) {
+  return rt::Dim3{
+      static_cast<unsigned>((groups * cols + kGroupedBiasThreads - 1) /
+                            kGroupedBiasThreads),
+      1, 1};
+}
+
 rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols) {
   return rt::Dim3{static_cast<unsigned>(capacity / 128),
                   static_cast<unsigned>((cols + 127) / 128), 1};

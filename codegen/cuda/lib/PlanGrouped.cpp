@@ -210,8 +210,8 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
       bs.name = bs.entry = src.biasEntry;
       bs.source = src.source;
       bs.options.arch = p.arch;
-      bs.grid = rt::Dim3{unsigned((groups * cols + 255) / 256), 1, 1};
-      bs.block = rt::Dim3{256, 1, 1};
+      bs.grid = groupedBiasGrid(groups, cols);
+      bs.block = rt::Dim3{kGroupedBiasThreads, 1, 1};
       int db = out.values[size_t(biasGrad)].tensor;
       bs.args = {ArgDesc::ptr(partial), ArgDesc::i64(m), ArgDesc::i64(cols),
                  ArgDesc::ptr(splits), ArgDesc::ptr(db)};

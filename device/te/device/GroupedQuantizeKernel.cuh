@@ -122,19 +122,6 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
       acc = absMax2<false>(acc, words[r][p]);
     quarterAmax[q][p] = acc;
   }
-  // The bias gradient: each column of the pair added in row order (the
-  // reference's sum), by the first quarter's threads.
-  if (partial && q == 0 && valid) {
-    float lo = 0.0f, hi = 0.0f;
-    for (int r = 0; r < b.rows; ++r) {
-      u32 w = words[r][p];
-      lo = lo + bitsToFloat(w << 16);
-      hi = hi + bitsToFloat(w & 0xFFFF0000u);
-    }
-    float *out = partial + block * cols + c0 + 2 * p;
-    out[0] = lo;
-    out[1] = hi;
-  }
   if (Fp8)
     __syncthreads();
   if (valid) {
@@ -190,6 +177,21 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
         dst + ((c0 + cc) * capacity + block * 128) * width + chunk * 16) =
         make_uint4(src[0], src[1], src[2], src[3]);
   }
+  // The bias gradient: each column of the pair added in row order (the
+  // reference's sum), by the last quarter's threads once their stores are
+  // issued: the chain of adds is the CTA's longest, and no barrier waits
+  // for it.
+  if (partial && q == 3 && valid) {
+    float lo = 0.0f, hi = 0.0f;
+    for (int r = 0; r < b.rows; ++r) {
+      u32 w = words[r][p];
+      lo = lo + bitsToFloat(w << 16);
+      hi = hi + bitsToFloat(w & 0xFFFF0000u);
+    }
+    float *out = partial + block * cols + c0 + 2 * p;
+    out[0] = lo;
+    out[1] = hi;
+  }
 }
 
 /// The bias gradient of each expert, [G, C] f32: the sum of its blocks'
@@ -214,7 +216,7 @@ __device__ __forceinline__ void groupedBiasGrad(const float *partial,
   }
   // Batches of loads in flight, then their adds in block order: a thread
   // waits for memory once a batch instead of once a block.
-  constexpr int kBatch = 8;
+  constexpr int kBatch = 32;
   float sum = 0.0f;
   for (i64 blk = first; blk < first + count; blk += kBatch) {
     float v[kBatch];

@@ -139,8 +139,9 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
         cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
         cg::groupedQuantizeSharedBytes(spec), *stream_, args));
     void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
-    ASSERT_TRUE(bias->launch({unsigned((g * c + 255) / 256), 1, 1}, {256, 1, 1},
-                             0, *stream_, bargs));
+    ASSERT_TRUE(bias->launch(cg::groupedBiasGrid(g, c),
+                             {cg::kGroupedBiasThreads, 1, 1}, 0, *stream_,
+                             bargs));
     std::vector<uint8_t> gotData(c * cap * (fp8 ? 1 : 2));
     std::vector<float> gotScales(cap / 128 * colsPad), gotDb(g * c);
     ASSERT_TRUE(out.copyToHost(gotData.data(), gotData.size(), *stream_));

@@ -44,7 +44,7 @@ struct EmittedGroupedQuantize {
   /// grid groupedQuantizeGrid, kGroupedQuantizeThreads threads.
   std::string mainEntry;
   /// (partial, mTotal, cols, splits, db), with biasGrad: grid
-  /// ceil(G·C / 256) of 256 threads.
+  /// groupedBiasGrid, kGroupedBiasThreads threads.
   std::string biasEntry;
 };
 EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s);
@@ -54,6 +54,10 @@ constexpr unsigned kGroupedQuantizeThreads = 256;
 unsigned groupedQuantizeSharedBytes(const GroupedQuantizeSpec &s);
 /// One CTA per 128-row block of the capacity and 128 columns.
 rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols);
+/// The bias reduction: one thread per (expert, column) in small CTAs, so
+/// that the few thousand threads spread over every SM.
+constexpr unsigned kGroupedBiasThreads = 64;
+rt::Dim3 groupedBiasGrid(int64_t groups, int64_t cols);
 
 } // namespace te::cg
 
