@@ -45,11 +45,22 @@ namespace dev {
 
 /// The elements a tile loads: those of the tensor, and with `Ranged` only
 /// those at row-major offsets [lo, hi) (a master shard's,
-/// ShardedQuantizeKernel.cuh); the rest load as zero.
+/// ShardedQuantizeKernel.cuh); the rest load as zero. A ranged source
+/// pointer is the shard's first element, lo: element f is at index f - lo.
+/// (The pointer is never moved before the shard: that pointer would point
+/// outside its allocation, undefined behaviour the optimizer may exploit.)
 template <bool Ranged> struct LoadRange {
   i64 lo = 0, hi = 0;
   __device__ bool holds(i64 first, int n) const {
     return !Ranged || (first >= lo && first + n <= hi);
+  }
+  /// The source index of row-major element f.
+  __device__ i64 index(i64 f) const { return Ranged ? f - lo : f; }
+  /// Whether element f of a source `x` of `Bytes`-byte elements is 16-byte
+  /// aligned for every f that is a multiple of 16 / Bytes: where element 0
+  /// would be (computed as an integer) is.
+  template <int Bytes> __device__ bool vectors(const void *x) const {
+    return ((reinterpret_cast<u64>(x) + u64(index(0)) * Bytes) & 15u) == 0;
   }
 };
 
@@ -63,7 +74,7 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
                                            LoadRange<Ranged> range = {}) {
   constexpr int kChunksPerRow = kTileCols / 8;
   constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
-  bool vector = k % 8 == 0 && aligned(x, 16);
+  bool vector = k % 8 == 0 && range.template vectors<2>(x);
   TE_UNROLL
   for (int i = 0; i < kPerThread; ++i) {
     int id = i * kTileThreads + tid;
@@ -71,12 +82,12 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
     i64 r = r0 + tr, c = c0 + tc;
     u16 *dst = s.at(tr, tc);
     if (vector && r < m && c + 8 <= k && range.holds(r * k + c, 8)) {
-      cpAsync16(dst, x + r * k + c);
+      cpAsync16(dst, x + range.index(r * k + c));
     } else {
       u32 h[8];
       for (int e = 0; e < 8; ++e)
         h[e] = r < m && c + e < k && range.holds(r * k + c + e, 1)
-                   ? loadGlobalU16(x + r * k + c + e)
+                   ? loadGlobalU16(x + range.index(r * k + c + e))
                    : 0u;
       *reinterpret_cast<U32x4 *>(dst) =
           U32x4{h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16,
@@ -145,7 +156,8 @@ __device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
 /// measured 15 % slower on the H100.) The sharded kernels keep this load:
 /// with loadTileF32's whole tile in flight, or with 8 or 16 chunks in
 /// flight through registers, two sharded GPU cases fail (an NVFP4 scale
-/// store out of bounds, one wrong E5M2 code) - not understood yet
+/// store out of bounds, one wrong E5M2 code), also without the register
+/// cap, and not when the stores are instrumented - not understood yet
 /// (docs/Performance.md, "Quantizing from master shards").
 template <bool Ranged = false>
 __device__ __forceinline__ void
@@ -157,7 +169,7 @@ loadTileF32Staged(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k,
   // CTA in flight at once (one chunk at a time left the f32 kernel short
   // of memory-level parallelism at three CTAs per SM).
   constexpr int kBatch = 4;
-  bool vector = k % 4 == 0 && aligned(x, 16);
+  bool vector = k % 4 == 0 && range.template vectors<4>(x);
   TE_UNROLL
   for (int i0 = 0; i0 < kPerThread; i0 += kBatch) {
     U32x4 p[kBatch], q[kBatch];
@@ -169,8 +181,8 @@ loadTileF32Staged(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k,
       i64 r = r0 + tr, c = c0 + tc;
       whole[u] = vector && r < m && c + 8 <= k && range.holds(r * k + c, 8);
       if (whole[u]) {
-        p[u] = loadGlobal16(x + r * k + c);
-        q[u] = loadGlobal16(x + r * k + c + 4);
+        p[u] = loadGlobal16(x + range.index(r * k + c));
+        q[u] = loadGlobal16(x + range.index(r * k + c + 4));
       }
     }
     TE_UNROLL
@@ -188,7 +200,7 @@ loadTileF32Staged(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k,
       } else {
         for (int e = 0; e < 8; ++e)
           b[e] = r < m && c + e < k && range.holds(r * k + c + e, 1)
-                     ? floatToBits(x[r * k + c + e])
+                     ? floatToBits(x[range.index(r * k + c + e)])
                      : 0u;
       }
       u32 hi[4], lw[4];

@@ -89,20 +89,19 @@ __device__ __forceinline__ i64 tableSlot(const i64 *boundaryRows, i64 count,
 }
 
 /// Phase 1 for a rank: its elements of the tile (row-major offsets [lo,
-/// hi), element f at x[f - lo]), zeros elsewhere, then the barrier. Chunks
-/// wholly the rank's load as 16-byte vectors where the shard's offset
-/// keeps them aligned.
+/// hi), element f at x[f - lo]: LoadRange::index), zeros elsewhere, then the
+/// barrier. Chunks wholly the rank's load as 16-byte vectors where the shard's
+/// offset keeps them aligned.
 template <SourceType Src>
 __device__ __forceinline__ void
 loadRankTile(TileSmem &s, TilePlane *low, const void *x, i64 m, i64 k, i64 r0,
              i64 c0, i64 lo, i64 hi, int tid) {
   LoadRange<true> range{lo, hi};
   if (Src == SourceType::F32)
-    loadTileF32Staged<true>(s, *low, static_cast<const float *>(x) - lo, m, k,
-                            r0, c0, tid, range);
+    loadTileF32Staged<true>(s, *low, static_cast<const float *>(x), m, k, r0,
+                            c0, tid, range);
   else
-    loadTile16<true>(s, static_cast<const u16 *>(x) - lo, m, k, r0, c0, tid,
-                     range);
+    loadTile16<true>(s, static_cast<const u16 *>(x), m, k, r0, c0, tid, range);
   if (tid == 0)
     s.tileAmax = 0u;
   cpAsyncWaitAll();
