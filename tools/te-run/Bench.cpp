@@ -12,6 +12,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace te::run {
 
@@ -63,7 +65,8 @@ static double timeMedian(rt::EventTimer &timer, const rt::Stream &s, int runs,
   return median(ms);
 }
 
-void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs) {
+void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs,
+           unsigned idleMs) {
   double ceiling = copyCeiling(s);
   llvm::outs() << llvm::format(
       "copy ceiling (1 GiB device-to-device): %.0f GB/s\n", ceiling * 1e-9);
@@ -79,6 +82,11 @@ void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs) {
   double gemmUs = 0, otherUs = 0;
   for (size_t k = 0; k < runner.numKernels(); ++k) {
     const cg::KernelPlan &kp = runner.kernelPlan(k);
+    if (idleMs) {
+      if (rt::Status st = s.synchronize(); !st.isOk())
+        die(st.toString());
+      std::this_thread::sleep_for(std::chrono::milliseconds(idleMs));
+    }
     double t =
         timeMedian(*timer, s, runs, [&] { return runner.runKernel(k, s); });
     if (kp.flops) {

@@ -13,8 +13,12 @@ namespace te::run {
 
 /// Times every kernel of `runner` on its own, `runs` times each (GEMMs in
 /// TFLOP/s, the others in GB/s and % of the copy ceiling), then the whole
-/// entry back to back, after warming up with the whole entry.
-void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs);
+/// entry back to back, after warming up with the whole entry. With
+/// `idleMs`, the GPU idles that long before each kernel's timing (a
+/// memory-bound kernel timed right after the entry's GEMMs may find the
+/// GPU's clocks lowered by them).
+void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs,
+           unsigned idleMs = 0);
 
 } // namespace te::run
 

@@ -93,6 +93,11 @@ static cl::opt<int> benchRuns("bench",
                               cl::desc("Time each kernel N times (CUDA "
                                        "backend)"),
                               cl::init(0));
+static cl::opt<unsigned> benchIdleMs(
+    "bench-idle-ms",
+    cl::desc("With --bench, leave the GPU idle this long before timing each "
+             "kernel (default 0)"),
+    cl::init(0));
 static cl::opt<std::string>
     arch("arch",
          cl::desc("Target architecture (default: the module's te.target, "
@@ -237,6 +242,8 @@ static int run(int argc, char **argv) {
   if (benchRuns < 0)
     die("--bench wants a number of runs >= 0, got " +
         std::to_string(benchRuns));
+  if (benchIdleMs.getNumOccurrences() && !benchRuns.getNumOccurrences())
+    die("--bench-idle-ms applies to --bench N, which is not given");
   if (randomSeed.getNumOccurrences() && randomSeed < 0)
     die("--random-inputs wants a seed >= 0, got " +
         std::to_string(int64_t(randomSeed)));
@@ -454,7 +461,8 @@ static int run(int argc, char **argv) {
 
   const cg::Entry &lastEntry = *sequence[(totalCalls - 1) % sequence.size()];
   if (wantCuda && benchRuns > 0)
-    te::run::bench(*session->runner(lastEntry), *session->stream(), benchRuns);
+    te::run::bench(*session->runner(lastEntry), *session->stream(), benchRuns,
+                   benchIdleMs);
   te::run::summarize(lastEntry, last.primary());
   if (!dumpDir.empty())
     te::run::dump(lastEntry, last.primary(), perRank(dumpDir));
