@@ -15,8 +15,8 @@ namespace te::run {
 /// TFLOP/s, the others in GB/s and % of the copy ceiling), then the whole
 /// entry back to back, after warming up with the whole entry. With
 /// `idleMs`, the GPU idles that long before each kernel's timing (a
-/// memory-bound kernel timed right after the entry's GEMMs may find the
-/// GPU's clocks lowered by them).
+/// memory-bound kernel timed right after the entry's GEMMs runs up to 20 %
+/// slower than rested, docs/Performance.md).
 void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs,
            unsigned idleMs = 0);
 
