@@ -131,14 +131,22 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
   if (!src.rhtAmaxEntry.empty()) {
     rhtAmax = table.add(q.name + ".rht_amax", 4);
     w.fill(rhtAmax);
+    std::vector<ArgDesc> args = {ArgDesc::ptr(input), ArgDesc::i64(m),
+                                 ArgDesc::i64(k), ArgDesc::ptr(rhtAmax)};
+    if (src.rhtPrepassTakesTensorAmax) {
+      globalAmax = table.add(q.name + ".tensor_amax", 4);
+      w.fill(globalAmax);
+      args.push_back(ArgDesc::ptr(globalAmax));
+    }
     int64_t tasks = std::max<int64_t>(m / 16 * k, 1);
     int64_t grid = std::min<int64_t>(rt::ceilDiv(tasks, 256), 132 * 16);
-    w.launch(src.rhtAmaxEntry, rt::Dim3{unsigned(grid), 1, 1},
-             {ArgDesc::ptr(input), ArgDesc::i64(m), ArgDesc::i64(k),
-              ArgDesc::ptr(rhtAmax)});
+    w.launch(src.rhtAmaxEntry, rt::Dim3{unsigned(grid), 1, 1}, std::move(args));
     w.kp.bytesMoved += inputBytes;
-    if (q.amaxRanks > 1)
+    if (q.amaxRanks > 1) {
       reduceOverRanks(rhtAmax);
+      if (src.rhtPrepassTakesTensorAmax)
+        reduceOverRanks(globalAmax);
+    }
   }
 
   std::vector<ArgDesc> args = {ArgDesc::ptr(input), ArgDesc::i64(m),

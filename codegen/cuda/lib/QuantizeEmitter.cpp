@@ -138,16 +138,21 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
     os << ",\n      " << stageType(s.scheme, s.dir, in.dtype);
   os << ">(x, m, k, args, bias_partial);\n}\n";
 
-  if (amax) {
+  if (amax && !rhtAmax) {
     out.amaxEntry = k.name + "_amax";
     os << amaxPrepass(out.amaxEntry, src);
   }
   if (rhtAmax) {
-    out.rhtAmaxEntry = k.name + "_rht_amax";
+    // With a stage that scales by the plain tensor amax too, the RHT
+    // pre-pass takes it in the same read.
+    out.rhtAmaxEntry = k.name + (amax ? "_amaxes" : "_rht_amax");
+    out.rhtPrepassTakesTensorAmax = amax;
     os << "\nextern \"C\" __global__ void __launch_bounds__(256)\n"
        << out.rhtAmaxEntry
-       << "(const void *x, long long m, long long k, float *out) {\n"
-       << "  te::dev::rhtColumnAmax<" << src << ">(x, m, k, out);\n}\n";
+       << "(const void *x, long long m, long long k, float *out"
+       << (amax ? ", float *tensor_out" : "") << ") {\n"
+       << "  te::dev::rhtColumnAmax<" << src << ", " << boolText(amax)
+       << ">(x, m, k, out" << (amax ? ", tensor_out" : "") << ");\n}\n";
   }
   if (k.biasGrad >= 0) {
     out.biasEntry = k.name + "_dbias";

@@ -425,12 +425,16 @@ __device__ __forceinline__ void tensorAmax(const void *input, i64 n,
 /// bf16-rounded transform of every 16-row run of every column (M % 16 ==
 /// 0), max-accumulated into *out (zeroed by the plan). Consecutive threads
 /// take consecutive columns, so each of the 16 row reads is coalesced.
-template <SourceType Src>
+/// With `TensorAmax`, the same read also max-accumulates max |x| of the
+/// input itself into *tensorOut (the runs cover every element), the amax
+/// another stage of the kernel scales by: one pre-pass instead of two.
+template <SourceType Src, bool TensorAmax = false>
 __device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
-                                              float *out) {
+                                              float *out,
+                                              float *tensorOut = nullptr) {
   i64 tasks = (m / 16) * k;
   i64 stride = i64(gridDim.x) * blockDim.x;
-  float a = 0.0f;
+  float a = 0.0f, t = 0.0f;
   for (i64 task = i64(blockIdx.x) * blockDim.x + threadIdx.x; task < tasks;
        task += stride) {
     i64 c = task % k, r0 = task / k * 16;
@@ -442,12 +446,19 @@ __device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
                                     : widen<isF16(Src)>(loadGlobalU16(
                                           static_cast<const u16 *>(x) + at));
     }
+    if (TensorAmax) {
+      TE_UNROLL
+      for (int i = 0; i < 16; ++i)
+        t = amaxAccumulate(t, v[i]);
+    }
     rht16Bf16(v, y);
     TE_UNROLL
     for (int i = 0; i < 16; ++i)
       a = amaxAccumulate(a, y[i]);
   }
   warpAmaxToGlobal(a, out);
+  if (TensorAmax)
+    warpAmaxToGlobal(t, tensorOut);
 }
 
 /// Bias gradient: out[c] = sum over chunks of partial[chunk][c], in chunk

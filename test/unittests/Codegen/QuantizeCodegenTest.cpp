@@ -508,6 +508,28 @@ TEST(QuantizeEmitter, RhtWith16x16BlocksUsesTheBlock2dColumnStage) {
             std::string::npos);
 }
 
+TEST(QuantizeEmitter, OneReadTakesTheRhtAndTheTensorAmax) {
+  // Rowwise NVFP4 scales by the tensor amax, the RHT columnwise direction
+  // by its transform's: one pre-pass writes both, then the tile kernel.
+  Scheme rht = Scheme::nvfp4(/*rht=*/true);
+  cg::Program both = programFor({"both", rht, rht}, 64, 64, DType::BF16);
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(both, both.entries[0]);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  const cg::KernelPlan &kp = plan->kernels[0];
+  ASSERT_EQ(kp.launches, 2u);
+  const rt::KernelSpec &pre = kp.plan.kernels[0];
+  EXPECT_EQ(pre.entry, "quantize_x_amaxes");
+  ASSERT_EQ(pre.args.size(), 5u); // x, m, k, the RHT amax, the tensor amax
+  EXPECT_NE(pre.source.find("rhtColumnAmax<te::dev::SourceType::BF16, true>"),
+            std::string::npos);
+  // Without a plain NVFP4 direction the pre-pass takes the RHT amax only.
+  cg::Program col = programFor({"col", std::nullopt, rht}, 64, 64, DType::BF16);
+  plan = cg::buildEntryPlan(col, col.entries[0]);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  EXPECT_EQ(plan->kernels[0].plan.kernels[0].entry, "quantize_x_rht_amax");
+  EXPECT_EQ(plan->kernels[0].plan.kernels[0].args.size(), 4u);
+}
+
 TEST(QuantizeEmitter, F32TilesTakeTheirLowHalvesPlaneAsDynamicSharedMemory) {
   cg::Program f32 = programFor(
       {"f32", Scheme::mxfp8(DType::E4M3), std::nullopt}, 64, 64, DType::F32);

@@ -45,9 +45,14 @@ constexpr unsigned kStageParams = 7;
 struct EmittedQuantize {
   std::string source;
   std::string mainEntry;
-  std::string amaxEntry;    ///< empty: no pre-pass
+  /// The input's amax pre-pass; empty: none, or the RHT pre-pass takes
+  /// the tensor amax too (rhtPrepassTakesTensorAmax).
+  std::string amaxEntry;
   std::string rhtAmaxEntry; ///< empty: no RHT columnwise stage
-  std::string biasEntry;    ///< empty: no bias gradient
+  /// The RHT pre-pass (x, m, k, rht_amax, tensor_amax) also writes the
+  /// tensor amax another stage scales by: one read of the input for both.
+  bool rhtPrepassTakesTensorAmax = false;
+  std::string biasEntry; ///< empty: no bias gradient
 };
 
 /// NVFP4 columnwise with the random Hadamard transform: its tensor amax is
