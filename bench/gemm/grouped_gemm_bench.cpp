@@ -275,6 +275,10 @@ int main(int argc, char **argv) {
                      "unknown option '" + a +
                          "' (--sweep, --first, --dense, --backward)"));
   }
+  if (backwardOnly && (dense || first || sweep))
+    die(rt::Status(rt::StatusCode::InvalidArgument,
+                   "--backward runs the backward's kernels alone; it takes "
+                   "none of --sweep, --first, --dense"));
   std::string cacheDir =
       (std::filesystem::temp_directory_path() / "te-grouped-gemm-bench")
           .string();
@@ -296,11 +300,13 @@ int main(int argc, char **argv) {
       {8, 4096, 7168, 256, true},     {8, 7168, 2048, 256, true},
       {32, 4096, 7168, 256, true},    {32, 7168, 2048, 256, true},
       {1, 8192, 8192, 8192, true}};
+  if (backwardOnly) {
+    backward(cache, opts, device, stream, iters);
+    return 0;
+  }
   std::printf("%-4s %-6s %-6s %-22s %12s %12s %12s %9s\n", "G", "N", "K",
               "tokens", "tejit fp8", "cublas loop", "tejit bf16", "fp8/loop");
   for (const Case &c : cases) {
-    if (backwardOnly)
-      break;
     if (first && &c != &cases[0])
       break;
     if (dense && c.g != 1)

@@ -17,6 +17,7 @@
 // RUN: not te-run %s --random-inputs 1 --backend cpu --bench 3 2>&1 | FileCheck %s --check-prefix=BENCHCPU
 // RUN: not te-run %s --random-inputs 1 --bench -1 2>&1 | FileCheck %s --check-prefix=BENCHNEG
 // RUN: not te-run %s --random-inputs 1 --bench-idle-ms 100 2>&1 | FileCheck %s --check-prefix=BENCHIDLE
+// RUN: not te-run %s --random-inputs 1 --bench 0 --bench-idle-ms 100 2>&1 | FileCheck %s --check-prefix=BENCHIDLE
 // RUN: not te-run %s --random-inputs -1 2>&1 | FileCheck %s --check-prefix=SEEDNEG
 // RUN: env CUDA_VISIBLE_DEVICES= not te-run %s --random-inputs 1 --check 2>&1 | FileCheck %s --check-prefix=NOGPU
 // RUN: env CUDA_VISIBLE_DEVICES= te-run %s --random-inputs 1 --check-if-gpu | FileCheck %s --check-prefix=IFGPU
@@ -38,7 +39,7 @@
 // NOFUNC: te-run: '{{.*}}no-functions.mlir' has no functions
 // BENCHCPU: te-run: --bench times the CUDA backend's kernels; --backend cpu runs none (use --backend cuda or both)
 // BENCHNEG: te-run: --bench wants a number of runs >= 0, got -1
-// BENCHIDLE: te-run: --bench-idle-ms applies to --bench N, which is not given
+// BENCHIDLE: te-run: --bench-idle-ms applies to --bench N with N > 0
 // SEEDNEG: te-run: --random-inputs wants a seed >= 0, got -1
 // NOGPU: te-run: --check compared nothing: no GPU ({{.*}}); --check-if-gpu compiles the kernels and runs the CPU backend only where there is none
 // IFGPU: running the CPU backend only (--check-if-gpu: no GPU to compare)

@@ -242,8 +242,8 @@ static int run(int argc, char **argv) {
   if (benchRuns < 0)
     die("--bench wants a number of runs >= 0, got " +
         std::to_string(benchRuns));
-  if (benchIdleMs.getNumOccurrences() && !benchRuns.getNumOccurrences())
-    die("--bench-idle-ms applies to --bench N, which is not given");
+  if (benchIdleMs.getNumOccurrences() && benchRuns <= 0)
+    die("--bench-idle-ms applies to --bench N with N > 0");
   if (randomSeed.getNumOccurrences() && randomSeed < 0)
     die("--random-inputs wants a seed >= 0, got " +
         std::to_string(int64_t(randomSeed)));

@@ -406,8 +406,7 @@ static rt::Expected<KernelPlan> planAdam(const Program &p, const Entry &e,
         if (!needed)
           return -1;
         int buffer = table.add(param.name + suffix, 4);
-        w.fill(buffer);
-        w.kp.bytesMoved += 4;
+        w.fill(buffer); // counts its 4 bytes
         return buffer;
       };
       int tensorAmax = producedAmax(src.amaxStage >= 0, ".new_amax");
