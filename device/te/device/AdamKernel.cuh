@@ -458,13 +458,8 @@ adamStageArgs(const u64 *w, const StageArgs *scalars, StageArgs *args) {
 /// stage's tensor scale; rows and columns past the tensor hold zeros).
 __device__ __forceinline__ float rhtColumnAmaxOfTile(const Tile &t) {
   float a = 0.0f;
-  forColumnRunValues<SourceType::F32>(t, [&](int, int, const float *v) {
-    float y[kSegment];
-    rht16Bf16(v, y);
-    TE_UNROLL
-    for (int i = 0; i < kSegment; ++i)
-      a = amaxAccumulate(a, y[i]);
-  });
+  forColumnRunValues<SourceType::F32>(
+      t, [&](int, int, const float *v) { a = accumulateRhtAmax(a, v); });
   return a;
 }
 

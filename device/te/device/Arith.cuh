@@ -90,6 +90,36 @@ TE_HD float minWithMaxFinite(float x) {
   return x <= maxFinite ? x : maxFinite;
 }
 
+/// x[0] + x[stride] + ... + x[(n - 1) stride] in that order from +0, each
+/// add rounded: the second stage of the chunked bias-gradient sum (the
+/// partials of consecutive chunks, docs/Numerics.md §10), for the plain and
+/// the grouped bias gradient. The adds are a chain but the loads are not:
+/// each batch of 32 is loaded (read-only) before it is added, so a GPU
+/// thread waits for memory once a batch instead of once an element
+/// (64 chunks of 8192 columns on the H100: 10.3 us one load at a time,
+/// 5.0 us batched).
+TE_HD float orderedStridedSum(const float *x, i64 n, i64 stride) {
+  constexpr int kBatch = 32;
+  float sum = 0.0f;
+  for (i64 i = 0; i < n; i += kBatch) {
+    float v[kBatch];
+    TE_UNROLL
+    for (int j = 0; j < kBatch; ++j) {
+      i64 e = i + j;
+#if TE_DEVICE_CODE
+      v[j] = e < n ? __ldg(x + e * stride) : 0.0f;
+#else
+      v[j] = e < n ? x[e * stride] : 0.0f;
+#endif
+    }
+    TE_UNROLL
+    for (int j = 0; j < kBatch; ++j)
+      if (i + j < n)
+        sum = addRn(sum, v[j]);
+  }
+  return sum;
+}
+
 } // namespace dev
 } // namespace te
 

@@ -214,21 +214,7 @@ __device__ __forceinline__ void groupedBiasGrad(const float *partial,
     rows += m;
     blocks += count;
   }
-  // Batches of loads in flight, then their adds in block order: a thread
-  // waits for memory once a batch instead of once a block.
-  constexpr int kBatch = 32;
-  float sum = 0.0f;
-  for (i64 blk = first; blk < first + count; blk += kBatch) {
-    float v[kBatch];
-    TE_UNROLL
-    for (int j = 0; j < kBatch; ++j)
-      v[j] = blk + j < first + count ? partial[(blk + j) * cols + col] : 0.0f;
-    TE_UNROLL
-    for (int j = 0; j < kBatch; ++j)
-      if (blk + j < first + count)
-        sum = sum + v[j];
-  }
-  db[i] = sum;
+  db[i] = orderedStridedSum(partial + first * cols + col, count, cols);
 }
 
 } // namespace dev

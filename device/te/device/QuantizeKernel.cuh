@@ -421,6 +421,18 @@ __device__ __forceinline__ void tensorAmax(const void *input, i64 n,
   warpAmaxToGlobal(fmaxf(widenLo<F16>(acc), widenHi<F16>(acc)), out);
 }
 
+/// max(a, max |y|) over y, the bf16-rounded Hadamard transform of one
+/// 16-row column run `v`: what an RHT columnwise stage's tensor scale is
+/// taken from.
+__device__ __forceinline__ float accumulateRhtAmax(float a, const float *v) {
+  float y[16];
+  rht16Bf16(v, y);
+  TE_UNROLL
+  for (int i = 0; i < 16; ++i)
+    a = amaxAccumulate(a, y[i]);
+  return a;
+}
+
 /// Amax pre-pass of an RHT columnwise direction: max |x| over the
 /// bf16-rounded transform of every 16-row run of every column (M % 16 ==
 /// 0), max-accumulated into *out (zeroed by the plan). Consecutive threads
@@ -438,7 +450,7 @@ __device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
   for (i64 task = i64(blockIdx.x) * blockDim.x + threadIdx.x; task < tasks;
        task += stride) {
     i64 c = task % k, r0 = task / k * 16;
-    float v[16], y[16];
+    float v[16];
     TE_UNROLL
     for (int i = 0; i < 16; ++i) {
       i64 at = (r0 + i) * k + c;
@@ -451,10 +463,7 @@ __device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
       for (int i = 0; i < 16; ++i)
         t = amaxAccumulate(t, v[i]);
     }
-    rht16Bf16(v, y);
-    TE_UNROLL
-    for (int i = 0; i < 16; ++i)
-      a = amaxAccumulate(a, y[i]);
+    a = accumulateRhtAmax(a, v);
   }
   warpAmaxToGlobal(a, out);
   if (TensorAmax)
@@ -462,35 +471,16 @@ __device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
 }
 
 /// Bias gradient: out[c] = sum over chunks of partial[chunk][c], in chunk
-/// order from +0 (the reference's total). One thread per column (the order
-/// leaves no other parallelism); the adds are a chain but the loads are
-/// not, so each batch of kBiasBatch partials is loaded before it is added:
-/// a column's reads wait for memory once a batch instead of once a chunk.
-/// Measured on the H100 for 64 chunks of 8192 columns: 10.3 us with one
-/// load in flight per thread, 5.0 us batched. (Finishing in the tile
+/// order from +0 (the reference's total; orderedStridedSum). One thread per
+/// column: the order leaves no other parallelism. (Finishing in the tile
 /// kernel instead - the last tile of each column strip, found by an atomic
 /// ticket after a __threadfence, adds the strip's partials - measured
 /// slower: 64.1 against 56.8 us for the whole bias gradient.)
-constexpr int kBiasBatch = 32;
 __device__ __forceinline__ void
 biasGradFinalize(const float *partial, i64 chunks, i64 k, float *out) {
   i64 c = i64(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= k)
-    return;
-  float sum = 0.0f;
-  i64 i = 0;
-  for (; i + kBiasBatch <= chunks; i += kBiasBatch) {
-    float v[kBiasBatch];
-    TE_UNROLL
-    for (int j = 0; j < kBiasBatch; ++j)
-      v[j] = __ldg(partial + (i + j) * k + c);
-    TE_UNROLL
-    for (int j = 0; j < kBiasBatch; ++j)
-      sum = sum + v[j];
-  }
-  for (; i < chunks; ++i)
-    sum = sum + partial[i * k + c];
-  out[c] = sum;
+  if (c < k)
+    out[c] = orderedStridedSum(partial + c, chunks, k);
 }
 
 } // namespace dev

@@ -22,6 +22,7 @@
 #include "te/device/Device.cuh"
 #include "te/device/Hadamard.cuh"
 #include "te/runtime/reference/Codecs.h"
+#include "te/runtime/reference/Gemm.h"
 #include "te/runtime/reference/Philox.h"
 #include "te/runtime/reference/Quantize.h"
 #include "te/runtime/reference/Scales.h"
@@ -325,6 +326,40 @@ std::vector<float> sixteenBitEdges(float (*decode)(uint16_t)) {
   addWithNeighbours(out, floatOf(0x7F7F8000u), 2); // BF16 overflow tie
   addWithNeighbours(out, FLT_MAX, 2);
   return out;
+}
+
+TEST(DeviceLibHost, OrderedStridedSumIsTheChunkedBiasGradient) {
+  // The bias gradient's second stage (the per-chunk column sums added in
+  // chunk order) against the reference's chunked sum; 10 and 70 chunks
+  // (one partial batch, two whole batches and a partial one), values whose
+  // sum depends on the order, and Inf, NaN and -0.
+  for (int64_t chunks : {10, 70}) {
+    const int64_t m = 128 * chunks - 37, n = 24;
+    std::vector<float> dy(size_t(m * n));
+    uint32_t s = 12345;
+    for (float &v : dy) {
+      s = s * 1664525u + 1013904223u;
+      v = std::ldexp(float(int32_t(s) >> 8), int(s % 41) - 40);
+    }
+    dy[size_t(5 * n + 1)] = INFINITY;
+    dy[size_t(600 * n + 2)] = NAN;
+    for (int64_t r = 0; r < m; ++r)
+      dy[size_t(r * n + 3)] = -0.0f;
+    // The first stage, as the tile kernel adds: each chunk's rows in order.
+    std::vector<float> partial(size_t(chunks * n), 0.0f);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        float &p = partial[size_t(r / 128 * n + c)];
+        p = p + dy[size_t(r * n + c)];
+      }
+    std::vector<float> want =
+        ref::biasGrad(dy.data(), ref::SourceType::F32, m, n, 128);
+    for (int64_t c = 0; c < n; ++c) {
+      float got = dev::orderedStridedSum(partial.data() + c, chunks, n);
+      EXPECT_EQ(bitsOf(got), bitsOf(want[size_t(c)]))
+          << chunks << " chunks, column " << c;
+    }
+  }
 }
 
 TEST(DeviceLibHost, SixteenBitEncoders) {
