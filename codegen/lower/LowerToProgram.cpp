@@ -29,8 +29,7 @@ namespace rt = ::te::rt;
 static_assert(tek::kQuantizeTile == cg::kQuantizeTileRows &&
                   tek::kQuantizeTile == cg::kQuantizeTileCols &&
                   tek::kThreads == cg::kQuantizeThreads &&
-                  tek::kThreads == cg::kDequantizeThreads &&
-                  tek::kMaxDequantizeCtas == cg::kDequantizeMaxCtas,
+                  tek::kThreads == cg::kDequantizeThreads,
               "tek launch shapes and the CUDA plan builder disagree");
 
 namespace {

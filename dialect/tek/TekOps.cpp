@@ -15,6 +15,7 @@
 
 #include "dialect/te/TeAttrs.h"
 #include "dialect/te/TeOps.h"
+#include "te/formats/Launch.h"
 
 #include "llvm/ADT/SmallSet.h"
 
@@ -54,9 +55,7 @@ SmallVector<int64_t, 2> mlir::tek::quantizeGrid(ArrayRef<int64_t> shape) {
 }
 
 int64_t mlir::tek::dequantizeGrid(ArrayRef<int64_t> shape) {
-  int64_t n = rowsOf(shape) * shape.back();
-  return std::max<int64_t>(1,
-                           std::min(ceilDiv(n, kThreads), kMaxDequantizeCtas));
+  return ::te::rt::dequantizeGrid(rowsOf(shape) * shape.back());
 }
 
 //===----------------------------------------------------------------------===//

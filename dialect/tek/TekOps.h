@@ -25,12 +25,10 @@ namespace mlir::tek {
 /// only ones code generation accepts; the verifiers check them).
 constexpr int64_t kQuantizeTile = 128;
 constexpr int64_t kThreads = 256;
-/// Grid-stride dequantize kernels launch at most this many CTAs.
-constexpr int64_t kMaxDequantizeCtas = 132 * 8;
 
 /// ceil(M / 128) x ceil(K / 128) for the logical M x K view of `shape`.
 SmallVector<int64_t, 2> quantizeGrid(ArrayRef<int64_t> shape);
-/// min(ceil(M * K / 256), kMaxDequantizeCtas), at least 1.
+/// te::rt::dequantizeGrid of the M * K elements of `shape`.
 int64_t dequantizeGrid(ArrayRef<int64_t> shape);
 /// The tiles of every parameter of a multi-tensor Adam kernel.
 int64_t adamGrid(ArrayRef<RankedTensorType> params);

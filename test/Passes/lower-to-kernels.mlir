@@ -67,3 +67,19 @@ func.func @gemms(%x: !te.qtensor<128x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwi
   %z = te.gemm %a, %b {path = #te.gemm_path<emulated>} : !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<128x128xbf16, #te.mxfp8<e4m3>, columnwise> -> tensor<128x128xf32>
   return %y, %z : tensor<128x64xbf16>, tensor<128x128xf32>
 }
+
+// -----
+
+// Tests the dequantize grid rule (te/formats/Launch.h): one CTA per 8192
+// elements for a large tensor (8192 x 8192 -> 8192 CTAs), a full wave of
+// 132 x 8 CTAs where that gives fewer (2048 x 2048 -> 1056).
+// CHECK-LABEL: func.func @dequantize_grids
+// CHECK: tek.dequantize_kernel "te_dequantize_0" %arg0 rowwise {grid = array<i64: 8192>, threads = 256 : i64}
+// CHECK: tek.dequantize_kernel "te_dequantize_1" %arg1 rowwise {grid = array<i64: 1056>, threads = 256 : i64}
+func.func @dequantize_grids(%a: !te.qtensor<8192x8192xbf16, #te.mxfp8<e4m3>, rowwise>,
+                            %b: !te.qtensor<2048x2048xbf16, #te.mxfp8<e4m3>, rowwise>)
+    -> (tensor<8192x8192xbf16>, tensor<2048x2048xbf16>) {
+  %y = te.dequantize %a rowwise : !te.qtensor<8192x8192xbf16, #te.mxfp8<e4m3>, rowwise> -> tensor<8192x8192xbf16>
+  %z = te.dequantize %b rowwise : !te.qtensor<2048x2048xbf16, #te.mxfp8<e4m3>, rowwise> -> tensor<2048x2048xbf16>
+  return %y, %z : tensor<8192x8192xbf16>, tensor<2048x2048xbf16>
+}

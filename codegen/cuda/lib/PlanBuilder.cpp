@@ -479,11 +479,7 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
   spec.entry = d.name;
   spec.source = emitDequantize(d, e, p.target);
   spec.options.arch = p.arch;
-  spec.grid = rt::Dim3{
-      unsigned(std::max<int64_t>(
-          1, std::min<int64_t>(rt::ceilDiv(n, int64_t(kDequantizeThreads)),
-                               kDequantizeMaxCtas))),
-      1, 1};
+  spec.grid = rt::Dim3{unsigned(rt::dequantizeGrid(n)), 1, 1};
   spec.block = rt::Dim3{kDequantizeThreads, 1, 1};
   int output = out.values[d.output].tensor;
   spec.args = {ArgDesc::ptr(data),

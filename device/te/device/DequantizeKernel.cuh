@@ -402,10 +402,16 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
         }
         transpose4x4(lo);
         transpose4x4(hi);
+        // Rows 8rr and 8(rr + 4) share banks at the 17-word pitch, so the
+        // lanes of rr % 8 >= 4 write their positions 4-7 while the others
+        // write 0-3, and then the other way round: no bank conflict.
+        const bool swap = (rr % 8) >= 4;
         TE_UNROLL
         for (int j = 0; j < 4; ++j) {
-          *reinterpret_cast<u32 *>(&codes[8 * rr + j][4 * cr]) = lo[j];
-          *reinterpret_cast<u32 *>(&codes[8 * rr + 4 + j][4 * cr]) = hi[j];
+          *reinterpret_cast<u32 *>(&codes[8 * rr + (swap ? 4 : 0) + j][4 * cr]) =
+              swap ? hi[j] : lo[j];
+          *reinterpret_cast<u32 *>(&codes[8 * rr + (swap ? 0 : 4) + j][4 * cr]) =
+              swap ? lo[j] : hi[j];
         }
       }
     }
@@ -414,10 +420,18 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
           D::factor(a, r0 + (i / kTileC) * D::kFactorRows, c0 + i % kTileC);
     __syncthreads();
     // Task: 8 consecutive columns of one row. A warp covers 4 rows by 64
-    // columns, so each of its stores writes whole 128-byte lines.
+    // columns, so each of its stores writes whole 128-byte lines: rows R,
+    // R + 16 (lanes 0-15) and R + 1, R + 17 (lanes 16-31), whose 16 code
+    // words fill the 32 banks once per half-warp at the 17-word pitch (the
+    // 8-byte reads of rows R..R + 3 met in bank 0: 1.5x the wavefronts).
+    static_assert(kTilePitch == 68 && kTileC / 8 == 8 && kTileR % 32 == 0,
+                  "the bank mapping assumes 17-word rows of 8 tasks");
     for (int task = threadIdx.x; task < kTileR * (kTileC / 8);
          task += blockDim.x) {
-      const int rl = task / (kTileC / 8), cl = (task % (kTileC / 8)) * 8;
+      const int group = task / 32, q = (task % 32) / 8;
+      const int rl = (group / 8) * 32 + (group % 8) * 2 + (q & 1) * 16 +
+                     (q >> 1),
+                cl = (task % 8) * 8;
       const u32 *src = reinterpret_cast<const u32 *>(&codes[rl][cl]);
       const u32 c8[2] = {src[0], src[1]};
       const float4 *f =

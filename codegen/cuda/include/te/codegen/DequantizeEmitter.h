@@ -14,22 +14,21 @@
 #define TE_CODEGEN_DEQUANTIZEEMITTER_H
 
 #include "te/codegen/Program.h"
+#include "te/formats/Launch.h"
 
 namespace te::cg {
 
-constexpr unsigned kDequantizeThreads = 256;
-/// Grid-stride dequantize kernels launch at most this many CTAs.
-/// CTAs per SM the kernels are built to keep resident (registers capped to
-/// fit), so that the grid-stride grid below runs as one wave on an H100.
-constexpr unsigned kDequantizeCtasPerSm = 8;
-constexpr int64_t kDequantizeMaxCtas = 132 * kDequantizeCtasPerSm;
+/// The block size and registers cap of the kernels; their grid is
+/// rt::dequantizeGrid (te/formats/Launch.h).
+constexpr unsigned kDequantizeThreads = unsigned(rt::kDequantizeThreads);
+constexpr unsigned kDequantizeCtasPerSm = unsigned(rt::kDequantizeCtasPerSm);
 
 /// The device-library decoder type, e.g.
 /// "te::dev::Mxfp8Decode<te::dev::Fp8Format::E4M3, false>".
 /// How a dequantize kernel walks the tensor (te::dev::DequantPath):
 /// 8-element row runs of [M, K] data, shared-memory tiles of transposed
 /// [K, M] data, or one element per thread for any other shape. Every path
-/// is a grid-stride loop, so the grid (tek::dequantizeGrid) fits all three.
+/// is a grid-stride loop, so the grid (rt::dequantizeGrid) fits all three.
 enum class DequantizePath { Rows, Tiles, Elements };
 DequantizePath dequantizePath(int64_t m, int64_t k, bool dataTransposed);
 const char *dequantizePathName(DequantizePath p);
