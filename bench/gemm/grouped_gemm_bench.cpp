@@ -328,7 +328,8 @@ int main(int argc, char **argv) {
     rt::DeviceBuffer splitBuf = take(rt::DeviceBuffer::allocate(c.g * 8));
     check(splitBuf.copyFromHost(splits.data(), c.g * 8, stream));
 
-    auto specOf = [&](GroupedGemmSpec::Operands op, int blockN, int cluster) {
+    auto specOf = [&](GroupedGemmSpec::Operands op, int blockN, int cluster,
+                      int clusterM) {
       GroupedGemmSpec spec;
       spec.operands = op;
       spec.groups = c.g;
@@ -336,11 +337,13 @@ int main(int argc, char **argv) {
       spec.k = c.k;
       spec.blockN = blockN;
       spec.cluster = cluster;
+      spec.clusterM = clusterM;
       return spec.resolved();
     };
     auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,
-                            uint64_t w, int blockN = 0, int cluster = 0) {
-      GroupedGemmSpec spec = specOf(op, blockN, cluster);
+                            uint64_t w, int blockN = 0, int cluster = 0,
+                            int clusterM = 0) {
+      GroupedGemmSpec spec = specOf(op, blockN, cluster, clusterM);
       std::string source = cg::emitGroupedGemm(spec);
       auto t0 = std::chrono::steady_clock::now();
       auto compiled = take(cache.getOrCompile(source, opts));
@@ -369,23 +372,23 @@ int main(int argc, char **argv) {
                    spec.kernelName().c_str(), compileMs, diskMs, us);
       return us;
     };
-    if (sweep) {
-      // Every tile width and cluster the kernel has, on stderr.
-      for (auto [op, widths] :
-           {std::pair<GroupedGemmSpec::Operands, std::vector<int>>{
-               GroupedGemmSpec::Operands::Fp8Block, {128}}}) {
-        for (int width : widths)
-          for (int cluster : {1, 2}) {
-            GroupedGemmSpec v = specOf(op, width, cluster);
-            if (!cg::checkGroupedGemm(v).isOk())
-              continue;
-            double us = runGenerated(op, x8.devicePtr(), w8.devicePtr(), width,
-                                     cluster);
-            std::fprintf(stderr, "  sweep %s: %.1f TFLOP/s\n",
-                         v.kernelName().c_str(), flops / us / 1e6);
-          }
+    // --sweep: every cluster shape (N x M: 1 x 1, 2 x 1, 2 x 2) the kernel
+    // has at a tile width, on stderr.
+    auto sweepClusters = [&](GroupedGemmSpec::Operands op, int width,
+                             uint64_t x, uint64_t w) {
+      for (auto [cluster, clusterM] :
+           {std::pair{1, 1}, std::pair{2, 1}, std::pair{2, 2}}) {
+        GroupedGemmSpec v = specOf(op, width, cluster, clusterM);
+        if (!cg::checkGroupedGemm(v).isOk())
+          continue;
+        double us = runGenerated(op, x, w, width, cluster, clusterM);
+        std::fprintf(stderr, "  sweep %s: %.1f TFLOP/s\n",
+                     v.kernelName().c_str(), flops / us / 1e6);
       }
-    }
+    };
+    if (sweep)
+      sweepClusters(GroupedGemmSpec::Operands::Fp8Block, 128, x8.devicePtr(),
+                    w8.devicePtr());
     double fp8 = runGenerated(GroupedGemmSpec::Operands::Fp8Block,
                               x8.devicePtr(), w8.devicePtr());
     std::vector<uint16_t> generated(m * c.n), library(m * c.n);
@@ -438,6 +441,9 @@ int main(int argc, char **argv) {
 
     rt::DeviceBuffer x16 = randomBuffer(m * c.k * 2, true, stream, 3);
     rt::DeviceBuffer w16 = randomBuffer(c.g * c.n * c.k * 2, true, stream, 4);
+    if (sweep)
+      sweepClusters(GroupedGemmSpec::Operands::BF16, 256, x16.devicePtr(),
+                    w16.devicePtr());
     double bf16 = runGenerated(GroupedGemmSpec::Operands::BF16, x16.devicePtr(),
                                w16.devicePtr());
     auto tf = [&](double us) { return flops / us / 1e6; };

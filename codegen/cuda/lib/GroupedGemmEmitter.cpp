@@ -59,6 +59,8 @@ GroupedGemmSpec GroupedGemmSpec::resolved() const {
     s.blockN = s.fp8() ? 128 : 256;
   if (s.cluster == 0)
     s.cluster = (s.n > 0 && ceilDiv(s.n, s.blockN) % 2 == 0) ? 2 : 1;
+  if (s.clusterM == 0)
+    s.clusterM = 1;
   if (s.stages == 0)
     s.stages =
         static_cast<int>((kMaxShared - fixedBytes(s)) / (stageBytes(s) + 16));
@@ -71,7 +73,10 @@ std::string GroupedGemmSpec::kernelName() const {
   os << "te_grouped_gemm_" << (fp8() ? "fp8block" : "bf16")
      << (weightColumnwise ? "_wcol" : "")
      << (fp8() ? fp8Formats.nameSuffix() : "") << "_g" << groups << "_n" << n
-     << "_k" << k << "_t" << r.blockN << "_c" << r.cluster << "_s" << r.stages;
+     << "_k" << k << "_t" << r.blockN << "_c" << r.cluster;
+  if (r.clusterM != 1)
+    os << "x" << r.clusterM;
+  os << "_s" << r.stages;
   return os.str();
 }
 
@@ -109,6 +114,11 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
     return bad("a cluster is 1 or 2 CTAs");
   if (s.cluster == 2 && ceilDiv(s.n, s.blockN) % 2 != 0)
     return bad("a 2-CTA cluster needs an even number of column blocks");
+  if (s.clusterM != 1 && s.clusterM != 2)
+    return bad("a cluster has 1 or 2 CTAs along M");
+  if (s.clusterM == 2 && s.weightColumnwise && !s.fp8())
+    return bad("row-tile pairs share a K-major W tile, not the BF16 stack "
+               "read along N");
   if (s.stages < 2 || groupedGemmSharedBytes(s) > kMaxShared)
     return bad("the stage ring (" + std::to_string(s.stages) +
                " stages) does not fit an SM's 227 KiB of shared memory");
@@ -125,7 +135,8 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << (s.fp8() ? "true" : "false") << ", " << s.blockN << ", " << s.cluster
      << ", " << s.stages << ", " << s.n << ", " << s.k << ", " << s.groups
      << ", " << (s.weightColumnwise ? "true" : "false") << ", "
-     << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ">;\n"
+     << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ", "
+     << s.clusterM << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedGemmSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads
@@ -171,13 +182,14 @@ std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &spec,
   };
   rt::TensorMapShape x =
       swizzled(mTotal, static_cast<int>(kBlockM / s.cluster));
-  rt::TensorMapShape w = swizzled(s.groups * s.n, s.blockN);
+  const int wBoxRows = static_cast<int>(s.blockN / s.clusterM);
+  rt::TensorMapShape w = swizzled(s.groups * s.n, wBoxRows);
   if (s.weightColumnwise && s.fp8()) // [n, G*k]: the columnwise storage
     w = rt::TensorMapShape{elem,
                            s.n,
                            s.groups * s.k,
                            s.groups * s.k,
-                           s.blockN,
+                           wBoxRows,
                            boxK,
                            rt::TensorMapSwizzle::B128};
   if (s.weightColumnwise && !s.fp8()) // [G*k, n]: the stack, read N-major
@@ -230,7 +242,8 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
   l.y = b.y;
   l.mTotal = static_cast<int32_t>(b.mTotal);
   l.block = {kGroupedGemmThreads, 1, 1};
-  l.cluster = {static_cast<unsigned>(s.cluster), 1, 1};
+  const unsigned clusterSize = static_cast<unsigned>(s.cluster * s.clusterM);
+  l.cluster = {clusterSize, 1, 1};
   l.sharedBytes = groupedGemmSharedBytes(s);
   rt::Expected<rt::Dim3> grid =
       kernel.persistentGrid(device, l.block, l.sharedBytes, l.cluster);
@@ -238,7 +251,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
     return grid.status();
   l.grid = *grid;
   if (maxCtas > 0 && unsigned(maxCtas) < l.grid.x)
-    l.grid.x = std::max(unsigned(maxCtas) / s.cluster, 1u) * s.cluster;
+    l.grid.x = std::max(unsigned(maxCtas) / clusterSize, 1u) * clusterSize;
   return l;
 }
 

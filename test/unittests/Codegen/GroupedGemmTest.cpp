@@ -52,16 +52,24 @@ TEST(GroupedGemm, EveryKernelKindCompilesForSm90a) {
     GTEST_SKIP() << rt::nvrtcVersion().status().message();
   // FP8 and BF16 fprop; FP8 and BF16 dgrad (the weight read columnwise:
   // the layer's N = 4096 contracted, K = 7168 out); the FP8 dgrad of an
-  // E5M2 gradient (TE's hybrid format).
-  for (int variant = 0; variant < 5; ++variant) {
+  // E5M2 gradient (TE's hybrid format); then 2 x 2 clusters: FP8 and BF16
+  // fprop, FP8 dgrad.
+  for (int variant = 0; variant < 8; ++variant) {
     GroupedGemmSpec::Operands op = variant % 2 == 0
                                        ? GroupedGemmSpec::Operands::Fp8Block
                                        : GroupedGemmSpec::Operands::BF16;
+    bool dgrad = (variant >= 2 && variant <= 4) || variant == 7;
+    if (variant == 7)
+      op = GroupedGemmSpec::Operands::Fp8Block;
     GroupedGemmSpec s =
-        variant >= 2 ? spec(op, 8, 7168, 4096) : spec(op, 8, 4096, 7168);
-    s.weightColumnwise = variant >= 2;
+        dgrad ? spec(op, 8, 7168, 4096) : spec(op, 8, 4096, 7168);
+    s.weightColumnwise = dgrad;
     if (variant == 4)
       s.fp8Formats = {rt::DType::E5M2, rt::DType::E4M3};
+    if (variant >= 5) {
+      s.cluster = 2;
+      s.clusterM = 2;
+    }
     s = s.resolved();
     rt::CompileOptions opts = *cg::groupedGemmCompileOptions();
     opts.flags.push_back("--ptxas-options=-v");
@@ -106,6 +114,19 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   GroupedGemmSpec deep = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
   deep.stages = 8;
   EXPECT_NE(msg(deep).find("227 KiB"), std::string::npos);
+  // 2 x 2 clusters: named; at most 2 CTAs along M; the BF16 stack read
+  // along N is not split between row-tile pairs.
+  GroupedGemmSpec pairs = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
+  pairs.cluster = 2;
+  pairs.clusterM = 2;
+  EXPECT_TRUE(cg::checkGroupedGemm(pairs).isOk());
+  EXPECT_NE(pairs.kernelName().find("_t128_c2x2_s"), std::string::npos);
+  pairs.clusterM = 3;
+  EXPECT_NE(msg(pairs).find("1 or 2 CTAs along M"), std::string::npos);
+  GroupedGemmSpec stackPairs = spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128);
+  stackPairs.weightColumnwise = true;
+  stackPairs.clusterM = 2;
+  EXPECT_NE(msg(stackPairs).find("not the BF16 stack"), std::string::npos);
   GroupedGemmSpec wide = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
   wide.blockN = 256;
   EXPECT_NE(msg(wide).find("FP8 tile width must be 128"), std::string::npos);
@@ -367,6 +388,28 @@ TEST_F(GroupedGemmGpu, Bf16DgradReadsTheStackAlongN) {
   GroupedGemmSpec one = spec(GroupedGemmSpec::Operands::BF16, 1, 128, 192);
   one.weightColumnwise = true;
   check(one, 130, {130});
+}
+
+// 2 x 2 clusters (and 1 x 2): two row tiles of an expert share the W tile.
+// Experts with an odd number of row tiles (300 rows: 3; 1 row: 1) get a pad
+// tile that computes rows it must not store; an expert without tokens none.
+TEST_F(GroupedGemmGpu, RowTilePairsShareTheWeightTile) {
+  for (auto [cluster, clusterM] : {std::pair{2, 2}, std::pair{1, 2}}) {
+    GroupedGemmSpec fp8 = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
+    fp8.cluster = cluster;
+    fp8.clusterM = clusterM;
+    check(fp8, 700, {0, 300, 1, 250});
+    check(fp8, 700, {0, 300, 1, 250}, 4); // one cluster walks every tile
+    check(fp8, 640, {100, 200, 0, 340}, 0, {0, 17, 500, 123});
+    GroupedGemmSpec bf = spec(GroupedGemmSpec::Operands::BF16, 4, 512, 256);
+    bf.cluster = cluster;
+    bf.clusterM = clusterM;
+    check(bf, 700, {129, 0, 255, 200});
+  }
+  GroupedGemmSpec one = spec(GroupedGemmSpec::Operands::Fp8Block, 1, 256, 256);
+  one.cluster = 2;
+  one.clusterM = 2;
+  check(one, 200, {200});
 }
 
 // One expert with every token; G = 1 is a plain GEMM.

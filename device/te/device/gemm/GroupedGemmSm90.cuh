@@ -58,7 +58,7 @@ namespace gemm {
 /// which cuts the tile traffic from L2 by a quarter to a third.
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
           int Groups_, bool WeightColumnwise = false, bool XE5M2 = false,
-          bool WE5M2 = false>
+          bool WE5M2 = false, int ClusterM = 1>
 struct GroupedGemmConfig
     : Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2> {
   using Shape = Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2>;
@@ -69,7 +69,16 @@ struct GroupedGemmConfig
   /// itself, read MN-major: expert g's reduction is rows g·K .. g·K + K - 1.
   static constexpr bool kWeightColumnwise = WeightColumnwise;
   static constexpr bool kWeightMnMajor = WeightColumnwise && !Fp8Block;
+  /// CTAs of a cluster along N (sharing the x tile) and along M (with
+  /// ClusterM = 2, two row tiles of one expert sharing the W tile: a 2 x 2
+  /// cluster loads a quarter of each operand tile per CTA; an expert's row
+  /// tiles are padded to pairs, the pad tile computing rows it never
+  /// stores).
   static constexpr int kCluster = Cluster;
+  static constexpr int kClusterM = ClusterM;
+  static constexpr int kClusterSize = Cluster * ClusterM;
+  /// The rows of a work item's tiles: one row tile, or a pair.
+  static constexpr int kRowUnit = 128 * ClusterM;
   static constexpr int kN = N_, kK = K_, kGroups = Groups_;
   static constexpr int kKBlocks = (kK + kBlockK - 1) / kBlockK;
   static constexpr int kNBlocks = (kN + kBlockN - 1) / kBlockN;
@@ -95,6 +104,9 @@ struct GroupedGemmConfig
   static_assert(Cluster == 1 || (Cluster == 2 && kNBlocks % 2 == 0),
                 "a 2-CTA cluster pairs column blocks: their count must be "
                 "even");
+  static_assert(ClusterM == 1 || (ClusterM == 2 && !kWeightMnMajor),
+                "row-tile pairs share a K-major W tile (not the BF16 stack "
+                "read along N)");
   static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
   static_assert(!WeightColumnwise || kK % kBlockK == 0,
                 "a columnwise weight holds whole K blocks per expert (FP8: "
@@ -113,9 +125,10 @@ struct Tile {
 };
 
 /// Work item `t` of the schedule for cluster rank `rank` (n fastest, so
-/// consecutive CTAs share the x rows and walk one expert's weights). With
-/// 2-CTA clusters a work item is a pair of column blocks. tileEnd[g] is
-/// the prefix sum of the experts' row-tile counts.
+/// consecutive CTAs share the x rows and walk one expert's weights). A
+/// work item is kCluster column blocks of kClusterM row tiles of one
+/// expert; rank = rankM · kCluster + rankN. tileEnd[g] is the prefix sum of
+/// the experts' row-unit counts (kRowUnit rows each).
 template <class C>
 __device__ __forceinline__ Tile locate(int t, int rank, const int *tileEnd,
                                        const int *rowEnd) {
@@ -131,8 +144,11 @@ __device__ __forceinline__ Tile locate(int t, int rank, const int *tileEnd,
   }
   int firstTile = lo ? tileEnd[lo - 1] : 0;
   int firstRow = lo ? rowEnd[lo - 1] : 0;
-  return {lo, firstRow + (mt - firstTile) * C::kBlockM, rowEnd[lo],
-          ((t % kItemsPerRow) * C::kCluster + rank) * C::kBlockN};
+  const int rankN = rank % C::kCluster, rankM = rank / C::kCluster;
+  return {lo,
+          firstRow + (mt - firstTile) * C::kRowUnit + rankM * C::kBlockM,
+          rowEnd[lo],
+          ((t % kItemsPerRow) * C::kCluster + rankN) * C::kBlockN};
 }
 
 /// The FP8 K loop of one tile, software-pipelined over two partial-sum
@@ -250,10 +266,10 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
   // Hands a stage back to every producer that writes into it.
   auto release = [&](int stage) {
     if (wgThread == 0) {
-      if (C::kCluster == 1)
+      if (C::kClusterSize == 1)
         empty[stage].arrive();
       else
-        for (int peer = 0; peer < C::kCluster; ++peer)
+        for (int peer = 0; peer < C::kClusterSize; ++peer)
           empty[stage].arrive(peer);
     }
   };
@@ -341,7 +357,8 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
 
 /// The kernel body. `tmX`/`tmW`/`tmSX` are 2-D tensor maps over X [M_total,
 /// K] (box: kBlockM / kCluster rows), W [G·N, K] or, columnwise, [N, G·K]
-/// (box: kBlockN rows) or, BF16 columnwise, [G·K, N] (box: 64 x 64) and
+/// (box: kBlockN / kClusterM rows) or, BF16 columnwise, [G·K, N] (box: 64 x
+/// 64) and
 /// (FP8) the x scales [K/128, roundup(M_total,4)]; `sw` the weight scales
 /// (FP8), `splits` G int64 on the device, `bias` null or [G, N] bf16 (added
 /// in fp32 before the rounding), `y` [M_total, N] bf16.
@@ -371,15 +388,15 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   // C7518).
   const int warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
   const int lane = threadIdx.x % 32;
-  const int rank = C::kCluster == 1 ? 0 : int(block_rank_in_cluster());
-  const int cluster = blockIdx.x / C::kCluster;
-  const int clusters = gridDim.x / C::kCluster;
+  const int rank = C::kClusterSize == 1 ? 0 : int(block_rank_in_cluster());
+  const int cluster = blockIdx.x / C::kClusterSize;
+  const int clusters = gridDim.x / C::kClusterSize;
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::kStages; ++s) {
       full[s].init(1);
       // Every math warpgroup of the cluster frees a stage: multicast
       // writes into both CTAs' copies of it.
-      empty[s].init(C::kMathWarpgroups * C::kCluster);
+      empty[s].init(C::kMathWarpgroups * C::kClusterSize);
     }
     cutlass::arch::fence_barrier_init();
     // The experts' row ranges and tile counts (split sizes clamped).
@@ -387,13 +404,13 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
     for (int g = 0; g < C::kGroups; ++g) {
       long long m = te::dev::clampedSplit(splits[g], rows, mTotal);
       rows += static_cast<int>(m);
-      tiles += static_cast<int>((m + C::kBlockM - 1) / C::kBlockM);
+      tiles += static_cast<int>((m + C::kRowUnit - 1) / C::kRowUnit);
       rowEnd[g] = rows;
       tileEnd[g] = tiles;
     }
   }
   // The peer's barriers must be initialised before anything reaches them.
-  if (C::kCluster > 1)
+  if (C::kClusterSize > 1)
     cluster_sync();
   else
     __syncthreads();
@@ -408,7 +425,16 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
       if (C::kFp8Block)
         prefetch_tma_descriptor(tmSX);
       constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
+      // This CTA's share of the x tile (multicast to the CTAs of its
+      // cluster row, which compute the same rows) and of the W tile
+      // (multicast to the CTAs of its cluster column: the same columns).
       constexpr int kRowsPerCta = C::kBlockM / C::kCluster;
+      constexpr int kWRowsPerCta = C::kBlockN / C::kClusterM;
+      const int rankN = rank % C::kCluster, rankM = rank / C::kCluster;
+      const uint16_t rowPeers =
+          uint16_t(((1 << C::kCluster) - 1) << (rankM * C::kCluster));
+      const uint16_t columnPeers =
+          uint16_t((1 << rankN) | (1 << (C::kCluster + rankN)));
       int stage = 0;
       uint32_t phase = 0;
       for (int t = cluster; t < numItems; t += clusters) {
@@ -424,14 +450,14 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
           full[stage].arrive_and_expect_tx(
               C::kStageA + C::kStageB + (C::kFp8Block ? C::kScaleBox * 4 : 0));
           unsigned char *a =
-              stageA + stage * C::kStageA + rank * kRowsPerCta * 128;
+              stageA + stage * C::kStageA + rankN * kRowsPerCta * 128;
           if (C::kCluster == 1)
             SM90_TMA_LOAD_2D::copy(tmX, bar, kEvictNormal, a, kb * C::kBlockK,
                                    tile.row0);
           else
             SM90_TMA_LOAD_MULTICAST_2D::copy(
-                tmX, bar, uint16_t((1 << C::kCluster) - 1), kEvictNormal, a,
-                kb * C::kBlockK, tile.row0 + rank * kRowsPerCta);
+                tmX, bar, rowPeers, kEvictNormal, a, kb * C::kBlockK,
+                tile.row0 + rankN * kRowsPerCta);
           if (C::kWeightMnMajor) {
             // The expert's 64 reduction rows, 64 output columns a box.
             for (int h = 0; h < C::kBlockN / 64; ++h)
@@ -439,10 +465,15 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                   tmW, bar, kEvictNormal,
                   stageB + stage * C::kStageB + h * detail::kMnAtomBytes,
                   tile.col0 + 64 * h, tile.expert * C::kK + kb * C::kBlockK);
-          } else {
+          } else if (C::kClusterM == 1) {
             SM90_TMA_LOAD_2D::copy(tmW, bar, kEvictNormal,
                                    stageB + stage * C::kStageB,
                                    wCol0 + kb * C::kBlockK, wRow);
+          } else {
+            SM90_TMA_LOAD_MULTICAST_2D::copy(
+                tmW, bar, columnPeers, kEvictNormal,
+                stageB + stage * C::kStageB + rankM * kWRowsPerCta * 128,
+                wCol0 + kb * C::kBlockK, wRow + rankM * kWRowsPerCta);
           }
           if (C::kFp8Block)
             SM90_TMA_LOAD_2D::copy(tmSX, bar, kEvictNormal,
@@ -465,7 +496,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                         y, mTotal);
   }
   // No CTA leaves while its peer may still arrive on its barriers.
-  if (C::kCluster > 1)
+  if (C::kClusterSize > 1)
     cluster_sync();
 }
 

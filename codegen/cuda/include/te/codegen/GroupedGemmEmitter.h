@@ -61,9 +61,13 @@ struct GroupedGemmSpec {
   bool weightColumnwise = false;
   /// Output tile width: FP8 128, BF16 128 or 256; 0 picks one.
   int blockN = 0;
-  /// CTAs per cluster (1, or 2 to share the x tile by TMA multicast; needs
-  /// an even number of column blocks); 0 picks one.
+  /// CTAs per cluster along N (1, or 2 to share the x tile by TMA
+  /// multicast; needs an even number of column blocks); 0 picks one.
   int cluster = 0;
+  /// CTAs per cluster along M (1, or 2: two row tiles of an expert share
+  /// the W tile by TMA multicast, each expert's row tiles padded to a
+  /// pair; K-major W only, not the BF16 stack read along N); 0 picks one.
+  int clusterM = 0;
   /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
   int stages = 0;
 
@@ -71,7 +75,8 @@ struct GroupedGemmSpec {
   /// The spec with every 0 replaced by the choice made for it.
   GroupedGemmSpec resolved() const;
   /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_s6" ("_wcol"
-  /// after "fp8block" for a columnwise weight, then the formats' suffix).
+  /// after "fp8block" for a columnwise weight, then the formats' suffix;
+  /// "_c2x2" for a 2 x 2 cluster).
   std::string kernelName() const;
 };
 
