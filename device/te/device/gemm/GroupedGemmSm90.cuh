@@ -38,7 +38,9 @@
 // tile and run the MMAs. FP8: every 128-element K block is accumulated by
 // the tensor cores into a fresh partial sum P, then promoted in fp32 as
 // y = fma(P, s_x · s_w, y), the rule cuBLASLt's block-scaled GEMM follows
-// on the H100 (docs/Numerics.md §7.3).
+// on the H100 (docs/Numerics.md §7.3), while the next block's MMAs run
+// (pipelinedFp8Blocks). Clusters of 2 CTAs along N share the x tile; 2 x 2
+// clusters (ClusterM = 2) also share the W tile between row-tile pairs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,7 +57,8 @@ namespace gemm {
 /// the split sizes and M_total vary between calls. Cluster 2: the two CTAs
 /// of a cluster compute the same rows and adjacent column blocks (always of
 /// one expert) and each loads half of the x tile for both (TMA multicast),
-/// which cuts the tile traffic from L2 by a quarter to a third.
+/// which cuts the tile traffic from L2 by a quarter to a third; ClusterM 2
+/// doubles that along M (below).
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
           int Groups_, bool WeightColumnwise = false, bool XE5M2 = false,
           bool WE5M2 = false, int ClusterM = 1>
@@ -78,7 +81,7 @@ struct GroupedGemmConfig
   static constexpr int kClusterM = ClusterM;
   static constexpr int kClusterSize = Cluster * ClusterM;
   /// The rows of a work item's tiles: one row tile, or a pair.
-  static constexpr int kRowUnit = 128 * ClusterM;
+  static constexpr int kRowUnit = kBlockM * ClusterM;
   static constexpr int kN = N_, kK = K_, kGroups = Groups_;
   static constexpr int kKBlocks = (kK + kBlockK - 1) / kBlockK;
   static constexpr int kNBlocks = (kN + kBlockN - 1) / kBlockN;
@@ -395,7 +398,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
     for (int s = 0; s < C::kStages; ++s) {
       full[s].init(1);
       // Every math warpgroup of the cluster frees a stage: multicast
-      // writes into both CTAs' copies of it.
+      // writes into every CTA's copy of it.
       empty[s].init(C::kMathWarpgroups * C::kClusterSize);
     }
     cutlass::arch::fence_barrier_init();
