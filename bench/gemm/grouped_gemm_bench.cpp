@@ -254,7 +254,8 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
 
 int main(int argc, char **argv) {
   int iters = argc > 1 ? std::atoi(argv[1]) : 20;
-  // --sweep: also every FP8 tile width and cluster size.
+  // --sweep: also every cluster shape (1 x 1, 2 x 1, 2 x 2) of the FP8 and
+  // the BF16 kernel.
   // --first: only the first shape (e.g. under a profiler).
   // --dense: only G = 1 at 8192^3, the generated kernel as a dense block-FP8
   // GEMM against one cuBLASLt call (which te-legalize-target keeps).
