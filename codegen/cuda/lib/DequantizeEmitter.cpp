@@ -61,8 +61,10 @@ std::string decoderType(const rt::Scheme &s, Direction d, bool dataTransposed) {
 DequantizePath dequantizePath(int64_t m, int64_t k, bool dataTransposed) {
   if (dataTransposed)
     return DequantizePath::Tiles;
-  // The row path indexes 8-element runs with 32 bits.
-  if (k % 8 == 0 && m * k / 8 < (int64_t(1) << 32))
+  // The row path indexes 8-element runs with 32 bits: with at most 2^30
+  // runs, a run index plus four grid strides (rt::dequantizeGrid gives at
+  // most runs / 4 + 256 threads) stays below 2^32.
+  if (k % 8 == 0 && m * k / 8 <= kMaxRowPathRuns)
     return DequantizePath::Rows;
   return DequantizePath::Elements;
 }

@@ -242,7 +242,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
   l.y = b.y;
   l.mTotal = static_cast<int32_t>(b.mTotal);
   l.block = {kGroupedGemmThreads, 1, 1};
-  const unsigned clusterSize = static_cast<unsigned>(s.cluster * s.clusterM);
+  const unsigned clusterSize = s.clusterSize();
   l.cluster = {clusterSize, 1, 1};
   l.sharedBytes = groupedGemmSharedBytes(s);
   rt::Expected<rt::Dim3> grid =

@@ -85,7 +85,7 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
     return unsupported(st.message());
   rt::Expected<rt::KernelSpec> ks =
       engineLaunch(g.name, spec.kernelName(), emitGroupedGemm(spec),
-                   groupedGemmSharedBytes(spec), unsigned(spec.cluster));
+                   groupedGemmSharedBytes(spec), spec.clusterSize());
   if (!ks)
     return ks.status();
 

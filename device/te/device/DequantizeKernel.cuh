@@ -268,7 +268,8 @@ template <class D> struct Run8 {
   }
 
   /// Run `t` (elements 8t .. 8t + 7) is row t / runsPerRow from column
-  /// 8 (t % runsPerRow): 32-bit arithmetic (the host keeps runs < 2^32).
+  /// 8 (t % runsPerRow): 32-bit arithmetic (the host keeps runs <= 2^30,
+  /// so t plus four grid strides stays below 2^32: cg::kMaxRowPathRuns).
   template <int Out>
   __device__ void store(const DequantArgs &a, u32 t, u32 runsPerRow,
                         void *out) const {
@@ -326,7 +327,7 @@ __device__ __forceinline__ void dequantizeRows(const DequantArgs &a,
 /// thread reads its 8 output columns with two 4-byte loads: each thread
 /// loads 4 storage rows x 4 bytes and transposes the 4 x 4 block in
 /// registers. The pitch, 17 words, keeps the stores free of bank conflicts
-/// (FP8; two-way for E2M1).
+/// (E2M1: with the halves alternated between lanes, below).
 constexpr int kTileR = 128, kTileC = 64, kTilePitch = kTileC + 4;
 
 /// rows[k] holds 4 codes (bytes) of storage row k; afterwards rows[j]

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "te/codegen/DequantizeEmitter.h"
 #include "te/codegen/QuantizeEmitter.h"
 #include "te/exec/CudaRunner.h"
 
@@ -432,6 +433,25 @@ TEST(DequantizeCodegenPaths, StorageAndShapePickThePath) {
   ASSERT_TRUE(n) << n.status().toString();
 }
 
+// The grid rule (te/formats/Launch.h) and the row path's 32-bit bound.
+TEST(DequantizeCodegenPaths, GridRuleAndRowPathBound) {
+  EXPECT_EQ(rt::dequantizeGrid(0), 1);
+  EXPECT_EQ(rt::dequantizeGrid(1), 1);
+  EXPECT_EQ(rt::dequantizeGrid(200 * 130), 102); // a thread per element
+  EXPECT_EQ(rt::dequantizeGrid(2048 * 2048), 1056); // a full wave
+  EXPECT_EQ(rt::dequantizeGrid(8192 * 8192), 8192); // a CTA per 8192
+  EXPECT_EQ(rt::dequantizeGrid(int64_t(1) << 50), INT32_MAX);
+  const int64_t k = 4096, rowsAtBound = cg::kMaxRowPathRuns * 8 / k;
+  EXPECT_EQ(cg::dequantizePath(rowsAtBound, k, false),
+            cg::DequantizePath::Rows);
+  EXPECT_EQ(cg::dequantizePath(rowsAtBound + 1, k, false),
+            cg::DequantizePath::Elements);
+  // The bound keeps a run index plus four strides of the grid in 32 bits.
+  const int64_t runs = cg::kMaxRowPathRuns;
+  const int64_t stride = rt::dequantizeGrid(runs * 8) * rt::kDequantizeThreads;
+  EXPECT_LT(runs + 4 * stride, int64_t(1) << 32);
+}
+
 // te-run --bench names what runs each GEMM: a library GEMM on operands a
 // dequantize kernel of the entry wrote is the emulated path.
 TEST(DequantizeCodegenPaths, GemmPlansNameTheirEngine) {
@@ -466,9 +486,10 @@ TEST(DequantizeCodegenPaths, GemmPlansNameTheirEngine) {
   EXPECT_EQ(kernels.front().engine, ""); // not a GEMM
 }
 
-// Tensors large enough that every CTA of the row and tile paths loops
-// (more 8-element runs and tiles than the grid covers at once).
-TEST(DequantizeCodegenLarge, GridStrideLoopsAreBitExactOnGpu) {
+// Tensors of more CTAs than an H100 holds at once (1536 CTAs of the
+// one-pass grid, rt::dequantizeGrid). The grid rule gives every thread one
+// pass, so the grid-stride loops themselves are no longer taken by a plan.
+TEST(DequantizeCodegenLarge, ManyWavesAreBitExactOnGpu) {
   test::GpuStream gpu = test::GpuStream::open();
   if (!gpu.stream)
     GTEST_SKIP() << gpu.why;

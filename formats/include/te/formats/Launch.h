@@ -25,7 +25,8 @@ constexpr int64_t kDequantizeThreads = 256;
 constexpr int64_t kDequantizeCtasPerSm = 8;
 constexpr int64_t kDequantizeWaveCtas = 132 * kDequantizeCtasPerSm;
 /// Elements one CTA covers in one pass of the row path (256 threads x 4
-/// runs of 8 in flight) or of the tile path (a 128 x 64 tile).
+/// runs of 8 in flight; the identity decoder keeps 2 and loops twice) or
+/// of the tile path (a 128 x 64 tile).
 constexpr int64_t kDequantizeElementsPerCta = 8192;
 
 /// The grid of a dequantize kernel over `elements` values: one CTA per

@@ -31,6 +31,8 @@ constexpr unsigned kDequantizeCtasPerSm = unsigned(rt::kDequantizeCtasPerSm);
 /// is a grid-stride loop, so the grid (rt::dequantizeGrid) fits all three.
 enum class DequantizePath { Rows, Tiles, Elements };
 DequantizePath dequantizePath(int64_t m, int64_t k, bool dataTransposed);
+/// The most 8-element runs the row path takes (its 32-bit run indices).
+constexpr int64_t kMaxRowPathRuns = int64_t(1) << 30;
 const char *dequantizePathName(DequantizePath p);
 
 std::string decoderType(const rt::Scheme &s, rt::Direction d,

@@ -72,6 +72,8 @@ struct GroupedGemmSpec {
   int stages = 0;
 
   bool fp8() const { return operands == Operands::Fp8Block; }
+  /// CTAs per cluster, N x M (of a resolved spec): what the launch passes.
+  unsigned clusterSize() const { return unsigned(cluster * clusterM); }
   /// The spec with every 0 replaced by the choice made for it.
   GroupedGemmSpec resolved() const;
   /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_s6" ("_wcol"
