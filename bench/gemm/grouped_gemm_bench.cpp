@@ -4,7 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// te-grouped-gemm-bench [iters] [--sweep] [--first] [--dense] [--backward]:
+// te-grouped-gemm-bench [iters] [--sweep] [--bands] [--first] [--dense]
+// [--backward]:
 // the M-grouped GEMMs of an MoE layer (DeepSeek-V3-like experts: N=4096 K=7168
 // and N=7168 K=2048; G = 8 and 32; 32768 tokens split unevenly, and 256 tokens
 // per expert; last, G = 1 at 8192^3: the generated kernel as a dense GEMM)
@@ -256,15 +257,20 @@ int main(int argc, char **argv) {
   int iters = argc > 1 ? std::atoi(argv[1]) : 20;
   // --sweep: also every cluster shape (1 x 1, 2 x 1, 2 x 2) of the FP8 and
   // the BF16 kernel.
+  // --bands: also the tile order's band heights (1, 4, 8, 16, 32 row units)
+  // of the FP8 and the BF16 kernel at their default cluster.
   // --first: only the first shape (e.g. under a profiler).
   // --dense: only G = 1 at 8192^3, the generated kernel as a dense block-FP8
   // GEMM against one cuBLASLt call (which te-legalize-target keeps).
   // --backward: only the backward's kernels.
-  bool sweep = false, first = false, dense = false, backwardOnly = false;
+  bool sweep = false, bands = false, first = false, dense = false,
+       backwardOnly = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--sweep")
       sweep = true;
+    else if (a == "--bands")
+      bands = true;
     else if (a == "--first")
       first = true;
     else if (a == "--dense")
@@ -274,12 +280,13 @@ int main(int argc, char **argv) {
     else
       die(rt::Status(rt::StatusCode::InvalidArgument,
                      "unknown option '" + a +
-                         "' (--sweep, --first, --dense, --backward)"));
+                         "' (--sweep, --bands, --first, --dense, "
+                         "--backward)"));
   }
-  if (backwardOnly && (dense || first || sweep))
+  if (backwardOnly && (dense || first || sweep || bands))
     die(rt::Status(rt::StatusCode::InvalidArgument,
                    "--backward runs the backward's kernels alone; it takes "
-                   "none of --sweep, --first, --dense"));
+                   "none of --sweep, --bands, --first, --dense"));
   std::string cacheDir =
       (std::filesystem::temp_directory_path() / "te-grouped-gemm-bench")
           .string();
@@ -330,7 +337,7 @@ int main(int argc, char **argv) {
     check(splitBuf.copyFromHost(splits.data(), c.g * 8, stream));
 
     auto specOf = [&](GroupedGemmSpec::Operands op, int blockN, int cluster,
-                      int clusterM) {
+                      int clusterM, int band = 0) {
       GroupedGemmSpec spec;
       spec.operands = op;
       spec.groups = c.g;
@@ -339,12 +346,13 @@ int main(int argc, char **argv) {
       spec.blockN = blockN;
       spec.cluster = cluster;
       spec.clusterM = clusterM;
+      spec.band = band;
       return spec.resolved();
     };
     auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,
                             uint64_t w, int blockN = 0, int cluster = 0,
-                            int clusterM = 0) {
-      GroupedGemmSpec spec = specOf(op, blockN, cluster, clusterM);
+                            int clusterM = 0, int band = 0) {
+      GroupedGemmSpec spec = specOf(op, blockN, cluster, clusterM, band);
       std::string source = cg::emitGroupedGemm(spec);
       auto t0 = std::chrono::steady_clock::now();
       auto compiled = take(cache.getOrCompile(source, opts));
@@ -387,9 +395,22 @@ int main(int argc, char **argv) {
                      v.kernelName().c_str(), flops / us / 1e6);
       }
     };
+    // --bands: the tile order's band heights at the default cluster.
+    auto sweepBands = [&](GroupedGemmSpec::Operands op, uint64_t x,
+                          uint64_t w) {
+      for (int band : {1, 4, 8, 16, 32}) {
+        double us = runGenerated(op, x, w, 0, 0, 0, band);
+        std::fprintf(stderr, "  bands %s: %.1f TFLOP/s\n",
+                     specOf(op, 0, 0, 0, band).kernelName().c_str(),
+                     flops / us / 1e6);
+      }
+    };
     if (sweep)
       sweepClusters(GroupedGemmSpec::Operands::Fp8Block, 128, x8.devicePtr(),
                     w8.devicePtr());
+    if (bands)
+      sweepBands(GroupedGemmSpec::Operands::Fp8Block, x8.devicePtr(),
+                 w8.devicePtr());
     double fp8 = runGenerated(GroupedGemmSpec::Operands::Fp8Block,
                               x8.devicePtr(), w8.devicePtr());
     std::vector<uint16_t> generated(m * c.n), library(m * c.n);
@@ -445,6 +466,9 @@ int main(int argc, char **argv) {
     if (sweep)
       sweepClusters(GroupedGemmSpec::Operands::BF16, 256, x16.devicePtr(),
                     w16.devicePtr());
+    if (bands)
+      sweepBands(GroupedGemmSpec::Operands::BF16, x16.devicePtr(),
+                 w16.devicePtr());
     double bf16 = runGenerated(GroupedGemmSpec::Operands::BF16, x16.devicePtr(),
                                w16.devicePtr());
     auto tf = [&](double us) { return flops / us / 1e6; };

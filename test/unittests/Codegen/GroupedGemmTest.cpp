@@ -120,13 +120,21 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   pairs.cluster = 2;
   pairs.clusterM = 2;
   EXPECT_TRUE(cg::checkGroupedGemm(pairs).isOk());
-  EXPECT_NE(pairs.kernelName().find("_t128_c2x2_s"), std::string::npos);
+  EXPECT_NE(pairs.kernelName().find("_t128_c2x2_b16_s"), std::string::npos);
   pairs.clusterM = 3;
   EXPECT_NE(msg(pairs).find("1 or 2 CTAs along M"), std::string::npos);
   GroupedGemmSpec stackPairs = spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128);
   stackPairs.weightColumnwise = true;
   stackPairs.clusterM = 2;
   EXPECT_NE(msg(stackPairs).find("not the BF16 stack"), std::string::npos);
+  // Bands of the tile order: named; 1..1024 row units.
+  GroupedGemmSpec banded = pairs;
+  banded.clusterM = 2;
+  banded.band = 8;
+  EXPECT_TRUE(cg::checkGroupedGemm(banded).isOk());
+  EXPECT_NE(banded.kernelName().find("_c2x2_b8_s"), std::string::npos);
+  banded.band = 1025;
+  EXPECT_NE(msg(banded).find("1..1024 row units"), std::string::npos);
   GroupedGemmSpec wide = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
   wide.blockN = 256;
   EXPECT_NE(msg(wide).find("FP8 tile width must be 128"), std::string::npos);
@@ -151,11 +159,13 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   EXPECT_EQ(fp8.blockN, 128);
   EXPECT_EQ(fp8.cluster, 2);
   EXPECT_EQ(fp8.stages, 6);
+  EXPECT_EQ(fp8.band, 16);
   GroupedGemmSpec bf16 =
       spec(GroupedGemmSpec::Operands::BF16, 8, 768, 7168).resolved();
   EXPECT_EQ(bf16.blockN, 256);
   EXPECT_EQ(bf16.cluster, 1); // 3 column blocks
   EXPECT_EQ(bf16.stages, 4);
+  EXPECT_EQ(bf16.band, 32);
   EXPECT_TRUE(
       cg::checkGroupedGemm(spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128))
           .isOk());
@@ -406,6 +416,28 @@ TEST_F(GroupedGemmGpu, RowTilePairsShareTheWeightTile) {
   GroupedGemmSpec one = spec(GroupedGemmSpec::Operands::Fp8Block, 1, 256, 256);
   one.clusterM = 2;
   check(one, 200, {200});
+}
+
+// The tile order in bands of row units (walked row unit first; the other
+// tests run the default bands): row by row, then bands of 3 against experts
+// of 0, 2, 8, 4 and 1 row tiles, so most experts end in a short band; one
+// cluster, a few, or one per tile walk them; with 2 x 2 clusters the units
+// are row-tile pairs.
+TEST_F(GroupedGemmGpu, BandsOfRowUnitsCoverEveryTile) {
+  GroupedGemmSpec fp8 = spec(GroupedGemmSpec::Operands::Fp8Block, 5, 512, 256);
+  fp8.band = 1;
+  check(fp8, 1600, {0, 130, 900, 400, 128}, 2);
+  fp8.band = 3;
+  check(fp8, 1600, {0, 130, 900, 400, 128});
+  check(fp8, 1600, {0, 130, 900, 400, 128}, 2);
+  check(fp8, 1600, {0, 130, 900, 400, 128}, 6, {1000, 0, 0, 1, 599});
+  GroupedGemmSpec bf = spec(GroupedGemmSpec::Operands::BF16, 5, 512, 128);
+  bf.band = 3;
+  check(bf, 1600, {0, 130, 900, 400, 128}, 4);
+  GroupedGemmSpec pairs = fp8;
+  pairs.clusterM = 2;
+  pairs.band = 2;
+  check(pairs, 1600, {0, 130, 900, 400, 128}, 4);
 }
 
 // One expert with every token; G = 1 is a plain GEMM.

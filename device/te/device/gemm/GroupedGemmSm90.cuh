@@ -61,7 +61,7 @@ namespace gemm {
 /// doubles that along M (below).
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
           int Groups_, bool WeightColumnwise = false, bool XE5M2 = false,
-          bool WE5M2 = false, int ClusterM = 1>
+          bool WE5M2 = false, int ClusterM = 1, int BandUnits = 1>
 struct GroupedGemmConfig
     : Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2> {
   using Shape = Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2>;
@@ -82,6 +82,10 @@ struct GroupedGemmConfig
   static constexpr int kClusterSize = Cluster * ClusterM;
   /// The rows of a work item's tiles: one row tile, or a pair.
   static constexpr int kRowUnit = kBlockM * ClusterM;
+  /// Row units per band of the schedule (locate): the work items of a band
+  /// are walked row unit first, so the CTAs working at one time share a few
+  /// W tiles and a band of x rows that stay in L2. 1: row by row.
+  static constexpr int kBandUnits = BandUnits;
   static constexpr int kN = N_, kK = K_, kGroups = Groups_;
   static constexpr int kKBlocks = (kK + kBlockK - 1) / kBlockK;
   static constexpr int kNBlocks = (kN + kBlockN - 1) / kBlockN;
@@ -111,6 +115,7 @@ struct GroupedGemmConfig
                 "row-tile pairs share a K-major W tile (not the BF16 stack "
                 "read along N)");
   static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
+  static_assert(BandUnits >= 1, "a band holds at least one row unit");
   static_assert(!WeightColumnwise || kK % kBlockK == 0,
                 "a columnwise weight holds whole K blocks per expert (FP8: "
                 "128x128 tiles; BF16: 64-row slabs)");
@@ -127,31 +132,40 @@ struct Tile {
   int expert, row0, rowEnd, col0;
 };
 
-/// Work item `t` of the schedule for cluster rank `rank` (n fastest, so
-/// consecutive CTAs share the x rows and walk one expert's weights). A
-/// work item is kCluster column blocks of kClusterM row tiles of one
+/// Work item `t` of the schedule for cluster rank `rank`. A work item is
+/// kCluster column blocks of kClusterM row tiles (a row unit) of one
 /// expert; rank = rankM · kCluster + rankN. tileEnd[g] is the prefix sum of
-/// the experts' row-unit counts (kRowUnit rows each).
+/// the experts' row-unit counts (kRowUnit rows each). Each expert's items
+/// come in bands of kBandUnits row units (the last band may be shorter),
+/// walked row unit first: consecutive items - the clusters running at one
+/// time - share a W tile, and a band's x rows are read from DRAM once. A
+/// whole expert's W often exceeds the L2 (29 MB at N = 4096, K = 7168), so
+/// walking whole rows, every row tile streamed all of W again.
 template <class C>
 __device__ __forceinline__ Tile locate(int t, int rank, const int *tileEnd,
                                        const int *rowEnd) {
   constexpr int kItemsPerRow = C::kNBlocks / C::kCluster;
-  int mt = t / kItemsPerRow;
-  int lo = 0, hi = C::kGroups - 1; // first expert with tileEnd > mt
+  constexpr int kItemsPerBand = kItemsPerRow * C::kBandUnits;
+  int lo = 0, hi = C::kGroups - 1; // first expert whose items end past t
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    if (tileEnd[mid] > mt)
+    if (tileEnd[mid] * kItemsPerRow > t)
       hi = mid;
     else
       lo = mid + 1;
   }
-  int firstTile = lo ? tileEnd[lo - 1] : 0;
-  int firstRow = lo ? rowEnd[lo - 1] : 0;
+  const int firstUnit = lo ? tileEnd[lo - 1] : 0;
+  const int firstRow = lo ? rowEnd[lo - 1] : 0;
+  const int local = t - firstUnit * kItemsPerRow;
+  const int band = local / kItemsPerBand;
+  const int bandUnits =
+      min(C::kBandUnits, tileEnd[lo] - firstUnit - band * C::kBandUnits);
+  const int inBand = local - band * kItemsPerBand;
+  const int unit = band * C::kBandUnits + inBand % bandUnits;
+  const int item = inBand / bandUnits;
   const int rankN = rank % C::kCluster, rankM = rank / C::kCluster;
-  return {lo,
-          firstRow + (mt - firstTile) * C::kRowUnit + rankM * C::kBlockM,
-          rowEnd[lo],
-          ((t % kItemsPerRow) * C::kCluster + rankN) * C::kBlockN};
+  return {lo, firstRow + unit * C::kRowUnit + rankM * C::kBlockM, rowEnd[lo],
+          (item * C::kCluster + rankN) * C::kBlockN};
 }
 
 /// The FP8 K loop of one tile, software-pipelined over two partial-sum

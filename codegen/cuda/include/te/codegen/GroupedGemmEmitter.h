@@ -68,6 +68,10 @@ struct GroupedGemmSpec {
   /// the W tile by TMA multicast, each expert's row tiles padded to a
   /// pair; K-major W only, not the BF16 stack read along N); 0 picks one.
   int clusterM = 0;
+  /// Row units (kClusterM row tiles) per band of the tile order: the work
+  /// items of a band are walked row unit first, so the clusters running at
+  /// one time share W tiles and x rows in L2 (1: row by row); 0 picks one.
+  int band = 0;
   /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
   int stages = 0;
 
@@ -76,9 +80,9 @@ struct GroupedGemmSpec {
   unsigned clusterSize() const { return unsigned(cluster * clusterM); }
   /// The spec with every 0 replaced by the choice made for it.
   GroupedGemmSpec resolved() const;
-  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_s6" ("_wcol"
+  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_b16_s6" ("_wcol"
   /// after "fp8block" for a columnwise weight, then the formats' suffix;
-  /// "_c2x2" for a 2 x 2 cluster).
+  /// "_c2x2" for a 2 x 2 cluster, "_b8" for bands of 8 row units).
   std::string kernelName() const;
 };
 
