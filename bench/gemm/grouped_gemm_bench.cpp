@@ -159,8 +159,11 @@ void warmUp(rt::KernelCache &cache, const rt::CompileOptions &opts) {
 /// The backward's kernels of the first shape (G = 8, N = 4096, K = 7168,
 /// 32768 uneven tokens): grouped quantize of dy [M, N] with db and of x
 /// [M, K] (block FP8 1x128, pow2), then the wgrad GEMM on their output.
+/// With `bands`, the wgrad at every band height (1, 4, 8, 16, 32 row tiles)
+/// before the default.
 void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
-              const rt::Device &device, const rt::Stream &stream, int iters) {
+              const rt::Device &device, const rt::Stream &stream, int iters,
+              bool bands) {
   const int64_t g = 8, n = 4096, k = 7168;
   std::vector<int64_t> splits = unevenSplits(g, 32768);
   const int64_t m = 32768, cap = cg::groupedWgradCapacity(m, g);
@@ -225,15 +228,6 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
   Operand a = quantize(dy, n, true, "dy (+db)");
   Operand b = quantize(x, k, false, "x");
 
-  cg::GroupedWgradSpec spec;
-  spec.operands = GroupedGemmSpec::Operands::Fp8Block;
-  spec.groups = g;
-  spec.n = n;
-  spec.k = k;
-  auto compiled =
-      take(cache.getOrCompile(cg::emitGroupedWgrad(spec), gemmOpts));
-  rt::Kernel kernel =
-      take(rt::Kernel::load(compiled->cubin, spec.kernelName()));
   rt::DeviceBuffer dw = take(rt::DeviceBuffer::allocate(g * n * k * 4));
   cg::GroupedWgradBuffers buf{a.data.devicePtr(),
                               b.data.devicePtr(),
@@ -243,12 +237,31 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
                               dw.devicePtr(),
                               m,
                               cap};
-  cg::GroupedWgradLaunch l =
-      take(cg::prepareGroupedWgrad(spec, buf, device, kernel));
-  double us = medianMicros(
-      stream, iters, [&] { check(cg::launchGroupedWgrad(kernel, l, stream)); });
-  std::printf("  wgrad GEMM (fp8 1x128 x 1x128) %9.1f us  %7.1f TFLOP/s\n", us,
-              2.0 * double(m) * double(n) * double(k) / us / 1e6);
+  auto wgrad = [&](int band) {
+    cg::GroupedWgradSpec spec;
+    spec.operands = GroupedGemmSpec::Operands::Fp8Block;
+    spec.groups = g;
+    spec.n = n;
+    spec.k = k;
+    spec.band = band;
+    auto compiled =
+        take(cache.getOrCompile(cg::emitGroupedWgrad(spec), gemmOpts));
+    rt::Kernel kernel =
+        take(rt::Kernel::load(compiled->cubin, spec.kernelName()));
+    cg::GroupedWgradLaunch l =
+        take(cg::prepareGroupedWgrad(spec, buf, device, kernel));
+    double us = medianMicros(stream, iters, [&] {
+      check(cg::launchGroupedWgrad(kernel, l, stream));
+    });
+    std::printf("  wgrad GEMM (fp8 1x128 x 1x128) %-44s %9.1f us  %7.1f "
+                "TFLOP/s\n",
+                spec.kernelName().c_str(), us,
+                2.0 * double(m) * double(n) * double(k) / us / 1e6);
+  };
+  if (bands)
+    for (int band : {1, 4, 8, 16, 32})
+      wgrad(band);
+  wgrad(0);
 }
 
 } // namespace
@@ -258,7 +271,8 @@ int main(int argc, char **argv) {
   // --sweep: also every cluster shape (1 x 1, 2 x 1, 2 x 2) of the FP8 and
   // the BF16 kernel.
   // --bands: also the tile order's band heights (1, 4, 8, 16, 32 row units)
-  // of the FP8 and the BF16 kernel at their default cluster.
+  // of the FP8 and the BF16 kernel at their default cluster; with
+  // --backward, of the wgrad.
   // --first: only the first shape (e.g. under a profiler).
   // --dense: only G = 1 at 8192^3, the generated kernel as a dense block-FP8
   // GEMM against one cuBLASLt call (which te-legalize-target keeps).
@@ -283,10 +297,10 @@ int main(int argc, char **argv) {
                          "' (--sweep, --bands, --first, --dense, "
                          "--backward)"));
   }
-  if (backwardOnly && (dense || first || sweep || bands))
+  if (backwardOnly && (dense || first || sweep))
     die(rt::Status(rt::StatusCode::InvalidArgument,
                    "--backward runs the backward's kernels alone; it takes "
-                   "none of --sweep, --bands, --first, --dense"));
+                   "none of --sweep, --first, --dense"));
   std::string cacheDir =
       (std::filesystem::temp_directory_path() / "te-grouped-gemm-bench")
           .string();
@@ -309,7 +323,7 @@ int main(int argc, char **argv) {
       {32, 4096, 7168, 256, true},    {32, 7168, 2048, 256, true},
       {1, 8192, 8192, 8192, true}};
   if (backwardOnly) {
-    backward(cache, opts, device, stream, iters);
+    backward(cache, opts, device, stream, iters, bands);
     return 0;
   }
   std::printf("%-4s %-6s %-6s %-22s %12s %12s %12s %9s\n", "G", "N", "K",
@@ -484,6 +498,6 @@ int main(int argc, char **argv) {
   }
   std::printf("(TFLOP/s; median of %d runs)\n", iters);
   if (!dense)
-    backward(cache, opts, device, stream, iters);
+    backward(cache, opts, device, stream, iters, false);
   return 0;
 }

@@ -27,6 +27,8 @@ int64_t fixedBytes(const GroupedWgradSpec &s) {
 
 GroupedWgradSpec GroupedWgradSpec::resolved() const {
   GroupedWgradSpec s = *this;
+  if (s.band == 0)
+    s.band = 16;
   if (s.stages == 0)
     s.stages =
         static_cast<int>((kMaxShared - fixedBytes(s)) / (stageBytes(s) + 16));
@@ -37,7 +39,10 @@ std::string GroupedWgradSpec::kernelName() const {
   std::ostringstream os;
   os << "te_grouped_wgrad_" << (fp8() ? "fp8block" : "bf16")
      << (fp8() ? fp8Formats.nameSuffix() : "") << "_g" << groups << "_n" << n
-     << "_k" << k << "_s" << resolved().stages;
+     << "_k" << k;
+  if (resolved().band != 1)
+    os << "_b" << resolved().band;
+  os << "_s" << resolved().stages;
   return os.str();
 }
 
@@ -64,6 +69,8 @@ Status checkGroupedWgrad(const GroupedWgradSpec &spec) {
     return bad("dW is too large");
   if (s.stages < 2 || groupedWgradSharedBytes(s) > kMaxShared)
     return bad("the stage ring does not fit an SM's shared memory");
+  if (s.band < 1 || s.band > 1024)
+    return bad("a band of the tile order holds 1..1024 row tiles");
   return Status::ok();
 }
 
@@ -75,7 +82,8 @@ std::string emitGroupedWgrad(const GroupedWgradSpec &spec) {
      << "using Config = te::gemm::GroupedWgradConfig<"
      << (s.fp8() ? "true" : "false") << ", " << s.stages << ", " << s.n << ", "
      << s.k << ", " << s.groups << ", "
-     << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ">;\n"
+     << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ", "
+     << s.band << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedWgradSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads

@@ -88,6 +88,15 @@ TEST(GroupedWgrad, TheCapacityHoldsEverySplit) {
   EXPECT_NE(cg::checkGroupedWgrad(e5m2).message().find(
                 "no FP8 GEMM multiplies e5m2 by e5m2"),
             std::string::npos);
+  // Bands of the tile order: 16 row tiles by default, named; 1..1024.
+  GroupedWgradSpec banded = wgradSpec(true, 8, 4096, 7168);
+  EXPECT_EQ(banded.resolved().band, 16);
+  EXPECT_NE(banded.kernelName().find("_k7168_b16_s"), std::string::npos);
+  banded.band = 1;
+  EXPECT_NE(banded.kernelName().find("_k7168_s"), std::string::npos);
+  banded.band = 1025;
+  EXPECT_NE(cg::checkGroupedWgrad(banded).message().find("1..1024 row tiles"),
+            std::string::npos);
 }
 
 class GroupedWgradGpu : public test::HopperGpuTest {
@@ -264,6 +273,18 @@ TEST_F(GroupedWgradGpu, Fp8E5m2GradientMatchesEachExpertAlone) {
 
 TEST_F(GroupedWgradGpu, Bf16RaggedSplitsMatchEachExpertAlone) {
   check(wgradSpec(false, 3, 256, 384), 340, {130, 0, 200});
+}
+
+// The tile order in bands (the other tests' 2-tile dW fits one band): row
+// by row, then bands of 3 over 8 row tiles (3, 3 and a short 2), the last
+// 104 rows past N.
+TEST_F(GroupedWgradGpu, BandsOfRowTilesCoverEveryTile) {
+  GroupedWgradSpec s = wgradSpec(true, 2, 1000, 384);
+  s.band = 1;
+  check(s, 400, {130, 250});
+  s.band = 3;
+  check(s, 400, {130, 250});
+  check(s, 400, {0, 399});
 }
 
 TEST_F(GroupedWgradGpu, AGraphReplaysWithNewSplitSizes) {

@@ -39,7 +39,7 @@ namespace gemm {
 /// row of tokens.
 /// FP8: `AE5M2` / `BE5M2` - dY's / X's codes are E5M2 (else E4M3).
 template <bool Fp8Block, int Stages, int N_, int K_, int Groups_,
-          bool AE5M2 = false, bool BE5M2 = false>
+          bool AE5M2 = false, bool BE5M2 = false, int Band = 1>
 struct GroupedWgradConfig : Sm90TileShape<Fp8Block, Stages, 128, AE5M2, BE5M2> {
   using Shape = Sm90TileShape<Fp8Block, Stages, 128, AE5M2, BE5M2>;
   using Shape::kBlockK, Shape::kBlockM, Shape::kBlockN, Shape::kStageA,
@@ -48,6 +48,8 @@ struct GroupedWgradConfig : Sm90TileShape<Fp8Block, Stages, 128, AE5M2, BE5M2> {
   static constexpr int kN = N_, kK = K_, kGroups = Groups_;
   static constexpr int kMTiles = (kN + kBlockM - 1) / kBlockM;
   static constexpr int kNTiles = (kK + kBlockN - 1) / kBlockN;
+  /// dW row tiles per band of the tile order (wgradItem).
+  static constexpr int kBand = Band;
   /// One stage's 128 scales of A's rows and of B's rows (FP8).
   static constexpr int kStageScales = Fp8Block ? 2 * 128 * 4 : 0;
   static constexpr int kTableBytes = 2 * 4 * kGroups;
@@ -55,18 +57,27 @@ struct GroupedWgradConfig : Sm90TileShape<Fp8Block, Stages, 128, AE5M2, BE5M2> {
       kStages * (kStageA + kStageB + kStageScales) + 2 * 8 * kStages +
       kTableBytes + 1024;
   static_assert(kN % 2 == 0 && kK % 2 == 0, "N and K must be even");
+  static_assert(Band >= 1, "a band holds at least one row tile");
   static_assert(kSharedBytes <= 232448, "more shared memory than an SM has");
 };
 
-/// Work item `t`: expert-major, then dW's 128-row tiles, then its 128-column
-/// tiles (so consecutive CTAs share A's rows).
+/// Work item `t`: expert-major; within an expert, bands of kBand row tiles
+/// of dW (the last band may be shorter), each walked row tile first, so the
+/// CTAs running at one time share B's (X's) tiles and the band's rows of A
+/// (dY) are read from DRAM once. Row by row, every row tile streamed the
+/// expert's whole X again (29 MB at K = 7168 and 4096 tokens).
 struct WgradItem {
   int expert, row0, col0;
 };
 template <class C> __device__ __forceinline__ WgradItem wgradItem(int t) {
-  return {t / (C::kMTiles * C::kNTiles),
-          (t / C::kNTiles) % C::kMTiles * C::kBlockM,
-          t % C::kNTiles * C::kBlockN};
+  constexpr int kPerExpert = C::kMTiles * C::kNTiles;
+  constexpr int kPerBand = C::kBand * C::kNTiles;
+  const int local = t % kPerExpert;
+  const int band = local / kPerBand;
+  const int rows = min(C::kBand, C::kMTiles - band * C::kBand);
+  const int inBand = local - band * kPerBand;
+  return {t / kPerExpert, (band * C::kBand + inBand % rows) * C::kBlockM,
+          inBand / rows * C::kBlockN};
 }
 
 /// Math warpgroup `WG`: rows [64·WG, +64) of each dW tile. (A template

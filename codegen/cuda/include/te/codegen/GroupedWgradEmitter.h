@@ -31,11 +31,16 @@ struct GroupedWgradSpec {
   int64_t k = 0; ///< columns of each expert's dW (its input features)
   /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
   int stages = 0;
+  /// dW row tiles per band of the tile order: an expert's tiles are walked
+  /// in bands of this many 128-row tiles, row tile first, so the CTAs
+  /// running at one time share X's tiles and the band's dY rows stay in L2
+  /// (1: row by row); 0 picks one.
+  int band = 0;
 
   bool fp8() const { return operands == GroupedGemmSpec::Operands::Fp8Block; }
   GroupedWgradSpec resolved() const;
-  /// e.g. "te_grouped_wgrad_fp8block_g8_n4096_k7168_s6" (the formats'
-  /// suffix after "fp8block").
+  /// e.g. "te_grouped_wgrad_fp8block_g8_n4096_k7168_b16_s6" (the formats'
+  /// suffix after "fp8block"; "_b16": bands of 16 row tiles).
   std::string kernelName() const;
 };
 
