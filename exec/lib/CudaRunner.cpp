@@ -17,8 +17,16 @@ rt::Expected<CudaRunner> CudaRunner::create(const Program &p, const Entry &e,
   rt::Expected<EntryPlan> plan = buildEntryPlan(p, e);
   if (!plan)
     return plan.status();
+  return create(p, e, std::move(*plan), device, cache, store);
+}
+
+rt::Expected<CudaRunner> CudaRunner::create(const Program &p, const Entry &e,
+                                            EntryPlan plan,
+                                            const rt::Device &device,
+                                            rt::KernelCache &cache,
+                                            DeviceStore *store) {
   rt::Expected<DeviceEntry> entry =
-      DeviceEntry::create(p, e, std::move(*plan), device, cache, store, {});
+      DeviceEntry::create(p, e, std::move(plan), device, cache, store, {});
   if (!entry)
     return entry.status();
   return CudaRunner(std::move(*entry), store);

@@ -18,23 +18,35 @@
 #include "te/exec/Compare.h"
 #include "te/exec/CudaRunner.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 
 namespace te::test {
 
 /// The comparison of both backends' results; a backend failure is reported
-/// as the difference.
-inline exec::Comparison gpuVersusCpu(
-    const cg::Program &p, const std::vector<std::vector<uint8_t>> &args,
-    const rt::Device &dev, const rt::Stream &stream, rt::KernelCache &cache) {
+/// as the difference. `adjustPlan`, when given, changes the CUDA backend's
+/// plan before it runs (e.g. shrinks a launch's grid).
+inline exec::Comparison
+gpuVersusCpu(const cg::Program &p, const std::vector<std::vector<uint8_t>> &args,
+             const rt::Device &dev, const rt::Stream &stream,
+             rt::KernelCache &cache,
+             const std::function<void(cg::EntryPlan &)> &adjustPlan = {}) {
   exec::Comparison failed;
   auto cpu = exec::runCpu(p, p.entries[0], args);
   if (!cpu) {
     failed.difference = "cpu: " + cpu.status().toString();
     return failed;
   }
-  auto runner = exec::CudaRunner::create(p, p.entries[0], dev, cache);
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+  if (!plan) {
+    failed.difference = "plan: " + plan.status().toString();
+    return failed;
+  }
+  if (adjustPlan)
+    adjustPlan(*plan);
+  auto runner =
+      exec::CudaRunner::create(p, p.entries[0], std::move(*plan), dev, cache);
   if (!runner) {
     failed.difference = "cuda: " + runner.status().toString();
     return failed;

@@ -512,6 +512,48 @@ TEST(DequantizeCodegenLarge, ManyWavesAreBitExactOnGpu) {
   }
 }
 
+// The grid-stride loops of the three dequantize paths, which no plan takes
+// (the grid rule gives every thread one pass): the dequantize launch's
+// grid shrunk to 7 CTAs, so each thread takes many passes over the tensor;
+// tile rows and columns past the tensor's edge included.
+TEST(DequantizeCodegenLarge, AShrunkenGridLoopsOverTheTensorOnGpu) {
+  test::GpuStream gpu = test::GpuStream::open();
+  if (!gpu.stream)
+    GTEST_SKIP() << gpu.why;
+  static rt::KernelCache cache("");
+  struct Shrunk {
+    DequantCase c;
+    int64_t m, k;
+    const char *path;
+  };
+  const Scheme block = Scheme::fp8Block(DType::E4M3, 1, 128, true);
+  for (const Shrunk &s :
+       {Shrunk{{"mxfp8_row", Scheme::mxfp8(DType::E4M3), Direction::Rowwise,
+                DType::BF16},
+               384, 1024, "DequantPath::Rows"},
+        Shrunk{{"block_col", block, Direction::Columnwise, DType::F32},
+               300, 520, "DequantPath::Tiles"},
+        Shrunk{{"nvfp4_col", Scheme::nvfp4(false, false, false),
+                Direction::Columnwise, DType::BF16},
+               200, 384, "DequantPath::Tiles"},
+        Shrunk{{"block_row", block, Direction::Rowwise, DType::BF16}, 130,
+               1001, "DequantPath::Elements"}}) {
+    cg::Program p = dequantProgram(s.c, s.m, s.k, DType::BF16);
+    std::vector<uint8_t> x = makeInput(s.m * s.k, Data::Random, 13);
+    auto shrink = [&](cg::EntryPlan &plan) {
+      rt::KernelSpec &ks = plan.kernels.back().plan.kernels.back();
+      EXPECT_NE(ks.source.find(s.path), std::string::npos) << s.c.name;
+      EXPECT_GT(ks.grid.x, 7u) << s.c.name;
+      ks.grid = rt::Dim3{7, 1, 1};
+    };
+    EXPECT_EQ(test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache,
+                                 shrink)
+                  .difference,
+              "")
+        << s.c.name;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllSchemes, DequantizeCodegen,
                          ::testing::ValuesIn(dequantCases()),
                          [](const ::testing::TestParamInfo<DequantCase> &i) {
