@@ -532,10 +532,10 @@ TEST(DequantizeCodegenLarge, AShrunkenGridLoopsOverTheTensorOnGpu) {
                 DType::BF16},
                384, 1024, "DequantPath::Rows"},
         Shrunk{{"block_col", block, Direction::Columnwise, DType::F32},
-               300, 520, "DequantPath::Tiles"},
+               320, 520, "DequantPath::Tiles"},
         Shrunk{{"nvfp4_col", Scheme::nvfp4(false, false, false),
                 Direction::Columnwise, DType::BF16},
-               200, 384, "DequantPath::Tiles"},
+               224, 384, "DequantPath::Tiles"},
         Shrunk{{"block_row", block, Direction::Rowwise, DType::BF16}, 130,
                1001, "DequantPath::Elements"}}) {
     cg::Program p = dequantProgram(s.c, s.m, s.k, DType::BF16);
