@@ -22,7 +22,9 @@
 // its grouped GEMM on dequantized operands). Schemes with a tensor-wide
 // scale (per-tensor FP8, NVFP4) are located errors until the grouped
 // quantize has a per-expert amax. te.grouped_linear_grad becomes a dgrad
-// grouped GEMM (block FP8 weights) and te.grouped_wgrad (below).
+// grouped GEMM (weights block FP8, or dequantized from MXFP8 by
+// te-lower-to-kernels) and te.grouped_wgrad (below: block FP8 operands, or
+// MXFP8 ones quantized and dequantized per expert for a BF16 GEMM).
 //
 // Every te.quantize holds just the directions this layer's GEMMs read;
 // te-infer-usage and te-fuse-quantize then merge what several layers (or
@@ -305,13 +307,6 @@ LogicalResult expand(GroupedLinearGradOp grad) {
       failed(checkGroupedScheme(grad, schemes, "weight", n,
                                 Direction::columnwise)))
     return failure();
-  auto wScheme = cast<SchemeAttrInterface>(schemes.get("weight"));
-  rt::SchemeKind wKind = wScheme.getRuntimeScheme(Direction::columnwise).kind;
-  if (wKind != rt::SchemeKind::Fp8Block && wKind != rt::SchemeKind::Identity)
-    return grad.emitOpError()
-           << "reads its weight columnwise by " << wScheme
-           << " for the dgrad; the grouped dgrad kernel reads block FP8 "
-              "(128x128) or the high-precision weight";
   auto dwType = cast<RankedTensorType>(grad.getGradWeight().getType());
   if (!dwType.getElementType().isF32())
     return grad.emitOpError()

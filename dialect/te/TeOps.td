@@ -330,8 +330,10 @@ def Te_GroupedWgradOp : Te_Op<"grouped_wgrad", [Pure]> {
     rows). The contraction runs along the rows, so dy and x are read
     columnwise, each quantized by the columnwise direction of its scheme
     (`grad_output_scheme`, `input_scheme`) as if each expert's rows were
-    their own tensor (docs/Numerics.md §7.4): block FP8 1x128 (e4m3) for
-    both, or identity of bf16 for both. The quantized operands are private
+    their own tensor (docs/Numerics.md §7.4): block FP8 1x128 (e4m3 or
+    e5m2, not both e5m2) for both, or each identity of bf16 or MXFP8 (the
+    BF16 GEMM on each expert's MXFP8 values dequantized, its rows padded
+    to whole 32-row blocks). The quantized operands are private
     to the op (a per-expert layout only this GEMM reads), which is why it
     takes the high-precision tensors. `te-expand-linear` produces it from
     `te.grouped_linear_grad`.

@@ -96,11 +96,17 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
     return s.kind == SchemeKind::Fp8Block && s.tileRows == 1 &&
            s.tileCols == 128;
   };
-  if (bf16(dy) && bf16(x))
+  // MXFP8 runs as a BF16 GEMM on each expert's dequantized values (no
+  // MXFP8 MMA on Hopper), so it pairs with bf16 and with itself.
+  auto bf16Gemm = [&](const Scheme &s) {
+    return bf16(s) || s.kind == SchemeKind::Mxfp8;
+  };
+  if (bf16Gemm(dy) && bf16Gemm(x))
     return "";
   if (!block1x128(dy) || !block1x128(x))
     return "the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, "
-           "or identity of bf16 for both";
+           "or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the "
+           "dequantized values)";
   return gemmOperandsError({dy, Direction::Columnwise},
                            {x, Direction::Columnwise});
 }

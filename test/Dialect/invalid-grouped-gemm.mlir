@@ -178,8 +178,8 @@ func.func @wgrad_f16(%dy: tensor<64x32xf16>, %x: tensor<64x64xf16>, %s: tensor<2
 // -----
 
 func.func @wgrad_schemes(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.mxfp8<e4m3>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, or identity of bf16 for both}}
-  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.mxfp8<e4m3>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values)}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }
 
@@ -194,7 +194,7 @@ func.func @wgrad_e5m2_by_e5m2(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %
 // -----
 
 func.func @wgrad_block_with_bf16(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.identity<bf16>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, or identity of bf16 for both}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.identity<bf16>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values)}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_block<e5m2, 1x128>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }

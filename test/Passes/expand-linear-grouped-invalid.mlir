@@ -78,19 +78,6 @@ func.func @grad_e5m2_by_e5m2_wgrad(%dy: tensor<64x128xbf16>, %x: tensor<64x128xb
 
 // -----
 
-// MXFP8 lowers forward only: the grouped dgrad reads block FP8 or
-// high-precision weights.
-te.recipe @r {
-  te.rule "*", "*" -> #te.mxfp8<e4m3>
-}
-func.func @grad_mxfp8(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op reads its weight columnwise by #te.mxfp8<e4m3> for the dgrad; the grouped dgrad kernel reads block FP8 (128x128) or the high-precision weight}}
-  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
-  return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
-}
-
-// -----
-
 te.recipe @r {
   te.rule "*", "*" -> #te.mxfp8<e4m3>
 }

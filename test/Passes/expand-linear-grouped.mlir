@@ -170,3 +170,32 @@ func.func @backward_bf16(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w
       -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
   return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
 }
+
+// -----
+
+te.recipe @mx {
+  te.rule "*", "*" -> #te.mxfp8<e4m3>
+}
+
+// The MXFP8 backward on Hopper: the dgrad's operands are dequantized (dy
+// rowwise, the stack columnwise, 32 x 1 blocks within each expert's N
+// rows) for the BF16 dgrad; the wgrad quantizes and dequantizes each
+// expert's rows of dy and x in its grouped pass for the BF16 wgrad GEMM.
+// CHECK-LABEL: func.func @backward_mxfp8
+// CHECK: %[[DY:.*]] = te.quantize %arg0 : tensor<512x128xbf16> -> !te.qtensor<512x128xbf16, #te.mxfp8<e4m3>, rowwise>
+// CHECK: %[[W:.*]] = te.quantize %arg2 : tensor<4x128x256xbf16> -> !te.qtensor<4x128x256xbf16, #te.mxfp8<e4m3>, columnwise>
+// CHECK: %[[DX:.*]] = te.grouped_gemm %[[DY]], %[[W]], %arg3 {weight_columnwise}
+// CHECK: %[[DW:.*]], %[[DB:.*]] = te.grouped_wgrad %arg0, %arg1, %arg3 {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.mxfp8<e4m3>}
+// CHECK: return %[[DX]], %[[DW]], %[[DB]]
+// KERNELS-LABEL: func.func @backward_mxfp8
+// KERNELS: %[[DYQ:.*]] = tek.dequantize_kernel "te_dequantize_2" %{{.*}} rowwise {{.*}} -> tensor<512x128xbf16>
+// KERNELS: %[[WQ:.*]] = tek.dequantize_kernel "te_dequantize_3" %{{.*}} columnwise {{.*}} -> tensor<4x128x256xbf16>
+// KERNELS: tek.grouped_gemm "te_grouped_gemm_4" %[[DYQ]], %[[WQ]], %arg3 {weight_columnwise} : tensor<512x128xbf16>, tensor<4x128x256xbf16>
+// KERNELS: tek.grouped_wgrad "te_grouped_wgrad_5" %arg0, %arg1, %arg3 {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.mxfp8<e4m3>}
+func.func @backward_mxfp8(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @mx, bias}
+      : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+      -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+  return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+}

@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,bf16_grad,hybrid_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,bf16_grad,hybrid_grad,mxfp8_grad | FileCheck %s
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
@@ -9,12 +9,15 @@
 // Then the bf16 layer's backward: the dgrad reads the stack along N, the
 // wgrad gives each expert's dW and bias gradient; and the backward of TE's
 // hybrid format (E5M2 gradients times E4M3 weights and activations, in the
-// dgrad and in the wgrad).
+// dgrad and in the wgrad); last the MXFP8 backward (the dgrad on
+// dequantized operands, the wgrad on each expert's 32 x 1 blocks quantized
+// and dequantized, ragged experts padded to whole blocks).
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=
 // CHECK: call 4 bf16_grad: rms(result0)=
 // CHECK: call 5 hybrid_grad: rms(result0)=
+// CHECK: call 6 mxfp8_grad: rms(result0)=
 // CHECK: result0 ({{.*}}): data[500x384 bf16]
 // CHECK: result1 ({{.*}}): data[1024x384 f32]
 // CHECK: result2 ({{.*}}): data[4x256 f32]
@@ -72,6 +75,15 @@ func.func @hybrid_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
                        %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
     -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
   %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @hybrid, bias}
+      : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+      -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+  return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+}
+
+func.func @mxfp8_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
+                      %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @mxfp8, bias}
       : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
       -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
   return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>

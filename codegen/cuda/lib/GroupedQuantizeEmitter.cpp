@@ -16,13 +16,20 @@ using rt::StatusCode;
 static bool isFp8(const rt::Scheme &s) {
   return s.kind == rt::SchemeKind::Fp8Block;
 }
+static bool isMxfp8(const rt::Scheme &s) {
+  return s.kind == rt::SchemeKind::Mxfp8;
+}
+static const char *formatName(const rt::Scheme &s) {
+  return s.element == rt::DType::E5M2 ? "e5m2" : "e4m3";
+}
 
 std::string GroupedQuantizeSpec::kernelName() const {
   std::ostringstream os;
   os << "te_grouped_quantize_";
   if (isFp8(scheme))
-    os << (scheme.element == rt::DType::E5M2 ? "e5m2" : "e4m3")
-       << (scheme.pow2 ? "_pow2" : "");
+    os << formatName(scheme) << (scheme.pow2 ? "_pow2" : "");
+  else if (isMxfp8(scheme))
+    os << "mxfp8_" << formatName(scheme);
   else
     os << "bf16";
   os << "_g" << groups << "_c" << cols << (biasGrad ? "_db" : "");
@@ -40,8 +47,11 @@ Status checkGroupedQuantize(const GroupedQuantizeSpec &s) {
                    s.scheme.element == rt::DType::E5M2);
   bool identity = s.scheme.kind == rt::SchemeKind::Identity &&
                   s.scheme.element == rt::DType::BF16;
-  if (!blockFp8 && !identity)
-    return bad("the scheme must be block FP8 1x128 or identity of bf16");
+  bool mxfp8 = isMxfp8(s.scheme) && (s.scheme.element == rt::DType::E4M3 ||
+                                     s.scheme.element == rt::DType::E5M2);
+  if (!blockFp8 && !identity && !mxfp8)
+    return bad("the scheme must be block FP8 1x128, MXFP8 or identity of "
+               "bf16");
   if (s.cols < 8 || s.cols % 8 != 0)
     return bad("C must be a positive multiple of 8");
   if (s.groups < 1 || s.groups > 4096)
@@ -62,7 +72,8 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
      << name << "(const unsigned short *in, long long mTotal, long long cols,\n"
      << "    const long long *splits, long long capacity, void *out,\n"
      << "    float *scaleInv, float eps, float *partial) {\n"
-     << "  te::dev::groupedColumnQuantize<" << (fp8 ? "true" : "false")
+     << "  te::dev::groupedColumnQuantize<te::dev::GroupedColumns::"
+     << (fp8 ? "Fp8Block" : isMxfp8(s.scheme) ? "Mxfp8Values" : "Bf16")
      << ", te::dev::Fp8Format::"
      << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
      << (fp8 && s.scheme.pow2 ? "true" : "false")

@@ -17,6 +17,10 @@
 //     own tensor), scale_inv [capacity/128][roundup(C, 4)] f32 - the bytes
 //     of quantizing each expert alone (docs/Numerics.md §7.4).
 //   * Identity: the bf16 values transposed (the BF16 wgrad's operands).
+//   * MXFP8, dequantized: each expert's 32-row blocks quantized columnwise
+//     (E8M0 scale of the block amax) and dequantized to bf16 in the same
+//     pass - the values an MXFP8 wgrad's BF16 GEMM reads on Hopper, which
+//     has no MXFP8 MMA (docs/Numerics.md §7.4).
 //   * Bias gradient: the fp32 column sums of each block, then each
 //     expert's sum of its blocks in order: each expert's own fused bias
 //     gradient (docs/Numerics.md §10, 128-row chunks).
@@ -29,6 +33,7 @@
 #ifndef TE_DEVICE_GROUPEDQUANTIZEKERNEL_CUH
 #define TE_DEVICE_GROUPEDQUANTIZEKERNEL_CUH
 
+#include "te/device/E8M0.cuh"
 #include "te/device/Fp8.cuh"
 #include "te/device/GroupedSplits.cuh"
 #include "te/device/QuantizeCommon.cuh"
@@ -38,6 +43,13 @@ namespace te {
 namespace dev {
 
 constexpr int kGroupedQuantizeThreads = 256;
+
+/// What the block pass writes for each expert's columns.
+enum class GroupedColumns {
+  Bf16,       ///< the bf16 values (identity)
+  Fp8Block,   ///< FP8 codes of 1x128 blocks, and their scales
+  Mxfp8Values ///< bf16: the values of the MXFP8 32 x 1 blocks, dequantized
+};
 
 /// Where 128-row block `block` of the capacity lies: its expert's first row
 /// of the block and the block's valid rows (0: past every expert).
@@ -72,15 +84,31 @@ template <bool Fp8> struct GroupedQuantizeSmem {
   static constexpr int kBytes = 128 * 128 * 2 + 128 * kOutRow;
 };
 
-/// The block pass. `Fp8`: E4M3/E5M2 codes and scales, else bf16 copies.
-/// `partial` (may be null): the block's fp32 column sums [capacity/128][C].
-/// Each column's 128 outputs go to shared memory first; the warps then
-/// store whole 128-byte output rows (coalesced).
-template <bool Fp8, Fp8Format F, bool Pow2>
+/// The two columns of a bf16 pair word through MXFP8 and back: each
+/// encoded as fl(v · 2^(127-E)) by its column's block exponent, decoded as
+/// fl(code · 2^(E-127)) and rounded to bf16 (the formulas of the tile
+/// quantize and the dequantize kernels).
+template <Fp8Format F>
+__device__ __forceinline__ u32 mxfp8RoundTrip2(u32 pair, float multLo,
+                                               float multHi, float factorLo,
+                                               float factorHi) {
+  u32 codes = encodeFp8x2<F>(mulRn(bf16Lo(pair), multLo),
+                             mulRn(bf16Hi(pair), multHi));
+  float lo, hi;
+  decodeFp8x2<F>(u16(codes), lo, hi);
+  return floatToBF16x2(mulRn(lo, factorLo), mulRn(hi, factorHi));
+}
+
+/// The block pass. `Out`: what it writes (GroupedColumns; FP8 formats E4M3
+/// or E5M2). `partial` (may be null): the block's fp32 column sums
+/// [capacity/128][C]. Each column's 128 outputs go to shared memory first;
+/// the warps then store whole 128-byte output rows (coalesced).
+template <GroupedColumns Out, Fp8Format F, bool Pow2>
 __device__ __forceinline__ void
 groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
                       const long long *splits, int groups, i64 capacity,
                       void *out, float *scaleInv, float eps, float *partial) {
+  constexpr bool Fp8 = Out == GroupedColumns::Fp8Block;
   using Smem = GroupedQuantizeSmem<Fp8>;
   extern __shared__ __align__(16) unsigned char groupedSmem[];
   u16(*tile)[128] = reinterpret_cast<u16(*)[128]>(groupedSmem);
@@ -115,13 +143,15 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
   __shared__ u32 quarterAmax[4][64];
   const int p = threadIdx.x % 64, q = threadIdx.x / 64, r0 = 32 * q;
   const bool valid = 2 * p < validCols; // validCols is even
-  if (Fp8) {
-    u32 acc = 0u;
+  // MXFP8: a quarter of the rows is one 32 x 1 block of each column.
+  u32 acc = 0u;
+  if (Out != GroupedColumns::Bf16) {
     TE_UNROLL
     for (int r = r0; r < r0 + 32; ++r)
       acc = absMax2<false>(acc, words[r][p]);
-    quarterAmax[q][p] = acc;
   }
+  if (Fp8)
+    quarterAmax[q][p] = acc;
   if (Fp8)
     __syncthreads();
   if (valid) {
@@ -152,6 +182,20 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
         float *sc = scaleInv + block * ((cols + 3) / 4 * 4) + c0 + 2 * p;
         sc[0] = fp8BlockScaleInv(sLo);
         sc[1] = fp8BlockScaleInv(sHi);
+      }
+    } else if (Out == GroupedColumns::Mxfp8Values) {
+      const u8 eLo = mxfp8BlockExponent(bf16Lo(acc), F);
+      const u8 eHi = mxfp8BlockExponent(bf16Hi(acc), F);
+      const float mLo = e8m0ReciprocalScale(eLo), mHi = e8m0ReciprocalScale(eHi);
+      const float fLo = decodeE8M0(eLo), fHi = decodeE8M0(eHi);
+      TE_UNROLL
+      for (int r = r0; r < r0 + 32; r += 2) {
+        // Both columns of rows r and r + 1, then each column's two rows
+        // into one word.
+        u32 upper = mxfp8RoundTrip2<F>(words[r][p], mLo, mHi, fLo, fHi);
+        u32 lower = mxfp8RoundTrip2<F>(words[r + 1][p], mLo, mHi, fLo, fHi);
+        rowLo[r / 2] = __byte_perm(upper, lower, 0x5410);
+        rowHi[r / 2] = __byte_perm(upper, lower, 0x7632);
       }
     } else {
       // Rows r and r + 1 of each column into one word: a byte permutation.

@@ -6,6 +6,7 @@
 
 #include "te/runtime/reference/GroupedQuantize.h"
 
+#include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
 
 #include <cstring>
@@ -50,6 +51,22 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
           float s;
           std::memcpy(&s, &d.scaleInv.bytes[4 * (b * stride + c)], 4);
           out.scaleInv[(block + b) * colsPad + c] = s;
+        }
+    } else if (scheme.kind == SchemeKind::Mxfp8) {
+      // The expert alone, its rows zero-padded to whole 32 x 1 blocks (the
+      // zeros change no block's amax): quantized columnwise, dequantized,
+      // rounded to bf16.
+      const int64_t padded = (m + 31) / 32 * 32;
+      std::vector<uint16_t> own(static_cast<size_t>(padded * cols), 0);
+      std::memcpy(own.data(), rows, static_cast<size_t>(m * cols) * 2);
+      QuantizedTensor q = quantize(own.data(), SourceType::BF16, padded, cols,
+                                   scheme, unsigned(Direction::Columnwise), {});
+      std::vector<float> v =
+          dequantize(q, Direction::Columnwise, scheme, padded, cols);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          uint16_t b = floatToBF16(v[size_t(r * cols + c)]);
+          std::memcpy(&out.data[2 * (c * capacity + block * 128 + r)], &b, 2);
         }
     } else {
       for (int64_t r = 0; r < m; ++r)

@@ -196,13 +196,21 @@ TEST_F(GroupedGemmPlanGpu, RunsAndReplaysWithNewSplitSizesWithinTheBound) {
 TEST_F(GroupedGemmPlanGpu, WgradRunsAndReplaysWithNewSplitSizesWithinTheBound) {
   rt::KernelCache cache("");
   // 4 experts, N = 256, K = 136, M_total = 700: the grouped quantize of dy
-  // (with each expert's bias gradient) and x, then the K-grouped GEMM.
+  // (with each expert's bias gradient) and x, then the K-grouped GEMM;
+  // block FP8, bf16, and MXFP8 (E5M2 dy, E4M3 x: each expert's ragged rows
+  // quantized and dequantized in whole 32-row blocks, then the BF16 GEMM).
   const int64_t m = 700, n = 256, k = 136, g = 4;
   std::vector<float> dy = normals(size_t(m * n), 7),
                      x = normals(size_t(m * k), 8);
-  for (bool fp8 : {true, false}) {
-    SCOPED_TRACE(fp8 ? "block FP8" : "bf16");
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool fp8 = variant == 0, mxfp8 = variant == 2;
+    SCOPED_TRACE(fp8 ? "block FP8" : mxfp8 ? "MXFP8" : "bf16");
     cg::Program p = test::groupedWgradProgram(m, n, k, g, fp8, true);
+    if (mxfp8) {
+      auto &w = std::get<cg::GroupedWgradKernel>(p.entries[0].kernels[0]);
+      w.dyScheme = rt::Scheme::mxfp8(DType::E5M2);
+      w.xScheme = rt::Scheme::mxfp8(DType::E4M3);
+    }
     const std::vector<std::vector<int64_t>> splits = {
         {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
     std::vector<std::vector<uint8_t>> args = {bf16Bytes(dy), bf16Bytes(x),

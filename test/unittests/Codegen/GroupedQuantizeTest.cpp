@@ -46,17 +46,24 @@ std::vector<uint16_t> randomBf16(size_t count, unsigned seed) {
 const Scheme kSchemes[] = {Scheme::fp8Block(DType::E4M3, 1, 128),
                            Scheme::fp8Block(DType::E4M3, 1, 128, true),
                            Scheme::fp8Block(DType::E5M2, 1, 128, false, 1e-3),
-                           Scheme::identity(DType::BF16)};
+                           Scheme::identity(DType::BF16),
+                           Scheme::mxfp8(DType::E4M3),
+                           Scheme::mxfp8(DType::E5M2)};
 
 TEST(GroupedQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
-  cg::GroupedQuantizeSpec s{kSchemes[1], 8, 4096, true};
-  ASSERT_TRUE(cg::checkGroupedQuantize(s).isOk());
-  if (rt::nvrtcVersion()) {
-    cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(s);
-    rt::Expected<rt::CompiledKernel> k =
-        rt::compileCuda(e.source, e.mainEntry + ".cu", rt::CompileOptions{});
-    ASSERT_TRUE(k) << k.status().message();
+  // Block FP8 codes and scales; MXFP8's dequantized values.
+  for (const Scheme &scheme : {kSchemes[1], kSchemes[4]}) {
+    cg::GroupedQuantizeSpec s{scheme, 8, 4096, true};
+    ASSERT_TRUE(cg::checkGroupedQuantize(s).isOk());
+    if (rt::nvrtcVersion()) {
+      cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(s);
+      rt::Expected<rt::CompiledKernel> k =
+          rt::compileCuda(e.source, e.mainEntry + ".cu", rt::CompileOptions{});
+      ASSERT_TRUE(k) << k.status().message();
+    }
   }
+  EXPECT_EQ(cg::GroupedQuantizeSpec({kSchemes[5], 8, 4096, false}).kernelName(),
+            "te_grouped_quantize_mxfp8_e5m2_g8_c4096");
   cg::GroupedQuantizeSpec odd{kSchemes[0], 8, 100, false};
   EXPECT_NE(cg::checkGroupedQuantize(odd).message().find("multiple of 8"),
             std::string::npos);
@@ -64,6 +71,30 @@ TEST(GroupedQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
                                 false};
   EXPECT_NE(cg::checkGroupedQuantize(tiles).message().find("1x128"),
             std::string::npos);
+}
+
+// MXFP8 is laid out dequantized: expert 0's 130 rows are quantized as a
+// 160-row tensor (30 zero rows: whole 32 x 1 blocks) and dequantized.
+TEST(GroupedQuantize, TheMxfp8ReferencePadsEachExpertToWholeBlocks) {
+  const int64_t m = 300, c = 64, cap = cg::groupedWgradCapacity(m, 2);
+  std::vector<uint16_t> x = randomBf16(m * c, 3);
+  ref::GroupedColumnwise g = ref::groupedColumnwiseQuantize(
+      x.data(), m, c, {130, 170}, kSchemes[4], cap);
+  std::vector<uint16_t> padded(160 * c, 0);
+  std::copy(x.begin(), x.begin() + 130 * c, padded.begin());
+  ref::QuantizedTensor alone =
+      ref::quantize(padded.data(), ref::SourceType::BF16, 160, c, kSchemes[4],
+                    unsigned(rt::Direction::Columnwise), {});
+  std::vector<float> v =
+      ref::dequantize(alone, rt::Direction::Columnwise, kSchemes[4], 160, c);
+  for (int64_t col = 0; col < c; ++col)
+    for (int64_t t = 0; t < 256; ++t) {
+      uint16_t got;
+      std::memcpy(&got, &g.data[2 * (col * cap + t)], 2);
+      ASSERT_EQ(got, t < 130 ? ref::floatToBF16(v[t * c + col]) : 0)
+          << col << " " << t;
+    }
+  EXPECT_TRUE(g.scaleInv.empty());
 }
 
 TEST(GroupedQuantize, TheReferenceIsEachExpertAlone) {

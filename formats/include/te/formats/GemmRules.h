@@ -81,8 +81,9 @@ std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b);
 
 /// The grouped wgrad's operands (te.grouped_wgrad, dW_g = dy_g^T x_g with dy
 /// and x read columnwise, each expert's rows quantized as their own
-/// tensor): both block FP8 1x128 (e4m3 or e5m2, paired by checkGemmPairing)
-/// or both identity of bf16. "" when `dy` and `x` pass, else the reason.
+/// tensor): both block FP8 1x128 (e4m3 or e5m2, paired by checkGemmPairing),
+/// or each identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized
+/// values). "" when `dy` and `x` pass, else the reason.
 /// The te verifier and code generation's Program validation call it.
 std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 

@@ -24,13 +24,16 @@
 namespace te::cg {
 
 struct GroupedQuantizeSpec {
-  /// Block FP8 1x128 (E4M3 or E5M2, pow2 or not), or identity of bf16.
+  /// Block FP8 1x128 (E4M3 or E5M2, pow2 or not): codes and scales;
+  /// identity of bf16: the values; MXFP8 (E4M3 or E5M2): the bf16 values of
+  /// each expert's 32 x 1 blocks quantized and dequantized.
   rt::Scheme scheme;
   int64_t groups = 1;
   int64_t cols = 0; ///< C of the [M_total, C] bf16 input
   bool biasGrad = false;
 
-  /// e.g. "te_grouped_quantize_e4m3_pow2_g8_c4096_db".
+  /// e.g. "te_grouped_quantize_e4m3_pow2_g8_c4096_db",
+  /// "te_grouped_quantize_mxfp8_e4m3_g8_c4096".
   std::string kernelName() const;
 };
 

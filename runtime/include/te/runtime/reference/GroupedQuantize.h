@@ -11,7 +11,10 @@
 // their own tensor, columnwise, and laid out for the wgrad GEMM - expert
 // g's transposed data at columns 128·S_g .. of a [C, capacity] buffer, its
 // 1x128 scales at block rows S_g .. of [capacity/128][roundup(C, 4)] -
-// with each expert's own bias gradient.
+// with each expert's own bias gradient. MXFP8 is laid out dequantized: the
+// bf16 values of quantizing each expert's rows, zero-padded to a multiple
+// of 32, columnwise and dequantizing them (what the BF16 wgrad GEMM of an
+// emulated MXFP8 wgrad reads on a GPU without MXFP8 MMAs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +31,8 @@ namespace rt {
 namespace ref {
 
 struct GroupedColumnwise {
-  /// [C, capacity] codes (FP8, 1 byte each) or bf16 values (2 bytes each);
-  /// zero outside the experts' rows.
+  /// [C, capacity] codes (block FP8, 1 byte each) or bf16 values (identity,
+  /// MXFP8 dequantized; 2 bytes each); zero outside the experts' rows.
   std::vector<uint8_t> data;
   /// [capacity/128][roundup(C, 4)] f32 scale_inv (FP8), zero elsewhere.
   std::vector<float> scaleInv;
@@ -40,8 +43,8 @@ struct GroupedColumnwise {
 };
 
 /// `x` [mTotal, cols] bf16 sorted by expert; `splits` as the grouped GEMMs
-/// clamp them; `scheme` block FP8 1x128 or identity of bf16; `capacity` a
-/// multiple of 128 that holds every segment.
+/// clamp them; `scheme` block FP8 1x128, MXFP8 or identity of bf16;
+/// `capacity` a multiple of 128 that holds every segment.
 GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
                                             int64_t cols,
                                             const std::vector<int64_t> &splits,
