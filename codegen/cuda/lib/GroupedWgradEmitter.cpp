@@ -18,7 +18,7 @@ namespace {
 constexpr unsigned kMaxShared = 232448; // an H100 SM's opt-in maximum
 constexpr int64_t kTile = 128;
 int64_t stageBytes(const GroupedWgradSpec &s) {
-  return 2 * kTile * 128 + (s.fp8() ? 2 * 128 * 4 : 0);
+  return (kTile + s.blockN) * 128 + (s.fp8() ? 2 * 128 * 4 : 0);
 }
 int64_t fixedBytes(const GroupedWgradSpec &s) {
   return 2 * 4 * s.groups + 1024; // tables, alignment slack
@@ -27,6 +27,11 @@ int64_t fixedBytes(const GroupedWgradSpec &s) {
 
 GroupedWgradSpec GroupedWgradSpec::resolved() const {
   GroupedWgradSpec s = *this;
+  // BF16 reads twice the bytes per MMA of FP8: its 256-wide tiles halve the
+  // B tile traffic per FLOP (te-grouped-gemm-bench --backward,
+  // docs/Performance.md), as the BF16 fprop's do.
+  if (s.blockN == 0)
+    s.blockN = s.fp8() ? 128 : 256;
   if (s.band == 0)
     s.band = 16;
   if (s.stages == 0)
@@ -39,7 +44,7 @@ std::string GroupedWgradSpec::kernelName() const {
   std::ostringstream os;
   os << "te_grouped_wgrad_" << (fp8() ? "fp8block" : "bf16")
      << (fp8() ? fp8Formats.nameSuffix() : "") << "_g" << groups << "_n" << n
-     << "_k" << k;
+     << "_k" << k << "_t" << resolved().blockN;
   if (resolved().band != 1)
     os << "_b" << resolved().band;
   os << "_s" << resolved().stages;
@@ -71,6 +76,9 @@ Status checkGroupedWgrad(const GroupedWgradSpec &spec) {
     return bad("the stage ring does not fit an SM's shared memory");
   if (s.band < 1 || s.band > 1024)
     return bad("a band of the tile order holds 1..1024 row tiles");
+  if (s.fp8() ? s.blockN != 128 : (s.blockN != 128 && s.blockN != 256))
+    return bad(s.fp8() ? "the FP8 tile width must be 128"
+                       : "the BF16 tile width must be 128 or 256");
   return Status::ok();
 }
 
@@ -83,7 +91,7 @@ std::string emitGroupedWgrad(const GroupedWgradSpec &spec) {
      << (s.fp8() ? "true" : "false") << ", " << s.stages << ", " << s.n << ", "
      << s.k << ", " << s.groups << ", "
      << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ", "
-     << s.band << ">;\n"
+     << s.band << ", " << s.blockN << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedWgradSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads
@@ -108,11 +116,13 @@ std::array<rt::TensorMapShape, 4> groupedWgradMaps(const GroupedWgradSpec &s,
   rt::DType elem = s.fp8() ? rt::DType::E4M3 : rt::DType::BF16;
   int64_t rowBytes = capacity * rt::dtypeSize(elem);
   int box = static_cast<int>(128 / rt::dtypeSize(elem));
-  auto operand = [&](int64_t rows) {
-    return rt::TensorMapShape{
-        elem, rows, capacity, rowBytes, kTile, box, rt::TensorMapSwizzle::B128};
+  auto operand = [&](int64_t rows, int boxRows) {
+    return rt::TensorMapShape{elem, rows,    capacity,
+                              rowBytes, boxRows, box,
+                              rt::TensorMapSwizzle::B128};
   };
-  rt::TensorMapShape a = operand(s.n), b = operand(s.k);
+  rt::TensorMapShape a = operand(s.n, int(kTile)),
+                     b = operand(s.k, s.resolved().blockN);
   if (!s.fp8())
     return {a, b, a, b};
   auto scales = [&](int64_t cols) {

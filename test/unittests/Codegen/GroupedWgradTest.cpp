@@ -91,11 +91,23 @@ TEST(GroupedWgrad, TheCapacityHoldsEverySplit) {
   // Bands of the tile order: 16 row tiles by default, named; 1..1024.
   GroupedWgradSpec banded = wgradSpec(true, 8, 4096, 7168);
   EXPECT_EQ(banded.resolved().band, 16);
-  EXPECT_NE(banded.kernelName().find("_k7168_b16_s"), std::string::npos);
+  EXPECT_NE(banded.kernelName().find("_k7168_t128_b16_s"), std::string::npos);
   banded.band = 1;
-  EXPECT_NE(banded.kernelName().find("_k7168_s"), std::string::npos);
+  EXPECT_NE(banded.kernelName().find("_k7168_t128_s"), std::string::npos);
   banded.band = 1025;
   EXPECT_NE(cg::checkGroupedWgrad(banded).message().find("1..1024 row tiles"),
+            std::string::npos);
+  // Tile widths: FP8 128; BF16 256 by default, or 128.
+  GroupedWgradSpec wide = wgradSpec(true, 8, 4096, 7168);
+  wide.blockN = 256;
+  EXPECT_NE(cg::checkGroupedWgrad(wide).message().find(
+                "the FP8 tile width must be 128"),
+            std::string::npos);
+  GroupedWgradSpec bf16 = wgradSpec(false, 8, 4096, 7168);
+  EXPECT_EQ(bf16.resolved().blockN, 256);
+  EXPECT_NE(bf16.kernelName().find("_t256_b16_s4"), std::string::npos);
+  bf16.blockN = 192;
+  EXPECT_NE(cg::checkGroupedWgrad(bf16).message().find("128 or 256"),
             std::string::npos);
 }
 
@@ -271,8 +283,14 @@ TEST_F(GroupedWgradGpu, Fp8E5m2GradientMatchesEachExpertAlone) {
   check(s, 340, {130, 0, 200});
 }
 
+// BF16 with 256-wide dW tiles (the default; K = 384: one whole tile and
+// one half past K) and 128-wide ones.
 TEST_F(GroupedWgradGpu, Bf16RaggedSplitsMatchEachExpertAlone) {
-  check(wgradSpec(false, 3, 256, 384), 340, {130, 0, 200});
+  GroupedWgradSpec s = wgradSpec(false, 3, 256, 384);
+  EXPECT_EQ(s.resolved().blockN, 256);
+  check(s, 340, {130, 0, 200});
+  s.blockN = 128;
+  check(s, 340, {130, 0, 200});
 }
 
 // The tile order in bands (the other tests' 2-tile dW fits one band): row

@@ -35,13 +35,15 @@ namespace te {
 namespace gemm {
 
 /// One instantiation's compile-time shape: dW is [Groups, N, K]. A tile is
-/// 128 rows of dW (n) by 128 columns (k); a stage is one 128-byte swizzle
-/// row of tokens.
+/// 128 rows of dW (n) by BlockN columns (k: 128, or 256 for BF16); a stage
+/// is one 128-byte swizzle row of tokens.
 /// FP8: `AE5M2` / `BE5M2` - dY's / X's codes are E5M2 (else E4M3).
 template <bool Fp8Block, int Stages, int N_, int K_, int Groups_,
-          bool AE5M2 = false, bool BE5M2 = false, int Band = 1>
-struct GroupedWgradConfig : Sm90TileShape<Fp8Block, Stages, 128, AE5M2, BE5M2> {
-  using Shape = Sm90TileShape<Fp8Block, Stages, 128, AE5M2, BE5M2>;
+          bool AE5M2 = false, bool BE5M2 = false, int Band = 1,
+          int BlockN = 128>
+struct GroupedWgradConfig
+    : Sm90TileShape<Fp8Block, Stages, BlockN, AE5M2, BE5M2> {
+  using Shape = Sm90TileShape<Fp8Block, Stages, BlockN, AE5M2, BE5M2>;
   using Shape::kBlockK, Shape::kBlockM, Shape::kBlockN, Shape::kStageA,
       Shape::kStageB, Shape::kStages;
   static constexpr int kStagesPerBlock = 128 / kBlockK;
@@ -58,6 +60,9 @@ struct GroupedWgradConfig : Sm90TileShape<Fp8Block, Stages, 128, AE5M2, BE5M2> {
       kTableBytes + 1024;
   static_assert(kN % 2 == 0 && kK % 2 == 0, "N and K must be even");
   static_assert(Band >= 1, "a band holds at least one row tile");
+  static_assert(Fp8Block ? BlockN == 128 : (BlockN == 128 || BlockN == 256),
+                "tile widths: FP8 128 (scales of 128 columns a stage), BF16 "
+                "128 or 256");
   static_assert(kSharedBytes <= 232448, "more shared memory than an SM has");
 };
 

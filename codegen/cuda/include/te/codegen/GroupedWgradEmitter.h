@@ -31,6 +31,8 @@ struct GroupedWgradSpec {
   int64_t k = 0; ///< columns of each expert's dW (its input features)
   /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
   int stages = 0;
+  /// dW tile width (columns of K): FP8 128, BF16 128 or 256; 0 picks one.
+  int blockN = 0;
   /// dW row tiles per band of the tile order: an expert's tiles are walked
   /// in bands of this many 128-row tiles, row tile first, so the CTAs
   /// running at one time share X's tiles and the band's dY rows stay in L2
@@ -39,8 +41,9 @@ struct GroupedWgradSpec {
 
   bool fp8() const { return operands == GroupedGemmSpec::Operands::Fp8Block; }
   GroupedWgradSpec resolved() const;
-  /// e.g. "te_grouped_wgrad_fp8block_g8_n4096_k7168_b16_s6" (the formats'
-  /// suffix after "fp8block"; "_b16": bands of 16 row tiles).
+  /// e.g. "te_grouped_wgrad_fp8block_g8_n4096_k7168_t128_b16_s6" (the
+  /// formats' suffix after "fp8block"; "_t128": the tile width, "_b16":
+  /// bands of 16 row tiles).
   std::string kernelName() const;
 };
 
