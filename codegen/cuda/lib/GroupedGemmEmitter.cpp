@@ -57,8 +57,14 @@ GroupedGemmSpec GroupedGemmSpec::resolved() const {
   // accumulators (two partial sums in flight, the total): 128 wide only.
   if (s.blockN == 0)
     s.blockN = s.fp8() ? 128 : 256;
+  // FP8 shares the x tile between 2-CTA clusters where the column blocks
+  // pair up. BF16, whose 256-wide tiles already halve the W traffic, runs
+  // without: with the banded tile order one CTA per cluster was faster on
+  // eight of the nine benchmark shapes (te-grouped-gemm-bench --sweep,
+  // docs/Performance.md).
   if (s.cluster == 0)
-    s.cluster = (s.n > 0 && ceilDiv(s.n, s.blockN) % 2 == 0) ? 2 : 1;
+    s.cluster =
+        (s.fp8() && s.n > 0 && ceilDiv(s.n, s.blockN) % 2 == 0) ? 2 : 1;
   if (s.clusterM == 0)
     s.clusterM = 1;
   // Bands of the tile order (te-grouped-gemm-bench --bands, one H100 run,

@@ -153,7 +153,8 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   odd.blockN = 128;
   odd.cluster = 2; // 3 column blocks
   EXPECT_NE(msg(odd).find("even number of column blocks"), std::string::npos);
-  // The picks: wide tiles, a cluster where the column blocks pair up.
+  // The picks: wide tiles; FP8 in a cluster where the column blocks pair
+  // up, BF16 without.
   GroupedGemmSpec fp8 =
       spec(GroupedGemmSpec::Operands::Fp8Block, 8, 4096, 7168).resolved();
   EXPECT_EQ(fp8.blockN, 128);
@@ -163,9 +164,12 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   GroupedGemmSpec bf16 =
       spec(GroupedGemmSpec::Operands::BF16, 8, 768, 7168).resolved();
   EXPECT_EQ(bf16.blockN, 256);
-  EXPECT_EQ(bf16.cluster, 1); // 3 column blocks
+  EXPECT_EQ(bf16.cluster, 1);
   EXPECT_EQ(bf16.stages, 4);
   EXPECT_EQ(bf16.band, 32);
+  EXPECT_EQ(
+      spec(GroupedGemmSpec::Operands::BF16, 8, 4096, 7168).resolved().cluster,
+      1);
   EXPECT_TRUE(
       cg::checkGroupedGemm(spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128))
           .isOk());
