@@ -361,6 +361,7 @@ int main(int argc, char **argv) {
       spec.cluster = cluster;
       spec.clusterM = clusterM;
       spec.band = band;
+      spec.mTotal = m;
       return spec.resolved();
     };
     auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,

@@ -79,6 +79,7 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   spec.groups = w.shape[0];
   spec.n = y.shape[1];
   spec.k = x.shape[1];
+  spec.mTotal = x.shape[0];
   spec.weightColumnwise = g.weightColumnwise;
   spec = spec.resolved();
   if (rt::Status st = checkGroupedGemm(spec); !st.isOk())

@@ -59,6 +59,7 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
     spec.groups = 3;
     spec.n = 256;
     spec.k = 256;
+    spec.mTotal = 300;
     spec.weightColumnwise = dgrad;
     EXPECT_EQ(ks.entry, spec.kernelName());
     EXPECT_EQ(ks.cluster.x, unsigned(spec.resolved().cluster));

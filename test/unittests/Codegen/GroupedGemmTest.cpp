@@ -170,6 +170,13 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   EXPECT_EQ(
       spec(GroupedGemmSpec::Operands::BF16, 8, 4096, 7168).resolved().cluster,
       1);
+  // FP8 experts averaging at most 512 rows (the layer's static M_total over
+  // G) run without a cluster.
+  GroupedGemmSpec few = spec(GroupedGemmSpec::Operands::Fp8Block, 8, 4096, 7168);
+  few.mTotal = 8 * 512;
+  EXPECT_EQ(few.resolved().cluster, 1);
+  few.mTotal = 8 * 512 + 1;
+  EXPECT_EQ(few.resolved().cluster, 2);
   EXPECT_TRUE(
       cg::checkGroupedGemm(spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128))
           .isOk());
