@@ -72,13 +72,14 @@ Status checkGroupedWgrad(const GroupedWgradSpec &spec) {
     return bad("N and K must be even and positive");
   if (s.groups * s.n * s.k >= (int64_t(1) << 40))
     return bad("dW is too large");
-  if (s.stages < 2 || groupedWgradSharedBytes(s) > kMaxShared)
-    return bad("the stage ring does not fit an SM's shared memory");
   if (s.band < 1 || s.band > 1024)
     return bad("a band of the tile order holds 1..1024 row tiles");
   if (s.fp8() ? s.blockN != 128 : (s.blockN != 128 && s.blockN != 256))
     return bad(s.fp8() ? "the FP8 tile width must be 128"
                        : "the BF16 tile width must be 128 or 256");
+  // After the tile width, which sizes the stages.
+  if (s.stages < 2 || groupedWgradSharedBytes(s) > kMaxShared)
+    return bad("the stage ring does not fit an SM's shared memory");
   return Status::ok();
 }
 

@@ -36,15 +36,20 @@ using te::test::normals;
 
 namespace {
 
-TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
+TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
   if (!rt::cutlassIncludeDir())
     GTEST_SKIP() << "the CUTLASS headers are not installed "
                     "(scripts/install-deps.sh)";
-  for (int variant = 0; variant < 3; ++variant) {
+  // bf16, block FP8 and its dgrad at 300 rows (100 per expert: no
+  // cluster), block FP8 at 1600 rows (a 2-CTA cluster).
+  for (int variant = 0; variant < 4; ++variant) {
     bool fp8 = variant > 0, dgrad = variant == 2;
+    const int64_t m = variant == 3 ? 1600 : 300;
+    const unsigned cluster = variant == 3 ? 2 : 1;
     SCOPED_TRACE(dgrad ? "block FP8 dgrad" : fp8 ? "block FP8" : "bf16");
+    SCOPED_TRACE(m);
     // fprop with a bias (the argument after the splits).
-    cg::Program p = groupedProgram(300, 256, 3, 256, fp8, dgrad, !dgrad);
+    cg::Program p = groupedProgram(m, 256, 3, 256, fp8, dgrad, !dgrad);
     const cg::Entry &e = p.entries[0];
     rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
     ASSERT_TRUE(plan) << plan.status().toString();
@@ -59,16 +64,16 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
     spec.groups = 3;
     spec.n = 256;
     spec.k = 256;
-    spec.mTotal = 300;
+    spec.mTotal = m;
     spec.weightColumnwise = dgrad;
     EXPECT_EQ(ks.entry, spec.kernelName());
-    EXPECT_EQ(ks.cluster.x, unsigned(spec.resolved().cluster));
+    EXPECT_EQ(ks.cluster.x, cluster);
     EXPECT_EQ(ks.sharedBytes, cg::groupedGemmSharedBytes(spec));
-    EXPECT_EQ(kp.flops, uint64_t(2 * 300 * 256 * 256));
+    EXPECT_EQ(kp.flops, uint64_t(2 * m * 256 * 256));
     // Three descriptors with the emitter's geometry, over x's, w's and
     // (FP8) x's scale buffers; then w's scales, the splits, the bias, y,
     // M_total.
-    auto maps = cg::groupedGemmMaps(spec, 300);
+    auto maps = cg::groupedGemmMaps(spec, m);
     const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
     const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
     const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
@@ -88,7 +93,7 @@ TEST(GroupedGemmPlan, OnePersistentClusteredLaunchOverTheOperands) {
     EXPECT_EQ(ks.args[5].pointer.buffer,
               dgrad ? -1 : plan->values[size_t(g.bias)].tensor);
     EXPECT_EQ(ks.args[6].pointer.buffer, plan->values[size_t(g.output)].tensor);
-    EXPECT_EQ(ks.args[7].i, 300);
+    EXPECT_EQ(ks.args[7].i, m);
     // The plan survives serialisation (descriptors are encoded on binding).
     rt::Expected<rt::Plan> back = rt::Plan::deserialize(kp.plan.serialize());
     ASSERT_TRUE(back) << back.status().toString();

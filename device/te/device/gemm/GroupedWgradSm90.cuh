@@ -180,7 +180,8 @@ wgradMath(int lane, const int *segStart, const int *segBlocks,
 }
 
 /// The kernel body. `tmA` / `tmB` are 2-D tensor maps over A [N, R] and B
-/// [K, R] (box: 128 rows by one stage of tokens), `tmSA` / `tmSB` (FP8)
+/// [K, R] (box: 128 rows of A, kBlockN rows of B, by one stage of tokens),
+/// `tmSA` / `tmSB` (FP8)
 /// over their scales [R/128, NS] and [R/128, KS] (box: 128 floats of one
 /// block row); `splits` G int64 on the device (clamped to M_total rows),
 /// `dw` [G, N, K] fp32.
