@@ -276,6 +276,101 @@ TEST(GroupedGemmCpu, E5m2GradientWgradIsEachExpertsDenseWgrad) {
   checkWgradAgainstEachExpert(DType::E5M2);
 }
 
+/// A dense MXFP8 wgrad as Hopper runs it: dy and x quantized columnwise
+/// (dy with its bias gradient), both dequantized to bf16, the bf16 GEMM.
+cg::Program denseMxfp8Wgrad(int64_t m, int64_t n, int64_t k) {
+  cg::Entry e;
+  e.name = "wgrad";
+  e.values = {tensor("dy", {m, n}, DType::BF16),
+              tensor("x", {m, k}, DType::BF16)};
+  e.args = {0, 1};
+  int deq[2];
+  for (int i = 0; i < 2; ++i) {
+    Scheme s = Scheme::mxfp8(i == 0 ? DType::E5M2 : DType::E4M3);
+    cg::Value q = e.values[i];
+    q.kind = cg::Value::Kind::Quantized;
+    q.name += "_q";
+    q.columnwise = s;
+    e.values.push_back(q);
+    cg::QuantizeKernel qk;
+    qk.name = "quantize_" + q.name;
+    qk.input = i;
+    qk.stages = {{s, Direction::Columnwise, int(e.values.size()) - 1}};
+    if (i == 0) {
+      e.values.push_back(tensor("db", {n}, DType::F32));
+      qk.biasGrad = int(e.values.size()) - 1;
+    }
+    e.kernels.push_back(qk);
+    cg::DequantizeKernel dk;
+    dk.name = "dequantize_" + q.name;
+    dk.input = qk.stages[0].value;
+    dk.dir = Direction::Columnwise;
+    e.values.push_back(tensor(q.name + "_bf16", {m, i == 0 ? n : k},
+                              DType::BF16));
+    dk.output = int(e.values.size()) - 1;
+    deq[i] = dk.output;
+    e.kernels.push_back(dk);
+  }
+  // values: dy, x, dy_q (2), db (3), dy_bf16 (4), x_q (5), x_bf16 (6)
+  e.values.push_back(tensor("dw", {n, k}, DType::F32));
+  cg::GemmKernel g;
+  g.name = "gemm";
+  g.a = deq[0];
+  g.b = deq[1];
+  g.transposeA = true;
+  g.output = int(e.values.size()) - 1;
+  e.kernels.push_back(g);
+  e.results = {g.output, 3};
+  cg::Program p;
+  p.entries.push_back(e);
+  return p;
+}
+
+// The MXFP8 grouped wgrad (E5M2 dy, E4M3 x) of 3 experts with ragged
+// splits: each expert's dW and db equal the dense MXFP8 wgrad of its rows
+// zero-padded to whole 32-row blocks (130 -> 160, 250 -> 256), bit for bit
+// (docs/Numerics.md §7.4).
+TEST(GroupedGemmCpu, Mxfp8WgradIsEachExpertsDenseWgradOnPaddedRows) {
+  const int64_t m = 400, n = 256, k = 136, g = 3;
+  std::vector<float> dy = normals(size_t(m * n), 15),
+                     x = normals(size_t(m * k), 16);
+  cg::Program p = groupedWgradProgram(m, n, k, g, false, true);
+  auto &w = std::get<cg::GroupedWgradKernel>(p.entries[0].kernels.back());
+  w.dyScheme = Scheme::mxfp8(DType::E5M2);
+  w.xScheme = Scheme::mxfp8(DType::E4M3);
+  ASSERT_EQ(cg::validate(p.entries[0]), "");
+  std::vector<int64_t> splits = {130, 0, 250}; // 20 padding rows
+  auto out = exec::runCpu(p, p.entries[0],
+                          {bf16Bytes(dy), bf16Bytes(x), i64Bytes(splits)});
+  ASSERT_TRUE(out) << out.status().toString();
+  const std::vector<uint8_t> &dw = (*out)[0][0].bytes;
+  const std::vector<uint8_t> &db = (*out)[1][0].bytes;
+  int64_t row = 0;
+  for (int64_t e = 0; e < g; ++e) {
+    const int64_t rows = splits[e], padded = (rows + 31) / 32 * 32;
+    if (rows == 0)
+      continue;
+    std::vector<float> dye(size_t(padded * n), 0.0f),
+        xe(size_t(padded * k), 0.0f);
+    std::copy(dy.begin() + row * n, dy.begin() + (row + rows) * n,
+              dye.begin());
+    std::copy(x.begin() + row * k, x.begin() + (row + rows) * k, xe.begin());
+    cg::Program dense = denseMxfp8Wgrad(padded, n, k);
+    ASSERT_EQ(cg::validate(dense.entries[0]), "");
+    auto one =
+        exec::runCpu(dense, dense.entries[0], {bf16Bytes(dye), bf16Bytes(xe)});
+    ASSERT_TRUE(one) << one.status().toString();
+    EXPECT_EQ(std::memcmp(dw.data() + e * n * k * 4, (*one)[0][0].bytes.data(),
+                          n * k * 4),
+              0)
+        << "expert " << e << " dW";
+    EXPECT_EQ(
+        std::memcmp(db.data() + e * n * 4, (*one)[1][0].bytes.data(), n * 4), 0)
+        << "expert " << e << " db";
+    row += rows;
+  }
+}
+
 TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
   cg::Program p = groupedProgram(64, 128, 2, 128, false);
   cg::Entry &e = p.entries[0];
