@@ -119,6 +119,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == python ]]; then
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == gemm ]]; then
   run "grouped-gemm-bench" "$PACK/bin/te-grouped-gemm-bench" 20
+  run "moe-bench" sh -c "for e in up up_grad; do $PACK/bin/te-run bench/moe_block_fp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in mxfp8_grad bf16_grad; do $PACK/bin/te-run bench/moe_mxfp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
   run "grouped_gemm_torch.py" python3 bench/grouped_gemm_torch.py 20
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == ranks ]] && (( GPUS >= 2 )); then
@@ -131,7 +132,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 ]]; then
   run "quantize-bench" sh -c "for e in mxfp8 fp8_block_1x128 fp8_block_128x128 nvfp4 fp8_current; do echo \$e; $PACK/bin/te-run bench/quantize_16384x8192.mlir --entry \$e --random-inputs 3 --bench 30 | grep -E 'bench|copy'; done; for e in mxfp8_both block_128x128_rowwise block_1x128_both current_rowwise nvfp4_rowwise; do echo f32 \$e; $PACK/bin/te-run bench/quantize_f32_8192.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
   run "quantize_torch.py" python3 bench/quantize_torch.py 16384 8192 30
 fi
-for b in te-run-check-delayed-loop te-run-check-delayed-states te-run-check-recipe-switch all-gather-bench te-run-check-all-gather te-run-check-fsdp recipes-bench double-quantize-bench dequantize-bench grouped-gemm-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
+for b in te-run-check-delayed-loop te-run-check-delayed-states te-run-check-recipe-switch all-gather-bench te-run-check-all-gather te-run-check-fsdp recipes-bench double-quantize-bench dequantize-bench grouped-gemm-bench moe-bench grouped_gemm_torch.py pytest python_overhead.py linear_vs_torch.py te-rt-bench gemm_torch.py quantize-bench quantize_torch.py linear-bench linear_torch.py adam-bench adam_torch.py adam_vs_torch.py te-run-session-mxfp8 te-run-session-block te-run-session-copy te-run-session-qweight te-run-check-adamw_mxfp8 te-run-check-deepseek_linear te-run-check-delayed_fp8_linear te-run-check-hybrid_linear; do
   [[ -f "$LOG/$b.log" ]] && { echo "== $b"; cat "$LOG/$b.log"; }
 done
 echo
