@@ -67,11 +67,11 @@ GroupedGemmSpec GroupedGemmSpec::resolved() const {
   // eight of the nine benchmark shapes (te-grouped-gemm-bench --sweep,
   // docs/Performance.md).
   if (s.cluster == 0) {
-    bool fewRows = s.mTotal > 0 && s.mTotal <= kClusterMaxRowsPerExpert * s.groups;
-    s.cluster = (s.fp8() && !fewRows && s.n > 0 &&
-                 ceilDiv(s.n, s.blockN) % 2 == 0)
-                    ? 2
-                    : 1;
+    bool fewRows =
+        s.mTotal > 0 && s.mTotal <= kClusterMaxRowsPerExpert * s.groups;
+    s.cluster =
+        (s.fp8() && !fewRows && s.n > 0 && ceilDiv(s.n, s.blockN) % 2 == 0) ? 2
+                                                                            : 1;
   }
   if (s.clusterM == 0)
     s.clusterM = 1;

@@ -73,7 +73,9 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
      << "    const long long *splits, long long capacity, void *out,\n"
      << "    float *scaleInv, float eps, float *partial) {\n"
      << "  te::dev::groupedColumnQuantize<te::dev::GroupedColumns::"
-     << (fp8 ? "Fp8Block" : isMxfp8(s.scheme) ? "Mxfp8Values" : "Bf16")
+     << (fp8                 ? "Fp8Block"
+         : isMxfp8(s.scheme) ? "Mxfp8Values"
+                             : "Bf16")
      << ", te::dev::Fp8Format::"
      << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
      << (fp8 && s.scheme.pow2 ? "true" : "false")

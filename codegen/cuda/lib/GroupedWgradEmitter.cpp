@@ -118,8 +118,12 @@ std::array<rt::TensorMapShape, 4> groupedWgradMaps(const GroupedWgradSpec &s,
   int64_t rowBytes = capacity * rt::dtypeSize(elem);
   int box = static_cast<int>(128 / rt::dtypeSize(elem));
   auto operand = [&](int64_t rows, int boxRows) {
-    return rt::TensorMapShape{elem, rows,    capacity,
-                              rowBytes, boxRows, box,
+    return rt::TensorMapShape{elem,
+                              rows,
+                              capacity,
+                              rowBytes,
+                              boxRows,
+                              box,
                               rt::TensorMapSwizzle::B128};
   };
   rt::TensorMapShape a = operand(s.n, int(kTile)),

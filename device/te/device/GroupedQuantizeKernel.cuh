@@ -92,8 +92,8 @@ template <Fp8Format F>
 __device__ __forceinline__ u32 mxfp8RoundTrip2(u32 pair, float multLo,
                                                float multHi, float factorLo,
                                                float factorHi) {
-  u32 codes = encodeFp8x2<F>(mulRn(bf16Lo(pair), multLo),
-                             mulRn(bf16Hi(pair), multHi));
+  u32 codes =
+      encodeFp8x2<F>(mulRn(bf16Lo(pair), multLo), mulRn(bf16Hi(pair), multHi));
   float lo, hi;
   decodeFp8x2<F>(u16(codes), lo, hi);
   return floatToBF16x2(mulRn(lo, factorLo), mulRn(hi, factorHi));
@@ -186,7 +186,8 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
     } else if (Out == GroupedColumns::Mxfp8Values) {
       const u8 eLo = mxfp8BlockExponent(bf16Lo(acc), F);
       const u8 eHi = mxfp8BlockExponent(bf16Hi(acc), F);
-      const float mLo = e8m0ReciprocalScale(eLo), mHi = e8m0ReciprocalScale(eHi);
+      const float mLo = e8m0ReciprocalScale(eLo),
+                  mHi = e8m0ReciprocalScale(eHi);
       const float fLo = decodeE8M0(eLo), fHi = decodeE8M0(eHi);
       TE_UNROLL
       for (int r = r0; r < r0 + 32; r += 2) {

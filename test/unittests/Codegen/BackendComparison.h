@@ -27,11 +27,10 @@ namespace te::test {
 /// The comparison of both backends' results; a backend failure is reported
 /// as the difference. `adjustPlan`, when given, changes the CUDA backend's
 /// plan before it runs (e.g. shrinks a launch's grid).
-inline exec::Comparison
-gpuVersusCpu(const cg::Program &p, const std::vector<std::vector<uint8_t>> &args,
-             const rt::Device &dev, const rt::Stream &stream,
-             rt::KernelCache &cache,
-             const std::function<void(cg::EntryPlan &)> &adjustPlan = {}) {
+inline exec::Comparison gpuVersusCpu(
+    const cg::Program &p, const std::vector<std::vector<uint8_t>> &args,
+    const rt::Device &dev, const rt::Stream &stream, rt::KernelCache &cache,
+    const std::function<void(cg::EntryPlan &)> &adjustPlan = {}) {
   exec::Comparison failed;
   auto cpu = exec::runCpu(p, p.entries[0], args);
   if (!cpu) {

@@ -305,8 +305,8 @@ cg::Program denseMxfp8Wgrad(int64_t m, int64_t n, int64_t k) {
     dk.name = "dequantize_" + q.name;
     dk.input = qk.stages[0].value;
     dk.dir = Direction::Columnwise;
-    e.values.push_back(tensor(q.name + "_bf16", {m, i == 0 ? n : k},
-                              DType::BF16));
+    e.values.push_back(
+        tensor(q.name + "_bf16", {m, i == 0 ? n : k}, DType::BF16));
     dk.output = int(e.values.size()) - 1;
     deq[i] = dk.output;
     e.kernels.push_back(dk);
@@ -352,8 +352,7 @@ TEST(GroupedGemmCpu, Mxfp8WgradIsEachExpertsDenseWgradOnPaddedRows) {
       continue;
     std::vector<float> dye(size_t(padded * n), 0.0f),
         xe(size_t(padded * k), 0.0f);
-    std::copy(dy.begin() + row * n, dy.begin() + (row + rows) * n,
-              dye.begin());
+    std::copy(dy.begin() + row * n, dy.begin() + (row + rows) * n, dye.begin());
     std::copy(x.begin() + row * k, x.begin() + (row + rows) * k, xe.begin());
     cg::Program dense = denseMxfp8Wgrad(padded, n, k);
     ASSERT_EQ(cg::validate(dense.entries[0]), "");

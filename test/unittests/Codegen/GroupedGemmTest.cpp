@@ -172,7 +172,8 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
       1);
   // FP8 experts averaging at most 512 rows (the layer's static M_total over
   // G) run without a cluster.
-  GroupedGemmSpec few = spec(GroupedGemmSpec::Operands::Fp8Block, 8, 4096, 7168);
+  GroupedGemmSpec few =
+      spec(GroupedGemmSpec::Operands::Fp8Block, 8, 4096, 7168);
   few.mTotal = 8 * 512;
   EXPECT_EQ(few.resolved().cluster, 1);
   few.mTotal = 8 * 512 + 1;

@@ -530,14 +530,22 @@ TEST(DequantizeCodegenLarge, AShrunkenGridLoopsOverTheTensorOnGpu) {
   for (const Shrunk &s :
        {Shrunk{{"mxfp8_row", Scheme::mxfp8(DType::E4M3), Direction::Rowwise,
                 DType::BF16},
-               384, 1024, "DequantPath::Rows"},
+               384,
+               1024,
+               "DequantPath::Rows"},
         Shrunk{{"block_col", block, Direction::Columnwise, DType::F32},
-               320, 520, "DequantPath::Tiles"},
+               320,
+               520,
+               "DequantPath::Tiles"},
         Shrunk{{"nvfp4_col", Scheme::nvfp4(false, false, false),
                 Direction::Columnwise, DType::BF16},
-               224, 384, "DequantPath::Tiles"},
-        Shrunk{{"block_row", block, Direction::Rowwise, DType::BF16}, 130,
-               1001, "DequantPath::Elements"}}) {
+               224,
+               384,
+               "DequantPath::Tiles"},
+        Shrunk{{"block_row", block, Direction::Rowwise, DType::BF16},
+               130,
+               1001,
+               "DequantPath::Elements"}}) {
     cg::Program p = dequantProgram(s.c, s.m, s.k, DType::BF16);
     std::vector<uint8_t> x = makeInput(s.m * s.k, Data::Random, 13);
     auto shrink = [&](cg::EntryPlan &plan) {
@@ -546,10 +554,10 @@ TEST(DequantizeCodegenLarge, AShrunkenGridLoopsOverTheTensorOnGpu) {
       EXPECT_GT(ks.grid.x, 7u) << s.c.name;
       ks.grid = rt::Dim3{7, 1, 1};
     };
-    EXPECT_EQ(test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache,
-                                 shrink)
-                  .difference,
-              "")
+    EXPECT_EQ(
+        test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache, shrink)
+            .difference,
+        "")
         << s.c.name;
   }
 }

@@ -27,10 +27,11 @@ public:
          rt::KernelCache &cache, DeviceStore *store = nullptr);
   /// The same with the caller's plan of `e` (buildEntryPlan's, perhaps
   /// changed: a test shrinks a launch's grid).
-  static rt::Expected<CudaRunner>
-  create(const cg::Program &p, const cg::Entry &e, cg::EntryPlan plan,
-         const rt::Device &device, rt::KernelCache &cache,
-         DeviceStore *store = nullptr);
+  static rt::Expected<CudaRunner> create(const cg::Program &p,
+                                         const cg::Entry &e, cg::EntryPlan plan,
+                                         const rt::Device &device,
+                                         rt::KernelCache &cache,
+                                         DeviceStore *store = nullptr);
 
   /// Uploads argument i (exactly its byte size). A persistent argument's
   /// bytes go to the store, which then holds the value.
