@@ -181,17 +181,20 @@ TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
   checkDgradAgainstEachExpert(false, {0, 170, 111});
 }
 
-/// dW = dy^T x and db for one expert as te.linear_grad computes them: dy
-/// (codes `dyElement`) and x (E4M3) 1x128 columnwise, dy with its bias
-/// gradient, one dense GEMM.
-cg::Program denseWgrad(int64_t m, int64_t n, int64_t k, DType dyElement) {
+/// dW = dy^T x and db for one expert as te.linear_grad computes them on
+/// Hopper: dy and x quantized columnwise by their schemes, dy with its bias
+/// gradient, then one dense GEMM - on the codes for block FP8, on the
+/// values dequantized to bf16 for MXFP8 (the emulated GEMM).
+cg::Program denseWgrad(int64_t m, int64_t n, int64_t k, const Scheme &dyScheme,
+                       const Scheme &xScheme) {
   cg::Entry e;
   e.name = "wgrad";
   e.values = {tensor("dy", {m, n}, DType::BF16),
               tensor("x", {m, k}, DType::BF16)};
   e.args = {0, 1};
+  int operand[2], db = -1;
   for (int i = 0; i < 2; ++i) {
-    Scheme s = Scheme::fp8Block(i == 0 ? dyElement : DType::E4M3, 1, 128);
+    const Scheme &s = i == 0 ? dyScheme : xScheme;
     cg::Value q = e.values[i];
     q.kind = cg::Value::Kind::Quantized;
     q.name += "_q";
@@ -201,22 +204,32 @@ cg::Program denseWgrad(int64_t m, int64_t n, int64_t k, DType dyElement) {
     qk.name = "quantize_" + q.name;
     qk.input = i;
     qk.stages = {{s, Direction::Columnwise, int(e.values.size()) - 1}};
+    operand[i] = qk.stages[0].value;
     if (i == 0) {
       e.values.push_back(tensor("db", {n}, DType::F32));
-      qk.biasGrad = int(e.values.size()) - 1;
+      db = qk.biasGrad = int(e.values.size()) - 1;
     }
     e.kernels.push_back(qk);
+    if (s.kind == rt::SchemeKind::Mxfp8) {
+      cg::DequantizeKernel dk;
+      dk.name = "dequantize_" + q.name;
+      dk.input = operand[i];
+      dk.dir = Direction::Columnwise;
+      e.values.push_back(
+          tensor(q.name + "_bf16", {m, i == 0 ? n : k}, DType::BF16));
+      dk.output = operand[i] = int(e.values.size()) - 1;
+      e.kernels.push_back(dk);
+    }
   }
-  // values: dy, x, dy_q (2), db (3), x_q (4)
   e.values.push_back(tensor("dw", {n, k}, DType::F32));
   cg::GemmKernel g;
   g.name = "gemm";
-  g.a = 2;
-  g.b = 4;
+  g.a = operand[0];
+  g.b = operand[1];
   g.transposeA = true;
-  g.output = 5;
+  g.output = int(e.values.size()) - 1;
   e.kernels.push_back(g);
-  e.results = {5, 3};
+  e.results = {g.output, db};
   cg::Program p;
   p.entries.push_back(e);
   return p;
@@ -247,7 +260,9 @@ void checkWgradAgainstEachExpert(DType dyElement) {
         ASSERT_EQ(dw[e * n * k * 4 + i], 0) << "the empty expert's dW";
       continue;
     }
-    cg::Program dense = denseWgrad(splits[e], n, k, dyElement);
+    cg::Program dense =
+        denseWgrad(splits[e], n, k, Scheme::fp8Block(dyElement, 1, 128),
+                   Scheme::fp8Block(DType::E4M3, 1, 128));
     ASSERT_EQ(cg::validate(dense.entries[0]), "");
     std::vector<float> dye(dy.begin() + row * n,
                            dy.begin() + (row + splits[e]) * n);
@@ -274,56 +289,6 @@ TEST(GroupedGemmCpu, WgradIsEachExpertsDenseWgrad) {
 // TE's hybrid format: the gradient quantized per expert to E5M2 codes.
 TEST(GroupedGemmCpu, E5m2GradientWgradIsEachExpertsDenseWgrad) {
   checkWgradAgainstEachExpert(DType::E5M2);
-}
-
-/// A dense MXFP8 wgrad as Hopper runs it: dy and x quantized columnwise
-/// (dy with its bias gradient), both dequantized to bf16, the bf16 GEMM.
-cg::Program denseMxfp8Wgrad(int64_t m, int64_t n, int64_t k) {
-  cg::Entry e;
-  e.name = "wgrad";
-  e.values = {tensor("dy", {m, n}, DType::BF16),
-              tensor("x", {m, k}, DType::BF16)};
-  e.args = {0, 1};
-  int deq[2];
-  for (int i = 0; i < 2; ++i) {
-    Scheme s = Scheme::mxfp8(i == 0 ? DType::E5M2 : DType::E4M3);
-    cg::Value q = e.values[i];
-    q.kind = cg::Value::Kind::Quantized;
-    q.name += "_q";
-    q.columnwise = s;
-    e.values.push_back(q);
-    cg::QuantizeKernel qk;
-    qk.name = "quantize_" + q.name;
-    qk.input = i;
-    qk.stages = {{s, Direction::Columnwise, int(e.values.size()) - 1}};
-    if (i == 0) {
-      e.values.push_back(tensor("db", {n}, DType::F32));
-      qk.biasGrad = int(e.values.size()) - 1;
-    }
-    e.kernels.push_back(qk);
-    cg::DequantizeKernel dk;
-    dk.name = "dequantize_" + q.name;
-    dk.input = qk.stages[0].value;
-    dk.dir = Direction::Columnwise;
-    e.values.push_back(
-        tensor(q.name + "_bf16", {m, i == 0 ? n : k}, DType::BF16));
-    dk.output = int(e.values.size()) - 1;
-    deq[i] = dk.output;
-    e.kernels.push_back(dk);
-  }
-  // values: dy, x, dy_q (2), db (3), dy_bf16 (4), x_q (5), x_bf16 (6)
-  e.values.push_back(tensor("dw", {n, k}, DType::F32));
-  cg::GemmKernel g;
-  g.name = "gemm";
-  g.a = deq[0];
-  g.b = deq[1];
-  g.transposeA = true;
-  g.output = int(e.values.size()) - 1;
-  e.kernels.push_back(g);
-  e.results = {g.output, 3};
-  cg::Program p;
-  p.entries.push_back(e);
-  return p;
 }
 
 // The MXFP8 grouped wgrad (E5M2 dy, E4M3 x) of 3 experts with ragged
@@ -354,7 +319,7 @@ TEST(GroupedGemmCpu, Mxfp8WgradIsEachExpertsDenseWgradOnPaddedRows) {
         xe(size_t(padded * k), 0.0f);
     std::copy(dy.begin() + row * n, dy.begin() + (row + rows) * n, dye.begin());
     std::copy(x.begin() + row * k, x.begin() + (row + rows) * k, xe.begin());
-    cg::Program dense = denseMxfp8Wgrad(padded, n, k);
+    cg::Program dense = denseWgrad(padded, n, k, w.dyScheme, w.xScheme);
     ASSERT_EQ(cg::validate(dense.entries[0]), "");
     auto one =
         exec::runCpu(dense, dense.entries[0], {bf16Bytes(dye), bf16Bytes(xe)});
