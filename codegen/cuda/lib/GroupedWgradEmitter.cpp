@@ -28,8 +28,8 @@ int64_t fixedBytes(const GroupedWgradSpec &s) {
 GroupedWgradSpec GroupedWgradSpec::resolved() const {
   GroupedWgradSpec s = *this;
   // BF16 reads twice the bytes per MMA of FP8: its 256-wide tiles halve the
-  // B tile traffic per FLOP (te-grouped-gemm-bench --backward,
-  // docs/Performance.md), as the BF16 fprop's do.
+  // B tile traffic per FLOP, as the BF16 fprop's do (the BF16 wgrad 1.54x
+  // faster, bench/moe_mxfp8_32768.mlir, docs/Performance.md).
   if (s.blockN == 0)
     s.blockN = s.fp8() ? 128 : 256;
   if (s.band == 0)
@@ -41,13 +41,14 @@ GroupedWgradSpec GroupedWgradSpec::resolved() const {
 }
 
 std::string GroupedWgradSpec::kernelName() const {
+  const GroupedWgradSpec r = resolved();
   std::ostringstream os;
   os << "te_grouped_wgrad_" << (fp8() ? "fp8block" : "bf16")
      << (fp8() ? fp8Formats.nameSuffix() : "") << "_g" << groups << "_n" << n
-     << "_k" << k << "_t" << resolved().blockN;
-  if (resolved().band != 1)
-    os << "_b" << resolved().band;
-  os << "_s" << resolved().stages;
+     << "_k" << k << "_t" << r.blockN;
+  if (r.band != 1)
+    os << "_b" << r.band;
+  os << "_s" << r.stages;
   return os.str();
 }
 
