@@ -19,9 +19,11 @@
 // one tensor each, which is the same only where no scaling block or amax
 // spans two experts - identity, block FP8 (128x128 weight tiles with N a
 // multiple of 128) and MXFP8 (1x32 blocks along K; te-lower-to-kernels runs
-// its grouped GEMM on dequantized operands). Schemes with a tensor-wide
-// scale (per-tensor FP8, NVFP4) are located errors until the grouped
-// quantize has a per-expert amax. te.grouped_linear_grad becomes a dgrad
+// its grouped GEMM on dequantized operands). Per-tensor FP8 current scaling
+// needs one amax per expert: te.grouped_linear under it becomes one
+// te.grouped_gemm on the bf16 tensors that quantizes both itself. Other
+// schemes with a tensor-wide scale (NVFP4, delayed scaling) and per-tensor
+// backward layers are located errors. te.grouped_linear_grad becomes a dgrad
 // grouped GEMM (weights block FP8, or dequantized from MXFP8 by
 // te-lower-to-kernels) and te.grouped_wgrad (below: block FP8 operands, or
 // MXFP8 ones quantized and dequantized per expert for a BF16 GEMM).
@@ -239,8 +241,9 @@ LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
            << "quantizes its " << role << " by " << *scheme
            << ", which te-expand-linear does not lower for grouped layers "
               "yet: identity, block FP8 and MXFP8 are lowered (their scaling "
-              "blocks never span two experts); a scheme with a tensor-wide "
-              "scale needs the grouped quantize's per-expert amax";
+              "blocks never span two experts), and per-tensor FP8 current "
+              "scaling for both input and weight of te.grouped_linear (one "
+              "amax per expert, quantized by the grouped GEMM)";
   if (s.kind == rt::SchemeKind::Mxfp8 && dir == Direction::columnwise &&
       out % 32)
     return lin->emitOpError()
@@ -258,7 +261,56 @@ LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
   return success();
 }
 
+/// Whether `role` of a grouped layer scales by per-tensor FP8 current
+/// scaling (rowwise), which needs one amax per expert.
+static bool currentScaled(DictionaryAttr schemes, StringRef role) {
+  auto s = dyn_cast_or_null<SchemeAttrInterface>(
+      schemes ? schemes.get(role) : Attribute());
+  return s && s.getRuntimeScheme(Direction::rowwise).kind ==
+                  rt::SchemeKind::Fp8Current;
+}
+
+/// te.grouped_linear under per-tensor FP8 current scaling: one te.grouped_
+/// gemm on the bf16 tokens and stack that quantizes both itself, one amax
+/// per expert (each expert's rows and weight scaled as their own tensors).
+LogicalResult expandPerExpertScaled(GroupedLinearOp lin) {
+  DictionaryAttr schemes = lin.getSchemesAttr();
+  if (!currentScaled(schemes, "input") || !currentScaled(schemes, "weight"))
+    return lin.emitOpError()
+           << "quantizes one operand by per-tensor FP8 current scaling and "
+              "the other by "
+           << schemes.get(currentScaled(schemes, "input") ? "weight" : "input")
+           << "; a grouped layer lowers per-tensor scaling (one amax per "
+              "expert) only for both input and weight";
+  auto x = cast<SchemeAttrInterface>(schemes.get("input"));
+  auto w = cast<SchemeAttrInterface>(schemes.get("weight"));
+  Type result = lin.getResult().getType();
+  Value splits = lin.getSplitSizes(), bias = lin.getBias();
+  if (failed(GroupedGemmOp::verifyTypes(
+          [&] {
+            return lin.emitOpError()
+                   << "cannot form its fprop grouped GEMM (y_g = x_g W_g^T, "
+                      "both quantized per expert): '"
+                   << GroupedGemmOp::getOperationName() << "' op ";
+          },
+          lin.getInput().getType(), lin.getWeight().getType(),
+          splits.getType(), bias ? bias.getType() : Type(), result,
+          /*weightColumnwise=*/false, x, w)))
+    return failure();
+  OpBuilder b(lin);
+  auto g = GroupedGemmOp::create(
+      b, NameLoc::get(b.getStringAttr("fprop"), lin.getLoc()), result,
+      lin.getInput(), lin.getWeight(), splits, bias,
+      /*weight_columnwise=*/UnitAttr(), x, w);
+  lin.getResult().replaceAllUsesWith(g.getResult());
+  lin.erase();
+  return success();
+}
+
 LogicalResult expand(GroupedLinearOp lin) {
+  if (currentScaled(lin.getSchemesAttr(), "input") ||
+      currentScaled(lin.getSchemesAttr(), "weight"))
+    return expandPerExpertScaled(lin);
   auto w = cast<RankedTensorType>(lin.getWeight().getType());
   for (StringRef role : {"input", "weight"})
     if (failed(checkGroupedScheme(lin, lin.getSchemesAttr(), role,
@@ -288,7 +340,8 @@ LogicalResult expand(GroupedLinearOp lin) {
   Location loc = NameLoc::get(e.b.getStringAttr("fprop"), lin.getLoc());
   auto g =
       GroupedGemmOp::create(e.b, loc, result, *x, *wq, splits, lin.getBias(),
-                            /*weight_columnwise=*/UnitAttr());
+                            /*weight_columnwise=*/UnitAttr(),
+                            SchemeAttrInterface(), SchemeAttrInterface());
   lin.getResult().replaceAllUsesWith(g.getResult());
   lin.erase();
   return success();
@@ -336,7 +389,8 @@ LogicalResult expand(GroupedLinearGradOp grad) {
     return failure();
   auto dx = GroupedGemmOp::create(
       e.b, NameLoc::get(e.b.getStringAttr("dgrad"), grad.getLoc()), dxType, *dy,
-      *wq, splits, Value(), e.b.getUnitAttr());
+      *wq, splits, Value(), e.b.getUnitAttr(), SchemeAttrInterface(),
+      SchemeAttrInterface());
 
   auto dyScheme = cast<SchemeAttrInterface>(schemes.get("grad_output"));
   FailureOr<SchemeAttrInterface> xScheme = roleScheme(grad, schemes, "input");

@@ -388,7 +388,8 @@ struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
     rewriter.replaceOpWithNewOp<tek::GroupedGemmOp>(
         op, op.getType(), operands[0], operands[1], adaptor.getSplitSizes(),
         adaptor.getBias(), plan.name(op, "grouped_gemm", next),
-        op.getWeightColumnwiseAttr());
+        op.getWeightColumnwiseAttr(), op.getInputSchemeAttr(),
+        op.getWeightSchemeAttr());
     return success();
   }
 };

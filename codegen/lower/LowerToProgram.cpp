@@ -249,6 +249,10 @@ private:
     k.w = ids.lookup(g.getWeight());
     k.splits = ids.lookup(g.getSplitSizes());
     k.weightColumnwise = g.getWeightColumnwise();
+    if (auto s = g.getInputSchemeAttr())
+      k.xScheme = s.getRuntimeScheme(Direction::rowwise);
+    if (auto s = g.getWeightSchemeAttr())
+      k.wScheme = s.getRuntimeScheme(Direction::rowwise);
     if (Value bias = g.getBias())
       k.bias = ids.lookup(bias);
     FailureOr<int> v = addDefined(g.getResult(), "y");

@@ -300,7 +300,8 @@ LogicalResult GroupedGemmOp::verify() {
   return verifyTypes([&] { return emitOpError(); }, getInput().getType(),
                      getWeight().getType(), getSplitSizes().getType(),
                      bias ? bias.getType() : Type(), getResult().getType(),
-                     getWeightColumnwise());
+                     getWeightColumnwise(), getInputSchemeAttr(),
+                     getWeightSchemeAttr());
 }
 
 bool GroupedGemmOp::engineReads(Type operand, Direction dir) {
@@ -314,7 +315,9 @@ bool GroupedGemmOp::engineReads(Type operand, Direction dir) {
 LogicalResult
 GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
                            Type input, Type weight, Type splitSizes, Type bias,
-                           Type result, bool weightColumnwise) {
+                           Type result, bool weightColumnwise,
+                           SchemeAttrInterface inputScheme,
+                           SchemeAttrInterface weightScheme) {
   ArrayRef<int64_t> x = shapeOf(input), w = shapeOf(weight);
   const char *xShape = weightColumnwise ? "[M_total, N]" : "[M_total, K]";
   if (x.size() != 2)
@@ -356,6 +359,33 @@ GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "bias element type " << bt.getElementType()
                          << " must be the result's (" << y.getElementType()
                          << "): the GEMM epilogue adds it in that type";
+  }
+  if (inputScheme || weightScheme) {
+    // Operands the op quantizes itself, per expert.
+    if (!inputScheme || !weightScheme)
+      return emitError() << "needs both input_scheme and weight_scheme (the "
+                            "operands it quantizes per expert) or neither";
+    if (weightColumnwise)
+      return emitError() << "quantizes its operands per expert in the fprop "
+                            "only, not with weight_columnwise";
+    for (Type t : {input, weight})
+      if (!llvm::isa<RankedTensorType>(t) ||
+          !llvm::cast<RankedTensorType>(t).getElementType().isBF16())
+        return emitError() << "quantizes its operands per expert, so input "
+                              "and weight must be bf16 tensors, got "
+                           << t;
+    std::string why = rt::groupedTensorScaledSchemesError(
+        inputScheme.getRuntimeScheme(Direction::rowwise),
+        weightScheme.getRuntimeScheme(Direction::rowwise));
+    if (!why.empty())
+      return emitError() << "quantizes input by " << inputScheme
+                         << " and weight by " << weightScheme << "; " << why;
+    if (w[1] % 128 != 0)
+      return emitError() << "quantizes its weight per expert with N = " << w[1]
+                         << ": the GEMM reads each expert's scale over "
+                            "128x128 tiles of its own, so N must be a "
+                            "multiple of 128";
+    return success();
   }
   // Each expert's GEMM is te.gemm's y = x W^T (or y = x W with the weight
   // read columnwise) on [m_g, .] and [N, K]: check the operands' directions

@@ -273,6 +273,29 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     [M_total, N], `y` [M_total, K], and each expert's weight is contracted
     along its first dimension, so `w` is read columnwise; it takes no bias.
 
+    With `input_scheme` and `weight_scheme` (both, per-tensor FP8 current
+    scaling; not with `weight_columnwise`) `x` and `w` are bf16 tensors that
+    the op quantizes itself, rowwise, with one amax per expert: each
+    expert's tokens and weight are scaled as their own tensors would be,
+    which a te.quantize of the whole [M_total, K] or [G, N, K] tensor (one
+    amax) cannot express (docs/Numerics.md §7.4). The quantized operands
+    are private to the op, as te.grouped_wgrad's are; N must be a multiple
+    of 128.
+
+    ```mlir
+    func.func @grouped_gemm_per_expert(%x: tensor<512x256xbf16>,
+                                       %w: tensor<4x128x256xbf16>,
+                                       %splits: tensor<4xi64>)
+        -> tensor<512x128xbf16> {
+      %y = te.grouped_gemm %x, %w, %splits {
+               input_scheme = #te.fp8_current<e4m3>,
+               weight_scheme = #te.fp8_current<e4m3>}
+             : tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+               -> tensor<512x128xbf16>
+      return %y : tensor<512x128xbf16>
+    }
+    ```
+
     ```mlir
     func.func @grouped_gemm(
         %x: !te.qtensor<512x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
@@ -289,7 +312,9 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
   let arguments = (ins Te_GemmOperand:$input, Te_GemmOperand:$weight,
                        AnyRankedTensor:$split_sizes,
                        Optional<Te_FloatTensor>:$bias,
-                       UnitAttr:$weight_columnwise);
+                       UnitAttr:$weight_columnwise,
+                       OptionalAttr<Te_AnySchemeAttr>:$input_scheme,
+                       OptionalAttr<Te_AnySchemeAttr>:$weight_scheme);
   let results = (outs Te_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $split_sizes (`bias` $bias^)? attr-dict `:`
@@ -305,7 +330,9 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
                 ::mlir::Type input, ::mlir::Type weight,
                 ::mlir::Type splitSizes, ::mlir::Type bias,
-                ::mlir::Type result, bool weightColumnwise);
+                ::mlir::Type result, bool weightColumnwise,
+                SchemeAttrInterface inputScheme = {},
+                SchemeAttrInterface weightScheme = {});
     /// The direction the weight is read in.
     Direction getWeightDirection() {
       return getWeightColumnwise() ? Direction::columnwise

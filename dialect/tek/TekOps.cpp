@@ -230,7 +230,7 @@ LogicalResult GroupedGemmOp::verify() {
           [&] { return emitOpError(); }, getInput().getType(),
           getWeight().getType(), getSplitSizes().getType(),
           bias ? bias.getType() : Type(), getResult().getType(),
-          getWeightColumnwise())))
+          getWeightColumnwise(), getInputSchemeAttr(), getWeightSchemeAttr())))
     return failure();
   for (auto [name, value, dir] :
        {std::tuple<const char *, Value, Direction>{"input", getInput(),

@@ -164,6 +164,8 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
     (codegen's GroupedGemmEmitter), with the same operands and rules. The
     engine picks the tile, cluster and stage depth for the shape; split
     sizes stay on the device, so the launch needs no host synchronisation.
+    With `input_scheme` and `weight_scheme` the plan first quantizes both
+    bf16 operands per expert (te.grouped_gemm's rule).
 
     ```mlir
     func.func @grouped_gemm(%x: tensor<512x256xbf16>,
@@ -179,7 +181,9 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
   let arguments = (ins AnyType:$input, AnyType:$weight,
                        AnyRankedTensor:$split_sizes,
                        Optional<AnyRankedTensor>:$bias, StrAttr:$kernel_name,
-                       UnitAttr:$weight_columnwise);
+                       UnitAttr:$weight_columnwise,
+                       OptionalAttr<Te_AnySchemeAttr>:$input_scheme,
+                       OptionalAttr<Te_AnySchemeAttr>:$weight_scheme);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $kernel_name $input `,` $weight `,` $split_sizes (`bias` $bias^)?

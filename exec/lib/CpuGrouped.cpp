@@ -27,8 +27,49 @@ using rt::Direction;
 using rt::DType;
 namespace ref = rt::ref;
 
+/// The fprop of a grouped GEMM that quantizes its bf16 operands per expert
+/// (GroupedGemmKernel::quantizesPerExpert): each expert's rows and weight
+/// quantized as their own tensors (ref::groupedTensorScaledQuantize), then
+/// the block-scaled grouped GEMM over each expert's scale repeated per
+/// block, as the kernel's plan runs it. `x` and `w` receive the operands'
+/// logical values (for the bound); empty with `error` set on failure.
+static std::vector<float>
+perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
+                    const std::vector<HostValue> &values,
+                    const std::vector<int64_t> &splits, std::vector<float> &x,
+                    std::vector<float> &w, std::string *error) {
+  const int64_t groups = e.values[g.w].shape[0];
+  auto operand = [&](int index, const rt::Scheme &scheme, bool stack,
+                     ref::BlockScaledOperand &op) {
+    const Value &v = e.values[index];
+    std::vector<uint16_t> bits(static_cast<size_t>(v.rows() * v.cols()));
+    std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
+    ref::GroupedTensorScaled q = ref::groupedTensorScaledQuantize(
+        bits.data(), v.rows(), v.cols(),
+        stack ? std::vector<int64_t>{} : splits, groups, scheme);
+    op.codes = std::move(q.codes);
+    op.scaleInv = std::move(q.blockScaleInv);
+    op.rows = v.rows();
+    op.k = v.cols();
+    op.scaleStride = q.blockStride;
+    op.format = scheme.element == DType::E5M2 ? ref::Fp8Format::E5M2
+                                              : ref::Fp8Format::E4M3;
+    op.tile2d = stack;
+    *error = q.error;
+    return q.error.empty();
+  };
+  ref::BlockScaledOperand xo, wo;
+  if (!operand(g.x, *g.xScheme, false, xo) ||
+      !operand(g.w, *g.wScheme, true, wo))
+    return {};
+  std::vector<float> d = ref::groupedBlockScaledGemm(xo, wo, splits, error);
+  x = ref::dequantizeBlockScaled(xo);
+  w = ref::dequantizeBlockScaled(wo);
+  return d;
+}
+
 /// A grouped GEMM with the reference (ref::groupedBlockScaledGemm for block
-/// FP8, ref::groupedGemm otherwise) and the GEMM bound per output, each
+/// FP8 and operands quantized per expert, ref::groupedGemm otherwise) and the GEMM bound per output, each
 /// expert's |a||b| sums from its own rows and weight. Padding rows are
 /// exact zeros.
 rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
@@ -47,30 +88,37 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
     return ref::dequantize(values[index].quantized, dir, *v.scheme(dir),
                            v.rows(), v.cols());
   };
-  std::vector<float> x = logical(g.x, Direction::Rowwise);
-  std::vector<float> w = logical(g.w, g.weightDirection());
-  if (x.empty() || w.empty())
-    return fail(g.name + ": the reference could not dequantize an operand");
-  std::vector<float> d;
-  if (xv.isQuantized()) {
-    auto operand = [&](int index, Direction dir) {
-      const Value &v = e.values[index];
-      const ref::QuantizedTensor &q = values[index].quantized;
-      return ref::blockScaledOperand(dir == Direction::Rowwise ? *q.rowwise
-                                                               : *q.columnwise,
-                                     *v.scheme(dir));
-    };
+  std::vector<float> x, w, d;
+  if (g.quantizesPerExpert()) {
     std::string error;
-    ref::BlockScaledOperand xo = operand(g.x, Direction::Rowwise);
-    ref::BlockScaledOperand wo = operand(g.w, g.weightDirection());
-    d = g.weightColumnwise
-            ? ref::groupedBlockScaledGemmColumnwise(xo, wo, splits, &error)
-            : ref::groupedBlockScaledGemm(xo, wo, splits, &error);
+    d = perExpertScaledGemm(e, g, values, splits, x, w, &error);
     if (d.empty())
       return fail(g.name + ": " + error);
   } else {
-    d = ref::groupedGemm(x.data(), w.data(), m, n, k, splits,
-                         g.weightColumnwise);
+    x = logical(g.x, Direction::Rowwise);
+    w = logical(g.w, g.weightDirection());
+    if (x.empty() || w.empty())
+      return fail(g.name + ": the reference could not dequantize an operand");
+    if (xv.isQuantized()) {
+      auto operand = [&](int index, Direction dir) {
+        const Value &v = e.values[index];
+        const ref::QuantizedTensor &q = values[index].quantized;
+        return ref::blockScaledOperand(
+            dir == Direction::Rowwise ? *q.rowwise : *q.columnwise,
+            *v.scheme(dir));
+      };
+      std::string error;
+      ref::BlockScaledOperand xo = operand(g.x, Direction::Rowwise);
+      ref::BlockScaledOperand wo = operand(g.w, g.weightDirection());
+      d = g.weightColumnwise
+              ? ref::groupedBlockScaledGemmColumnwise(xo, wo, splits, &error)
+              : ref::groupedBlockScaledGemm(xo, wo, splits, &error);
+      if (d.empty())
+        return fail(g.name + ": " + error);
+    } else {
+      d = ref::groupedGemm(x.data(), w.data(), m, n, k, splits,
+                           g.weightColumnwise);
+    }
   }
   // Expert g's bias row, added in fp32 to each of its rows (as the single
   // GEMMs add theirs: fl(acc + bias)).
@@ -106,8 +154,9 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
                   values[g.splits].inexact() ||
                   (g.bias >= 0 && values[g.bias].inexact());
   if (!out.unbounded)
-    out.tolerance = gemmBound(d, absSum, k, xv.isQuantized(),
-                              e.values[g.output].dtype, nullptr, n);
+    out.tolerance =
+        gemmBound(d, absSum, k, xv.isQuantized() || g.quantizesPerExpert(),
+                  e.values[g.output].dtype, nullptr, n);
   return rt::Status::ok();
 }
 

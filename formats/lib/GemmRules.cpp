@@ -111,4 +111,15 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
                            {x, Direction::Columnwise});
 }
 
+std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w) {
+  auto current = [](const Scheme &s) {
+    return s.kind == SchemeKind::Fp8Current &&
+           (s.element == DType::E4M3 || s.element == DType::E5M2);
+  };
+  if (!current(x) || !current(w))
+    return "a grouped GEMM quantizes its operands per expert by per-tensor "
+           "FP8 current scaling (e4m3 or e5m2) for both, one amax per expert";
+  return gemmOperandsError({x, Direction::Rowwise}, {w, Direction::Rowwise});
+}
+
 } // namespace te::rt

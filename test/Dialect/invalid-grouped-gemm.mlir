@@ -206,3 +206,68 @@ func.func @tek_wgrad_rules(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: 
   %dw = tek.grouped_wgrad "w" %dy, %x, %s {grad_output_scheme = #te.identity<bf16>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<3xi64> -> tensor<2x32x64xf32>
   return
 }
+
+// -----
+
+// Operands the op quantizes per expert (input_scheme / weight_scheme).
+func.func @per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op needs both input_scheme and weight_scheme (the operands it quantizes per expert) or neither}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_dgrad(%x: tensor<64x128xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert in the fprop only, not with weight_columnwise}}
+  %y = te.grouped_gemm %x, %w, %s {weight_columnwise, input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x128xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_quantized_operand(%x: !te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert, so input and weight must be bf16 tensors, got '!te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>'}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : !te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_f32(%x: tensor<64x64xf32>, %w: tensor<2x128x64xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert, so input and weight must be bf16 tensors, got 'tensor<64x64xf32>'}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xf32>, tensor<2x128x64xf32>, tensor<2xi64> -> tensor<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @per_expert_block_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.fp8_block<e4m3, 1x128> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by per-tensor FP8 current scaling (e4m3 or e5m2) for both, one amax per expert}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_block<e4m3, 1x128>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_e5m2_both(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.fp8_current<e5m2> and weight by #te.fp8_current<e5m2>; no FP8 GEMM multiplies e5m2 by e5m2}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e5m2>, weight_scheme = #te.fp8_current<e5m2>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_tiles_straddle(%x: tensor<64x64xbf16>, %w: tensor<2x96x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its weight per expert with N = 96: the GEMM reads each expert's scale over 128x128 tiles of its own, so N must be a multiple of 128}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x96x64xbf16>, tensor<2xi64> -> tensor<64x96xbf16>
+  return
+}
+
+// -----
+
+func.func @tek_per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op needs both input_scheme and weight_scheme (the operands it quantizes per expert) or neither}}
+  %y = tek.grouped_gemm "g" %x, %w, %s {weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}

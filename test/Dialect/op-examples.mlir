@@ -19,7 +19,9 @@
 // CHECK: te.dequantize
 // CHECK-LABEL: func.func @gemm
 // CHECK-COUNT-2: te.gemm
-// CHECK-LABEL: func.func @grouped_gemm
+// CHECK-LABEL: func.func @grouped_gemm_per_expert
+// CHECK: te.grouped_gemm %arg0, %arg1, %arg2 {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>}
+// CHECK-LABEL: func.func @grouped_gemm(
 // CHECK: te.grouped_gemm %arg0, %arg1, %arg2 : !te.qtensor<512x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>
 // CHECK-LABEL: func.func @grouped_wgrad
 // CHECK: te.grouped_wgrad %arg0, %arg1, %arg2 {grad_output_scheme = #te.fp8_block<e4m3, 1x128, pow2>, input_scheme = #te.fp8_block<e4m3, 1x128, pow2>}

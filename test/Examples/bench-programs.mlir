@@ -8,6 +8,7 @@
 // RUN: te-opt %te_src_root/bench/linear_recipes_8192.mlir --te-to-cuda | FileCheck %s --check-prefix=RECIPES
 // RUN: te-opt %te_src_root/bench/moe_block_fp8_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOE
 // RUN: te-opt %te_src_root/bench/moe_dgrad_block_fp8_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOEDGRAD
+// RUN: te-opt %te_src_root/bench/moe_fp8_current_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOECURRENT
 // RUN: te-opt %te_src_root/bench/moe_grouped_bf16_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOEBF16
 // RUN: te-opt %te_src_root/bench/quantize_16384x8192.mlir --te-to-cuda | FileCheck %s --check-prefix=QBF16
 // RUN: te-opt %te_src_root/bench/quantize_f32_8192.mlir --te-to-cuda | FileCheck %s --check-prefix=QF32
@@ -115,6 +116,13 @@
 // MOEDGRAD: tek.quantize_kernel "te_quantize_0"
 // MOEDGRAD: tek.quantize_kernel "te_quantize_1"
 // MOEDGRAD: tek.grouped_gemm "te_grouped_gemm_2"
+
+// MOECURRENT-LABEL: func.func @current(
+// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>}
+// MOECURRENT-LABEL: func.func @block(
+// MOECURRENT: tek.quantize_kernel "te_quantize_0"
+// MOECURRENT: tek.quantize_kernel "te_quantize_1"
+// MOECURRENT: tek.grouped_gemm "te_grouped_gemm_2"
 
 // MOEBF16-LABEL: func.func @fprop(
 // MOEBF16: tek.grouped_gemm "te_grouped_gemm_0"

@@ -10,7 +10,7 @@ te.recipe @r {
   te.rule "*", "*" -> #te.nvfp4<>
 }
 func.func @nvfp4(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) -> tensor<64x32xbf16> {
-  // expected-error @+1 {{'te.grouped_linear' op quantizes its input by #te.nvfp4<>, which te-expand-linear does not lower for grouped layers yet: identity, block FP8 and MXFP8 are lowered (their scaling blocks never span two experts); a scheme with a tensor-wide scale needs the grouped quantize's per-expert amax}}
+  // expected-error @+1 {{'te.grouped_linear' op quantizes its input by #te.nvfp4<>, which te-expand-linear does not lower for grouped layers yet: identity, block FP8 and MXFP8 are lowered (their scaling blocks never span two experts), and per-tensor FP8 current scaling for both input and weight of te.grouped_linear (one amax per expert, quantized by the grouped GEMM)}}
   %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
   return %y : tensor<64x32xbf16>
 }
@@ -22,7 +22,7 @@ te.recipe @r {
   te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
 }
 func.func @per_tensor_weight(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
-  // expected-error @+1 {{'te.grouped_linear' op quantizes its weight by #te.fp8_current<e4m3>, which te-expand-linear does not lower for grouped layers yet}}
+  // expected-error @+1 {{'te.grouped_linear' op quantizes one operand by per-tensor FP8 current scaling and the other by #te.fp8_block<e4m3, 1x128>; a grouped layer lowers per-tensor scaling (one amax per expert) only for both input and weight}}
   %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return %y : tensor<64x128xbf16>
 }
@@ -85,4 +85,26 @@ func.func @mxfp8_blocks_straddle_experts(%dy: tensor<64x80xbf16>, %x: tensor<64x
   // expected-error @+1 {{'te.grouped_linear_grad' op quantizes its weight by #te.mxfp8<e4m3> with N = 80 output features per expert: columnwise 32x1 blocks of the [G, N, K] stack are each expert's own only when N is a multiple of 32}}
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x80xbf16>, tensor<64x128xbf16>, tensor<2x80x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x80x128xf32>
   return %dx, %dw : tensor<64x128xbf16>, tensor<2x80x128xf32>
+}
+
+// -----
+
+te.recipe @r {
+  te.rule "*", "*" -> #te.fp8_current<e4m3>
+}
+func.func @current_scaling_n_not_128(%x: tensor<64x128xbf16>, %w: tensor<2x96x128xbf16>, %s: tensor<2xi64>) -> tensor<64x96xbf16> {
+  // expected-error @+1 {{'te.grouped_linear' op cannot form its fprop grouped GEMM (y_g = x_g W_g^T, both quantized per expert): 'te.grouped_gemm' op quantizes its weight per expert with N = 96: the GEMM reads each expert's scale over 128x128 tiles of its own, so N must be a multiple of 128}}
+  %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x96x128xbf16>, tensor<2xi64> -> tensor<64x96xbf16>
+  return %y : tensor<64x96xbf16>
+}
+
+// -----
+
+te.recipe @r {
+  te.rule "*", "*" -> #te.fp8_current<e4m3>
+}
+func.func @current_scaling_backward(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
+  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes its grad_output by #te.fp8_current<e4m3>, which te-expand-linear does not lower for grouped layers yet}}
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
+  return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }

@@ -75,6 +75,27 @@ func.func @high_precision(%x: tensor<300x128xbf16>, %w: tensor<3x256x128xbf16>, 
 
 // -----
 
+te.recipe @current {
+  te.rule "grouped_linear", "weight" -> #te.fp8_current<e4m3>
+  te.rule "grouped_linear", "input" -> #te.fp8_current<e5m2, pow2>
+}
+
+// Per-tensor FP8 current scaling needs one amax per expert: no te.quantize
+// (its one amax would span the experts); the grouped GEMM takes the bf16
+// tokens and stack and the two schemes, and quantizes both itself.
+// CHECK-LABEL: func.func @current_scaling
+// CHECK-NOT: te.quantize
+// CHECK: %[[Y:.*]] = te.grouped_gemm %arg0, %arg1, %arg2 bias %arg3 {input_scheme = #te.fp8_current<e5m2, pow2>, weight_scheme = #te.fp8_current<e4m3>} : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64>, tensor<3x256xbf16> -> tensor<300x256xbf16>
+// CHECK: return %[[Y]]
+// KERNELS-LABEL: func.func @current_scaling
+// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 bias %arg3 {input_scheme = #te.fp8_current<e5m2, pow2>, weight_scheme = #te.fp8_current<e4m3>}
+func.func @current_scaling(%x: tensor<300x128xbf16>, %w: tensor<3x256x128xbf16> {te.persistent = "experts.w"}, %s: tensor<3xi64>, %b: tensor<3x256xbf16>) -> tensor<300x256xbf16> {
+  %y = te.grouped_linear %x, %w, %s bias %b {recipe = @current} : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64>, tensor<3x256xbf16> -> tensor<300x256xbf16>
+  return %y : tensor<300x256xbf16>
+}
+
+// -----
+
 te.recipe @deepseek {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
   te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>

@@ -1,9 +1,10 @@
-// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,bf16_grad,hybrid_grad,mxfp8_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,bf16_grad,hybrid_grad,mxfp8_grad | FileCheck %s
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
 // tensors read as they are, block FP8, and MXFP8 (dequantized, then the
-// bf16 grouped GEMM; 512 rows: MXFP8 blocks need 32-row multiples); 4
+// bf16 grouped GEMM; 512 rows: MXFP8 blocks need 32-row multiples) and
+// per-tensor FP8 current scaling (one amax per expert, E5M2 tokens); 4
 // experts, 500 token rows (te-run's ragged split sizes, one expert empty),
 // N = 256 (2-CTA clusters on the GPU), the bias added in the GEMM epilogue.
 // Then the bf16 layer's backward: the dgrad reads the stack along N, the
@@ -15,9 +16,10 @@
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=
-// CHECK: call 4 bf16_grad: rms(result0)=
-// CHECK: call 5 hybrid_grad: rms(result0)=
-// CHECK: call 6 mxfp8_grad: rms(result0)=
+// CHECK: call 4 current_bias: rms(result0)=
+// CHECK: call 5 bf16_grad: rms(result0)=
+// CHECK: call 6 hybrid_grad: rms(result0)=
+// CHECK: call 7 mxfp8_grad: rms(result0)=
 // CHECK: result0 ({{.*}}): data[500x384 bf16]
 // CHECK: result1 ({{.*}}): data[1024x384 f32]
 // CHECK: result2 ({{.*}}): data[4x256 f32]
@@ -31,6 +33,10 @@ te.recipe @mxfp8 {
 te.recipe @fp8_block {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
   te.rule "grouped_linear", "input"  -> #te.fp8_block<e4m3, 1x128>
+}
+te.recipe @current {
+  te.rule "grouped_linear", "weight" -> #te.fp8_current<e4m3>
+  te.rule "grouped_linear", "input"  -> #te.fp8_current<e5m2>
 }
 te.recipe @hybrid {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>
@@ -60,6 +66,14 @@ func.func @mxfp8_bias(%x: tensor<512x384xbf16>, %w: tensor<4x256x384xbf16>,
          : tensor<512x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>, tensor<4x256xbf16>
          -> tensor<512x256xbf16>
   return %y : tensor<512x256xbf16>
+}
+
+func.func @current_bias(%x: tensor<500x384xbf16>, %w: tensor<4x256x384xbf16>,
+                        %s: tensor<4xi64>, %b: tensor<4x256xbf16>) -> tensor<500x256xbf16> {
+  %y = te.grouped_linear %x, %w, %s bias %b {recipe = @current}
+         : tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>, tensor<4x256xbf16>
+         -> tensor<500x256xbf16>
+  return %y : tensor<500x256xbf16>
 }
 
 func.func @bf16_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,

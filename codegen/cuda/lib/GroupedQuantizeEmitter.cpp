@@ -6,6 +6,7 @@
 
 #include "te/codegen/GroupedQuantizeEmitter.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace te::cg {
@@ -113,6 +114,92 @@ rt::Dim3 groupedBiasGrid(int64_t groups, int64_t cols) {
 rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols) {
   return rt::Dim3{static_cast<unsigned>(capacity / 128),
                   static_cast<unsigned>((cols + 127) / 128), 1};
+}
+
+std::string GroupedRowsQuantizeSpec::kernelName() const {
+  std::ostringstream os;
+  os << "te_grouped_rows_" << formatName(scheme) << (scheme.pow2 ? "_pow2" : "")
+     << "_g" << groups << "_c" << cols
+     << (weightStack ? "_weights" : "_tokens");
+  return os.str();
+}
+
+Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
+  auto bad = [&](const std::string &why) {
+    return Status(StatusCode::InvalidArgument,
+                  "grouped per-tensor quantize (" + s.kernelName() +
+                      "): " + why);
+  };
+  if (s.scheme.kind != rt::SchemeKind::Fp8Current ||
+      (s.scheme.element != rt::DType::E4M3 &&
+       s.scheme.element != rt::DType::E5M2))
+    return bad("the scheme must be per-tensor FP8 current scaling (e4m3 or "
+               "e5m2)");
+  if (s.cols < 8 || s.cols % 8 != 0)
+    return bad("C must be a positive multiple of 8");
+  if (s.groups < 1 || s.groups > 4096)
+    return bad("the number of experts must be 1..4096");
+  return Status::ok();
+}
+
+EmittedGroupedRowsQuantize
+emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
+  EmittedGroupedRowsQuantize e;
+  std::string name = s.kernelName();
+  e.amaxEntry = name + "_amax";
+  e.quantizeEntry = name;
+  std::ostringstream os;
+  os << "#include \"te/device/GroupedTensorQuantize.cuh\"\n\n"
+     << "extern \"C\" __global__ void __launch_bounds__("
+     << kGroupedRowsThreads << ")\n"
+     << e.amaxEntry
+     << "(const unsigned short *in, long long rows, long long cols,\n"
+     << "    const long long *splits, long long rowsPerExpert, float *amax) "
+        "{\n"
+     << "  te::dev::groupedRowsAmax<" << s.groups
+     << ">(in, rows, cols, splits, rowsPerExpert, amax);\n"
+     << "}\n\n"
+     << "extern \"C\" __global__ void __launch_bounds__("
+     << kGroupedRowsThreads << ")\n"
+     << e.quantizeEntry
+     << "(const unsigned short *in, long long rows, long long cols,\n"
+     << "    const long long *splits, long long rowsPerExpert,\n"
+     << "    const float *amax, float eps, unsigned char *codes,\n"
+     << "    float *scaleInv, float *blockScales, long long blockStride) {\n"
+     << "  te::dev::groupedRowsQuantizeFp8<te::dev::Fp8Format::"
+     << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
+     << (s.scheme.pow2 ? "true" : "false")
+     << ", te::dev::GroupedScaleLayout::"
+     << (s.weightStack ? "WeightTiles" : "TokenBlocks") << ", " << s.groups
+     << ">(\n      in, rows, cols, splits, rowsPerExpert, amax, eps, codes, "
+        "scaleInv,\n      blockScales, blockStride);\n"
+     << "}\n";
+  e.source = os.str();
+  return e;
+}
+
+rt::Dim3 groupedRowsGrid(int64_t rows) {
+  // A warp per run of rows: up to 8 CTAs of 8 warps per SM of an H100,
+  // never more warps than rows.
+  int64_t ctas = (rows + 7) / 8;
+  return rt::Dim3{static_cast<unsigned>(std::max<int64_t>(
+                      1, std::min<int64_t>(ctas, 132 * 8))),
+                  1, 1};
+}
+
+int64_t groupedRowsBlockStride(const GroupedRowsQuantizeSpec &s,
+                               int64_t rows) {
+  int64_t kBlocks = (s.cols + 127) / 128;
+  return s.weightStack ? (kBlocks + 3) / 4 * 4 : (rows + 3) / 4 * 4;
+}
+
+int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s,
+                               int64_t rows) {
+  int64_t stride = groupedRowsBlockStride(s, rows);
+  if (!s.weightStack)
+    return (s.cols + 127) / 128 * stride;
+  int64_t tiles = (rows / s.groups + 127) / 128;
+  return s.groups * tiles * stride;
 }
 
 } // namespace te::cg

@@ -84,10 +84,7 @@ public:
 
   /// Zeroes `buffer` (counted as bytes moved).
   void fill(int buffer) {
-    rt::Step s;
-    s.kind = rt::Step::Kind::Fill;
-    s.index = uint32_t(buffer);
-    kp.plan.steps.push_back(s);
+    kp.addFill(buffer);
     kp.bytesMoved += table_.bytes(buffer);
   }
 
@@ -163,7 +160,7 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
 /// Hopper kernel.
 rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
                                          const GroupedGemmKernel &g,
-                                         const BufferTable &table,
+                                         BufferTable &table,
                                          const EntryPlan &out);
 /// An MoE layer's wgrad: the grouped quantizes into workspaces, then the
 /// K-grouped GEMM.

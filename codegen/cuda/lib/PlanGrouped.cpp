@@ -17,6 +17,8 @@
 #include "te/codegen/GroupedQuantizeEmitter.h"
 #include "te/codegen/GroupedWgradEmitter.h"
 
+#include <tuple>
+
 namespace te::cg::detail {
 
 using rt::ArgDesc;
@@ -46,12 +48,67 @@ engineLaunch(const std::string &name, std::string entry, std::string source,
   return ks;
 }
 
+/// Rowwise per-tensor FP8 of grouped GEMM `g`'s operand `value` (the
+/// tokens, or with `weightStack` the stacked weight) with one amax per
+/// expert, into workspaces of `g`: the amax pass and the cast
+/// (GroupedRowsQuantizeSpec) appended to `kp`. Returns the codes and the
+/// block-scale buffers the block-scaled GEMM reads.
+static rt::Expected<std::pair<int, int>>
+quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
+                  BufferTable &table, const EntryPlan &out, KernelPlan &kp,
+                  int value, const Scheme &scheme, bool weightStack) {
+  const Value &v = e.values[size_t(value)];
+  const int64_t groups = e.values[size_t(g.w)].shape[0];
+  const int64_t rows = v.rows(), cols = v.cols();
+  GroupedRowsQuantizeSpec qs{scheme, groups, cols, weightStack};
+  if (rt::Status st = checkGroupedRowsQuantize(qs); !st.isOk())
+    return rt::Status(rt::StatusCode::Unsupported,
+                      g.name + ": " + st.message());
+  const std::string prefix = g.name + "." + v.name + ".per_expert";
+  int codes = table.add(prefix, uint64_t(rows * cols));
+  int amax = table.add(prefix + "_amax", uint64_t(groups * 4));
+  int scaleInv = table.add(prefix + "_scale_inv", uint64_t(groups * 4));
+  int blockScales = table.add(prefix + "_block_scale_inv",
+                              uint64_t(groupedRowsBlockScales(qs, rows) * 4));
+  int input = out.values[size_t(value)].tensor;
+  int splits = weightStack ? -1 : out.values[size_t(g.splits)].tensor;
+  EmittedGroupedRowsQuantize src = emitGroupedRowsQuantize(qs);
+  auto launch = [&](const std::string &entry, std::vector<ArgDesc> args) {
+    rt::KernelSpec ks;
+    ks.name = ks.entry = entry;
+    ks.source = src.source;
+    ks.options.arch = p.arch;
+    ks.grid = groupedRowsGrid(rows);
+    ks.block = rt::Dim3{kGroupedRowsThreads, 1, 1};
+    ks.args = std::move(args);
+    kp.addLaunch(std::move(ks));
+  };
+  kp.addFill(amax);
+  const std::vector<ArgDesc> common = {
+      ArgDesc::ptr(input), ArgDesc::i64(rows), ArgDesc::i64(cols),
+      ArgDesc::ptr(splits), ArgDesc::i64(weightStack ? rows / groups : 0)};
+  std::vector<ArgDesc> amaxArgs = common;
+  amaxArgs.push_back(ArgDesc::ptr(amax));
+  launch(src.amaxEntry, std::move(amaxArgs));
+  std::vector<ArgDesc> castArgs = common;
+  for (ArgDesc a :
+       {ArgDesc::ptr(amax), ArgDesc::f32(static_cast<float>(scheme.eps)),
+        ArgDesc::ptr(codes), ArgDesc::ptr(scaleInv), ArgDesc::ptr(blockScales),
+        ArgDesc::i64(groupedRowsBlockStride(qs, rows))})
+    castArgs.push_back(a);
+  launch(src.quantizeEntry, std::move(castArgs));
+  // The input read twice, the codes and scales written.
+  kp.bytesMoved += 2 * table.bytes(input) + table.bytes(codes) +
+                   table.bytes(blockScales) + 3 * table.bytes(amax);
+  return std::make_pair(codes, blockScales);
+}
+
 /// A grouped GEMM: one persistent launch of the generated Hopper kernel
 /// (GroupedGemmEmitter.h) in 2-CTA clusters, its TMA descriptors over the
 /// operands' buffers encoded where the plan runs.
 rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
                                          const GroupedGemmKernel &g,
-                                         const BufferTable &table,
+                                         BufferTable &table,
                                          const EntryPlan &out) {
   const Value &x = e.values[g.x], &w = e.values[g.w];
   const Value &y = e.values[g.output];
@@ -71,9 +128,12 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
     return unsupported("the grouped GEMM kernel writes a bf16 result, not " +
                        std::string(rt::dtypeName(y.dtype)));
   GroupedGemmSpec spec;
-  spec.operands = x.isQuantized() ? GroupedGemmSpec::Operands::Fp8Block
-                                  : GroupedGemmSpec::Operands::BF16;
-  if (spec.fp8())
+  spec.operands = x.isQuantized() || g.quantizesPerExpert()
+                      ? GroupedGemmSpec::Operands::Fp8Block
+                      : GroupedGemmSpec::Operands::BF16;
+  if (g.quantizesPerExpert())
+    spec.fp8Formats = {g.xScheme->element, g.wScheme->element};
+  else if (spec.fp8())
     spec.fp8Formats = {x.scheme(rt::Direction::Rowwise)->element,
                        w.scheme(g.weightDirection())->element};
   spec.groups = w.shape[0];
@@ -107,6 +167,20 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
 
   KernelPlan kp;
   kp.name = g.name;
+  if (g.quantizesPerExpert()) {
+    // Both operands quantized per expert into workspaces first; the GEMM
+    // then reads them as block-scaled operands.
+    rt::Expected<std::pair<int, int>> xq =
+        quantizePerExpert(p, e, g, table, out, kp, g.x, *g.xScheme, false);
+    if (!xq)
+      return xq.status();
+    rt::Expected<std::pair<int, int>> wq =
+        quantizePerExpert(p, e, g, table, out, kp, g.w, *g.wScheme, true);
+    if (!wq)
+      return wq.status();
+    std::tie(xData, xScale) = *xq;
+    std::tie(wData, wScale) = *wq;
+  }
   ks->args = {rt::ArgDesc::tensorMap(xData, maps[0]),
               rt::ArgDesc::tensorMap(wData, maps[1]),
               rt::ArgDesc::tensorMap(spec.fp8() ? xScale : xData, maps[2]),

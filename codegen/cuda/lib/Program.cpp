@@ -238,6 +238,19 @@ static std::string validateGroupedGemm(const Entry &e,
   }
   if (x.isQuantized() != w.isQuantized())
     return "x and w must both be quantized or both be tensors";
+  if (g.xScheme.has_value() != g.wScheme.has_value())
+    return "x and w must both be quantized per expert or neither";
+  if (g.quantizesPerExpert()) {
+    if (x.isQuantized() || x.dtype != rt::DType::BF16 ||
+        w.dtype != rt::DType::BF16)
+      return "operands quantized per expert must be bf16 tensors";
+    if (g.weightColumnwise)
+      return "operands quantized per expert are read rowwise (fprop) only";
+    if (w.shape[1] % 128 != 0)
+      return "N must be a multiple of 128: each expert's 128x128 weight "
+             "tiles are its own";
+    return rt::groupedTensorScaledSchemesError(*g.xScheme, *g.wScheme);
+  }
   if (!x.isQuantized())
     return ""; // a tensor weight read columnwise is the stack read along N
   auto blockFp8 = [](const Value &v, rt::Direction d, int64_t rows) {

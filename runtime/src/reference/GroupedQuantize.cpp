@@ -8,7 +8,9 @@
 
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
+#include "te/runtime/reference/Scales.h"
 
+#include <cfloat>
 #include <cstring>
 
 namespace te {
@@ -76,6 +78,59 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
     }
     row += m;
     block += (m + 127) / 128;
+  }
+  return out;
+}
+
+GroupedTensorScaled groupedTensorScaledQuantize(
+    const uint16_t *x, int64_t rows, int64_t cols,
+    const std::vector<int64_t> &splits, int64_t groups, const Scheme &scheme) {
+  const bool tokens = !splits.empty();
+  const int64_t kBlocks = (cols + 127) / 128;
+  std::vector<int64_t> counts =
+      tokens ? clampSplits(splits, rows)
+             : std::vector<int64_t>(static_cast<size_t>(groups), rows / groups);
+  GroupedTensorScaled out;
+  out.codes.assign(static_cast<size_t>(rows * cols), 0);
+  out.amax.assign(static_cast<size_t>(groups), 0.0f);
+  out.scaleInv.assign(static_cast<size_t>(groups), 0.0f);
+  int64_t tiles = (rows / groups + 127) / 128;
+  out.blockStride = tokens ? (rows + 3) / 4 * 4 : (kBlocks + 3) / 4 * 4;
+  out.blockScaleInv.assign(
+      static_cast<size_t>(tokens ? kBlocks * out.blockStride
+                                 : groups * tiles * out.blockStride),
+      0.0f);
+  const float fp8Max = fp8MaxNorm(scheme.element == DType::E5M2
+                                      ? Fp8Format::E5M2
+                                      : Fp8Format::E4M3);
+  int64_t first = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t m = counts[size_t(g)];
+    float sInv = scaleInvFromScale(computeScaleFromAmax(
+        0.0f, fp8Max, scheme.pow2, static_cast<float>(scheme.eps), FLT_MAX));
+    if (m > 0) {
+      // The expert's rows as their own tensor.
+      QuantizedTensor q = quantize(x + first * cols, SourceType::BF16, m, cols,
+                                   scheme, kRowwiseMask, {});
+      if (!q.ok()) {
+        GroupedTensorScaled failed;
+        failed.error = q.error;
+        return failed;
+      }
+      std::copy(q.rowwise->data.bytes.begin(), q.rowwise->data.bytes.end(),
+                out.codes.begin() + first * cols);
+      out.amax[size_t(g)] = loadF32(q.rowwise->amax, 0);
+      sInv = loadF32(q.rowwise->scaleInv, 0);
+    }
+    out.scaleInv[size_t(g)] = sInv;
+    for (int64_t r = first; r < first + m; ++r)
+      for (int64_t kb = 0; kb < kBlocks; ++kb)
+        if (tokens)
+          out.blockScaleInv[size_t(kb * out.blockStride + r)] = sInv;
+        else if ((r - first) % 128 == 0)
+          out.blockScaleInv[size_t(
+              (g * tiles + (r - first) / 128) * out.blockStride + kb)] = sInv;
+    first += m;
   }
   return out;
 }

@@ -392,4 +392,30 @@ TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
   EXPECT_NE(cg::validate(w.entries[0]).find("no FP8 GEMM multiplies e5m2"),
             std::string::npos)
       << cg::validate(w.entries[0]);
+
+  // Operands quantized per expert: both schemes per-tensor FP8 current
+  // scaling, bf16 tensors, the fprop, N a multiple of 128.
+  const rt::Scheme current = rt::Scheme::fp8Current(DType::E4M3);
+  auto perExpert = [&](int64_t n) {
+    return te::test::perExpertScaledProgram(64, 128, 2, n, false, current,
+                                            current);
+  };
+  auto refused = [](cg::Program prog, const char *want) {
+    std::string got = cg::validate(prog.entries[0]);
+    EXPECT_NE(got.find(want), std::string::npos) << got;
+  };
+  q = perExpert(128);
+  ASSERT_EQ(cg::validate(q.entries[0]), "");
+  auto &pe = std::get<cg::GroupedGemmKernel>(q.entries[0].kernels.back());
+  pe.wScheme.reset();
+  refused(q, "both be quantized per expert or neither");
+  pe.wScheme = rt::Scheme::fp8Block(DType::E4M3, 128, 128);
+  refused(q, "per-tensor FP8 current scaling (e4m3 or e5m2) for both");
+  pe.wScheme = rt::Scheme::fp8Current(DType::E5M2);
+  pe.xScheme = rt::Scheme::fp8Current(DType::E5M2);
+  refused(q, "no FP8 GEMM multiplies e5m2");
+  refused(perExpert(96), "N must be a multiple of 128");
+  q = perExpert(128);
+  q.entries[0].values[0].dtype = DType::F16;
+  refused(q, "must be bf16 tensors");
 }

@@ -101,6 +101,61 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
   }
 }
 
+// Operands quantized per expert: for x and then w, a zeroed amax, the amax
+// pass and the cast into the plan's workspaces; the GEMM reads those as
+// block-scaled operands.
+TEST(GroupedGemmPlan, PerExpertScalingQuantizesBothOperandsFirst) {
+  if (!rt::cutlassIncludeDir())
+    GTEST_SKIP() << "the CUTLASS headers are not installed "
+                    "(scripts/install-deps.sh)";
+  cg::Program p = te::test::perExpertScaledProgram(
+      300, 256, 3, 256, true, rt::Scheme::fp8Current(DType::E5M2),
+      rt::Scheme::fp8Current(DType::E4M3));
+  const cg::Entry &e = p.entries[0];
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  const cg::KernelPlan &kp = plan->kernels.back();
+  ASSERT_EQ(kp.plan.validate(), "");
+  ASSERT_EQ(kp.plan.kernels.size(), 5u);
+  ASSERT_EQ(kp.plan.steps.size(), 7u);
+  const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
+  int x = plan->values[size_t(g.x)].tensor, w = plan->values[size_t(g.w)].tensor;
+  for (int operand = 0; operand < 2; ++operand) {
+    const rt::Step &fill = kp.plan.steps[size_t(3 * operand)];
+    const rt::KernelSpec &amax = kp.plan.kernels[size_t(2 * operand)];
+    const rt::KernelSpec &cast = kp.plan.kernels[size_t(2 * operand + 1)];
+    EXPECT_EQ(fill.kind, rt::Step::Kind::Fill);
+    EXPECT_EQ(amax.args[0].pointer.buffer, operand ? w : x);
+    EXPECT_EQ(amax.args[5].pointer.buffer, int(fill.index));
+    EXPECT_EQ(cast.args[5].pointer.buffer, int(fill.index));
+    // The tokens read the split sizes; the stack has N rows per expert.
+    EXPECT_EQ(amax.args[3].pointer.buffer,
+              operand ? -1 : plan->values[size_t(g.splits)].tensor);
+    EXPECT_EQ(amax.args[4].i, operand ? 256 : 0);
+  }
+  const rt::KernelSpec &gemm = kp.plan.kernels[4];
+  cg::GroupedGemmSpec spec;
+  spec.operands = cg::GroupedGemmSpec::Operands::Fp8Block;
+  spec.fp8Formats = {DType::E5M2, DType::E4M3};
+  spec.groups = 3;
+  spec.n = 256;
+  spec.k = 256;
+  spec.mTotal = 300;
+  EXPECT_EQ(gemm.entry, spec.kernelName());
+  // The GEMM's x codes and scales, and w's, are the casts' outputs.
+  EXPECT_EQ(gemm.args[0].pointer.buffer, kp.plan.kernels[1].args[7].pointer.buffer);
+  EXPECT_EQ(gemm.args[2].pointer.buffer, kp.plan.kernels[1].args[9].pointer.buffer);
+  EXPECT_EQ(gemm.args[1].pointer.buffer, kp.plan.kernels[3].args[7].pointer.buffer);
+  EXPECT_EQ(gemm.args[3].pointer.buffer, kp.plan.kernels[3].args[9].pointer.buffer);
+  // Refused on an f32 layer with the rule's words.
+  cg::Program f32 = p;
+  for (cg::Value &v : f32.entries[0].values)
+    if (v.dtype == DType::BF16)
+      v.dtype = DType::F32;
+  rt::Expected<cg::EntryPlan> refused = cg::buildEntryPlan(f32, f32.entries[0]);
+  EXPECT_FALSE(refused);
+}
+
 TEST(GroupedGemmPlan, WithoutAKernelThePlanSaysWhy) {
   auto unsupported = [](const cg::Program &p) {
     rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
@@ -197,6 +252,35 @@ TEST_F(GroupedGemmPlanGpu, RunsAndReplaysWithNewSplitSizesWithinTheBound) {
     // the same device tensor computes those.
     replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
   }
+}
+
+// Per-tensor FP8 current scaling with one amax per expert (E5M2 tokens,
+// E4M3 weights, a bias): each expert's operands scaled by their own amax,
+// within the bound of the CPU backend, and again after new split sizes
+// move rows between experts (and so their amaxes) in a replayed graph.
+TEST_F(GroupedGemmPlanGpu, PerExpertScalingRunsAndReplaysWithinTheBound) {
+  rt::KernelCache cache("");
+  const int64_t m = 700, k = 384, g = 4, n = 256;
+  std::vector<float> x = normals(size_t(m * k), 11);
+  std::vector<float> w = normals(size_t(g * n * k), 12);
+  std::vector<float> b = normals(size_t(g * n), 13);
+  for (size_t i = 200 * k; i < 331 * k; ++i) // expert 1's tokens larger
+    x[i] *= 300.0f;
+  for (size_t i = 2 * n * k; i < 3 * n * k; ++i) // expert 2's weight smaller
+    w[i] /= 500.0f;
+  cg::Program p = te::test::perExpertScaledProgram(
+      m, k, g, n, true, rt::Scheme::fp8Current(DType::E5M2),
+      rt::Scheme::fp8Current(DType::E4M3));
+  const std::vector<std::vector<int64_t>> splits = {
+      {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
+  std::vector<std::vector<uint8_t>> args = {bf16Bytes(x), bf16Bytes(w),
+                                            i64Bytes(splits[0]), bf16Bytes(b)};
+  exec::Comparison first =
+      test::gpuVersusCpu(p, args, *device_, *stream_, cache);
+  EXPECT_EQ(first.difference, "");
+  EXPECT_EQ(first.boundedBuffers, 1u);
+  EXPECT_LE(first.worstBoundRatio, 1.0);
+  replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
 }
 
 TEST_F(GroupedGemmPlanGpu, WgradRunsAndReplaysWithNewSplitSizesWithinTheBound) {

@@ -11,7 +11,10 @@
 // per-expert bias gradient, bit for bit - for block FP8 (e4m3 and e5m2,
 // pow2 and eps) and identity, ragged splits with an empty expert and
 // padding rows; and the wgrad GEMM on the kernel's output equals each
-// expert's own block-scaled GEMM.
+// expert's own block-scaled GEMM. The per-tensor FP8 quantize of a grouped
+// GEMM's operands with one amax per expert (tokens and stacked weight):
+// each expert's codes, amax and scale as its rows alone give them, bit for
+// bit on the GPU, with its scale laid out over the GEMM's blocks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -210,6 +213,170 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
                       << want.biasGrad[i];
     EXPECT_EQ(wrong, 0);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Per-tensor FP8 with one amax per expert (the grouped GEMM's own quantize)
+//===----------------------------------------------------------------------===//
+
+const Scheme kCurrentSchemes[] = {Scheme::fp8Current(DType::E4M3),
+                                  Scheme::fp8Current(DType::E5M2, true),
+                                  Scheme::fp8Current(DType::E4M3, false, 8.0)};
+
+TEST(GroupedRowsQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
+  for (bool stack : {false, true}) {
+    cg::GroupedRowsQuantizeSpec s{kCurrentSchemes[1], 8, 4096, stack};
+    ASSERT_TRUE(cg::checkGroupedRowsQuantize(s).isOk());
+    if (rt::nvrtcVersion()) {
+      cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(s);
+      rt::Expected<rt::CompiledKernel> k = rt::compileCuda(
+          e.source, e.quantizeEntry + ".cu", rt::CompileOptions{});
+      ASSERT_TRUE(k) << k.status().message();
+    }
+  }
+  EXPECT_EQ(cg::GroupedRowsQuantizeSpec({kCurrentSchemes[1], 8, 4096, true})
+                .kernelName(),
+            "te_grouped_rows_e5m2_pow2_g8_c4096_weights");
+  cg::GroupedRowsQuantizeSpec odd{kCurrentSchemes[0], 8, 100, false};
+  EXPECT_NE(cg::checkGroupedRowsQuantize(odd).message().find("multiple of 8"),
+            std::string::npos);
+  cg::GroupedRowsQuantizeSpec block{Scheme::fp8Block(DType::E4M3, 1, 128), 8,
+                                    128, false};
+  EXPECT_NE(cg::checkGroupedRowsQuantize(block).message().find(
+                "per-tensor FP8 current scaling"),
+            std::string::npos);
+  // The layouts: the tokens' 1x128 blocks over roundup(rows, 4) columns,
+  // the stack's 128x128 tiles over roundup(ceil(C/128), 4).
+  cg::GroupedRowsQuantizeSpec tokens{kCurrentSchemes[0], 4, 264, false};
+  EXPECT_EQ(cg::groupedRowsBlockStride(tokens, 701), 704);
+  EXPECT_EQ(cg::groupedRowsBlockScales(tokens, 701), 3 * 704);
+  cg::GroupedRowsQuantizeSpec weights{kCurrentSchemes[0], 4, 264, true};
+  EXPECT_EQ(cg::groupedRowsBlockStride(weights, 4 * 256), 4);
+  EXPECT_EQ(cg::groupedRowsBlockScales(weights, 4 * 256), 4 * 2 * 4);
+}
+
+// Each expert's rows are their own tensor: its codes and scale are those of
+// quantizing the rows alone, its scale repeated over the GEMM's blocks.
+TEST(GroupedRowsQuantize, TheReferenceIsEachExpertAlone) {
+  const int64_t m = 300, c = 136;
+  std::vector<uint16_t> x = randomBf16(m * c, 4);
+  for (int64_t i = 130 * c; i < 170 * c; ++i) // expert 2 much larger
+    x[i] = ref::floatToBF16(ref::bf16ToFloat(x[i]) * 64.0f);
+  std::vector<int64_t> splits = {130, 0, 160}; // 10 padding rows
+  ref::GroupedTensorScaled g = ref::groupedTensorScaledQuantize(
+      x.data(), m, c, splits, 3, kCurrentSchemes[0]);
+  ASSERT_EQ(g.error, "");
+  ref::QuantizedTensor alone =
+      ref::quantize(x.data() + 130 * c, ref::SourceType::BF16, 160, c,
+                    kCurrentSchemes[0], ref::kRowwiseMask, {});
+  const ref::QuantizedDirection &d = *alone.rowwise;
+  EXPECT_EQ(0, std::memcmp(&g.codes[130 * c], d.data.bytes.data(), 160 * c));
+  EXPECT_EQ(g.scaleInv[2], ref::loadF32(d.scaleInv, 0));
+  EXPECT_EQ(g.amax[2], ref::loadF32(d.amax, 0));
+  EXPECT_NE(g.scaleInv[0], g.scaleInv[2]); // two amaxes, two scales
+  EXPECT_EQ(g.amax[1], 0.0f);              // the empty expert
+  EXPECT_EQ(g.scaleInv[1], 1.0f);
+  for (int64_t i = 290 * c; i < m * c; ++i)
+    ASSERT_EQ(g.codes[i], 0) << "padding row " << i / c;
+  ASSERT_EQ(g.blockStride, 300);
+  for (int64_t kb = 0; kb < 2; ++kb)
+    for (int64_t r = 0; r < 300; ++r)
+      ASSERT_EQ(g.blockScaleInv[kb * 300 + r],
+                r < 130 ? g.scaleInv[0] : r < 290 ? g.scaleInv[2] : 0.0f)
+          << kb << " " << r;
+  // The stack: expert 1's two 128-row tiles carry its scale, the padding
+  // columns of each tile row are zero.
+  std::vector<uint16_t> w = randomBf16(3 * 256 * c, 5);
+  ref::GroupedTensorScaled s = ref::groupedTensorScaledQuantize(
+      w.data(), 3 * 256, c, {}, 3, kCurrentSchemes[1]);
+  ASSERT_EQ(s.error, "");
+  ASSERT_EQ(s.blockStride, 4);
+  for (int64_t t = 0; t < 6; ++t)
+    for (int64_t kb = 0; kb < 4; ++kb)
+      ASSERT_EQ(s.blockScaleInv[t * 4 + kb], kb < 2 ? s.scaleInv[t / 2] : 0.0f)
+          << t << " " << kb;
+}
+
+TEST_F(GroupedQuantizeGpu, PerExpertTensorScalesAreBitExact) {
+  const int64_t m = 701, c = 264, g = 4, n = 256;
+  std::vector<uint16_t> x = randomBf16(m * c, 6), w = randomBf16(g * n * c, 7);
+  // A huge value and an infinity (the amax and the saturating encode), an
+  // expert 64x larger than the others, and zeros.
+  x[5 * c + 7] = 0x7F7F;
+  x[140 * c + 8] = 0x7F80;
+  for (int64_t i = 429 * c; i < 729 * c && i < m * c; ++i)
+    x[i] = ref::floatToBF16(ref::bf16ToFloat(x[i]) * 64.0f);
+  for (int64_t i = 256 * c; i < 512 * c; ++i) // expert 1's weight
+    w[i] = ref::floatToBF16(ref::bf16ToFloat(w[i]) / 1024.0f);
+  std::vector<int64_t> splits = {129, 0, 300, 250}; // 22 padding rows
+  rt::DeviceBuffer xIn = upload(x), wIn = upload(w), sp = upload(splits);
+  rt::KernelCache cache;
+  for (const Scheme &scheme : kCurrentSchemes)
+    for (bool stack : {false, true}) {
+      cg::GroupedRowsQuantizeSpec spec{scheme, g, c, stack};
+      SCOPED_TRACE(spec.kernelName());
+      const int64_t rows = stack ? g * n : m;
+      cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(spec);
+      auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
+      ASSERT_TRUE(compiled) << compiled.status().message();
+      rt::Expected<rt::Kernel> amaxK =
+          rt::Kernel::load((*compiled)->cubin, e.amaxEntry);
+      rt::Expected<rt::Kernel> castK =
+          rt::Kernel::load((*compiled)->cubin, e.quantizeEntry);
+      ASSERT_TRUE(amaxK && castK);
+      auto alloc = [&](int64_t bytes, int byte) {
+        rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
+        EXPECT_TRUE(b);
+        EXPECT_TRUE(b->fill(byte, *stream_));
+        return std::move(*b);
+      };
+      const int64_t scales = cg::groupedRowsBlockScales(spec, rows);
+      rt::DeviceBuffer amax = alloc(g * 4, 0), codes = alloc(rows * c, 0xA5),
+                       sInv = alloc(g * 4, 0xA5),
+                       block = alloc(scales * 4, 0xA5);
+      uint64_t inP = (stack ? wIn : xIn).devicePtr(),
+               spP = stack ? 0 : sp.devicePtr(), amP = amax.devicePtr(),
+               coP = codes.devicePtr(), siP = sInv.devicePtr(),
+               blP = block.devicePtr();
+      long long rr = rows, cc = c, per = stack ? n : 0,
+                stride = cg::groupedRowsBlockStride(spec, rows);
+      float eps = static_cast<float>(scheme.eps);
+      void *amaxArgs[] = {&inP, &rr, &cc, &spP, &per, &amP};
+      ASSERT_TRUE(amaxK->launch(cg::groupedRowsGrid(rows),
+                                {cg::kGroupedRowsThreads, 1, 1}, 0, *stream_,
+                                amaxArgs));
+      void *castArgs[] = {&inP, &rr,  &cc,  &spP, &per,   &amP,
+                          &eps, &coP, &siP, &blP, &stride};
+      ASSERT_TRUE(castK->launch(cg::groupedRowsGrid(rows),
+                                {cg::kGroupedRowsThreads, 1, 1}, 0, *stream_,
+                                castArgs));
+      std::vector<uint8_t> gotCodes(rows * c);
+      std::vector<float> gotBlock(scales), gotInv(g), gotAmax(g);
+      ASSERT_TRUE(codes.copyToHost(gotCodes.data(), gotCodes.size(), *stream_));
+      ASSERT_TRUE(block.copyToHost(gotBlock.data(), scales * 4, *stream_));
+      ASSERT_TRUE(sInv.copyToHost(gotInv.data(), g * 4, *stream_));
+      ASSERT_TRUE(amax.copyToHost(gotAmax.data(), g * 4, *stream_));
+      ASSERT_TRUE(stream_->synchronize());
+
+      ref::GroupedTensorScaled want = ref::groupedTensorScaledQuantize(
+          (stack ? w : x).data(), rows, c,
+          stack ? std::vector<int64_t>{} : splits, g, scheme);
+      ASSERT_EQ(want.error, "");
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < rows * c; ++i)
+        if (gotCodes[i] != want.codes[i] && wrong++ < 5)
+          ADD_FAILURE() << "row " << i / c << " column " << i % c << ": 0x"
+                        << std::hex << int(gotCodes[i]) << " want 0x"
+                        << int(want.codes[i]);
+      for (int64_t i = 0; i < scales; ++i)
+        if (std::memcmp(&gotBlock[i], &want.blockScaleInv[i], 4) &&
+            wrong++ < 5)
+          ADD_FAILURE() << "block scale " << i << ": " << gotBlock[i]
+                        << " want " << want.blockScaleInv[i];
+      EXPECT_EQ(0, std::memcmp(gotInv.data(), want.scaleInv.data(), g * 4));
+      EXPECT_EQ(0, std::memcmp(gotAmax.data(), want.amax.data(), g * 4));
+      EXPECT_EQ(wrong, 0);
+    }
 }
 
 } // namespace

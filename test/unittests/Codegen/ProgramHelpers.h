@@ -116,6 +116,20 @@ inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
   return p;
 }
 
+/// groupedProgram's bf16 fprop whose grouped GEMM quantizes x (by `x`) and
+/// w (by `w`) per expert itself: per-tensor FP8 current scaling, one amax
+/// per expert.
+inline cg::Program perExpertScaledProgram(int64_t m, int64_t k, int64_t g,
+                                          int64_t n, bool bias,
+                                          const rt::Scheme &x,
+                                          const rt::Scheme &w) {
+  cg::Program p = groupedProgram(m, k, g, n, false, false, bias);
+  auto &gg = std::get<cg::GroupedGemmKernel>(p.entries[0].kernels.back());
+  gg.xScheme = x;
+  gg.wScheme = w;
+  return p;
+}
+
 /// dW [g, n, k] f32 (and with `bias` db [g, n] f32) = the wgrad of dy
 /// [m, n] and x [m, k] (bf16 arguments, then the splits), both quantized
 /// columnwise per expert by block FP8 1x128 (dy's codes `dyElement`, x's

@@ -87,6 +87,13 @@ std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b);
 /// The te verifier and code generation's Program validation call it.
 std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 
+/// A grouped GEMM whose operands it quantizes itself, rowwise, one amax per
+/// expert (te.grouped_gemm's `input_scheme` / `weight_scheme`): both
+/// per-tensor FP8 current scaling (e4m3 or e5m2, paired by
+/// checkGemmPairing). "" when `x` and `w` pass, else the reason. The te
+/// verifier and code generation's Program validation call it.
+std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w);
+
 } // namespace te::rt
 
 #endif // TE_FORMATS_GEMMRULES_H

@@ -9,6 +9,9 @@
 // with each expert's bias gradient) into the layout the wgrad GEMM reads
 // (te/device/GroupedQuantizeKernel.cuh, GroupedWgradEmitter.h) as generated
 // CUDA C++: one block pass and, with a bias gradient, one reduction.
+// And the rowwise per-tensor FP8 of a grouped GEMM's operands with one amax
+// per expert (te/device/GroupedTensorQuantize.cuh): an amax pass, then the
+// cast, which also lays each expert's scale out for the block-scaled GEMM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +64,44 @@ rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols);
 /// that the few thousand threads spread over every SM.
 constexpr unsigned kGroupedBiasThreads = 64;
 rt::Dim3 groupedBiasGrid(int64_t groups, int64_t cols);
+
+/// Rowwise per-tensor FP8 of a grouped GEMM operand, one amax per expert.
+struct GroupedRowsQuantizeSpec {
+  rt::Scheme scheme; ///< #te.fp8_current, E4M3 or E5M2, pow2 or not
+  int64_t groups = 1;
+  int64_t cols = 0; ///< C of the [rows, C] bf16 input
+  /// The stacked weight [G·N, C] (N rows per expert, 128x128 tile scales);
+  /// else the tokens under the split sizes (1x128 block scales).
+  bool weightStack = false;
+
+  /// e.g. "te_grouped_rows_e4m3_g8_c4096_tokens".
+  std::string kernelName() const;
+};
+
+/// InvalidArgument naming the rule: the scheme, C a positive multiple of 8,
+/// 1..4096 experts.
+rt::Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s);
+
+struct EmittedGroupedRowsQuantize {
+  std::string source;
+  /// (in, rows, cols, splits, rowsPerExpert, amax): amax [G] f32, zeroed
+  /// before the launch.
+  std::string amaxEntry;
+  /// (in, rows, cols, splits, rowsPerExpert, amax, eps, codes, scaleInv,
+  /// blockScales, blockStride).
+  std::string quantizeEntry;
+};
+EmittedGroupedRowsQuantize
+emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s);
+
+/// Both launches: kGroupedRowsThreads threads, enough warps for every SM.
+constexpr unsigned kGroupedRowsThreads = 256;
+rt::Dim3 groupedRowsGrid(int64_t rows);
+/// The row length of the block-scale layout the GEMM reads: roundup(rows,
+/// 4) for the tokens, roundup(ceil(C/128), 4) for the stack; and its
+/// floats.
+int64_t groupedRowsBlockStride(const GroupedRowsQuantizeSpec &s, int64_t rows);
+int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s, int64_t rows);
 
 } // namespace te::cg
 

@@ -62,6 +62,13 @@ struct KernelPlan {
     ++launches;
     return plan.kernels.back();
   }
+  /// Appends a step zeroing `buffer`.
+  void addFill(int buffer) {
+    rt::Step s;
+    s.kind = rt::Step::Kind::Fill;
+    s.index = uint32_t(buffer);
+    plan.steps.push_back(s);
+  }
   /// Appends `c` and a step running it.
   void addCollective(const rt::CollectiveCall &c) {
     rt::Step s;

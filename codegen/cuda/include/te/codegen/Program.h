@@ -199,6 +199,13 @@ struct GroupedGemmKernel {
   std::string name;
   int x = -1, w = -1, splits = -1, output = -1, bias = -1;
   bool weightColumnwise = false;
+  /// Set together: x and w are bf16 tensors that the kernel's plan
+  /// quantizes rowwise by these per-tensor FP8 schemes with one amax per
+  /// expert, into workspaces laid out for the block-scaled GEMM
+  /// (rt::groupedTensorScaledSchemesError; docs/Numerics.md §7.4).
+  std::optional<rt::Scheme> xScheme, wScheme;
+
+  bool quantizesPerExpert() const { return xScheme.has_value(); }
 
   rt::Direction weightDirection() const {
     return weightColumnwise ? rt::Direction::Columnwise

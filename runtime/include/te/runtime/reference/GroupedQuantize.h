@@ -24,6 +24,7 @@
 #include "te/runtime/reference/Quantize.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace te {
@@ -50,6 +51,38 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
                                             const std::vector<int64_t> &splits,
                                             const Scheme &scheme,
                                             int64_t capacity);
+
+/// Where the block-scaled grouped GEMM reads an operand's scales (the
+/// device's GroupedScaleLayout).
+enum class GroupedScaleLayout {
+  TokenBlocks, ///< 1x128 blocks of the tokens: [ceil(C/128)][roundup(M, 4)]
+  WeightTiles  ///< 128x128 tiles of the stack: [G][ceil(N/128)][roundup(., 4)]
+};
+
+/// Rowwise per-tensor FP8 with one amax per expert, laid out for the
+/// block-scaled grouped GEMM (docs/Numerics.md §7.4; the device kernels are
+/// te/device/GroupedTensorQuantize.cuh).
+struct GroupedTensorScaled {
+  /// [rows, C] codes, each expert's as quantizing its rows alone gives
+  /// them; zero on padding rows.
+  std::vector<uint8_t> codes;
+  /// Each expert's scale_inv repeated over the layout's blocks; zero on
+  /// padding rows and padding columns.
+  std::vector<float> blockScaleInv;
+  int64_t blockStride = 0; ///< the layout's row length
+  /// [G]: each expert's amax and scale_inv (an expert with no rows: amax 0,
+  /// the scale of amax 0).
+  std::vector<float> amax, scaleInv;
+  std::string error; ///< set (and nothing else) when a quantize fails
+};
+
+/// `x` [rows, cols] bf16: the tokens sorted by expert under `splits`
+/// (clamped as the grouped GEMMs clamp them; layout TokenBlocks) or, with
+/// `splits` empty, the stacked weight of `groups` experts of rows / groups
+/// rows each (WeightTiles). `scheme`: #te.fp8_current.
+GroupedTensorScaled groupedTensorScaledQuantize(
+    const uint16_t *x, int64_t rows, int64_t cols,
+    const std::vector<int64_t> &splits, int64_t groups, const Scheme &scheme);
 
 } // namespace ref
 } // namespace rt

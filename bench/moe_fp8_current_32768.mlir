@@ -1,0 +1,36 @@
+// The DeepSeek-V3-like expert GEMM of docs/Performance.md under per-tensor
+// FP8 current scaling: 8 experts, 32768 token rows sorted by expert
+// (te-run's random split sizes: uneven, one expert empty), K = 7168,
+// N = 4096. Each expert's tokens and weight are scaled by their own amax,
+// so the grouped GEMM quantizes both itself (an amax pass and a cast per
+// operand) before the block-scaled GEMM; @block is the same layer under
+// FP8 block scaling, for the comparison in one run:
+//
+//   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry current
+//   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry block
+
+te.recipe @per_tensor {
+  te.rule "grouped_linear", "*" -> #te.fp8_current<e4m3>
+}
+te.recipe @fp8_block {
+  te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>
+  te.rule "grouped_linear", "*"      -> #te.fp8_block<e4m3, 1x128, pow2>
+}
+
+func.func @current(%x: tensor<32768x7168xbf16>,
+                   %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                   %splits: tensor<8xi64>) -> tensor<32768x4096xbf16> {
+  %h = te.grouped_linear %x, %w, %splits {recipe = @per_tensor}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>
+  return %h : tensor<32768x4096xbf16>
+}
+
+func.func @block(%x: tensor<32768x7168xbf16>,
+                 %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                 %splits: tensor<8xi64>) -> tensor<32768x4096xbf16> {
+  %h = te.grouped_linear %x, %w, %splits {recipe = @fp8_block}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>
+  return %h : tensor<32768x4096xbf16>
+}

@@ -1,0 +1,218 @@
+//===- te/device/GroupedTensorQuantize.cuh - per-expert tensor scale -*- CUDA
+//-*-===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// Rowwise per-tensor FP8 (current scaling) of an MoE layer's operands with
+// one amax per expert (docs/Numerics.md §7.4): expert g's rows are scaled
+// as if they were their own tensor. The rows are the tokens [M_total, C]
+// sorted by expert (the split sizes read on the device, clamped as every
+// grouped kernel clamps them) or the stacked weight [G·N, C] (N rows per
+// expert). Two launches:
+//   1. groupedRowsAmax: max |x| of each expert's rows into amax[G] (zeroed
+//      by the plan first);
+//   2. groupedRowsQuantizeFp8: each row's codes by its expert's scale
+//      (compute_scale_from_amax, as the dense per-tensor cast), each
+//      expert's scale_inv into scaleInv[G], and the expert's scale_inv
+//      repeated over the block-scale layout the block-scaled grouped GEMM
+//      reads (te/device/gemm/GroupedGemmSm90.cuh): 1x128 blocks of the
+//      tokens ([ceil(C/128)][roundup(M_total, 4)]) or 128x128 tiles of the
+//      stack ([G][ceil(N/128)][roundup(ceil(C/128), 4)]). So that GEMM
+//      computes each expert's per-tensor product, promoting every 128-K
+//      block in fp32 as it does for block scales.
+// Padding rows past the experts' get zero codes and zero scales. Each warp
+// takes a contiguous run of rows (16-byte loads, C a multiple of 8), so
+// most runs lie within one expert and the amax needs one atomic per run
+// and expert.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TE_DEVICE_GROUPEDTENSORQUANTIZE_CUH
+#define TE_DEVICE_GROUPEDTENSORQUANTIZE_CUH
+
+#include "te/device/GroupedSplits.cuh"
+#include "te/device/QuantizeCommon.cuh"
+#include "te/device/Scales.cuh"
+
+namespace te {
+namespace dev {
+
+constexpr int kGroupedRowsThreads = 256;
+
+/// Where the block-scaled GEMM reads an operand's scales.
+enum class GroupedScaleLayout {
+  TokenBlocks, ///< 1x128 blocks of the tokens: [ceil(C/128)][roundup(M, 4)]
+  WeightTiles  ///< 128x128 tiles of the stack: [G][ceil(N/128)][roundup(..)]
+};
+
+/// The end row of each expert (exclusive), in shared memory: the clamped
+/// split sizes summed, or `rowsPerExpert` each when `splits` is null.
+template <int Groups>
+__device__ __forceinline__ void expertEnds(long long (&end)[Groups],
+                                           const long long *splits, i64 rows,
+                                           i64 rowsPerExpert) {
+  if (threadIdx.x == 0) {
+    long long before = 0;
+    for (int g = 0; g < Groups; ++g) {
+      before += splits ? clampedSplit(splits[g], before, rows) : rowsPerExpert;
+      end[g] = before;
+    }
+  }
+  __syncthreads();
+}
+
+/// The expert of row r (the first whose end lies past r), or -1 past the
+/// experts' rows.
+template <int Groups>
+__device__ __forceinline__ int expertOfRow(const long long (&end)[Groups],
+                                           i64 r) {
+  int lo = 0, hi = Groups;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (r < end[mid])
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo < Groups ? lo : -1;
+}
+
+/// This warp's contiguous run of `rows` rows: [first, last).
+__device__ __forceinline__ void warpRows(i64 rows, i64 &first, i64 &last) {
+  const i64 warps = i64(gridDim.x) * (blockDim.x / 32);
+  const i64 warp = i64(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const i64 per = (rows + warps - 1) / warps;
+  first = warp * per < rows ? warp * per : rows;
+  last = first + per < rows ? first + per : rows;
+}
+
+/// absMax2 over the four words of a 16-byte load.
+__device__ __forceinline__ u32 absMax4(u32 acc, const U32x4 &v) {
+  acc = absMax2<false>(acc, v.x);
+  acc = absMax2<false>(acc, v.y);
+  acc = absMax2<false>(acc, v.z);
+  return absMax2<false>(acc, v.w);
+}
+
+/// Launch 1: amax[g] = max |x| over expert g's rows (max-accumulated: the
+/// plan zeroes amax first; NaN and packing as the dense amax pre-pass).
+template <int Groups>
+__device__ __forceinline__ void
+groupedRowsAmax(const u16 *in, i64 rows, i64 cols, const long long *splits,
+                i64 rowsPerExpert, float *amax) {
+  __shared__ long long end[Groups];
+  expertEnds(end, splits, rows, rowsPerExpert);
+  i64 first, last;
+  warpRows(end[Groups - 1], first, last);
+  const int lane = threadIdx.x % 32;
+  const i64 chunks = cols / 8;
+  int expert = first < last ? expertOfRow(end, first) : -1;
+  u32 acc = 0u;
+  // Flushes the run's amax into its expert's (every lane takes part).
+  auto flush = [&]() {
+    float a = fmaxf(bf16Lo(acc), bf16Hi(acc));
+    TE_UNROLL
+    for (int d = 16; d > 0; d /= 2)
+      a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+    if (lane == 0)
+      atomicMax(reinterpret_cast<unsigned *>(amax + expert), floatToBits(a));
+    acc = 0u;
+  };
+  for (i64 r = first; r < last; ++r) {
+    if (r >= end[expert]) { // the next expert with rows
+      flush();
+      expert = expertOfRow(end, r);
+    }
+    const u16 *row = in + r * cols;
+    i64 c = lane;
+    for (; c + 96 < chunks; c += 128) {
+      U32x4 v[4];
+      TE_UNROLL
+      for (int u = 0; u < 4; ++u)
+        v[u] = loadGlobal16(row + 8 * (c + 32 * u));
+      TE_UNROLL
+      for (int u = 0; u < 4; ++u)
+        acc = absMax4(acc, v[u]);
+    }
+    for (; c < chunks; c += 32) {
+      U32x4 v = loadGlobal16(row + 8 * c);
+      acc = absMax4(acc, v);
+    }
+  }
+  if (first < last)
+    flush();
+}
+
+/// Expert g's scale from its amax (the dense per-tensor cast's rule).
+template <Fp8Format F, bool Pow2>
+__device__ __forceinline__ float expertScale(const float *amax, int g,
+                                             float eps) {
+  return computeScaleFromAmax(amax[g], fp8MaxNorm(F), Pow2, eps,
+                              maxFiniteF32());
+}
+
+/// Launch 2: codes [rows, C] (row-major, as the input), scaleInv[G], and
+/// each expert's scale_inv over `blockScales` in `Layout` (stride: the
+/// layout's row length; for the tokens roundup(rows, 4), whose columns
+/// past `rows` get zeros too).
+template <Fp8Format F, bool Pow2, GroupedScaleLayout Layout, int Groups>
+__device__ __forceinline__ void
+groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
+                       const long long *splits, i64 rowsPerExpert,
+                       const float *amax, float eps, u8 *codes,
+                       float *scaleInv, float *blockScales, i64 stride) {
+  __shared__ long long end[Groups];
+  expertEnds(end, splits, rows, rowsPerExpert);
+  if (blockIdx.x == 0)
+    for (int g = threadIdx.x; g < Groups; g += blockDim.x)
+      scaleInv[g] = scaleInvFromScale(expertScale<F, Pow2>(amax, g, eps));
+  const bool tokens = Layout == GroupedScaleLayout::TokenBlocks;
+  // The tokens' scale columns run to roundup(rows, 4).
+  i64 first, last;
+  warpRows(tokens ? stride : rows, first, last);
+  const int lane = threadIdx.x % 32;
+  const i64 chunks = cols / 8, kBlocks = (cols + 127) / 128;
+  int expert = -2; // not looked up yet
+  float scale = 0.0f, sInv = 0.0f;
+  for (i64 r = first; r < last; ++r) {
+    if (expert == -2 || (expert >= 0 && r >= end[expert]) ||
+        (expert == -1 && r < end[Groups - 1])) {
+      expert = expertOfRow(end, r);
+      scale = expert >= 0 ? expertScale<F, Pow2>(amax, expert, eps) : 0.0f;
+      sInv = expert >= 0 ? scaleInvFromScale(scale) : 0.0f;
+    }
+    if (tokens) {
+      for (i64 kb = lane; kb < kBlocks; kb += 32)
+        blockScales[kb * stride + r] = sInv;
+    } else if (expert >= 0 && (r - expert * rowsPerExpert) % 128 == 0) {
+      // The first row of one of the expert's 128-row tiles writes the
+      // tile's scale row (its padding columns zero).
+      float *tile = blockScales + (i64(expert) * ((rowsPerExpert + 127) / 128) +
+                                   (r - expert * rowsPerExpert) / 128) *
+                                      stride;
+      for (i64 kb = lane; kb < stride; kb += 32)
+        tile[kb] = kb < kBlocks ? sInv : 0.0f;
+    }
+    if (r >= rows)
+      continue;
+    const u16 *row = in + r * cols;
+    U32x2 *out = reinterpret_cast<U32x2 *>(codes + r * cols);
+    for (i64 c = lane; c < chunks; c += 32) {
+      U32x4 v = expert >= 0 ? loadGlobal16(row + 8 * c) : U32x4{0, 0, 0, 0};
+      u32 w[4] = {v.x, v.y, v.z, v.w};
+      U32x2 o;
+      o.x = encodeFp8x4<F>(bf16Lo(w[0]), bf16Hi(w[0]), bf16Lo(w[1]),
+                           bf16Hi(w[1]), scale, scale, scale, scale);
+      o.y = encodeFp8x4<F>(bf16Lo(w[2]), bf16Hi(w[2]), bf16Lo(w[3]),
+                           bf16Hi(w[3]), scale, scale, scale, scale);
+      out[c] = o;
+    }
+  }
+}
+
+} // namespace dev
+} // namespace te
+
+#endif // TE_DEVICE_GROUPEDTENSORQUANTIZE_CUH
