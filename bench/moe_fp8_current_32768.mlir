@@ -3,7 +3,9 @@
 // (te-run's random split sizes: uneven, one expert empty), K = 7168,
 // N = 4096. Each expert's tokens and weight are scaled by their own amax,
 // so the grouped GEMM quantizes both itself (an amax pass and a cast per
-// operand) before the block-scaled GEMM; @block is the same layer under
+// operand) before the block-scaled GEMM; @current_grad is its backward (the
+// dgrad quantizes dy and the stack's columnwise copy, the grouped wgrad dy
+// and x, each per expert). @block and @block_grad are the same layer under
 // FP8 block scaling, for the comparison in one run:
 //
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry current
@@ -33,4 +35,26 @@ func.func @block(%x: tensor<32768x7168xbf16>,
          : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
          -> tensor<32768x4096xbf16>
   return %h : tensor<32768x4096xbf16>
+}
+
+func.func @current_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf16>,
+                        %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                        %splits: tensor<8xi64>)
+    -> (tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>) {
+  %dx, %dw = te.grouped_linear_grad %dh, %x, %w, %splits {recipe = @per_tensor}
+         : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+           tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+  return %dx, %dw : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+}
+
+func.func @block_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf16>,
+                      %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                      %splits: tensor<8xi64>)
+    -> (tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>) {
+  %dx, %dw = te.grouped_linear_grad %dh, %x, %w, %splits {recipe = @fp8_block}
+         : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+           tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+  return %dx, %dw : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
 }

@@ -21,9 +21,10 @@
 // multiple of 128) and MXFP8 (1x32 blocks along K; te-lower-to-kernels runs
 // its grouped GEMM on dequantized operands). Per-tensor FP8 current scaling
 // needs one amax per expert: te.grouped_linear under it becomes one
-// te.grouped_gemm on the bf16 tensors that quantizes both itself. Other
-// schemes with a tensor-wide scale (NVFP4, delayed scaling) and per-tensor
-// backward layers are located errors. te.grouped_linear_grad becomes a dgrad
+// te.grouped_gemm on the bf16 tensors that quantizes both itself, and its
+// backward a dgrad of the same kind and te.grouped_wgrad (which quantizes
+// per expert anyway). Other schemes with a tensor-wide scale (NVFP4,
+// delayed scaling) are located errors. te.grouped_linear_grad becomes a dgrad
 // grouped GEMM (weights block FP8, or dequantized from MXFP8 by
 // te-lower-to-kernels) and te.grouped_wgrad (below: block FP8 operands, or
 // MXFP8 ones quantized and dequantized per expert for a BF16 GEMM).
@@ -261,13 +262,13 @@ LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
   return success();
 }
 
-/// Whether `role` of a grouped layer scales by per-tensor FP8 current
-/// scaling (rowwise), which needs one amax per expert.
-static bool currentScaled(DictionaryAttr schemes, StringRef role) {
+/// Whether `role` of a grouped layer, read in `dir`, scales by per-tensor
+/// FP8 current scaling, which needs one amax per expert.
+static bool currentScaled(DictionaryAttr schemes, StringRef role,
+                          Direction dir = Direction::rowwise) {
   auto s = dyn_cast_or_null<SchemeAttrInterface>(
       schemes ? schemes.get(role) : Attribute());
-  return s && s.getRuntimeScheme(Direction::rowwise).kind ==
-                  rt::SchemeKind::Fp8Current;
+  return s && s.getRuntimeScheme(dir).kind == rt::SchemeKind::Fp8Current;
 }
 
 /// te.grouped_linear under per-tensor FP8 current scaling: one te.grouped_
@@ -356,9 +357,21 @@ LogicalResult expand(GroupedLinearGradOp grad) {
   DictionaryAttr schemes = grad.getSchemesAttr();
   auto w = cast<RankedTensorType>(grad.getWeight().getType());
   int64_t n = w.getDimSize(1);
-  if (failed(checkGroupedScheme(grad, schemes, "grad_output", n)) ||
-      failed(checkGroupedScheme(grad, schemes, "weight", n,
-                                Direction::columnwise)))
+  // Per-tensor FP8 current scaling: the dgrad quantizes dy and the stack's
+  // columnwise copy itself, one amax per expert.
+  const bool dyCurrent = currentScaled(schemes, "grad_output");
+  const bool wCurrent = currentScaled(schemes, "weight", Direction::columnwise);
+  if (dyCurrent != wCurrent)
+    return grad.emitOpError()
+           << "quantizes one operand of its dgrad by per-tensor FP8 current "
+              "scaling and the other by "
+           << schemes.get(dyCurrent ? "weight" : "grad_output")
+           << "; a grouped layer lowers per-tensor scaling (one amax per "
+              "expert) only for both grad_output and weight";
+  if (!dyCurrent &&
+      (failed(checkGroupedScheme(grad, schemes, "grad_output", n)) ||
+       failed(checkGroupedScheme(grad, schemes, "weight", n,
+                                 Direction::columnwise))))
     return failure();
   auto dwType = cast<RankedTensorType>(grad.getGradWeight().getType());
   if (!dwType.getElementType().isF32())
@@ -367,14 +380,21 @@ LogicalResult expand(GroupedLinearGradOp grad) {
            << " grad_weight; the grouped wgrad writes f32 (a cast to the "
               "weight's type is not lowered yet)";
   LinearExpansion e(grad, schemes);
-  FailureOr<Value> dy =
-      e.operand(grad.getGradOutput(), "grad_output", Directions::rowwise);
-  if (failed(dy))
-    return failure();
-  FailureOr<Value> wq =
-      e.operand(grad.getWeight(), "weight", Directions::columnwise);
-  if (failed(wq))
-    return failure();
+  // The dgrad's operands: quantized here, or (per-tensor) the bf16 tensors
+  // the grouped GEMM quantizes per expert by these schemes.
+  FailureOr<Value> dy = grad.getGradOutput(), wq = grad.getWeight();
+  SchemeAttrInterface dyPerExpert, wPerExpert;
+  if (dyCurrent) {
+    dyPerExpert = cast<SchemeAttrInterface>(schemes.get("grad_output"));
+    wPerExpert = cast<SchemeAttrInterface>(schemes.get("weight"));
+  } else {
+    dy = e.operand(grad.getGradOutput(), "grad_output", Directions::rowwise);
+    if (failed(dy))
+      return failure();
+    wq = e.operand(grad.getWeight(), "weight", Directions::columnwise);
+    if (failed(wq))
+      return failure();
+  }
   Value splits = grad.getSplitSizes();
   Type dxType = grad.getGradInput().getType();
   if (failed(GroupedGemmOp::verifyTypes(
@@ -385,12 +405,11 @@ LogicalResult expand(GroupedLinearGradOp grad) {
                    << GroupedGemmOp::getOperationName() << "' op ";
           },
           dy->getType(), wq->getType(), splits.getType(), Type(), dxType,
-          /*weightColumnwise=*/true)))
+          /*weightColumnwise=*/true, dyPerExpert, wPerExpert)))
     return failure();
   auto dx = GroupedGemmOp::create(
       e.b, NameLoc::get(e.b.getStringAttr("dgrad"), grad.getLoc()), dxType, *dy,
-      *wq, splits, Value(), e.b.getUnitAttr(), SchemeAttrInterface(),
-      SchemeAttrInterface());
+      *wq, splits, Value(), e.b.getUnitAttr(), dyPerExpert, wPerExpert);
 
   auto dyScheme = cast<SchemeAttrInterface>(schemes.get("grad_output"));
   FailureOr<SchemeAttrInterface> xScheme = roleScheme(grad, schemes, "input");

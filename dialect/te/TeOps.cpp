@@ -365,9 +365,6 @@ GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
     if (!inputScheme || !weightScheme)
       return emitError() << "needs both input_scheme and weight_scheme (the "
                             "operands it quantizes per expert) or neither";
-    if (weightColumnwise)
-      return emitError() << "quantizes its operands per expert in the fprop "
-                            "only, not with weight_columnwise";
     for (Type t : {input, weight})
       if (!llvm::isa<RankedTensorType>(t) ||
           !llvm::cast<RankedTensorType>(t).getElementType().isBF16())
@@ -376,7 +373,8 @@ GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
                            << t;
     std::string why = rt::groupedTensorScaledSchemesError(
         inputScheme.getRuntimeScheme(Direction::rowwise),
-        weightScheme.getRuntimeScheme(Direction::rowwise));
+        weightScheme.getRuntimeScheme(weightColumnwise ? Direction::columnwise
+                                                       : Direction::rowwise));
     if (!why.empty())
       return emitError() << "quantizes input by " << inputScheme
                          << " and weight by " << weightScheme << "; " << why;

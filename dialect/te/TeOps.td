@@ -274,13 +274,13 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     along its first dimension, so `w` is read columnwise; it takes no bias.
 
     With `input_scheme` and `weight_scheme` (both, per-tensor FP8 current
-    scaling; not with `weight_columnwise`) `x` and `w` are bf16 tensors that
-    the op quantizes itself, rowwise, with one amax per expert: each
-    expert's tokens and weight are scaled as their own tensors would be,
-    which a te.quantize of the whole [M_total, K] or [G, N, K] tensor (one
-    amax) cannot express (docs/Numerics.md §7.4). The quantized operands
-    are private to the op, as te.grouped_wgrad's are; N must be a multiple
-    of 128.
+    scaling) `x` and `w` are bf16 tensors that the op quantizes itself, one
+    amax per expert: each expert's tokens and weight are scaled as their
+    own tensors would be, which a te.quantize of the whole [M_total, K] or
+    [G, N, K] tensor (one amax) cannot express (docs/Numerics.md §7.4). `x`
+    is quantized rowwise, `w` rowwise or, with `weight_columnwise`, into its
+    columnwise copy. The quantized operands are private to the op, as
+    te.grouped_wgrad's are; N must be a multiple of 128.
 
     ```mlir
     func.func @grouped_gemm_per_expert(%x: tensor<512x256xbf16>,
@@ -358,7 +358,8 @@ def Te_GroupedWgradOp : Te_Op<"grouped_wgrad", [Pure]> {
     columnwise, each quantized by the columnwise direction of its scheme
     (`grad_output_scheme`, `input_scheme`) as if each expert's rows were
     their own tensor (docs/Numerics.md §7.4): block FP8 1x128 (e4m3 or
-    e5m2, not both e5m2) for both, or each identity of bf16 or MXFP8 (the
+    e5m2, not both e5m2) for both, per-tensor FP8 current scaling for both
+    (one amax per expert), or each identity of bf16 or MXFP8 (the
     BF16 GEMM on each expert's MXFP8 values dequantized, its rows padded
     to whole 32-row blocks). The quantized operands are private
     to the op (a per-expert layout only this GEMM reads), which is why it

@@ -27,11 +27,12 @@ using rt::Direction;
 using rt::DType;
 namespace ref = rt::ref;
 
-/// The fprop of a grouped GEMM that quantizes its bf16 operands per expert
+/// A grouped GEMM that quantizes its bf16 operands per expert
 /// (GroupedGemmKernel::quantizesPerExpert): each expert's rows and weight
-/// quantized as their own tensors (ref::groupedTensorScaledQuantize), then
-/// the block-scaled grouped GEMM over each expert's scale repeated per
-/// block, as the kernel's plan runs it. `x` and `w` receive the operands'
+/// (for the dgrad its columnwise copy) quantized as their own tensors
+/// (ref::groupedTensorScaledQuantize), then the block-scaled grouped GEMM
+/// over each expert's scale repeated per block, as the kernel's plan runs
+/// it. `x` and `w` receive the operands'
 /// logical values (for the bound); empty with `error` set on failure.
 static std::vector<float>
 perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
@@ -42,15 +43,17 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
   auto operand = [&](int index, const rt::Scheme &scheme, bool stack,
                      ref::BlockScaledOperand &op) {
     const Value &v = e.values[index];
+    const bool columnwise = stack && g.weightColumnwise;
     std::vector<uint16_t> bits(static_cast<size_t>(v.rows() * v.cols()));
     std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
     ref::GroupedTensorScaled q = ref::groupedTensorScaledQuantize(
         bits.data(), v.rows(), v.cols(),
-        stack ? std::vector<int64_t>{} : splits, groups, scheme);
+        stack ? std::vector<int64_t>{} : splits, groups, scheme, columnwise);
     op.codes = std::move(q.codes);
     op.scaleInv = std::move(q.blockScaleInv);
-    op.rows = v.rows();
-    op.k = v.cols();
+    // The columnwise copy is [cols, rows]: K-major along the stack's rows.
+    op.rows = columnwise ? v.cols() : v.rows();
+    op.k = columnwise ? v.rows() : v.cols();
     op.scaleStride = q.blockStride;
     op.format = scheme.element == DType::E5M2 ? ref::Fp8Format::E5M2
                                               : ref::Fp8Format::E4M3;
@@ -62,9 +65,19 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
   if (!operand(g.x, *g.xScheme, false, xo) ||
       !operand(g.w, *g.wScheme, true, wo))
     return {};
-  std::vector<float> d = ref::groupedBlockScaledGemm(xo, wo, splits, error);
+  std::vector<float> d =
+      g.weightColumnwise
+          ? ref::groupedBlockScaledGemmColumnwise(xo, wo, splits, error)
+          : ref::groupedBlockScaledGemm(xo, wo, splits, error);
   x = ref::dequantizeBlockScaled(xo);
   w = ref::dequantizeBlockScaled(wo);
+  if (g.weightColumnwise) { // back to the stack's logical [G·N, K]
+    std::vector<float> t(w.size());
+    for (int64_t r = 0; r < wo.k; ++r)
+      for (int64_t c = 0; c < wo.rows; ++c)
+        t[size_t(r * wo.rows + c)] = w[size_t(c * wo.k + r)];
+    w = std::move(t);
+  }
   return d;
 }
 
@@ -183,7 +196,10 @@ rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
   };
   ref::GroupedColumnwise a = layout(g.dy, g.dyScheme, n);
   ref::GroupedColumnwise b = layout(g.x, g.xScheme, k);
-  bool fp8 = g.dyScheme.kind == rt::SchemeKind::Fp8Block;
+  // FP8 codes and 1x128 scales: block FP8, or per-tensor FP8 with each
+  // expert's scale over its blocks.
+  bool fp8 = g.dyScheme.kind == rt::SchemeKind::Fp8Block ||
+             g.dyScheme.kind == rt::SchemeKind::Fp8Current;
   std::vector<float> dw(static_cast<size_t>(groups * n * k), 0.0f);
   std::vector<float> absSum(dw.size(), 0.0f);
   std::vector<int64_t> clamped = ref::clampSplits(splits, m);

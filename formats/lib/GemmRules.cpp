@@ -101,10 +101,16 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
   auto bf16Gemm = [&](const Scheme &s) {
     return bf16(s) || s.kind == SchemeKind::Mxfp8;
   };
+  // Per-tensor FP8 current scaling: one amax per expert, the scale laid
+  // over the same 1x128 blocks.
+  auto current = [](const Scheme &s) {
+    return s.kind == SchemeKind::Fp8Current;
+  };
   if (bf16Gemm(dy) && bf16Gemm(x))
     return "";
-  if (!block1x128(dy) || !block1x128(x))
+  if (!(block1x128(dy) && block1x128(x)) && !(current(dy) && current(x)))
     return "the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, "
+           "per-tensor FP8 current scaling for both (one amax per expert), "
            "or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the "
            "dequantized values)";
   return gemmOperandsError({dy, Direction::Columnwise},

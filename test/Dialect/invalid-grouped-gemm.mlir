@@ -178,7 +178,7 @@ func.func @wgrad_f16(%dy: tensor<64x32xf16>, %x: tensor<64x64xf16>, %s: tensor<2
 // -----
 
 func.func @wgrad_schemes(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values)}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values)}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }
@@ -194,7 +194,7 @@ func.func @wgrad_e5m2_by_e5m2(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %
 // -----
 
 func.func @wgrad_block_with_bf16(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.identity<bf16>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values)}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.identity<bf16>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values)}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_block<e5m2, 1x128>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }
@@ -213,14 +213,6 @@ func.func @tek_wgrad_rules(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: 
 func.func @per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
   // expected-error @+1 {{'te.grouped_gemm' op needs both input_scheme and weight_scheme (the operands it quantizes per expert) or neither}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
-  return
-}
-
-// -----
-
-func.func @per_expert_dgrad(%x: tensor<64x128xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert in the fprop only, not with weight_columnwise}}
-  %y = te.grouped_gemm %x, %w, %s {weight_columnwise, input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x128xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x64xbf16>
   return
 }
 
@@ -269,5 +261,13 @@ func.func @per_expert_tiles_straddle(%x: tensor<64x64xbf16>, %w: tensor<2x96x64x
 func.func @tek_per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
   // expected-error @+1 {{'tek.grouped_gemm' op needs both input_scheme and weight_scheme (the operands it quantizes per expert) or neither}}
   %y = tek.grouped_gemm "g" %x, %w, %s {weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @wgrad_current_with_block(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_current<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16 or MXFP8}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_current<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
   return
 }

@@ -123,6 +123,11 @@
 // MOECURRENT: tek.quantize_kernel "te_quantize_0"
 // MOECURRENT: tek.quantize_kernel "te_quantize_1"
 // MOECURRENT: tek.grouped_gemm "te_grouped_gemm_2"
+// MOECURRENT-LABEL: func.func @current_grad(
+// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg2, %arg3 {input_scheme = #te.fp8_current<e4m3>, weight_columnwise, weight_scheme = #te.fp8_current<e4m3>}
+// MOECURRENT-NEXT: tek.grouped_wgrad "te_grouped_wgrad_1"
+// MOECURRENT-LABEL: func.func @block_grad(
+// MOECURRENT: tek.grouped_wgrad
 
 // MOEBF16-LABEL: func.func @fprop(
 // MOEBF16: tek.grouped_gemm "te_grouped_gemm_0"

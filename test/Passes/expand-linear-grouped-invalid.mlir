@@ -101,10 +101,11 @@ func.func @current_scaling_n_not_128(%x: tensor<64x128xbf16>, %w: tensor<2x96x12
 // -----
 
 te.recipe @r {
+  te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
   te.rule "*", "*" -> #te.fp8_current<e4m3>
 }
-func.func @current_scaling_backward(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes its grad_output by #te.fp8_current<e4m3>, which te-expand-linear does not lower for grouped layers yet}}
+func.func @current_scaling_backward_mixed(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
+  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes one operand of its dgrad by per-tensor FP8 current scaling and the other by #te.fp8_block<e4m3, 128x128>; a grouped layer lowers per-tensor scaling (one amax per expert) only for both grad_output and weight}}
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
   return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }

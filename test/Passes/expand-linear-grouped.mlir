@@ -220,3 +220,29 @@ func.func @backward_mxfp8(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %
       -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
   return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
 }
+
+// -----
+
+te.recipe @current_bwd {
+  te.rule "grouped_linear", "grad_output" -> #te.fp8_current<e5m2>
+  te.rule "*", "*" -> #te.fp8_current<e4m3>
+}
+
+// The per-tensor FP8 backward: the dgrad's grouped GEMM quantizes dy and
+// the stack's columnwise copy itself (one amax per expert), the grouped
+// wgrad dy and x (its amax pass, then the grouped columnwise layout).
+// CHECK-LABEL: func.func @backward_current
+// CHECK-NOT: te.quantize
+// CHECK: %[[DX:.*]] = te.grouped_gemm %arg0, %arg2, %arg3 {input_scheme = #te.fp8_current<e5m2>, weight_columnwise, weight_scheme = #te.fp8_current<e4m3>}
+// CHECK: %[[DW:.*]], %[[DB:.*]] = te.grouped_wgrad %arg0, %arg1, %arg3 {grad_output_scheme = #te.fp8_current<e5m2>, input_scheme = #te.fp8_current<e4m3>}
+// CHECK: return %[[DX]], %[[DW]], %[[DB]]
+// KERNELS-LABEL: func.func @backward_current
+// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg2, %arg3 {input_scheme = #te.fp8_current<e5m2>, weight_columnwise, weight_scheme = #te.fp8_current<e4m3>}
+// KERNELS-NEXT: tek.grouped_wgrad "te_grouped_wgrad_1" %arg0, %arg1, %arg3 {grad_output_scheme = #te.fp8_current<e5m2>, input_scheme = #te.fp8_current<e4m3>}
+func.func @backward_current(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @current_bwd, bias}
+      : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+      -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+  return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+}

@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,bf16_grad,hybrid_grad,mxfp8_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad | FileCheck %s
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
@@ -10,7 +10,9 @@
 // Then the bf16 layer's backward: the dgrad reads the stack along N, the
 // wgrad gives each expert's dW and bias gradient; and the backward of TE's
 // hybrid format (E5M2 gradients times E4M3 weights and activations, in the
-// dgrad and in the wgrad); last the MXFP8 backward (the dgrad on
+// dgrad and in the wgrad), and under per-tensor FP8 current scaling (one
+// amax per expert in the dgrad's and the wgrad's quantizes, E5M2
+// gradients); last the MXFP8 backward (the dgrad on
 // dequantized operands, the wgrad on each expert's 32 x 1 blocks quantized
 // and dequantized, ragged experts padded to whole blocks).
 // CHECK: call 1 bf16_bias: rms(result0)=
@@ -19,7 +21,8 @@
 // CHECK: call 4 current_bias: rms(result0)=
 // CHECK: call 5 bf16_grad: rms(result0)=
 // CHECK: call 6 hybrid_grad: rms(result0)=
-// CHECK: call 7 mxfp8_grad: rms(result0)=
+// CHECK: call 7 current_grad: rms(result0)=
+// CHECK: call 8 mxfp8_grad: rms(result0)=
 // CHECK: result0 ({{.*}}): data[500x384 bf16]
 // CHECK: result1 ({{.*}}): data[1024x384 f32]
 // CHECK: result2 ({{.*}}): data[4x256 f32]
@@ -37,6 +40,10 @@ te.recipe @fp8_block {
 te.recipe @current {
   te.rule "grouped_linear", "weight" -> #te.fp8_current<e4m3>
   te.rule "grouped_linear", "input"  -> #te.fp8_current<e5m2>
+}
+te.recipe @current_bwd {
+  te.rule "grouped_linear", "grad_output" -> #te.fp8_current<e5m2>
+  te.rule "grouped_linear", "*" -> #te.fp8_current<e4m3>
 }
 te.recipe @hybrid {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>
@@ -89,6 +96,15 @@ func.func @hybrid_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
                        %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
     -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
   %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @hybrid, bias}
+      : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+      -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+  return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+}
+
+func.func @current_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
+                        %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @current_bwd, bias}
       : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
       -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
   return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>

@@ -14,8 +14,11 @@ namespace te::cg {
 using rt::Status;
 using rt::StatusCode;
 
+/// FP8 codes in the grouped layout: block FP8, or per-tensor FP8 current
+/// scaling with one amax per expert.
 static bool isFp8(const rt::Scheme &s) {
-  return s.kind == rt::SchemeKind::Fp8Block;
+  return s.kind == rt::SchemeKind::Fp8Block ||
+         s.kind == rt::SchemeKind::Fp8Current;
 }
 static bool isMxfp8(const rt::Scheme &s) {
   return s.kind == rt::SchemeKind::Mxfp8;
@@ -28,7 +31,9 @@ std::string GroupedQuantizeSpec::kernelName() const {
   std::ostringstream os;
   os << "te_grouped_quantize_";
   if (isFp8(scheme))
-    os << formatName(scheme) << (scheme.pow2 ? "_pow2" : "");
+    os << formatName(scheme)
+       << (scheme.kind == rt::SchemeKind::Fp8Current ? "_tensor" : "")
+       << (scheme.pow2 ? "_pow2" : "");
   else if (isMxfp8(scheme))
     os << "mxfp8_" << formatName(scheme);
   else
@@ -50,9 +55,12 @@ Status checkGroupedQuantize(const GroupedQuantizeSpec &s) {
                   s.scheme.element == rt::DType::BF16;
   bool mxfp8 = isMxfp8(s.scheme) && (s.scheme.element == rt::DType::E4M3 ||
                                      s.scheme.element == rt::DType::E5M2);
-  if (!blockFp8 && !identity && !mxfp8)
-    return bad("the scheme must be block FP8 1x128, MXFP8 or identity of "
-               "bf16");
+  bool current = s.scheme.kind == rt::SchemeKind::Fp8Current &&
+                 (s.scheme.element == rt::DType::E4M3 ||
+                  s.scheme.element == rt::DType::E5M2);
+  if (!blockFp8 && !identity && !mxfp8 && !current)
+    return bad("the scheme must be block FP8 1x128, per-tensor FP8 current "
+               "scaling, MXFP8 or identity of bf16");
   if (s.cols < 8 || s.cols % 8 != 0)
     return bad("C must be a positive multiple of 8");
   if (s.groups < 1 || s.groups > 4096)
@@ -72,16 +80,18 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
      << kGroupedQuantizeThreads << ")\n"
      << name << "(const unsigned short *in, long long mTotal, long long cols,\n"
      << "    const long long *splits, long long capacity, void *out,\n"
-     << "    float *scaleInv, float eps, float *partial) {\n"
+     << "    float *scaleInv, float eps, float *partial,\n"
+     << "    const float *expertAmax) {\n"
      << "  te::dev::groupedColumnQuantize<te::dev::GroupedColumns::"
-     << (fp8                 ? "Fp8Block"
-         : isMxfp8(s.scheme) ? "Mxfp8Values"
-                             : "Bf16")
+     << (s.scheme.kind == rt::SchemeKind::Fp8Current ? "Fp8Tensor"
+         : fp8                                        ? "Fp8Block"
+         : isMxfp8(s.scheme)                          ? "Mxfp8Values"
+                                                      : "Bf16")
      << ", te::dev::Fp8Format::"
      << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
      << (fp8 && s.scheme.pow2 ? "true" : "false")
      << ">(in, mTotal, cols, splits, " << s.groups
-     << ", capacity, out, scaleInv, eps, partial);\n"
+     << ", capacity, out, scaleInv, eps, partial, expertAmax);\n"
      << "}\n"
      << "static_assert(te::dev::GroupedQuantizeSmem<"
      << (fp8 ? "true" : "false")
@@ -120,7 +130,7 @@ std::string GroupedRowsQuantizeSpec::kernelName() const {
   std::ostringstream os;
   os << "te_grouped_rows_" << formatName(scheme) << (scheme.pow2 ? "_pow2" : "")
      << "_g" << groups << "_c" << cols
-     << (weightStack ? "_weights" : "_tokens");
+     << (weightStack ? "_weights" : "_tokens") << (columnwise ? "_t" : "");
   return os.str();
 }
 
@@ -139,6 +149,8 @@ Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
     return bad("C must be a positive multiple of 8");
   if (s.groups < 1 || s.groups > 4096)
     return bad("the number of experts must be 1..4096");
+  if (s.columnwise && !s.weightStack)
+    return bad("only the stacked weight has a columnwise copy here");
   return Status::ok();
 }
 
@@ -165,15 +177,21 @@ emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
      << "(const unsigned short *in, long long rows, long long cols,\n"
      << "    const long long *splits, long long rowsPerExpert,\n"
      << "    const float *amax, float eps, unsigned char *codes,\n"
-     << "    float *scaleInv, float *blockScales, long long blockStride) {\n"
-     << "  te::dev::groupedRowsQuantizeFp8<te::dev::Fp8Format::"
-     << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
-     << (s.scheme.pow2 ? "true" : "false")
-     << ", te::dev::GroupedScaleLayout::"
-     << (s.weightStack ? "WeightTiles" : "TokenBlocks") << ", " << s.groups
-     << ">(\n      in, rows, cols, splits, rowsPerExpert, amax, eps, codes, "
-        "scaleInv,\n      blockScales, blockStride);\n"
-     << "}\n";
+     << "    float *scaleInv, float *blockScales, long long blockStride) {\n";
+  const char *format = s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3";
+  const char *pow2 = s.scheme.pow2 ? "true" : "false";
+  if (s.columnwise)
+    os << "  te::dev::groupedStackQuantizeTransposed<te::dev::Fp8Format::"
+       << format << ", " << pow2
+       << ">(\n      in, rows, cols, rowsPerExpert, amax, eps, codes, "
+          "scaleInv, blockScales,\n      blockStride);\n";
+  else
+    os << "  te::dev::groupedRowsQuantizeFp8<te::dev::Fp8Format::" << format
+       << ", " << pow2 << ", te::dev::GroupedScaleLayout::"
+       << (s.weightStack ? "WeightTiles" : "TokenBlocks") << ", " << s.groups
+       << ">(\n      in, rows, cols, splits, rowsPerExpert, amax, eps, codes, "
+          "scaleInv,\n      blockScales, blockStride);\n";
+  os << "}\n";
   e.source = os.str();
   return e;
 }
@@ -187,16 +205,25 @@ rt::Dim3 groupedRowsGrid(int64_t rows) {
                   1, 1};
 }
 
+rt::Dim3 groupedRowsCastGrid(const GroupedRowsQuantizeSpec &s, int64_t rows) {
+  if (!s.columnwise)
+    return groupedRowsGrid(rows);
+  return rt::Dim3{static_cast<unsigned>(rows / 128),
+                  static_cast<unsigned>((s.cols + 127) / 128), 1};
+}
+
 int64_t groupedRowsBlockStride(const GroupedRowsQuantizeSpec &s,
                                int64_t rows) {
   int64_t kBlocks = (s.cols + 127) / 128;
+  if (s.columnwise)
+    return (rows / 128 + 3) / 4 * 4;
   return s.weightStack ? (kBlocks + 3) / 4 * 4 : (rows + 3) / 4 * 4;
 }
 
 int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s,
                                int64_t rows) {
   int64_t stride = groupedRowsBlockStride(s, rows);
-  if (!s.weightStack)
+  if (!s.weightStack || s.columnwise)
     return (s.cols + 127) / 128 * stride;
   int64_t tiles = (rows / s.groups + 127) / 128;
   return s.groups * tiles * stride;

@@ -48,11 +48,31 @@ engineLaunch(const std::string &name, std::string entry, std::string source,
   return ks;
 }
 
-/// Rowwise per-tensor FP8 of grouped GEMM `g`'s operand `value` (the
-/// tokens, or with `weightStack` the stacked weight) with one amax per
-/// expert, into workspaces of `g`: the amax pass and the cast
-/// (GroupedRowsQuantizeSpec) appended to `kp`. Returns the codes and the
-/// block-scale buffers the block-scaled GEMM reads.
+/// The amax pass of a per-expert per-tensor quantize: `amax` zeroed, then
+/// each expert's max |x| of `value`'s rows (the tokens under `splits`, or
+/// with splits < 0 the stack's `rowsPerExpert` rows each) into it.
+static void expertAmaxPass(const Program &p, const std::string &source,
+                           const std::string &entry, int input, int64_t rows,
+                           int64_t cols, int splits, int64_t rowsPerExpert,
+                           int amax, KernelPlan &kp) {
+  kp.addFill(amax);
+  rt::KernelSpec ks;
+  ks.name = ks.entry = entry;
+  ks.source = source;
+  ks.options.arch = p.arch;
+  ks.grid = groupedRowsGrid(rows);
+  ks.block = rt::Dim3{kGroupedRowsThreads, 1, 1};
+  ks.args = {ArgDesc::ptr(input),  ArgDesc::i64(rows),
+             ArgDesc::i64(cols),   ArgDesc::ptr(splits),
+             ArgDesc::i64(rowsPerExpert), ArgDesc::ptr(amax)};
+  kp.addLaunch(std::move(ks));
+}
+
+/// Per-tensor FP8 of grouped GEMM `g`'s operand `value` (the tokens, or
+/// with `weightStack` the stacked weight, rowwise or for the dgrad
+/// columnwise) with one amax per expert, into workspaces of `g`: the amax
+/// pass and the cast (GroupedRowsQuantizeSpec) appended to `kp`. Returns
+/// the codes and the block-scale buffers the block-scaled GEMM reads.
 static rt::Expected<std::pair<int, int>>
 quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
                   BufferTable &table, const EntryPlan &out, KernelPlan &kp,
@@ -60,7 +80,8 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   const Value &v = e.values[size_t(value)];
   const int64_t groups = e.values[size_t(g.w)].shape[0];
   const int64_t rows = v.rows(), cols = v.cols();
-  GroupedRowsQuantizeSpec qs{scheme, groups, cols, weightStack};
+  GroupedRowsQuantizeSpec qs{scheme, groups, cols, weightStack,
+                             weightStack && g.weightColumnwise};
   if (rt::Status st = checkGroupedRowsQuantize(qs); !st.isOk())
     return rt::Status(rt::StatusCode::Unsupported,
                       g.name + ": " + st.message());
@@ -72,31 +93,28 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
                               uint64_t(groupedRowsBlockScales(qs, rows) * 4));
   int input = out.values[size_t(value)].tensor;
   int splits = weightStack ? -1 : out.values[size_t(g.splits)].tensor;
+  const int64_t perExpert = weightStack ? rows / groups : 0;
   EmittedGroupedRowsQuantize src = emitGroupedRowsQuantize(qs);
-  auto launch = [&](const std::string &entry, std::vector<ArgDesc> args) {
-    rt::KernelSpec ks;
-    ks.name = ks.entry = entry;
-    ks.source = src.source;
-    ks.options.arch = p.arch;
-    ks.grid = groupedRowsGrid(rows);
-    ks.block = rt::Dim3{kGroupedRowsThreads, 1, 1};
-    ks.args = std::move(args);
-    kp.addLaunch(std::move(ks));
-  };
-  kp.addFill(amax);
-  const std::vector<ArgDesc> common = {
-      ArgDesc::ptr(input), ArgDesc::i64(rows), ArgDesc::i64(cols),
-      ArgDesc::ptr(splits), ArgDesc::i64(weightStack ? rows / groups : 0)};
-  std::vector<ArgDesc> amaxArgs = common;
-  amaxArgs.push_back(ArgDesc::ptr(amax));
-  launch(src.amaxEntry, std::move(amaxArgs));
-  std::vector<ArgDesc> castArgs = common;
-  for (ArgDesc a :
-       {ArgDesc::ptr(amax), ArgDesc::f32(static_cast<float>(scheme.eps)),
-        ArgDesc::ptr(codes), ArgDesc::ptr(scaleInv), ArgDesc::ptr(blockScales),
-        ArgDesc::i64(groupedRowsBlockStride(qs, rows))})
-    castArgs.push_back(a);
-  launch(src.quantizeEntry, std::move(castArgs));
+  expertAmaxPass(p, src.source, src.amaxEntry, input, rows, cols, splits,
+                 perExpert, amax, kp);
+  rt::KernelSpec cast;
+  cast.name = cast.entry = src.quantizeEntry;
+  cast.source = src.source;
+  cast.options.arch = p.arch;
+  cast.grid = groupedRowsCastGrid(qs, rows);
+  cast.block = rt::Dim3{kGroupedRowsThreads, 1, 1};
+  cast.args = {ArgDesc::ptr(input),
+               ArgDesc::i64(rows),
+               ArgDesc::i64(cols),
+               ArgDesc::ptr(splits),
+               ArgDesc::i64(perExpert),
+               ArgDesc::ptr(amax),
+               ArgDesc::f32(static_cast<float>(scheme.eps)),
+               ArgDesc::ptr(codes),
+               ArgDesc::ptr(scaleInv),
+               ArgDesc::ptr(blockScales),
+               ArgDesc::i64(groupedRowsBlockStride(qs, rows))};
+  kp.addLaunch(std::move(cast));
   // The input read twice, the codes and scales written.
   kp.bytesMoved += 2 * table.bytes(input) + table.bytes(codes) +
                    table.bytes(blockScales) + 3 * table.bytes(amax);
@@ -214,7 +232,10 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                           ": the grouped wgrad kernel is generated for "
                           "sm_90a (Hopper) only, the target is " +
                           p.arch);
-  bool fp8 = g.dyScheme.kind == SchemeKind::Fp8Block;
+  // FP8 codes in the grouped layout: block FP8, or per-tensor FP8 with one
+  // amax per expert (an amax pass first, its scale over the same blocks).
+  const bool perTensor = g.dyScheme.kind == SchemeKind::Fp8Current;
+  const bool fp8 = g.dyScheme.kind == SchemeKind::Fp8Block || perTensor;
   GroupedWgradSpec spec;
   spec.operands = fp8 ? GroupedGemmSpec::Operands::Fp8Block
                       : GroupedGemmSpec::Operands::BF16;
@@ -259,6 +280,17 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
     int partial = biasGrad >= 0 ? table.add(g.name + ".bias_partial",
                                             uint64_t(blocks * cols * 4))
                                 : -1;
+    int amax = -1;
+    if (perTensor) {
+      GroupedRowsQuantizeSpec rows{scheme, groups, cols, false};
+      EmittedGroupedRowsQuantize rs = emitGroupedRowsQuantize(rows);
+      amax = table.add(g.name + "." + v.name + ".expert_amax",
+                       uint64_t(groups * 4));
+      expertAmaxPass(p, rs.source, rs.amaxEntry,
+                     out.values[size_t(value)].tensor, m, cols, splits, 0,
+                     amax, kp);
+      kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor);
+    }
     EmittedGroupedQuantize src = emitGroupedQuantize(qs);
     rt::KernelSpec ks;
     ks.name = ks.entry = src.mainEntry;
@@ -275,7 +307,8 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                ArgDesc::ptr(l.data),
                ArgDesc::ptr(l.scales),
                ArgDesc::f32(static_cast<float>(scheme.eps)),
-               ArgDesc::ptr(partial)};
+               ArgDesc::ptr(partial),
+               ArgDesc::ptr(amax)};
     kp.addLaunch(ks);
     kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor) +
                      table.bytes(l.data) + table.bytes(l.scales) +

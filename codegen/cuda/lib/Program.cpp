@@ -244,8 +244,6 @@ static std::string validateGroupedGemm(const Entry &e,
     if (x.isQuantized() || x.dtype != rt::DType::BF16 ||
         w.dtype != rt::DType::BF16)
       return "operands quantized per expert must be bf16 tensors";
-    if (g.weightColumnwise)
-      return "operands quantized per expert are read rowwise (fprop) only";
     if (w.shape[1] % 128 != 0)
       return "N must be a multiple of 128: each expert's 128x128 weight "
              "tiles are its own";

@@ -16,6 +16,11 @@
 //     (blocks restart at every expert, as if each expert's rows were their
 //     own tensor), scale_inv [capacity/128][roundup(C, 4)] f32 - the bytes
 //     of quantizing each expert alone (docs/Numerics.md §7.4).
+//   * FP8 per-tensor (current scaling), one amax per expert: each expert's
+//     codes by the scale of its amax (amax[G], from groupedRowsAmax of
+//     te/device/GroupedTensorQuantize.cuh), its scale_inv repeated over
+//     the same 1x128 block layout, so the block-scaled wgrad GEMM reads
+//     both alike.
 //   * Identity: the bf16 values transposed (the BF16 wgrad's operands).
 //   * MXFP8, dequantized: each expert's 32-row blocks quantized columnwise
 //     (E8M0 scale of the block amax) and dequantized to bf16 in the same
@@ -48,6 +53,7 @@ constexpr int kGroupedQuantizeThreads = 256;
 enum class GroupedColumns {
   Bf16,       ///< the bf16 values (identity)
   Fp8Block,   ///< FP8 codes of 1x128 blocks, and their scales
+  Fp8Tensor,  ///< FP8 codes by the expert's per-tensor scale, repeated
   Mxfp8Values ///< bf16: the values of the MXFP8 32 x 1 blocks, dequantized
 };
 
@@ -101,14 +107,18 @@ __device__ __forceinline__ u32 mxfp8RoundTrip2(u32 pair, float multLo,
 
 /// The block pass. `Out`: what it writes (GroupedColumns; FP8 formats E4M3
 /// or E5M2). `partial` (may be null): the block's fp32 column sums
-/// [capacity/128][C]. Each column's 128 outputs go to shared memory first;
+/// [capacity/128][C]. `expertAmax`: each expert's amax (Fp8Tensor only). Each column's 128 outputs go to shared memory first;
 /// the warps then store whole 128-byte output rows (coalesced).
 template <GroupedColumns Out, Fp8Format F, bool Pow2>
 __device__ __forceinline__ void
 groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
                       const long long *splits, int groups, i64 capacity,
-                      void *out, float *scaleInv, float eps, float *partial) {
-  constexpr bool Fp8 = Out == GroupedColumns::Fp8Block;
+                      void *out, float *scaleInv, float eps, float *partial,
+                      const float *expertAmax) {
+  constexpr bool Fp8 =
+      Out == GroupedColumns::Fp8Block || Out == GroupedColumns::Fp8Tensor;
+  constexpr bool BlockAmax =
+      Out == GroupedColumns::Fp8Block || Out == GroupedColumns::Mxfp8Values;
   using Smem = GroupedQuantizeSmem<Fp8>;
   extern __shared__ __align__(16) unsigned char groupedSmem[];
   u16(*tile)[128] = reinterpret_cast<u16(*)[128]>(groupedSmem);
@@ -145,26 +155,33 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
   const bool valid = 2 * p < validCols; // validCols is even
   // MXFP8: a quarter of the rows is one 32 x 1 block of each column.
   u32 acc = 0u;
-  if (Out != GroupedColumns::Bf16) {
+  if (BlockAmax) {
     TE_UNROLL
     for (int r = r0; r < r0 + 32; ++r)
       acc = absMax2<false>(acc, words[r][p]);
   }
-  if (Fp8)
+  if (Out == GroupedColumns::Fp8Block) {
     quarterAmax[q][p] = acc;
-  if (Fp8)
     __syncthreads();
+  }
   if (valid) {
     u32 *rowLo = reinterpret_cast<u32 *>(rowsOut + 2 * p * Smem::kOutRow);
     u32 *rowHi = reinterpret_cast<u32 *>(rowsOut + (2 * p + 1) * Smem::kOutRow);
     if (Fp8) {
-      u32 both =
-          absMax2<false>(absMax2<false>(quarterAmax[0][p], quarterAmax[1][p]),
-                         absMax2<false>(quarterAmax[2][p], quarterAmax[3][p]));
-      float sLo = fp8BlockScale(bitsToFloat(both << 16), F, Pow2, eps,
-                                SourceType::BF16);
-      float sHi = fp8BlockScale(bitsToFloat(both & 0xFFFF0000u), F, Pow2, eps,
-                                SourceType::BF16);
+      float sLo, sHi;
+      if (Out == GroupedColumns::Fp8Tensor) {
+        // The expert's scale, as the dense per-tensor cast computes it.
+        sLo = sHi = computeScaleFromAmax(expertAmax[b.expert], fp8MaxNorm(F),
+                                         Pow2, eps, maxFiniteF32());
+      } else {
+        u32 both = absMax2<false>(
+            absMax2<false>(quarterAmax[0][p], quarterAmax[1][p]),
+            absMax2<false>(quarterAmax[2][p], quarterAmax[3][p]));
+        sLo = fp8BlockScale(bitsToFloat(both << 16), F, Pow2, eps,
+                            SourceType::BF16);
+        sHi = fp8BlockScale(bitsToFloat(both & 0xFFFF0000u), F, Pow2, eps,
+                            SourceType::BF16);
+      }
       TE_UNROLL
       for (int r = r0; r < r0 + 32; r += 4) {
         u32 w[4] = {words[r][p], words[r + 1][p], words[r + 2][p],

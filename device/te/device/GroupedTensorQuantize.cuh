@@ -212,6 +212,80 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
   }
 }
 
+/// The stack's columnwise copy, which the dgrad reads (dx_g = dy_g W_g
+/// contracts each expert's N rows): codes [K, G·N], the transpose of the
+/// [G·N, K] stack (expert g's rows become its columns), each by its
+/// expert's scale; scaleInv[G]; and the scales over the 128x128 tiles the
+/// block-scaled dgrad reads, [ceil(K/128)][stride = roundup(G·N/128, 4)]
+/// (padding columns zero). One CTA of 256 threads per 128x128 tile of the
+/// stack (N is a multiple of 128, so a tile is one expert's). The tile goes
+/// through shared memory as 64 words a row, word w of row n stored at
+/// w ^ 4·((n/16) mod 8): the eight lanes that read one word column down
+/// eight 16-row groups then hit eight different banks.
+template <Fp8Format F, bool Pow2>
+__device__ __forceinline__ void
+groupedStackQuantizeTransposed(const u16 *in, i64 rows, i64 cols,
+                               i64 rowsPerExpert, const float *amax, float eps,
+                               u8 *codes, float *scaleInv, float *blockScales,
+                               i64 stride) {
+  __shared__ __align__(16) u32 tile[128][64];
+  const i64 r0 = i64(blockIdx.x) * 128, k0 = i64(blockIdx.y) * 128;
+  const i64 ld = rows; // G·N, the codes' row length
+  const int groups = int(rows / rowsPerExpert);
+  const int expert = int(r0 / rowsPerExpert);
+  const float scale = expertScale<F, Pow2>(amax, expert, eps);
+  if (blockIdx.x == 0 && blockIdx.y == 0)
+    for (int g = threadIdx.x; g < groups; g += blockDim.x)
+      scaleInv[g] = scaleInvFromScale(expertScale<F, Pow2>(amax, g, eps));
+  if (threadIdx.x == 0)
+    blockScales[blockIdx.y * stride + blockIdx.x] = scaleInvFromScale(scale);
+  if (blockIdx.x == 0) // the padding columns of this tile row
+    for (i64 c = ld / 128 + threadIdx.x; c < stride; c += blockDim.x)
+      blockScales[blockIdx.y * stride + c] = 0.0f;
+  // 16 bytes (4 words) a thread and step; columns past K are zero.
+  for (int i = threadIdx.x; i < 128 * 16; i += blockDim.x) {
+    int n = i / 16, w = 4 * (i % 16);
+    i64 k = k0 + 2 * w;
+    U32x4 v = k < cols ? loadGlobal16(in + (r0 + n) * cols + k)
+                       : U32x4{0, 0, 0, 0};
+    *reinterpret_cast<U32x4 *>(&tile[n][w ^ (4 * ((n / 16) % 8))]) = v;
+  }
+  __syncthreads();
+  // A task: word column kp (output rows k0 + 2kp and + 1) of 16-row group
+  // j: 16 codes a row, stored as 16 bytes. Lanes: j = lane % 8, so eight
+  // lanes write one 128-byte output row.
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int j = lane % 8;
+  for (int t = 0; t < 2; ++t) {
+    const int kp = 4 * (warp + 8 * t) + lane / 8;
+    const i64 k = k0 + 2 * kp;
+    if (k >= cols)
+      continue;
+    float lo[16], hi[16];
+    TE_UNROLL
+    for (int i = 0; i < 16; ++i) {
+      u32 word = tile[16 * j + i][kp ^ (4 * j)];
+      lo[i] = bf16Lo(word);
+      hi[i] = bf16Hi(word);
+    }
+    U32x4 a, b;
+    a.x = encodeFp8x4<F>(lo[0], lo[1], lo[2], lo[3], scale, scale, scale, scale);
+    a.y = encodeFp8x4<F>(lo[4], lo[5], lo[6], lo[7], scale, scale, scale, scale);
+    a.z = encodeFp8x4<F>(lo[8], lo[9], lo[10], lo[11], scale, scale, scale,
+                         scale);
+    a.w = encodeFp8x4<F>(lo[12], lo[13], lo[14], lo[15], scale, scale, scale,
+                         scale);
+    b.x = encodeFp8x4<F>(hi[0], hi[1], hi[2], hi[3], scale, scale, scale, scale);
+    b.y = encodeFp8x4<F>(hi[4], hi[5], hi[6], hi[7], scale, scale, scale, scale);
+    b.z = encodeFp8x4<F>(hi[8], hi[9], hi[10], hi[11], scale, scale, scale,
+                         scale);
+    b.w = encodeFp8x4<F>(hi[12], hi[13], hi[14], hi[15], scale, scale, scale,
+                         scale);
+    *reinterpret_cast<U32x4 *>(codes + k * ld + r0 + 16 * j) = a;
+    *reinterpret_cast<U32x4 *>(codes + (k + 1) * ld + r0 + 16 * j) = b;
+  }
+}
+
 } // namespace dev
 } // namespace te
 

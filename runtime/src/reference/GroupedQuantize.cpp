@@ -22,7 +22,8 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
                                             const std::vector<int64_t> &splits,
                                             const Scheme &scheme,
                                             int64_t capacity) {
-  const bool fp8 = scheme.kind == SchemeKind::Fp8Block;
+  const bool perTensor = scheme.kind == SchemeKind::Fp8Current;
+  const bool fp8 = scheme.kind == SchemeKind::Fp8Block || perTensor;
   const int64_t width = fp8 ? 1 : 2, colsPad = (cols + 3) / 4 * 4;
   GroupedColumnwise out;
   out.data.assign(static_cast<size_t>(cols * capacity * width), 0);
@@ -39,7 +40,21 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
     const uint16_t *rows = x + row * cols;
     std::vector<float> db = biasGrad(rows, SourceType::BF16, m, cols, 128);
     std::copy(db.begin(), db.end(), out.biasGrad.begin() + g * cols);
-    if (fp8) {
+    if (perTensor) {
+      // The expert alone: its own columnwise per-tensor quantization (one
+      // amax), its scale_inv repeated over the expert's 1x128 blocks.
+      QuantizedTensor q = quantize(rows, SourceType::BF16, m, cols, scheme,
+                                   unsigned(Direction::Columnwise), {});
+      const QuantizedDirection &d = *q.columnwise;
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t r = 0; r < m; ++r)
+          out.data[c * capacity + block * 128 + r] =
+              d.data.bytes[d.dataTransposed ? c * m + r : r * cols + c];
+      const float sInv = loadF32(d.scaleInv, 0);
+      for (int64_t b = 0; b < (m + 127) / 128; ++b)
+        for (int64_t c = 0; c < cols; ++c)
+          out.scaleInv[(block + b) * colsPad + c] = sInv;
+    } else if (fp8) {
       // The expert alone: its own columnwise 1x128 quantization.
       QuantizedTensor q = quantize(rows, SourceType::BF16, m, cols, scheme,
                                    unsigned(Direction::Columnwise), {});
@@ -82,9 +97,47 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
   return out;
 }
 
+/// groupedTensorScaledQuantize's columnwise copy of the stack.
+static GroupedTensorScaled stackColumnwise(const uint16_t *x, int64_t rows,
+                                           int64_t cols, int64_t groups,
+                                           const Scheme &scheme) {
+  const int64_t n = rows / groups, kBlocks = (cols + 127) / 128;
+  GroupedTensorScaled out;
+  out.codes.assign(static_cast<size_t>(rows * cols), 0);
+  out.amax.assign(static_cast<size_t>(groups), 0.0f);
+  out.scaleInv.assign(static_cast<size_t>(groups), 0.0f);
+  out.blockStride = (rows / 128 + 3) / 4 * 4;
+  out.blockScaleInv.assign(static_cast<size_t>(kBlocks * out.blockStride),
+                           0.0f);
+  for (int64_t g = 0; g < groups; ++g) {
+    QuantizedTensor q = quantize(x + g * n * cols, SourceType::BF16, n, cols,
+                                 scheme, kColumnwiseMask, {});
+    if (!q.ok()) {
+      GroupedTensorScaled failed;
+      failed.error = q.error;
+      return failed;
+    }
+    const QuantizedDirection &d = *q.columnwise;
+    for (int64_t k = 0; k < cols; ++k)
+      for (int64_t r = 0; r < n; ++r)
+        out.codes[size_t(k * rows + g * n + r)] =
+            d.data.bytes[size_t(d.dataTransposed ? k * n + r : r * cols + k)];
+    out.amax[size_t(g)] = loadF32(d.amax, 0);
+    out.scaleInv[size_t(g)] = loadF32(d.scaleInv, 0);
+    for (int64_t kb = 0; kb < kBlocks; ++kb)
+      for (int64_t t = 0; t < n / 128; ++t)
+        out.blockScaleInv[size_t(kb * out.blockStride + g * (n / 128) + t)] =
+            out.scaleInv[size_t(g)];
+  }
+  return out;
+}
+
 GroupedTensorScaled groupedTensorScaledQuantize(
     const uint16_t *x, int64_t rows, int64_t cols,
-    const std::vector<int64_t> &splits, int64_t groups, const Scheme &scheme) {
+    const std::vector<int64_t> &splits, int64_t groups, const Scheme &scheme,
+    bool columnwise) {
+  if (columnwise)
+    return stackColumnwise(x, rows, cols, groups, scheme);
   const bool tokens = !splits.empty();
   const int64_t kBlocks = (cols + 127) / 128;
   std::vector<int64_t> counts =

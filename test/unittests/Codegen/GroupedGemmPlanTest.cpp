@@ -268,38 +268,57 @@ TEST_F(GroupedGemmPlanGpu, PerExpertScalingRunsAndReplaysWithinTheBound) {
     x[i] *= 300.0f;
   for (size_t i = 2 * n * k; i < 3 * n * k; ++i) // expert 2's weight smaller
     w[i] /= 500.0f;
-  cg::Program p = te::test::perExpertScaledProgram(
-      m, k, g, n, true, rt::Scheme::fp8Current(DType::E5M2),
-      rt::Scheme::fp8Current(DType::E4M3));
   const std::vector<std::vector<int64_t>> splits = {
       {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
-  std::vector<std::vector<uint8_t>> args = {bf16Bytes(x), bf16Bytes(w),
-                                            i64Bytes(splits[0]), bf16Bytes(b)};
-  exec::Comparison first =
-      test::gpuVersusCpu(p, args, *device_, *stream_, cache);
-  EXPECT_EQ(first.difference, "");
-  EXPECT_EQ(first.boundedBuffers, 1u);
-  EXPECT_LE(first.worstBoundRatio, 1.0);
-  replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
+  // The fprop with a bias, then the dgrad (dy [m, n] by each expert's
+  // weight read through its columnwise copy: K = 384 output columns).
+  for (bool dgrad : {false, true}) {
+    SCOPED_TRACE(dgrad ? "dgrad" : "fprop");
+    cg::Program p = te::test::perExpertScaledProgram(
+        m, k, g, n, !dgrad, rt::Scheme::fp8Current(DType::E5M2),
+        rt::Scheme::fp8Current(DType::E4M3), dgrad);
+    std::vector<float> xIn =
+        dgrad ? normals(size_t(m * n), 14) : x; // dgrad: x is dy [m, n]
+    std::vector<std::vector<uint8_t>> args = {bf16Bytes(xIn), bf16Bytes(w),
+                                              i64Bytes(splits[0])};
+    if (!dgrad)
+      args.push_back(bf16Bytes(b));
+    exec::Comparison first =
+        test::gpuVersusCpu(p, args, *device_, *stream_, cache);
+    EXPECT_EQ(first.difference, "");
+    EXPECT_EQ(first.boundedBuffers, 1u);
+    EXPECT_LE(first.worstBoundRatio, 1.0);
+    replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
+  }
 }
 
 TEST_F(GroupedGemmPlanGpu, WgradRunsAndReplaysWithNewSplitSizesWithinTheBound) {
   rt::KernelCache cache("");
   // 4 experts, N = 256, K = 136, M_total = 700: the grouped quantize of dy
   // (with each expert's bias gradient) and x, then the K-grouped GEMM;
-  // block FP8, bf16, and MXFP8 (E5M2 dy, E4M3 x: each expert's ragged rows
-  // quantized and dequantized in whole 32-row blocks, then the BF16 GEMM).
+  // block FP8, bf16, MXFP8 (E5M2 dy, E4M3 x: each expert's ragged rows
+  // quantized and dequantized in whole 32-row blocks, then the BF16 GEMM),
+  // and per-tensor FP8 current scaling (one amax per expert, E5M2 dy).
   const int64_t m = 700, n = 256, k = 136, g = 4;
   std::vector<float> dy = normals(size_t(m * n), 7),
                      x = normals(size_t(m * k), 8);
-  for (int variant = 0; variant < 3; ++variant) {
-    const bool fp8 = variant == 0, mxfp8 = variant == 2;
-    SCOPED_TRACE(fp8 ? "block FP8" : mxfp8 ? "MXFP8" : "bf16");
+  for (size_t i = 200 * n; i < 331 * n; ++i) // expert 1's dy larger
+    dy[i] *= 100.0f;
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool fp8 = variant == 0, mxfp8 = variant == 2, current = variant == 3;
+    SCOPED_TRACE(fp8       ? "block FP8"
+                 : mxfp8   ? "MXFP8"
+                 : current ? "per-tensor FP8"
+                           : "bf16");
     cg::Program p = test::groupedWgradProgram(m, n, k, g, fp8, true);
+    auto &w = std::get<cg::GroupedWgradKernel>(p.entries[0].kernels[0]);
     if (mxfp8) {
-      auto &w = std::get<cg::GroupedWgradKernel>(p.entries[0].kernels[0]);
       w.dyScheme = rt::Scheme::mxfp8(DType::E5M2);
       w.xScheme = rt::Scheme::mxfp8(DType::E4M3);
+    }
+    if (current) {
+      w.dyScheme = rt::Scheme::fp8Current(DType::E5M2);
+      w.xScheme = rt::Scheme::fp8Current(DType::E4M3, true);
     }
     const std::vector<std::vector<int64_t>> splits = {
         {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};

@@ -14,7 +14,9 @@
 // expert's own block-scaled GEMM. The per-tensor FP8 quantize of a grouped
 // GEMM's operands with one amax per expert (tokens and stacked weight):
 // each expert's codes, amax and scale as its rows alone give them, bit for
-// bit on the GPU, with its scale laid out over the GEMM's blocks.
+// bit on the GPU, with its scale laid out over the GEMM's blocks (the
+// stack also in its columnwise copy, the dgrad's); and the wgrad's grouped
+// columnwise layout under per-tensor FP8 with one amax per expert.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,11 +53,13 @@ const Scheme kSchemes[] = {Scheme::fp8Block(DType::E4M3, 1, 128),
                            Scheme::fp8Block(DType::E5M2, 1, 128, false, 1e-3),
                            Scheme::identity(DType::BF16),
                            Scheme::mxfp8(DType::E4M3),
-                           Scheme::mxfp8(DType::E5M2)};
+                           Scheme::mxfp8(DType::E5M2),
+                           Scheme::fp8Current(DType::E4M3),
+                           Scheme::fp8Current(DType::E5M2, true)};
 
 TEST(GroupedQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
   // Block FP8 codes and scales; MXFP8's dequantized values.
-  for (const Scheme &scheme : {kSchemes[1], kSchemes[4]}) {
+  for (const Scheme &scheme : {kSchemes[1], kSchemes[4], kSchemes[7]}) {
     cg::GroupedQuantizeSpec s{scheme, 8, 4096, true};
     ASSERT_TRUE(cg::checkGroupedQuantize(s).isOk());
     if (rt::nvrtcVersion()) {
@@ -144,7 +148,8 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
   for (const Scheme &scheme : kSchemes) {
     cg::GroupedQuantizeSpec spec{scheme, g, c, true};
     SCOPED_TRACE(spec.kernelName());
-    bool fp8 = scheme.kind == rt::SchemeKind::Fp8Block;
+    const bool current = scheme.kind == rt::SchemeKind::Fp8Current;
+    bool fp8 = scheme.kind == rt::SchemeKind::Fp8Block || current;
     cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(spec);
     auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
     ASSERT_TRUE(compiled) << compiled.status().message();
@@ -168,7 +173,26 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
              dbP = db.devicePtr();
     long long mm = m, cc = c, capacity = cap;
     float eps = static_cast<float>(scheme.eps);
-    void *args[] = {&inP, &mm, &cc, &spP, &capacity, &outP, &scP, &eps, &paP};
+    // Per-tensor FP8: each expert's amax first (the amax pass the plan runs).
+    rt::DeviceBuffer amax = alloc(g * 4);
+    ASSERT_TRUE(amax.fill(0, *stream_));
+    uint64_t amP = current ? amax.devicePtr() : 0;
+    if (current) {
+      cg::EmittedGroupedRowsQuantize r =
+          cg::emitGroupedRowsQuantize({scheme, g, c, false});
+      auto rc = cache.getOrCompile(r.source, rt::CompileOptions{});
+      ASSERT_TRUE(rc) << rc.status().message();
+      rt::Expected<rt::Kernel> pass =
+          rt::Kernel::load((*rc)->cubin, r.amaxEntry);
+      ASSERT_TRUE(pass);
+      long long none = 0;
+      void *amaxArgs[] = {&inP, &mm, &cc, &spP, &none, &amP};
+      ASSERT_TRUE(pass->launch(cg::groupedRowsGrid(m),
+                               {cg::kGroupedRowsThreads, 1, 1}, 0, *stream_,
+                               amaxArgs));
+    }
+    void *args[] = {&inP,  &mm,  &cc,  &spP, &capacity,
+                    &outP, &scP, &eps, &paP, &amP};
     ASSERT_TRUE(main->launch(
         cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
         cg::groupedQuantizeSharedBytes(spec), *stream_, args));
@@ -221,7 +245,7 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
 
 const Scheme kCurrentSchemes[] = {Scheme::fp8Current(DType::E4M3),
                                   Scheme::fp8Current(DType::E5M2, true),
-                                  Scheme::fp8Current(DType::E4M3, false, 8.0)};
+                                  Scheme::fp8Current(DType::E4M3, false, 0.5)};
 
 TEST(GroupedRowsQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
   for (bool stack : {false, true}) {
@@ -311,9 +335,11 @@ TEST_F(GroupedQuantizeGpu, PerExpertTensorScalesAreBitExact) {
   std::vector<int64_t> splits = {129, 0, 300, 250}; // 22 padding rows
   rt::DeviceBuffer xIn = upload(x), wIn = upload(w), sp = upload(splits);
   rt::KernelCache cache;
+  // The tokens, the stack, the stack's columnwise copy (the dgrad's).
   for (const Scheme &scheme : kCurrentSchemes)
-    for (bool stack : {false, true}) {
-      cg::GroupedRowsQuantizeSpec spec{scheme, g, c, stack};
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool stack = variant > 0, columnwise = variant == 2;
+      cg::GroupedRowsQuantizeSpec spec{scheme, g, c, stack, columnwise};
       SCOPED_TRACE(spec.kernelName());
       const int64_t rows = stack ? g * n : m;
       cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(spec);
@@ -347,7 +373,7 @@ TEST_F(GroupedQuantizeGpu, PerExpertTensorScalesAreBitExact) {
                                 amaxArgs));
       void *castArgs[] = {&inP, &rr,  &cc,  &spP, &per,   &amP,
                           &eps, &coP, &siP, &blP, &stride};
-      ASSERT_TRUE(castK->launch(cg::groupedRowsGrid(rows),
+      ASSERT_TRUE(castK->launch(cg::groupedRowsCastGrid(spec, rows),
                                 {cg::kGroupedRowsThreads, 1, 1}, 0, *stream_,
                                 castArgs));
       std::vector<uint8_t> gotCodes(rows * c);
@@ -360,12 +386,13 @@ TEST_F(GroupedQuantizeGpu, PerExpertTensorScalesAreBitExact) {
 
       ref::GroupedTensorScaled want = ref::groupedTensorScaledQuantize(
           (stack ? w : x).data(), rows, c,
-          stack ? std::vector<int64_t>{} : splits, g, scheme);
+          stack ? std::vector<int64_t>{} : splits, g, scheme, columnwise);
       ASSERT_EQ(want.error, "");
+      const int64_t ld = columnwise ? rows : c;
       int64_t wrong = 0;
       for (int64_t i = 0; i < rows * c; ++i)
         if (gotCodes[i] != want.codes[i] && wrong++ < 5)
-          ADD_FAILURE() << "row " << i / c << " column " << i % c << ": 0x"
+          ADD_FAILURE() << "row " << i / ld << " column " << i % ld << ": 0x"
                         << std::hex << int(gotCodes[i]) << " want 0x"
                         << int(want.codes[i]);
       for (int64_t i = 0; i < scales; ++i)

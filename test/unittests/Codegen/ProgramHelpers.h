@@ -116,14 +116,15 @@ inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
   return p;
 }
 
-/// groupedProgram's bf16 fprop whose grouped GEMM quantizes x (by `x`) and
-/// w (by `w`) per expert itself: per-tensor FP8 current scaling, one amax
-/// per expert.
+/// groupedProgram's bf16 fprop (or `dgrad`) whose grouped GEMM quantizes x
+/// (by `x`) and w (by `w`; for the dgrad its columnwise copy) per expert
+/// itself: per-tensor FP8 current scaling, one amax per expert.
 inline cg::Program perExpertScaledProgram(int64_t m, int64_t k, int64_t g,
                                           int64_t n, bool bias,
                                           const rt::Scheme &x,
-                                          const rt::Scheme &w) {
-  cg::Program p = groupedProgram(m, k, g, n, false, false, bias);
+                                          const rt::Scheme &w,
+                                          bool dgrad = false) {
+  cg::Program p = groupedProgram(m, k, g, n, false, dgrad, bias);
   auto &gg = std::get<cg::GroupedGemmKernel>(p.entries[0].kernels.back());
   gg.xScheme = x;
   gg.wScheme = w;

@@ -81,14 +81,16 @@ std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b);
 
 /// The grouped wgrad's operands (te.grouped_wgrad, dW_g = dy_g^T x_g with dy
 /// and x read columnwise, each expert's rows quantized as their own
-/// tensor): both block FP8 1x128 (e4m3 or e5m2, paired by checkGemmPairing),
-/// or each identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized
-/// values). "" when `dy` and `x` pass, else the reason.
+/// tensor): both block FP8 1x128 or both per-tensor FP8 current scaling
+/// (e4m3 or e5m2, paired by checkGemmPairing; one amax per expert), or each
+/// identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values). ""
+/// when `dy` and `x` pass, else the reason.
 /// The te verifier and code generation's Program validation call it.
 std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 
-/// A grouped GEMM whose operands it quantizes itself, rowwise, one amax per
-/// expert (te.grouped_gemm's `input_scheme` / `weight_scheme`): both
+/// A grouped GEMM whose operands it quantizes itself, one amax per expert
+/// (te.grouped_gemm's `input_scheme` / `weight_scheme`; x rowwise, w rowwise
+/// or for the dgrad columnwise): both
 /// per-tensor FP8 current scaling (e4m3 or e5m2, paired by
 /// checkGemmPairing). "" when `x` and `w` pass, else the reason. The te
 /// verifier and code generation's Program validation call it.

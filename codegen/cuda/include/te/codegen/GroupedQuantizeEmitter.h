@@ -28,6 +28,8 @@ namespace te::cg {
 
 struct GroupedQuantizeSpec {
   /// Block FP8 1x128 (E4M3 or E5M2, pow2 or not): codes and scales;
+  /// per-tensor FP8 current scaling: codes and the expert's scale over the
+  /// same blocks, from each expert's amax (a groupedRowsAmax pass first);
   /// identity of bf16: the values; MXFP8 (E4M3 or E5M2): the bf16 values of
   /// each expert's 32 x 1 blocks quantized and dequantized.
   rt::Scheme scheme;
@@ -46,8 +48,9 @@ rt::Status checkGroupedQuantize(const GroupedQuantizeSpec &s);
 
 struct EmittedGroupedQuantize {
   std::string source;
-  /// (in, mTotal, cols, splits, capacity, out, scaleInv, eps, partial):
-  /// grid groupedQuantizeGrid, kGroupedQuantizeThreads threads.
+  /// (in, mTotal, cols, splits, capacity, out, scaleInv, eps, partial,
+  /// expertAmax): grid groupedQuantizeGrid, kGroupedQuantizeThreads
+  /// threads; expertAmax [G] for per-tensor FP8, else null.
   std::string mainEntry;
   /// (partial, mTotal, cols, splits, db), with biasGrad: grid
   /// groupedBiasGrid, kGroupedBiasThreads threads.
@@ -73,8 +76,12 @@ struct GroupedRowsQuantizeSpec {
   /// The stacked weight [G·N, C] (N rows per expert, 128x128 tile scales);
   /// else the tokens under the split sizes (1x128 block scales).
   bool weightStack = false;
+  /// With weightStack: the stack's columnwise copy for the dgrad, codes
+  /// [C, G·N] and 128x128 tile scales [ceil(C/128)][roundup(G·N/128, 4)]
+  /// (N a multiple of 128).
+  bool columnwise = false;
 
-  /// e.g. "te_grouped_rows_e4m3_g8_c4096_tokens".
+  /// e.g. "te_grouped_rows_e4m3_g8_c4096_tokens", "..._weights_t".
   std::string kernelName() const;
 };
 
@@ -94,12 +101,15 @@ struct EmittedGroupedRowsQuantize {
 EmittedGroupedRowsQuantize
 emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s);
 
-/// Both launches: kGroupedRowsThreads threads, enough warps for every SM.
+/// Both launches: kGroupedRowsThreads threads; the amax pass and the
+/// rowwise casts with enough warps for every SM, the columnwise cast one CTA
+/// per 128x128 tile of the stack.
 constexpr unsigned kGroupedRowsThreads = 256;
 rt::Dim3 groupedRowsGrid(int64_t rows);
+rt::Dim3 groupedRowsCastGrid(const GroupedRowsQuantizeSpec &s, int64_t rows);
 /// The row length of the block-scale layout the GEMM reads: roundup(rows,
-/// 4) for the tokens, roundup(ceil(C/128), 4) for the stack; and its
-/// floats.
+/// 4) for the tokens, roundup(ceil(C/128), 4) for the stack, roundup(rows /
+/// 128, 4) for its columnwise copy; and its floats.
 int64_t groupedRowsBlockStride(const GroupedRowsQuantizeSpec &s, int64_t rows);
 int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s, int64_t rows);
 

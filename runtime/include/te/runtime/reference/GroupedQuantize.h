@@ -11,7 +11,9 @@
 // their own tensor, columnwise, and laid out for the wgrad GEMM - expert
 // g's transposed data at columns 128·S_g .. of a [C, capacity] buffer, its
 // 1x128 scales at block rows S_g .. of [capacity/128][roundup(C, 4)] -
-// with each expert's own bias gradient. MXFP8 is laid out dequantized: the
+// with each expert's own bias gradient. Per-tensor FP8 current scaling
+// lays each expert's codes out the same way, its one scale_inv repeated
+// over its blocks. MXFP8 is laid out dequantized: the
 // bf16 values of quantizing each expert's rows, zero-padded to a multiple
 // of 32, columnwise and dequantizing them (what the BF16 wgrad GEMM of an
 // emulated MXFP8 wgrad reads on a GPU without MXFP8 MMAs).
@@ -44,7 +46,8 @@ struct GroupedColumnwise {
 };
 
 /// `x` [mTotal, cols] bf16 sorted by expert; `splits` as the grouped GEMMs
-/// clamp them; `scheme` block FP8 1x128, MXFP8 or identity of bf16;
+/// clamp them; `scheme` block FP8 1x128, per-tensor FP8 current scaling,
+/// MXFP8 or identity of bf16;
 /// `capacity` a multiple of 128 that holds every segment.
 GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
                                             int64_t cols,
@@ -79,10 +82,15 @@ struct GroupedTensorScaled {
 /// `x` [rows, cols] bf16: the tokens sorted by expert under `splits`
 /// (clamped as the grouped GEMMs clamp them; layout TokenBlocks) or, with
 /// `splits` empty, the stacked weight of `groups` experts of rows / groups
-/// rows each (WeightTiles). `scheme`: #te.fp8_current.
+/// rows each (WeightTiles). `scheme`: #te.fp8_current. With `columnwise`
+/// (the stack only, rows / groups a multiple of 128): the stack's
+/// columnwise copy the dgrad reads - codes [cols, rows], each expert's
+/// columnwise quantization side by side, and its scale over 128x128 tiles,
+/// [ceil(cols/128)][roundup(rows/128, 4)].
 GroupedTensorScaled groupedTensorScaledQuantize(
     const uint16_t *x, int64_t rows, int64_t cols,
-    const std::vector<int64_t> &splits, int64_t groups, const Scheme &scheme);
+    const std::vector<int64_t> &splits, int64_t groups, const Scheme &scheme,
+    bool columnwise = false);
 
 } // namespace ref
 } // namespace rt
