@@ -17,7 +17,9 @@
 // the remainder (bench/grouped_gemm_torch.py uses the same rule).
 // Then the backward's own kernels at the first shape: the grouped
 // columnwise quantize of dy (with each expert's bias gradient) and of x
-// against the copy ceiling, and the K-grouped FP8 wgrad GEMM.
+// against the copy ceiling, and the K-grouped FP8 wgrad GEMM; then the
+// per-tensor FP8 quantizes with one amax per expert (tokens, stack, the
+// stack's columnwise copy, the wgrad's dy) against the copy ceiling.
 // Times: median of `iters` CUDA-event-timed runs after 10 warm-up runs.
 //
 //===----------------------------------------------------------------------===//
@@ -156,6 +158,93 @@ void warmUp(rt::KernelCache &cache, const rt::CompileOptions &opts) {
               std::max(1u, std::thread::hardware_concurrency()));
 }
 
+/// The per-tensor FP8 quantizes with one amax per expert at the first shape
+/// (G = 8, N = 4096, K = 7168, 32768 uneven tokens): the tokens x [M, K],
+/// the stack W [G·N, K] and its columnwise copy (the dgrad's), each an
+/// amax pass and a cast; and the wgrad's grouped columnwise pass of dy
+/// after its amax pass. Traffic: the bf16 input read twice (4 bytes an
+/// element), the codes (1) and scales written.
+void perExpertScaling(rt::KernelCache &cache, const rt::Stream &stream,
+                      int iters, double ceiling, const rt::DeviceBuffer &dy,
+                      const rt::DeviceBuffer &x,
+                      const rt::DeviceBuffer &splitBuf) {
+  const int64_t g = 8, n = 4096, k = 7168, m = 32768;
+  const rt::Scheme scheme = rt::Scheme::fp8Current(rt::DType::E4M3);
+  rt::DeviceBuffer w = randomBuffer(g * n * k * 2, true, stream, 23);
+  rt::DeviceBuffer amax = take(rt::DeviceBuffer::allocate(g * 4));
+  rt::DeviceBuffer sInv = take(rt::DeviceBuffer::allocate(g * 4));
+  auto report = [&](const char *name, double us, double bytes) {
+    double gbs = bytes / us * 1e-3;
+    std::printf("  per-expert FP8 %-26s %9.1f us  %7.0f GB/s  %5.1f%% of "
+                "copy\n",
+                name, us, gbs, 100.0 * gbs / ceiling);
+  };
+  // The amax pass and the cast of one GroupedRowsQuantizeSpec.
+  auto rows = [&](const char *name, const rt::DeviceBuffer &in, int64_t r,
+                  int64_t cols, bool stack, bool columnwise) {
+    cg::GroupedRowsQuantizeSpec spec{scheme, g, cols, stack, columnwise};
+    cg::EmittedGroupedRowsQuantize src = cg::emitGroupedRowsQuantize(spec);
+    auto compiled = take(cache.getOrCompile(src.source, rt::CompileOptions{}));
+    rt::Kernel pass = take(rt::Kernel::load(compiled->cubin, src.amaxEntry));
+    rt::Kernel cast =
+        take(rt::Kernel::load(compiled->cubin, src.quantizeEntry));
+    const int64_t scales = cg::groupedRowsBlockScales(spec, r);
+    rt::DeviceBuffer codes = take(rt::DeviceBuffer::allocate(r * cols));
+    rt::DeviceBuffer block = take(rt::DeviceBuffer::allocate(scales * 4));
+    uint64_t inP = in.devicePtr(), spP = stack ? 0 : splitBuf.devicePtr(),
+             amP = amax.devicePtr(), coP = codes.devicePtr(),
+             siP = sInv.devicePtr(), blP = block.devicePtr();
+    long long rr = r, cc = cols, per = stack ? r / g : 0,
+              stride = cg::groupedRowsBlockStride(spec, r);
+    float eps = 0.0f;
+    void *amaxArgs[] = {&inP, &rr, &cc, &spP, &per, &amP};
+    void *castArgs[] = {&inP, &rr,  &cc,  &spP, &per,   &amP,
+                        &eps, &coP, &siP, &blP, &stride};
+    double us = medianMicros(stream, iters, [&] {
+      check(amax.fill(0, stream));
+      check(pass.launch(cg::groupedRowsGrid(r),
+                        {cg::kGroupedRowsThreads, 1, 1}, 0, stream, amaxArgs));
+      check(cast.launch(cg::groupedRowsCastGrid(spec, r),
+                        {cg::kGroupedRowsThreads, 1, 1}, 0, stream, castArgs));
+    });
+    report(name, us, 5.0 * double(r * cols) + double(scales * 4));
+  };
+  rows("x (tokens)", x, m, k, false, false);
+  rows("W (stack)", w, g * n, k, true, false);
+  rows("W columnwise (dgrad)", w, g * n, k, true, true);
+
+  // The wgrad's dy: its amax pass, then the grouped columnwise pass.
+  const int64_t cap = cg::groupedWgradCapacity(m, g);
+  cg::GroupedRowsQuantizeSpec rs{scheme, g, n, false};
+  cg::EmittedGroupedRowsQuantize rsrc = cg::emitGroupedRowsQuantize(rs);
+  auto rc = take(cache.getOrCompile(rsrc.source, rt::CompileOptions{}));
+  rt::Kernel pass = take(rt::Kernel::load(rc->cubin, rsrc.amaxEntry));
+  cg::GroupedQuantizeSpec spec{scheme, g, n, false};
+  cg::EmittedGroupedQuantize src = cg::emitGroupedQuantize(spec);
+  auto compiled = take(cache.getOrCompile(src.source, rt::CompileOptions{}));
+  rt::Kernel main = take(rt::Kernel::load(compiled->cubin, src.mainEntry));
+  rt::DeviceBuffer out = take(rt::DeviceBuffer::allocate(n * cap));
+  rt::DeviceBuffer scales = take(rt::DeviceBuffer::allocate(cap / 128 * n * 4));
+  uint64_t inP = dy.devicePtr(), spP = splitBuf.devicePtr(),
+           amP = amax.devicePtr(), outP = out.devicePtr(),
+           scP = scales.devicePtr(), paP = 0;
+  long long mm = m, cc = n, capacity = cap, none = 0;
+  float eps = 0.0f;
+  void *amaxArgs[] = {&inP, &mm, &cc, &spP, &none, &amP};
+  void *args[] = {&inP, &mm, &cc, &spP, &capacity,
+                  &outP, &scP, &eps, &paP, &amP};
+  double us = medianMicros(stream, iters, [&] {
+    check(amax.fill(0, stream));
+    check(pass.launch(cg::groupedRowsGrid(m), {cg::kGroupedRowsThreads, 1, 1},
+                      0, stream, amaxArgs));
+    check(main.launch(cg::groupedQuantizeGrid(cap, n),
+                      {cg::kGroupedQuantizeThreads, 1, 1},
+                      cg::groupedQuantizeSharedBytes(spec), stream, args));
+  });
+  report("dy columnwise (wgrad)", us,
+         5.0 * double(m * n) + double(m / 128 * n * 4));
+}
+
 /// The backward's kernels of the first shape (G = 8, N = 4096, K = 7168,
 /// 32768 uneven tokens): grouped quantize of dy [M, N] with db and of x
 /// [M, K] (block FP8 1x128, pow2), then the wgrad GEMM on their output.
@@ -202,7 +291,9 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
              paP = db ? partial.devicePtr() : 0, dbP = bias.devicePtr();
     long long mm = m, cc = cols, capacity = cap;
     float eps = 0.0f;
-    void *args[] = {&inP, &mm, &cc, &spP, &capacity, &outP, &scP, &eps, &paP};
+    uint64_t noAmax = 0; // block FP8 takes no per-expert amax
+    void *args[] = {&inP,  &mm,  &cc,  &spP, &capacity,
+                    &outP, &scP, &eps, &paP, &noAmax};
     void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
     rt::Kernel reduce =
         db ? take(rt::Kernel::load(compiled->cubin, src.biasEntry)) : main;
@@ -262,6 +353,7 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
     for (int band : {1, 4, 8, 16, 32})
       wgrad(band);
   wgrad(0);
+  perExpertScaling(cache, stream, iters, ceiling, dy, x, splitBuf);
 }
 
 } // namespace

@@ -25,7 +25,8 @@
 // Padding rows past the experts' get zero codes and zero scales. Each warp
 // takes a contiguous run of rows (16-byte loads, C a multiple of 8), so
 // most runs lie within one expert and the amax needs one atomic per run
-// and expert.
+// and expert; the tokens' scale columns are written a row per lane
+// (coalesced: a row's 1x128 scales are C/128 floats a block row apart).
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,6 +146,17 @@ groupedRowsAmax(const u16 *in, i64 rows, i64 cols, const long long *splits,
     flush();
 }
 
+/// The eight bf16 values of a 16-byte load, each encoded as fl(v · scale).
+template <Fp8Format F>
+__device__ __forceinline__ U32x2 encodeFp8x8(const U32x4 &v, float scale) {
+  U32x2 o;
+  o.x = encodeFp8x4<F>(bf16Lo(v.x), bf16Hi(v.x), bf16Lo(v.y), bf16Hi(v.y),
+                       scale, scale, scale, scale);
+  o.y = encodeFp8x4<F>(bf16Lo(v.z), bf16Hi(v.z), bf16Lo(v.w), bf16Hi(v.w),
+                       scale, scale, scale, scale);
+  return o;
+}
+
 /// Expert g's scale from its amax (the dense per-tensor cast's rule).
 template <Fp8Format F, bool Pow2>
 __device__ __forceinline__ float expertScale(const float *amax, int g,
@@ -174,6 +186,17 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
   warpRows(tokens ? stride : rows, first, last);
   const int lane = threadIdx.x % 32;
   const i64 chunks = cols / 8, kBlocks = (cols + 127) / 128;
+  if (tokens) {
+    // The run's scale columns, a row per lane: each block row's stores are
+    // 32 consecutive floats.
+    for (i64 r = first + lane; r < last; r += 32) {
+      const int e = expertOfRow(end, r);
+      const float s =
+          e >= 0 ? scaleInvFromScale(expertScale<F, Pow2>(amax, e, eps)) : 0.0f;
+      for (i64 kb = 0; kb < kBlocks; ++kb)
+        blockScales[kb * stride + r] = s;
+    }
+  }
   int expert = -2; // not looked up yet
   float scale = 0.0f, sInv = 0.0f;
   for (i64 r = first; r < last; ++r) {
@@ -183,10 +206,7 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
       scale = expert >= 0 ? expertScale<F, Pow2>(amax, expert, eps) : 0.0f;
       sInv = expert >= 0 ? scaleInvFromScale(scale) : 0.0f;
     }
-    if (tokens) {
-      for (i64 kb = lane; kb < kBlocks; kb += 32)
-        blockScales[kb * stride + r] = sInv;
-    } else if (expert >= 0 && (r - expert * rowsPerExpert) % 128 == 0) {
+    if (!tokens && expert >= 0 && (r - expert * rowsPerExpert) % 128 == 0) {
       // The first row of one of the expert's 128-row tiles writes the
       // tile's scale row (its padding columns zero).
       float *tile = blockScales + (i64(expert) * ((rowsPerExpert + 127) / 128) +
@@ -199,16 +219,23 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
       continue;
     const u16 *row = in + r * cols;
     U32x2 *out = reinterpret_cast<U32x2 *>(codes + r * cols);
-    for (i64 c = lane; c < chunks; c += 32) {
-      U32x4 v = expert >= 0 ? loadGlobal16(row + 8 * c) : U32x4{0, 0, 0, 0};
-      u32 w[4] = {v.x, v.y, v.z, v.w};
-      U32x2 o;
-      o.x = encodeFp8x4<F>(bf16Lo(w[0]), bf16Hi(w[0]), bf16Lo(w[1]),
-                           bf16Hi(w[1]), scale, scale, scale, scale);
-      o.y = encodeFp8x4<F>(bf16Lo(w[2]), bf16Hi(w[2]), bf16Lo(w[3]),
-                           bf16Hi(w[3]), scale, scale, scale, scale);
-      out[c] = o;
+    auto load = [&](i64 c) {
+      return expert >= 0 ? loadGlobal16(row + 8 * c) : U32x4{0, 0, 0, 0};
+    };
+    // Four loads in flight before their stores (the stores may alias the
+    // input as the compiler sees it, so it would not hoist the loads).
+    i64 c = lane;
+    for (; c + 96 < chunks; c += 128) {
+      U32x4 v[4];
+      TE_UNROLL
+      for (int u = 0; u < 4; ++u)
+        v[u] = load(c + 32 * u);
+      TE_UNROLL
+      for (int u = 0; u < 4; ++u)
+        out[c + 32 * u] = encodeFp8x8<F>(v[u], scale);
     }
+    for (; c < chunks; c += 32)
+      out[c] = encodeFp8x8<F>(load(c), scale);
   }
 }
 
