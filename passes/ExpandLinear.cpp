@@ -243,8 +243,8 @@ LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
            << ", which te-expand-linear does not lower for grouped layers "
               "yet: identity, block FP8 and MXFP8 are lowered (their scaling "
               "blocks never span two experts), and per-tensor FP8 current "
-              "scaling for both input and weight of te.grouped_linear (one "
-              "amax per expert, quantized by the grouped GEMM)";
+              "scaling for both operands of each GEMM (one amax per expert, "
+              "quantized by the grouped GEMMs)";
   if (s.kind == rt::SchemeKind::Mxfp8 && dir == Direction::columnwise &&
       out % 32)
     return lin->emitOpError()
@@ -266,8 +266,8 @@ LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
 /// FP8 current scaling, which needs one amax per expert.
 static bool currentScaled(DictionaryAttr schemes, StringRef role,
                           Direction dir = Direction::rowwise) {
-  auto s = dyn_cast_or_null<SchemeAttrInterface>(
-      schemes ? schemes.get(role) : Attribute());
+  auto s = dyn_cast_or_null<SchemeAttrInterface>(schemes ? schemes.get(role)
+                                                         : Attribute());
   return s && s.getRuntimeScheme(dir).kind == rt::SchemeKind::Fp8Current;
 }
 
@@ -276,15 +276,17 @@ static bool currentScaled(DictionaryAttr schemes, StringRef role,
 /// per expert (each expert's rows and weight scaled as their own tensors).
 LogicalResult expandPerExpertScaled(GroupedLinearOp lin) {
   DictionaryAttr schemes = lin.getSchemesAttr();
+  FailureOr<SchemeAttrInterface> x = roleScheme(lin, schemes, "input");
+  FailureOr<SchemeAttrInterface> w = roleScheme(lin, schemes, "weight");
+  if (failed(x) || failed(w))
+    return failure();
   if (!currentScaled(schemes, "input") || !currentScaled(schemes, "weight"))
     return lin.emitOpError()
            << "quantizes one operand by per-tensor FP8 current scaling and "
               "the other by "
-           << schemes.get(currentScaled(schemes, "input") ? "weight" : "input")
+           << (currentScaled(schemes, "input") ? *w : *x)
            << "; a grouped layer lowers per-tensor scaling (one amax per "
               "expert) only for both input and weight";
-  auto x = cast<SchemeAttrInterface>(schemes.get("input"));
-  auto w = cast<SchemeAttrInterface>(schemes.get("weight"));
   Type result = lin.getResult().getType();
   Value splits = lin.getSplitSizes(), bias = lin.getBias();
   if (failed(GroupedGemmOp::verifyTypes(
@@ -294,15 +296,15 @@ LogicalResult expandPerExpertScaled(GroupedLinearOp lin) {
                       "both quantized per expert): '"
                    << GroupedGemmOp::getOperationName() << "' op ";
           },
-          lin.getInput().getType(), lin.getWeight().getType(),
-          splits.getType(), bias ? bias.getType() : Type(), result,
-          /*weightColumnwise=*/false, x, w)))
+          lin.getInput().getType(), lin.getWeight().getType(), splits.getType(),
+          bias ? bias.getType() : Type(), result,
+          /*weightColumnwise=*/false, *x, *w)))
     return failure();
   OpBuilder b(lin);
   auto g = GroupedGemmOp::create(
       b, NameLoc::get(b.getStringAttr("fprop"), lin.getLoc()), result,
       lin.getInput(), lin.getWeight(), splits, bias,
-      /*weight_columnwise=*/UnitAttr(), x, w);
+      /*weight_columnwise=*/UnitAttr(), *x, *w);
   lin.getResult().replaceAllUsesWith(g.getResult());
   lin.erase();
   return success();
@@ -359,13 +361,18 @@ LogicalResult expand(GroupedLinearGradOp grad) {
   int64_t n = w.getDimSize(1);
   // Per-tensor FP8 current scaling: the dgrad quantizes dy and the stack's
   // columnwise copy itself, one amax per expert.
+  FailureOr<SchemeAttrInterface> dyRole =
+      roleScheme(grad, schemes, "grad_output");
+  FailureOr<SchemeAttrInterface> wRole = roleScheme(grad, schemes, "weight");
+  if (failed(dyRole) || failed(wRole))
+    return failure();
   const bool dyCurrent = currentScaled(schemes, "grad_output");
   const bool wCurrent = currentScaled(schemes, "weight", Direction::columnwise);
   if (dyCurrent != wCurrent)
     return grad.emitOpError()
            << "quantizes one operand of its dgrad by per-tensor FP8 current "
               "scaling and the other by "
-           << schemes.get(dyCurrent ? "weight" : "grad_output")
+           << (dyCurrent ? *wRole : *dyRole)
            << "; a grouped layer lowers per-tensor scaling (one amax per "
               "expert) only for both grad_output and weight";
   if (!dyCurrent &&
@@ -385,8 +392,8 @@ LogicalResult expand(GroupedLinearGradOp grad) {
   FailureOr<Value> dy = grad.getGradOutput(), wq = grad.getWeight();
   SchemeAttrInterface dyPerExpert, wPerExpert;
   if (dyCurrent) {
-    dyPerExpert = cast<SchemeAttrInterface>(schemes.get("grad_output"));
-    wPerExpert = cast<SchemeAttrInterface>(schemes.get("weight"));
+    dyPerExpert = *dyRole;
+    wPerExpert = *wRole;
   } else {
     dy = e.operand(grad.getGradOutput(), "grad_output", Directions::rowwise);
     if (failed(dy))

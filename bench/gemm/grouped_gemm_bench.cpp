@@ -202,8 +202,8 @@ void perExpertScaling(rt::KernelCache &cache, const rt::Stream &stream,
                         &eps, &coP, &siP, &blP, &stride};
     double us = medianMicros(stream, iters, [&] {
       check(amax.fill(0, stream));
-      check(pass.launch(cg::groupedRowsGrid(r),
-                        {cg::kGroupedRowsThreads, 1, 1}, 0, stream, amaxArgs));
+      check(pass.launch(cg::groupedRowsGrid(r), {cg::kGroupedRowsThreads, 1, 1},
+                        0, stream, amaxArgs));
       check(cast.launch(cg::groupedRowsCastGrid(spec, r),
                         {cg::kGroupedRowsThreads, 1, 1}, 0, stream, castArgs));
     });
@@ -215,10 +215,9 @@ void perExpertScaling(rt::KernelCache &cache, const rt::Stream &stream,
 
   // The wgrad's dy: its amax pass, then the grouped columnwise pass.
   const int64_t cap = cg::groupedWgradCapacity(m, g);
-  cg::GroupedRowsQuantizeSpec rs{scheme, g, n, false};
-  cg::EmittedGroupedRowsQuantize rsrc = cg::emitGroupedRowsQuantize(rs);
+  cg::EmittedGroupedAmax rsrc = cg::emitGroupedExpertAmax(g);
   auto rc = take(cache.getOrCompile(rsrc.source, rt::CompileOptions{}));
-  rt::Kernel pass = take(rt::Kernel::load(rc->cubin, rsrc.amaxEntry));
+  rt::Kernel pass = take(rt::Kernel::load(rc->cubin, rsrc.entry));
   cg::GroupedQuantizeSpec spec{scheme, g, n, false};
   cg::EmittedGroupedQuantize src = cg::emitGroupedQuantize(spec);
   auto compiled = take(cache.getOrCompile(src.source, rt::CompileOptions{}));
@@ -231,7 +230,7 @@ void perExpertScaling(rt::KernelCache &cache, const rt::Stream &stream,
   long long mm = m, cc = n, capacity = cap, none = 0;
   float eps = 0.0f;
   void *amaxArgs[] = {&inP, &mm, &cc, &spP, &none, &amP};
-  void *args[] = {&inP, &mm, &cc, &spP, &capacity,
+  void *args[] = {&inP,  &mm,  &cc,  &spP, &capacity,
                   &outP, &scP, &eps, &paP, &amP};
   double us = medianMicros(stream, iters, [&] {
     check(amax.fill(0, stream));

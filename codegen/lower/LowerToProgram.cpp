@@ -252,9 +252,8 @@ private:
     if (auto s = g.getInputSchemeAttr())
       k.xScheme = s.getRuntimeScheme(Direction::rowwise);
     if (auto s = g.getWeightSchemeAttr())
-      k.wScheme = s.getRuntimeScheme(g.getWeightColumnwise()
-                                         ? Direction::columnwise
-                                         : Direction::rowwise);
+      k.wScheme = s.getRuntimeScheme(
+          g.getWeightColumnwise() ? Direction::columnwise : Direction::rowwise);
     if (Value bias = g.getBias())
       k.bias = ids.lookup(bias);
     FailureOr<int> v = addDefined(g.getResult(), "y");

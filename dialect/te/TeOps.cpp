@@ -312,12 +312,10 @@ bool GroupedGemmOp::engineReads(Type operand, Direction dir) {
   return kind == rt::SchemeKind::Identity || kind == rt::SchemeKind::Fp8Block;
 }
 
-LogicalResult
-GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
-                           Type input, Type weight, Type splitSizes, Type bias,
-                           Type result, bool weightColumnwise,
-                           SchemeAttrInterface inputScheme,
-                           SchemeAttrInterface weightScheme) {
+LogicalResult GroupedGemmOp::verifyTypes(
+    function_ref<InFlightDiagnostic()> emitError, Type input, Type weight,
+    Type splitSizes, Type bias, Type result, bool weightColumnwise,
+    SchemeAttrInterface inputScheme, SchemeAttrInterface weightScheme) {
   ArrayRef<int64_t> x = shapeOf(input), w = shapeOf(weight);
   const char *xShape = weightColumnwise ? "[M_total, N]" : "[M_total, K]";
   if (x.size() != 2)
@@ -383,6 +381,15 @@ GroupedGemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
                          << ": the GEMM reads each expert's scale over "
                             "128x128 tiles of its own, so N must be a "
                             "multiple of 128";
+    if (w[2] % 128 != 0 && !weightColumnwise)
+      return emitError() << "quantizes its operands per expert with K = "
+                         << w[2]
+                         << ": the FP8 GEMM contracts whole 128-element "
+                            "blocks, so K must be a multiple of 128";
+    if (w[2] % 8 != 0)
+      return emitError() << "quantizes its weight per expert with K = " << w[2]
+                         << ": the quantize reads 16-byte pieces of each "
+                            "row, so K must be a multiple of 8";
     return success();
   }
   // Each expert's GEMM is te.gemm's y = x W^T (or y = x W with the weight

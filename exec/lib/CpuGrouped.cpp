@@ -82,9 +82,9 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
 }
 
 /// A grouped GEMM with the reference (ref::groupedBlockScaledGemm for block
-/// FP8 and operands quantized per expert, ref::groupedGemm otherwise) and the GEMM bound per output, each
-/// expert's |a||b| sums from its own rows and weight. Padding rows are
-/// exact zeros.
+/// FP8 and operands quantized per expert, ref::groupedGemm otherwise) and the
+/// GEMM bound per output, each expert's |a||b| sums from its own rows and
+/// weight. Padding rows are exact zeros.
 rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
                           std::vector<HostValue> &values) {
   const Value &xv = e.values[g.x], &wv = e.values[g.w];
@@ -196,6 +196,9 @@ rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
   };
   ref::GroupedColumnwise a = layout(g.dy, g.dyScheme, n);
   ref::GroupedColumnwise b = layout(g.x, g.xScheme, k);
+  for (const ref::GroupedColumnwise *t : {&a, &b})
+    if (!t->error.empty())
+      return fail(g.name + ": " + t->error);
   // FP8 codes and 1x128 scales: block FP8, or per-tensor FP8 with each
   // expert's scale over its blocks.
   bool fp8 = g.dyScheme.kind == rt::SchemeKind::Fp8Block ||

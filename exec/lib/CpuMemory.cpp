@@ -78,9 +78,12 @@ static uint64_t kernelScratchBytes(const Program &p, const Entry &e,
           },
           [&](const GroupedGemmKernel &g) {
             // Both operands dequantized and decoded, the result, its
-            // |a||b| sums and bound.
-            return 4 * (2 * elementsOf(e.values[g.x]) +
-                        2 * elementsOf(e.values[g.w]) +
+            // |a||b| sums and bound. Quantized per expert: also each
+            // operand's bf16 copy, codes, each expert's own quantization
+            // and, for the dgrad, the stack's values transposed back.
+            uint64_t perOperand = g.quantizesPerExpert() ? 5 : 2;
+            return 4 * (perOperand * elementsOf(e.values[g.x]) +
+                        perOperand * elementsOf(e.values[g.w]) +
                         3 * elementsOf(e.values[g.output]));
           },
           [&](const GroupedWgradKernel &g) {

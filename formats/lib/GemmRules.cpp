@@ -88,6 +88,13 @@ std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b) {
   return "";
 }
 
+/// Per-tensor FP8 current scaling of an FP8 element (what the grouped
+/// kernels quantize per expert).
+static bool fp8Current(const Scheme &s) {
+  return s.kind == SchemeKind::Fp8Current &&
+         (s.element == DType::E4M3 || s.element == DType::E5M2);
+}
+
 std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
   auto bf16 = [](const Scheme &s) {
     return s.kind == SchemeKind::Identity && s.element == DType::BF16;
@@ -101,14 +108,11 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
   auto bf16Gemm = [&](const Scheme &s) {
     return bf16(s) || s.kind == SchemeKind::Mxfp8;
   };
-  // Per-tensor FP8 current scaling: one amax per expert, the scale laid
-  // over the same 1x128 blocks.
-  auto current = [](const Scheme &s) {
-    return s.kind == SchemeKind::Fp8Current;
-  };
   if (bf16Gemm(dy) && bf16Gemm(x))
     return "";
-  if (!(block1x128(dy) && block1x128(x)) && !(current(dy) && current(x)))
+  // Per-tensor FP8 current scaling: one amax per expert, the scale laid
+  // over the same 1x128 blocks.
+  if (!(block1x128(dy) && block1x128(x)) && !(fp8Current(dy) && fp8Current(x)))
     return "the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, "
            "per-tensor FP8 current scaling for both (one amax per expert), "
            "or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the "
@@ -118,11 +122,7 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
 }
 
 std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w) {
-  auto current = [](const Scheme &s) {
-    return s.kind == SchemeKind::Fp8Current &&
-           (s.element == DType::E4M3 || s.element == DType::E5M2);
-  };
-  if (!current(x) || !current(w))
+  if (!fp8Current(x) || !fp8Current(w))
     return "a grouped GEMM quantizes its operands per expert by per-tensor "
            "FP8 current scaling (e4m3 or e5m2) for both, one amax per expert";
   return gemmOperandsError({x, Direction::Rowwise}, {w, Direction::Rowwise});

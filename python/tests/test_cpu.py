@@ -302,6 +302,48 @@ def test_mxfp8_grouped_layer_is_each_experts_own_mxfp8_linear():
     assert not y[160:].any(), "padding rows are zeros"
 
 
+CURRENT_MOE = """
+te.recipe @cur {
+  te.rule "*", "*" -> #te.fp8_current<e4m3, pow2>
+}
+func.func @grouped(%x: tensor<192x128xbf16>, %w: tensor<3x128x128xbf16>,
+                   %s: tensor<3xi64>) -> tensor<192x128xbf16> {
+  %y = te.grouped_linear %x, %w, %s {recipe = @cur}
+         : tensor<192x128xbf16>, tensor<3x128x128xbf16>, tensor<3xi64> -> tensor<192x128xbf16>
+  return %y : tensor<192x128xbf16>
+}
+func.func @dense64(%x: tensor<64x128xbf16>, %w: tensor<128x128xbf16>) -> tensor<64x128xbf16> {
+  %y = te.linear %x, %w {recipe = @cur} : tensor<64x128xbf16>, tensor<128x128xbf16> -> tensor<64x128xbf16>
+  return %y : tensor<64x128xbf16>
+}
+func.func @dense96(%x: tensor<96x128xbf16>, %w: tensor<128x128xbf16>) -> tensor<96x128xbf16> {
+  %y = te.linear %x, %w {recipe = @cur} : tensor<96x128xbf16>, tensor<128x128xbf16> -> tensor<96x128xbf16>
+  return %y : tensor<96x128xbf16>
+}
+"""
+
+
+def test_per_tensor_grouped_layer_scales_each_expert_by_its_own_amax():
+    # Per-tensor FP8 current scaling in a grouped layer: each expert's tokens
+    # and weight get their own amax, so its rows equal the dense per-tensor
+    # te.linear of that expert alone. With pow2 scales and K = 128 (one
+    # block: the grouped GEMM's one promotion is the dense GEMM's scaling)
+    # that holds bit for bit on the CPU backend.
+    m = tejit.compile(CURRENT_MOE)
+    rng = np.random.default_rng(12)
+    xf = rng.standard_normal((192, 128)).astype(np.float32)
+    xf[0:64] /= 1000.0  # expert 0's tokens far smaller than expert 2's
+    wf = rng.standard_normal((3, 128, 128)).astype(np.float32)
+    wf[2] *= 300.0
+    x = tejit.float_to_bf16_bits(xf)
+    w = tejit.float_to_bf16_bits(wf)
+    splits = np.array([64, 0, 96], np.int64)  # 32 padding rows
+    y = m.grouped(x, w, splits)
+    np.testing.assert_array_equal(y[0:64], m.dense64(x[0:64], w[0]))
+    np.testing.assert_array_equal(y[64:160], m.dense96(x[64:160], w[2]))
+    assert not y[160:].any(), "padding rows are zeros"
+
+
 MXFP8_MOE_GRAD = """
 te.recipe @mx {
   te.rule "*", "*" -> #te.mxfp8<e4m3>

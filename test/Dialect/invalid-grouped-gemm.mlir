@@ -271,3 +271,19 @@ func.func @wgrad_current_with_block(%dy: tensor<64x128xbf16>, %x: tensor<64x256x
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_current<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
   return
 }
+
+// -----
+
+func.func @per_expert_k_not_128(%x: tensor<64x96xbf16>, %w: tensor<2x128x96xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert with K = 96: the FP8 GEMM contracts whole 128-element blocks, so K must be a multiple of 128}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x96xbf16>, tensor<2x128x96xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_dgrad_k_not_8(%dy: tensor<64x128xbf16>, %w: tensor<2x128x60xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its weight per expert with K = 60: the quantize reads 16-byte pieces of each row, so K must be a multiple of 8}}
+  %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x128xbf16>, tensor<2x128x60xbf16>, tensor<2xi64> -> tensor<64x60xbf16>
+  return
+}

@@ -10,7 +10,7 @@ te.recipe @r {
   te.rule "*", "*" -> #te.nvfp4<>
 }
 func.func @nvfp4(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) -> tensor<64x32xbf16> {
-  // expected-error @+1 {{'te.grouped_linear' op quantizes its input by #te.nvfp4<>, which te-expand-linear does not lower for grouped layers yet: identity, block FP8 and MXFP8 are lowered (their scaling blocks never span two experts), and per-tensor FP8 current scaling for both input and weight of te.grouped_linear (one amax per expert, quantized by the grouped GEMM)}}
+  // expected-error @+1 {{'te.grouped_linear' op quantizes its input by #te.nvfp4<>, which te-expand-linear does not lower for grouped layers yet: identity, block FP8 and MXFP8 are lowered (their scaling blocks never span two experts), and per-tensor FP8 current scaling for both operands of each GEMM (one amax per expert, quantized by the grouped GEMMs)}}
   %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
   return %y : tensor<64x32xbf16>
 }

@@ -47,8 +47,8 @@ Status checkGroupedQuantize(const GroupedQuantizeSpec &s) {
     return Status(StatusCode::InvalidArgument,
                   "grouped quantize (" + s.kernelName() + "): " + why);
   };
-  bool blockFp8 = isFp8(s.scheme) && s.scheme.tileRows == 1 &&
-                  s.scheme.tileCols == 128 &&
+  bool blockFp8 = s.scheme.kind == rt::SchemeKind::Fp8Block &&
+                  s.scheme.tileRows == 1 && s.scheme.tileCols == 128 &&
                   (s.scheme.element == rt::DType::E4M3 ||
                    s.scheme.element == rt::DType::E5M2);
   bool identity = s.scheme.kind == rt::SchemeKind::Identity &&
@@ -84,9 +84,9 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
      << "    const float *expertAmax) {\n"
      << "  te::dev::groupedColumnQuantize<te::dev::GroupedColumns::"
      << (s.scheme.kind == rt::SchemeKind::Fp8Current ? "Fp8Tensor"
-         : fp8                                        ? "Fp8Block"
-         : isMxfp8(s.scheme)                          ? "Mxfp8Values"
-                                                      : "Bf16")
+         : fp8                                       ? "Fp8Block"
+         : isMxfp8(s.scheme)                         ? "Mxfp8Values"
+                                                     : "Bf16")
      << ", te::dev::Fp8Format::"
      << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
      << (fp8 && s.scheme.pow2 ? "true" : "false")
@@ -129,16 +129,16 @@ rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols) {
 std::string GroupedRowsQuantizeSpec::kernelName() const {
   std::ostringstream os;
   os << "te_grouped_rows_" << formatName(scheme) << (scheme.pow2 ? "_pow2" : "")
-     << "_g" << groups << "_c" << cols
-     << (weightStack ? "_weights" : "_tokens") << (columnwise ? "_t" : "");
+     << "_g" << groups << "_c" << cols << (weightStack ? "_weights" : "_tokens")
+     << (columnwise ? "_t" : "");
   return os.str();
 }
 
 Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
   auto bad = [&](const std::string &why) {
-    return Status(StatusCode::InvalidArgument,
-                  "grouped per-tensor quantize (" + s.kernelName() +
-                      "): " + why);
+    return Status(StatusCode::InvalidArgument, "grouped per-tensor quantize (" +
+                                                   s.kernelName() +
+                                                   "): " + why);
   };
   if (s.scheme.kind != rt::SchemeKind::Fp8Current ||
       (s.scheme.element != rt::DType::E4M3 &&
@@ -154,24 +154,38 @@ Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
   return Status::ok();
 }
 
-EmittedGroupedRowsQuantize
-emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
-  EmittedGroupedRowsQuantize e;
-  std::string name = s.kernelName();
-  e.amaxEntry = name + "_amax";
-  e.quantizeEntry = name;
-  std::ostringstream os;
+/// The amax pass's entry of `groups` experts (it depends on nothing else).
+static std::string expertAmaxEntry(int64_t groups) {
+  return "te_grouped_amax_g" + std::to_string(groups);
+}
+
+static void writeExpertAmax(std::ostream &os, int64_t groups) {
   os << "#include \"te/device/GroupedTensorQuantize.cuh\"\n\n"
-     << "extern \"C\" __global__ void __launch_bounds__("
-     << kGroupedRowsThreads << ")\n"
-     << e.amaxEntry
+     << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedRowsThreads
+     << ")\n"
+     << expertAmaxEntry(groups)
      << "(const unsigned short *in, long long rows, long long cols,\n"
      << "    const long long *splits, long long rowsPerExpert, float *amax) "
         "{\n"
-     << "  te::dev::groupedRowsAmax<" << s.groups
+     << "  te::dev::groupedRowsAmax<" << groups
      << ">(in, rows, cols, splits, rowsPerExpert, amax);\n"
-     << "}\n\n"
-     << "extern \"C\" __global__ void __launch_bounds__("
+     << "}\n";
+}
+
+EmittedGroupedAmax emitGroupedExpertAmax(int64_t groups) {
+  std::ostringstream os;
+  writeExpertAmax(os, groups);
+  return {os.str(), expertAmaxEntry(groups)};
+}
+
+EmittedGroupedRowsQuantize
+emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
+  EmittedGroupedRowsQuantize e;
+  e.amaxEntry = expertAmaxEntry(s.groups);
+  e.quantizeEntry = s.kernelName();
+  std::ostringstream os;
+  writeExpertAmax(os, s.groups);
+  os << "\nextern \"C\" __global__ void __launch_bounds__("
      << kGroupedRowsThreads << ")\n"
      << e.quantizeEntry
      << "(const unsigned short *in, long long rows, long long cols,\n"
@@ -200,8 +214,8 @@ rt::Dim3 groupedRowsGrid(int64_t rows) {
   // A warp per run of rows: up to 8 CTAs of 8 warps per SM of an H100,
   // never more warps than rows.
   int64_t ctas = (rows + 7) / 8;
-  return rt::Dim3{static_cast<unsigned>(std::max<int64_t>(
-                      1, std::min<int64_t>(ctas, 132 * 8))),
+  return rt::Dim3{static_cast<unsigned>(
+                      std::max<int64_t>(1, std::min<int64_t>(ctas, 132 * 8))),
                   1, 1};
 }
 
@@ -212,16 +226,14 @@ rt::Dim3 groupedRowsCastGrid(const GroupedRowsQuantizeSpec &s, int64_t rows) {
                   static_cast<unsigned>((s.cols + 127) / 128), 1};
 }
 
-int64_t groupedRowsBlockStride(const GroupedRowsQuantizeSpec &s,
-                               int64_t rows) {
+int64_t groupedRowsBlockStride(const GroupedRowsQuantizeSpec &s, int64_t rows) {
   int64_t kBlocks = (s.cols + 127) / 128;
   if (s.columnwise)
     return (rows / 128 + 3) / 4 * 4;
   return s.weightStack ? (kBlocks + 3) / 4 * 4 : (rows + 3) / 4 * 4;
 }
 
-int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s,
-                               int64_t rows) {
+int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s, int64_t rows) {
   int64_t stride = groupedRowsBlockStride(s, rows);
   if (!s.weightStack || s.columnwise)
     return (s.cols + 127) / 128 * stride;

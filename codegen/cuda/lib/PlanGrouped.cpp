@@ -62,8 +62,8 @@ static void expertAmaxPass(const Program &p, const std::string &source,
   ks.options.arch = p.arch;
   ks.grid = groupedRowsGrid(rows);
   ks.block = rt::Dim3{kGroupedRowsThreads, 1, 1};
-  ks.args = {ArgDesc::ptr(input),  ArgDesc::i64(rows),
-             ArgDesc::i64(cols),   ArgDesc::ptr(splits),
+  ks.args = {ArgDesc::ptr(input),         ArgDesc::i64(rows),
+             ArgDesc::i64(cols),          ArgDesc::ptr(splits),
              ArgDesc::i64(rowsPerExpert), ArgDesc::ptr(amax)};
   kp.addLaunch(std::move(ks));
 }
@@ -282,13 +282,12 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                                 : -1;
     int amax = -1;
     if (perTensor) {
-      GroupedRowsQuantizeSpec rows{scheme, groups, cols, false};
-      EmittedGroupedRowsQuantize rs = emitGroupedRowsQuantize(rows);
+      EmittedGroupedAmax pass = emitGroupedExpertAmax(groups);
       amax = table.add(g.name + "." + v.name + ".expert_amax",
                        uint64_t(groups * 4));
-      expertAmaxPass(p, rs.source, rs.amaxEntry,
-                     out.values[size_t(value)].tensor, m, cols, splits, 0,
-                     amax, kp);
+      expertAmaxPass(p, pass.source, pass.entry,
+                     out.values[size_t(value)].tensor, m, cols, splits, 0, amax,
+                     kp);
       kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor);
     }
     EmittedGroupedQuantize src = emitGroupedQuantize(qs);

@@ -247,6 +247,12 @@ static std::string validateGroupedGemm(const Entry &e,
     if (w.shape[1] % 128 != 0)
       return "N must be a multiple of 128: each expert's 128x128 weight "
              "tiles are its own";
+    if (!g.weightColumnwise && w.shape[2] % 128 != 0)
+      return "K must be a multiple of 128: the FP8 GEMM contracts whole "
+             "128-element blocks";
+    if (w.shape[2] % 8 != 0)
+      return "K must be a multiple of 8: the quantize reads 16-byte pieces "
+             "of each row";
     return rt::groupedTensorScaledSchemesError(*g.xScheme, *g.wScheme);
   }
   if (!x.isQuantized())

@@ -107,8 +107,9 @@ __device__ __forceinline__ u32 mxfp8RoundTrip2(u32 pair, float multLo,
 
 /// The block pass. `Out`: what it writes (GroupedColumns; FP8 formats E4M3
 /// or E5M2). `partial` (may be null): the block's fp32 column sums
-/// [capacity/128][C]. `expertAmax`: each expert's amax (Fp8Tensor only). Each column's 128 outputs go to shared memory first;
-/// the warps then store whole 128-byte output rows (coalesced).
+/// [capacity/128][C]. `expertAmax`: each expert's amax (Fp8Tensor only).
+/// Each column's 128 outputs go to shared memory first; the warps then
+/// store whole 128-byte output rows (coalesced).
 template <GroupedColumns Out, Fp8Format F, bool Pow2>
 __device__ __forceinline__ void
 groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
@@ -171,8 +172,7 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
       float sLo, sHi;
       if (Out == GroupedColumns::Fp8Tensor) {
         // The expert's scale, as the dense per-tensor cast computes it.
-        sLo = sHi = computeScaleFromAmax(expertAmax[b.expert], fp8MaxNorm(F),
-                                         Pow2, eps, maxFiniteF32());
+        sLo = sHi = fp8CurrentScale<F, Pow2>(expertAmax[b.expert], eps);
       } else {
         u32 both = absMax2<false>(
             absMax2<false>(quarterAmax[0][p], quarterAmax[1][p]),

@@ -157,14 +157,6 @@ __device__ __forceinline__ U32x2 encodeFp8x8(const U32x4 &v, float scale) {
   return o;
 }
 
-/// Expert g's scale from its amax (the dense per-tensor cast's rule).
-template <Fp8Format F, bool Pow2>
-__device__ __forceinline__ float expertScale(const float *amax, int g,
-                                             float eps) {
-  return computeScaleFromAmax(amax[g], fp8MaxNorm(F), Pow2, eps,
-                              maxFiniteF32());
-}
-
 /// Launch 2: codes [rows, C] (row-major, as the input), scaleInv[G], and
 /// each expert's scale_inv over `blockScales` in `Layout` (stride: the
 /// layout's row length; for the tokens roundup(rows, 4), whose columns
@@ -173,13 +165,13 @@ template <Fp8Format F, bool Pow2, GroupedScaleLayout Layout, int Groups>
 __device__ __forceinline__ void
 groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
                        const long long *splits, i64 rowsPerExpert,
-                       const float *amax, float eps, u8 *codes,
-                       float *scaleInv, float *blockScales, i64 stride) {
+                       const float *amax, float eps, u8 *codes, float *scaleInv,
+                       float *blockScales, i64 stride) {
   __shared__ long long end[Groups];
   expertEnds(end, splits, rows, rowsPerExpert);
   if (blockIdx.x == 0)
     for (int g = threadIdx.x; g < Groups; g += blockDim.x)
-      scaleInv[g] = scaleInvFromScale(expertScale<F, Pow2>(amax, g, eps));
+      scaleInv[g] = scaleInvFromScale(fp8CurrentScale<F, Pow2>(amax[g], eps));
   const bool tokens = Layout == GroupedScaleLayout::TokenBlocks;
   // The tokens' scale columns run to roundup(rows, 4).
   i64 first, last;
@@ -192,7 +184,8 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
     for (i64 r = first + lane; r < last; r += 32) {
       const int e = expertOfRow(end, r);
       const float s =
-          e >= 0 ? scaleInvFromScale(expertScale<F, Pow2>(amax, e, eps)) : 0.0f;
+          e >= 0 ? scaleInvFromScale(fp8CurrentScale<F, Pow2>(amax[e], eps))
+                 : 0.0f;
       for (i64 kb = 0; kb < kBlocks; ++kb)
         blockScales[kb * stride + r] = s;
     }
@@ -203,7 +196,7 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
     if (expert == -2 || (expert >= 0 && r >= end[expert]) ||
         (expert == -1 && r < end[Groups - 1])) {
       expert = expertOfRow(end, r);
-      scale = expert >= 0 ? expertScale<F, Pow2>(amax, expert, eps) : 0.0f;
+      scale = expert >= 0 ? fp8CurrentScale<F, Pow2>(amax[expert], eps) : 0.0f;
       sInv = expert >= 0 ? scaleInvFromScale(scale) : 0.0f;
     }
     if (!tokens && expert >= 0 && (r - expert * rowsPerExpert) % 128 == 0) {
@@ -250,20 +243,18 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
 /// w ^ 4·((n/16) mod 8): the eight lanes that read one word column down
 /// eight 16-row groups then hit eight different banks.
 template <Fp8Format F, bool Pow2>
-__device__ __forceinline__ void
-groupedStackQuantizeTransposed(const u16 *in, i64 rows, i64 cols,
-                               i64 rowsPerExpert, const float *amax, float eps,
-                               u8 *codes, float *scaleInv, float *blockScales,
-                               i64 stride) {
+__device__ __forceinline__ void groupedStackQuantizeTransposed(
+    const u16 *in, i64 rows, i64 cols, i64 rowsPerExpert, const float *amax,
+    float eps, u8 *codes, float *scaleInv, float *blockScales, i64 stride) {
   __shared__ __align__(16) u32 tile[128][64];
   const i64 r0 = i64(blockIdx.x) * 128, k0 = i64(blockIdx.y) * 128;
   const i64 ld = rows; // G·N, the codes' row length
   const int groups = int(rows / rowsPerExpert);
   const int expert = int(r0 / rowsPerExpert);
-  const float scale = expertScale<F, Pow2>(amax, expert, eps);
+  const float scale = fp8CurrentScale<F, Pow2>(amax[expert], eps);
   if (blockIdx.x == 0 && blockIdx.y == 0)
     for (int g = threadIdx.x; g < groups; g += blockDim.x)
-      scaleInv[g] = scaleInvFromScale(expertScale<F, Pow2>(amax, g, eps));
+      scaleInv[g] = scaleInvFromScale(fp8CurrentScale<F, Pow2>(amax[g], eps));
   if (threadIdx.x == 0)
     blockScales[blockIdx.y * stride + blockIdx.x] = scaleInvFromScale(scale);
   if (blockIdx.x == 0) // the padding columns of this tile row
@@ -273,8 +264,8 @@ groupedStackQuantizeTransposed(const u16 *in, i64 rows, i64 cols,
   for (int i = threadIdx.x; i < 128 * 16; i += blockDim.x) {
     int n = i / 16, w = 4 * (i % 16);
     i64 k = k0 + 2 * w;
-    U32x4 v = k < cols ? loadGlobal16(in + (r0 + n) * cols + k)
-                       : U32x4{0, 0, 0, 0};
+    U32x4 v =
+        k < cols ? loadGlobal16(in + (r0 + n) * cols + k) : U32x4{0, 0, 0, 0};
     *reinterpret_cast<U32x4 *>(&tile[n][w ^ (4 * ((n / 16) % 8))]) = v;
   }
   __syncthreads();
@@ -296,14 +287,18 @@ groupedStackQuantizeTransposed(const u16 *in, i64 rows, i64 cols,
       hi[i] = bf16Hi(word);
     }
     U32x4 a, b;
-    a.x = encodeFp8x4<F>(lo[0], lo[1], lo[2], lo[3], scale, scale, scale, scale);
-    a.y = encodeFp8x4<F>(lo[4], lo[5], lo[6], lo[7], scale, scale, scale, scale);
+    a.x =
+        encodeFp8x4<F>(lo[0], lo[1], lo[2], lo[3], scale, scale, scale, scale);
+    a.y =
+        encodeFp8x4<F>(lo[4], lo[5], lo[6], lo[7], scale, scale, scale, scale);
     a.z = encodeFp8x4<F>(lo[8], lo[9], lo[10], lo[11], scale, scale, scale,
                          scale);
     a.w = encodeFp8x4<F>(lo[12], lo[13], lo[14], lo[15], scale, scale, scale,
                          scale);
-    b.x = encodeFp8x4<F>(hi[0], hi[1], hi[2], hi[3], scale, scale, scale, scale);
-    b.y = encodeFp8x4<F>(hi[4], hi[5], hi[6], hi[7], scale, scale, scale, scale);
+    b.x =
+        encodeFp8x4<F>(hi[0], hi[1], hi[2], hi[3], scale, scale, scale, scale);
+    b.y =
+        encodeFp8x4<F>(hi[4], hi[5], hi[6], hi[7], scale, scale, scale, scale);
     b.z = encodeFp8x4<F>(hi[8], hi[9], hi[10], hi[11], scale, scale, scale,
                          scale);
     b.w = encodeFp8x4<F>(hi[12], hi[13], hi[14], hi[15], scale, scale, scale,

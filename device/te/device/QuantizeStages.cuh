@@ -59,8 +59,7 @@ struct Fp8PerTensorStage {
   __device__ static float scale(const StageArgs &a) {
     if (Delayed)
       return *a.in;
-    return computeScaleFromAmax(*a.in, fp8MaxNorm(F), Pow2, a.eps,
-                                maxFiniteF32());
+    return fp8CurrentScale<F, Pow2>(*a.in, a.eps);
   }
 
   template <SourceType Src>

@@ -76,6 +76,14 @@ TE_HD float computeScaleFromAmax(float amax, float fp8Max, bool pow2, float eps,
 /// scale_inv written by the per-tensor cast kernels: rcp_rn(scale).
 TE_HD float scaleInvFromScale(float scale) { return rcpRn(scale); }
 
+/// The scale per-tensor FP8 current scaling casts by: compute_scale_from_
+/// amax of the tensor's amax, an infinite scale becoming the largest float
+/// (the dense cast stage and the per-expert grouped casts alike).
+template <Fp8Format F, bool Pow2>
+TE_HD float fp8CurrentScale(float amax, float eps) {
+  return computeScaleFromAmax(amax, fp8MaxNorm(F), Pow2, eps, maxFiniteF32());
+}
+
 //===----------------------------------------------------------------------===//
 // MXFP8 (docs/Numerics.md §5.1)
 //===----------------------------------------------------------------------===//

@@ -45,6 +45,10 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
       // amax), its scale_inv repeated over the expert's 1x128 blocks.
       QuantizedTensor q = quantize(rows, SourceType::BF16, m, cols, scheme,
                                    unsigned(Direction::Columnwise), {});
+      if (!q.ok()) {
+        out.error = q.error;
+        return out;
+      }
       const QuantizedDirection &d = *q.columnwise;
       for (int64_t c = 0; c < cols; ++c)
         for (int64_t r = 0; r < m; ++r)
@@ -58,6 +62,10 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
       // The expert alone: its own columnwise 1x128 quantization.
       QuantizedTensor q = quantize(rows, SourceType::BF16, m, cols, scheme,
                                    unsigned(Direction::Columnwise), {});
+      if (!q.ok()) {
+        out.error = q.error;
+        return out;
+      }
       const QuantizedDirection &d = *q.columnwise;
       const int64_t stride = d.scaleInv.desc.cols; // roundup(cols, 4)
       for (int64_t c = 0; c < cols; ++c)
@@ -101,8 +109,13 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
 static GroupedTensorScaled stackColumnwise(const uint16_t *x, int64_t rows,
                                            int64_t cols, int64_t groups,
                                            const Scheme &scheme) {
-  const int64_t n = rows / groups, kBlocks = (cols + 127) / 128;
   GroupedTensorScaled out;
+  if (groups < 1 || rows % groups != 0 || (rows / groups) % 128 != 0) {
+    out.error = "the stack's columnwise copy needs G experts of a multiple "
+                "of 128 rows each";
+    return out;
+  }
+  const int64_t n = rows / groups, kBlocks = (cols + 127) / 128;
   out.codes.assign(static_cast<size_t>(rows * cols), 0);
   out.amax.assign(static_cast<size_t>(groups), 0.0f);
   out.scaleInv.assign(static_cast<size_t>(groups), 0.0f);
@@ -132,10 +145,16 @@ static GroupedTensorScaled stackColumnwise(const uint16_t *x, int64_t rows,
   return out;
 }
 
-GroupedTensorScaled groupedTensorScaledQuantize(
-    const uint16_t *x, int64_t rows, int64_t cols,
-    const std::vector<int64_t> &splits, int64_t groups, const Scheme &scheme,
-    bool columnwise) {
+GroupedTensorScaled
+groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
+                            const std::vector<int64_t> &splits, int64_t groups,
+                            const Scheme &scheme, bool columnwise) {
+  if (columnwise && !splits.empty()) {
+    GroupedTensorScaled failed;
+    failed.error = "only the stacked weight (no split sizes) has a "
+                   "columnwise copy here";
+    return failed;
+  }
   if (columnwise)
     return stackColumnwise(x, rows, cols, groups, scheme);
   const bool tokens = !splits.empty();
@@ -153,9 +172,8 @@ GroupedTensorScaled groupedTensorScaledQuantize(
       static_cast<size_t>(tokens ? kBlocks * out.blockStride
                                  : groups * tiles * out.blockStride),
       0.0f);
-  const float fp8Max = fp8MaxNorm(scheme.element == DType::E5M2
-                                      ? Fp8Format::E5M2
-                                      : Fp8Format::E4M3);
+  const float fp8Max = fp8MaxNorm(
+      scheme.element == DType::E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3);
   int64_t first = 0;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t m = counts[size_t(g)];

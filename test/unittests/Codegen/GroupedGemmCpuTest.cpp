@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 using namespace te;
@@ -88,6 +89,98 @@ TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
     for (size_t i = size_t(row * n * 2); i < got.size(); ++i)
       ASSERT_EQ(got[i], 0) << "padding byte " << i;
   }
+}
+
+/// y = x W^T (+ b) for one expert as a dense per-tensor FP8 te.linear
+/// computes it: x [m, k] and w [n, k] quantized rowwise by `xs` and `ws`
+/// (one amax each), one GEMM with the bias.
+cg::Program densePerTensorFprop(int64_t m, int64_t k, int64_t n,
+                                const Scheme &xs, const Scheme &ws) {
+  cg::Entry e;
+  e.name = "fprop";
+  e.values = {tensor("x", {m, k}, DType::BF16),
+              tensor("w", {n, k}, DType::BF16), tensor("b", {n}, DType::BF16)};
+  e.args = {0, 1, 2};
+  for (int i = 0; i < 2; ++i) {
+    cg::Value q = e.values[i];
+    q.kind = cg::Value::Kind::Quantized;
+    q.name += "_q";
+    q.rowwise = i == 0 ? xs : ws;
+    e.values.push_back(q);
+    cg::QuantizeKernel qk;
+    qk.name = "quantize_" + q.name;
+    qk.input = i;
+    qk.stages = {{*q.rowwise, Direction::Rowwise, int(e.values.size()) - 1}};
+    e.kernels.push_back(qk);
+  }
+  e.values.push_back(tensor("y", {m, n}, DType::BF16));
+  cg::GemmKernel g;
+  g.name = "gemm";
+  g.a = 3;
+  g.b = 4;
+  g.bias = 2;
+  g.transposeB = true;
+  g.output = 5;
+  e.kernels.push_back(g);
+  e.results = {5};
+  cg::Program p;
+  p.entries.push_back(e);
+  return p;
+}
+
+// Per-tensor FP8 with one amax per expert: each expert's rows agree with
+// that expert run as its own per-tensor te.linear (its own amaxes) within
+// the two results' bounds - the grouped GEMM promotes every 128-K block,
+// the dense reference once (docs/Numerics.md §7.4) - and the experts'
+// amaxes differ by orders of magnitude, so one amax for all would not.
+TEST(GroupedGemmCpu, PerTensorRowsAreEachExpertsOwnLinearWithinTheBound) {
+  const int64_t m = 300, k = 384, g = 3, n = 128;
+  const Scheme xs = Scheme::fp8Current(DType::E5M2),
+               ws = Scheme::fp8Current(DType::E4M3, true);
+  std::vector<float> x = normals(m * k, 21), w = normals(g * n * k, 22);
+  std::vector<float> b = normals(g * n, 23);
+  for (int64_t i = 0; i < 120 * k; ++i) // expert 0's tokens tiny
+    x[size_t(i)] = ref::bf16ToFloat(ref::floatToBF16(x[size_t(i)] / 4096.0f));
+  for (int64_t i = 2 * n * k; i < 3 * n * k; ++i) // expert 2's weight large
+    w[size_t(i)] = ref::bf16ToFloat(ref::floatToBF16(w[size_t(i)] * 512.0f));
+  cg::Program p = te::test::perExpertScaledProgram(m, k, g, n, true, xs, ws);
+  std::vector<int64_t> splits = {120, 0, 150}; // 30 padding rows
+  auto out = exec::runCpu(
+      p, p.entries[0],
+      {bf16Bytes(x), bf16Bytes(w), i64Bytes(splits), bf16Bytes(b)});
+  ASSERT_TRUE(out) << out.status().toString();
+  const exec::NamedBuffer &y = (*out)[0][0];
+  ASSERT_EQ(y.tolerance.size(), size_t(m * n));
+  int64_t row = 0, checked = 0;
+  for (int64_t e = 0; e < g; ++e) {
+    if (splits[e] == 0)
+      continue;
+    cg::Program alone = densePerTensorFprop(splits[e], k, n, xs, ws);
+    ASSERT_EQ(cg::validate(alone.entries[0]), "");
+    std::vector<float> xe(x.begin() + row * k,
+                          x.begin() + (row + splits[e]) * k);
+    std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
+    std::vector<float> be(b.begin() + e * n, b.begin() + (e + 1) * n);
+    auto one = exec::runCpu(alone, alone.entries[0],
+                            {bf16Bytes(xe), bf16Bytes(we), bf16Bytes(be)});
+    ASSERT_TRUE(one) << one.status().toString();
+    const exec::NamedBuffer &want = (*one)[0][0];
+    ASSERT_EQ(want.tolerance.size(), size_t(splits[e] * n));
+    for (int64_t i = 0; i < splits[e] * n; ++i) {
+      uint16_t a, c;
+      std::memcpy(&a, &y.bytes[size_t(2 * (row * n + i))], 2);
+      std::memcpy(&c, &want.bytes[size_t(2 * i)], 2);
+      float diff = std::fabs(ref::bf16ToFloat(a) - ref::bf16ToFloat(c));
+      ASSERT_LE(diff,
+                y.tolerance[size_t(row * n + i)] + want.tolerance[size_t(i)])
+          << "expert " << e << " element " << i;
+      ++checked;
+    }
+    row += splits[e];
+  }
+  EXPECT_EQ(checked, 270 * n);
+  for (size_t i = size_t(row * n * 2); i < y.bytes.size(); ++i)
+    ASSERT_EQ(y.bytes[i], 0) << "padding byte " << i;
 }
 
 /// dx = dy W for one expert as te.linear_grad's dgrad computes it, one
@@ -415,6 +508,9 @@ TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
   pe.xScheme = rt::Scheme::fp8Current(DType::E5M2);
   refused(q, "no FP8 GEMM multiplies e5m2");
   refused(perExpert(96), "N must be a multiple of 128");
+  refused(
+      te::test::perExpertScaledProgram(64, 96, 2, 128, false, current, current),
+      "K must be a multiple of 128");
   q = perExpert(128);
   q.entries[0].values[0].dtype = DType::F16;
   refused(q, "must be bf16 tensors");

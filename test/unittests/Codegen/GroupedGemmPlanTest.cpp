@@ -119,7 +119,8 @@ TEST(GroupedGemmPlan, PerExpertScalingQuantizesBothOperandsFirst) {
   ASSERT_EQ(kp.plan.kernels.size(), 5u);
   ASSERT_EQ(kp.plan.steps.size(), 7u);
   const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
-  int x = plan->values[size_t(g.x)].tensor, w = plan->values[size_t(g.w)].tensor;
+  int x = plan->values[size_t(g.x)].tensor,
+      w = plan->values[size_t(g.w)].tensor;
   for (int operand = 0; operand < 2; ++operand) {
     const rt::Step &fill = kp.plan.steps[size_t(3 * operand)];
     const rt::KernelSpec &amax = kp.plan.kernels[size_t(2 * operand)];
@@ -143,17 +144,24 @@ TEST(GroupedGemmPlan, PerExpertScalingQuantizesBothOperandsFirst) {
   spec.mTotal = 300;
   EXPECT_EQ(gemm.entry, spec.kernelName());
   // The GEMM's x codes and scales, and w's, are the casts' outputs.
-  EXPECT_EQ(gemm.args[0].pointer.buffer, kp.plan.kernels[1].args[7].pointer.buffer);
-  EXPECT_EQ(gemm.args[2].pointer.buffer, kp.plan.kernels[1].args[9].pointer.buffer);
-  EXPECT_EQ(gemm.args[1].pointer.buffer, kp.plan.kernels[3].args[7].pointer.buffer);
-  EXPECT_EQ(gemm.args[3].pointer.buffer, kp.plan.kernels[3].args[9].pointer.buffer);
-  // Refused on an f32 layer with the rule's words.
+  EXPECT_EQ(gemm.args[0].pointer.buffer,
+            kp.plan.kernels[1].args[7].pointer.buffer);
+  EXPECT_EQ(gemm.args[2].pointer.buffer,
+            kp.plan.kernels[1].args[9].pointer.buffer);
+  EXPECT_EQ(gemm.args[1].pointer.buffer,
+            kp.plan.kernels[3].args[7].pointer.buffer);
+  EXPECT_EQ(gemm.args[3].pointer.buffer,
+            kp.plan.kernels[3].args[9].pointer.buffer);
+  // An f32 layer is refused with the rule's words.
   cg::Program f32 = p;
   for (cg::Value &v : f32.entries[0].values)
     if (v.dtype == DType::BF16)
       v.dtype = DType::F32;
   rt::Expected<cg::EntryPlan> refused = cg::buildEntryPlan(f32, f32.entries[0]);
-  EXPECT_FALSE(refused);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("must be bf16 tensors"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 TEST(GroupedGemmPlan, WithoutAKernelThePlanSaysWhy) {

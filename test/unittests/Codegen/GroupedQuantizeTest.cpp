@@ -58,7 +58,8 @@ const Scheme kSchemes[] = {Scheme::fp8Block(DType::E4M3, 1, 128),
                            Scheme::fp8Current(DType::E5M2, true)};
 
 TEST(GroupedQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
-  // Block FP8 codes and scales; MXFP8's dequantized values.
+  // Block FP8 codes and scales; MXFP8's dequantized values; per-tensor
+  // FP8 codes by each expert's amax.
   for (const Scheme &scheme : {kSchemes[1], kSchemes[4], kSchemes[7]}) {
     cg::GroupedQuantizeSpec s{scheme, 8, 4096, true};
     ASSERT_TRUE(cg::checkGroupedQuantize(s).isOk());
@@ -129,7 +130,11 @@ TEST(GroupedQuantize, TheReferenceIsEachExpertAlone) {
     EXPECT_EQ(g.biasGrad[c + col], 0.0f); // the empty expert
 }
 
-class GroupedQuantizeGpu : public test::HopperGpuTest {};
+class GroupedQuantizeGpu : public test::HopperGpuTest {
+public:
+  using HopperGpuTest::upload;
+  const rt::Stream &stream() const { return *stream_; }
+};
 
 TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
   const int64_t m = 700, c = 264, g = 4;
@@ -178,12 +183,10 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     ASSERT_TRUE(amax.fill(0, *stream_));
     uint64_t amP = current ? amax.devicePtr() : 0;
     if (current) {
-      cg::EmittedGroupedRowsQuantize r =
-          cg::emitGroupedRowsQuantize({scheme, g, c, false});
+      cg::EmittedGroupedAmax r = cg::emitGroupedExpertAmax(g);
       auto rc = cache.getOrCompile(r.source, rt::CompileOptions{});
       ASSERT_TRUE(rc) << rc.status().message();
-      rt::Expected<rt::Kernel> pass =
-          rt::Kernel::load((*rc)->cubin, r.amaxEntry);
+      rt::Expected<rt::Kernel> pass = rt::Kernel::load((*rc)->cubin, r.entry);
       ASSERT_TRUE(pass);
       long long none = 0;
       void *amaxArgs[] = {&inP, &mm, &cc, &spP, &none, &amP};
@@ -305,8 +308,9 @@ TEST(GroupedRowsQuantize, TheReferenceIsEachExpertAlone) {
   ASSERT_EQ(g.blockStride, 300);
   for (int64_t kb = 0; kb < 2; ++kb)
     for (int64_t r = 0; r < 300; ++r)
-      ASSERT_EQ(g.blockScaleInv[kb * 300 + r],
-                r < 130 ? g.scaleInv[0] : r < 290 ? g.scaleInv[2] : 0.0f)
+      ASSERT_EQ(g.blockScaleInv[kb * 300 + r], r < 130   ? g.scaleInv[0]
+                                               : r < 290 ? g.scaleInv[2]
+                                                         : 0.0f)
           << kb << " " << r;
   // The stack: expert 1's two 128-row tiles carry its scale, the padding
   // columns of each tile row are zero.
@@ -321,19 +325,16 @@ TEST(GroupedRowsQuantize, TheReferenceIsEachExpertAlone) {
           << t << " " << kb;
 }
 
-TEST_F(GroupedQuantizeGpu, PerExpertTensorScalesAreBitExact) {
-  const int64_t m = 701, c = 264, g = 4, n = 256;
-  std::vector<uint16_t> x = randomBf16(m * c, 6), w = randomBf16(g * n * c, 7);
-  // A huge value and an infinity (the amax and the saturating encode), an
-  // expert 64x larger than the others, and zeros.
-  x[5 * c + 7] = 0x7F7F;
-  x[140 * c + 8] = 0x7F80;
-  for (int64_t i = 429 * c; i < 729 * c && i < m * c; ++i)
-    x[i] = ref::floatToBF16(ref::bf16ToFloat(x[i]) * 64.0f);
-  for (int64_t i = 256 * c; i < 512 * c; ++i) // expert 1's weight
-    w[i] = ref::floatToBF16(ref::bf16ToFloat(w[i]) / 1024.0f);
-  std::vector<int64_t> splits = {129, 0, 300, 250}; // 22 padding rows
-  rt::DeviceBuffer xIn = upload(x), wIn = upload(w), sp = upload(splits);
+/// Runs the per-expert per-tensor quantizes of tokens `x` [m, c] under
+/// `splits` and of a stack `w` [g·n, c] (and its columnwise copy) and
+/// compares every byte with the reference.
+void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
+                            int64_t g, int64_t n,
+                            const std::vector<int64_t> &splits,
+                            const std::vector<uint16_t> &x,
+                            const std::vector<uint16_t> &w) {
+  const rt::Stream &stream = t.stream();
+  rt::DeviceBuffer xIn = t.upload(x), wIn = t.upload(w), sp = t.upload(splits);
   rt::KernelCache cache;
   // The tokens, the stack, the stack's columnwise copy (the dgrad's).
   for (const Scheme &scheme : kCurrentSchemes)
@@ -353,7 +354,7 @@ TEST_F(GroupedQuantizeGpu, PerExpertTensorScalesAreBitExact) {
       auto alloc = [&](int64_t bytes, int byte) {
         rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
         EXPECT_TRUE(b);
-        EXPECT_TRUE(b->fill(byte, *stream_));
+        EXPECT_TRUE(b->fill(byte, stream));
         return std::move(*b);
       };
       const int64_t scales = cg::groupedRowsBlockScales(spec, rows);
@@ -369,20 +370,20 @@ TEST_F(GroupedQuantizeGpu, PerExpertTensorScalesAreBitExact) {
       float eps = static_cast<float>(scheme.eps);
       void *amaxArgs[] = {&inP, &rr, &cc, &spP, &per, &amP};
       ASSERT_TRUE(amaxK->launch(cg::groupedRowsGrid(rows),
-                                {cg::kGroupedRowsThreads, 1, 1}, 0, *stream_,
+                                {cg::kGroupedRowsThreads, 1, 1}, 0, stream,
                                 amaxArgs));
       void *castArgs[] = {&inP, &rr,  &cc,  &spP, &per,   &amP,
                           &eps, &coP, &siP, &blP, &stride};
       ASSERT_TRUE(castK->launch(cg::groupedRowsCastGrid(spec, rows),
-                                {cg::kGroupedRowsThreads, 1, 1}, 0, *stream_,
+                                {cg::kGroupedRowsThreads, 1, 1}, 0, stream,
                                 castArgs));
       std::vector<uint8_t> gotCodes(rows * c);
       std::vector<float> gotBlock(scales), gotInv(g), gotAmax(g);
-      ASSERT_TRUE(codes.copyToHost(gotCodes.data(), gotCodes.size(), *stream_));
-      ASSERT_TRUE(block.copyToHost(gotBlock.data(), scales * 4, *stream_));
-      ASSERT_TRUE(sInv.copyToHost(gotInv.data(), g * 4, *stream_));
-      ASSERT_TRUE(amax.copyToHost(gotAmax.data(), g * 4, *stream_));
-      ASSERT_TRUE(stream_->synchronize());
+      ASSERT_TRUE(codes.copyToHost(gotCodes.data(), gotCodes.size(), stream));
+      ASSERT_TRUE(block.copyToHost(gotBlock.data(), scales * 4, stream));
+      ASSERT_TRUE(sInv.copyToHost(gotInv.data(), g * 4, stream));
+      ASSERT_TRUE(amax.copyToHost(gotAmax.data(), g * 4, stream));
+      ASSERT_TRUE(stream.synchronize());
 
       ref::GroupedTensorScaled want = ref::groupedTensorScaledQuantize(
           (stack ? w : x).data(), rows, c,
@@ -396,14 +397,42 @@ TEST_F(GroupedQuantizeGpu, PerExpertTensorScalesAreBitExact) {
                         << std::hex << int(gotCodes[i]) << " want 0x"
                         << int(want.codes[i]);
       for (int64_t i = 0; i < scales; ++i)
-        if (std::memcmp(&gotBlock[i], &want.blockScaleInv[i], 4) &&
-            wrong++ < 5)
+        if (std::memcmp(&gotBlock[i], &want.blockScaleInv[i], 4) && wrong++ < 5)
           ADD_FAILURE() << "block scale " << i << ": " << gotBlock[i]
                         << " want " << want.blockScaleInv[i];
       EXPECT_EQ(0, std::memcmp(gotInv.data(), want.scaleInv.data(), g * 4));
       EXPECT_EQ(0, std::memcmp(gotAmax.data(), want.amax.data(), g * 4));
       EXPECT_EQ(wrong, 0);
     }
+}
+
+TEST_F(GroupedQuantizeGpu, PerExpertTensorScalesAreBitExact) {
+  const int64_t m = 701, c = 264, g = 4, n = 256;
+  std::vector<uint16_t> x = randomBf16(m * c, 6), w = randomBf16(g * n * c, 7);
+  // A huge value and an infinity (the amax and the saturating encode), an
+  // expert 64x larger than the others, and zeros.
+  x[5 * c + 7] = 0x7F7F;
+  x[140 * c + 8] = 0x7F80;
+  for (int64_t i = 429 * c; i < 729 * c && i < m * c; ++i)
+    x[i] = ref::floatToBF16(ref::bf16ToFloat(x[i]) * 64.0f);
+  for (int64_t i = 256 * c; i < 512 * c; ++i) // expert 1's weight
+    w[i] = ref::floatToBF16(ref::bf16ToFloat(w[i]) / 1024.0f);
+  checkPerExpertQuantize(*this, m, c, g, n, {129, 0, 300, 250}, x, w);
+}
+
+// Past 8448 rows each warp takes a run of several rows: runs that cross
+// experts (an empty one and a one-row one among them) flush their amax
+// per expert and look the next expert up; the tokens' scale columns are
+// written by every lane.
+TEST_F(GroupedQuantizeGpu, PerExpertRunsOfManyRowsAreBitExact) {
+  const int64_t m = 20011, c = 64, g = 5, n = 2048;
+  std::vector<uint16_t> x = randomBf16(m * c, 8), w = randomBf16(g * n * c, 9);
+  for (int64_t i = 5003 * c; i < 12780 * c; ++i) // expert 2 larger
+    x[i] = ref::floatToBF16(ref::bf16ToFloat(x[i]) * 256.0f);
+  for (int64_t i = 3 * n * c; i < 4 * n * c; ++i) // expert 3's weight
+    w[i] = ref::floatToBF16(ref::bf16ToFloat(w[i]) * 64.0f);
+  // 18781 rows of experts, 1230 padding rows.
+  checkPerExpertQuantize(*this, m, c, g, n, {5003, 0, 7777, 1, 6000}, x, w);
 }
 
 } // namespace

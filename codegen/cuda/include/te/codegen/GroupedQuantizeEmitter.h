@@ -101,6 +101,14 @@ struct EmittedGroupedRowsQuantize {
 EmittedGroupedRowsQuantize
 emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s);
 
+/// The amax pass alone (the grouped wgrad's per-tensor operands, whose cast
+/// is its grouped columnwise pass): the same entry and arguments as
+/// EmittedGroupedRowsQuantize::amaxEntry.
+struct EmittedGroupedAmax {
+  std::string source, entry;
+};
+EmittedGroupedAmax emitGroupedExpertAmax(int64_t groups);
+
 /// Both launches: kGroupedRowsThreads threads; the amax pass and the
 /// rowwise casts with enough warps for every SM, the columnwise cast one CTA
 /// per 128x128 tile of the stack.

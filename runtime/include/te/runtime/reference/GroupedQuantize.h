@@ -43,6 +43,7 @@ struct GroupedColumnwise {
   std::vector<float> biasGrad;
   /// The first 128-row block of each expert's segment.
   std::vector<int64_t> segmentStart;
+  std::string error; ///< set when an expert's quantize fails
 };
 
 /// `x` [mTotal, cols] bf16 sorted by expert; `splits` as the grouped GEMMs
@@ -54,13 +55,6 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
                                             const std::vector<int64_t> &splits,
                                             const Scheme &scheme,
                                             int64_t capacity);
-
-/// Where the block-scaled grouped GEMM reads an operand's scales (the
-/// device's GroupedScaleLayout).
-enum class GroupedScaleLayout {
-  TokenBlocks, ///< 1x128 blocks of the tokens: [ceil(C/128)][roundup(M, 4)]
-  WeightTiles  ///< 128x128 tiles of the stack: [G][ceil(N/128)][roundup(., 4)]
-};
 
 /// Rowwise per-tensor FP8 with one amax per expert, laid out for the
 /// block-scaled grouped GEMM (docs/Numerics.md §7.4; the device kernels are
@@ -80,17 +74,18 @@ struct GroupedTensorScaled {
 };
 
 /// `x` [rows, cols] bf16: the tokens sorted by expert under `splits`
-/// (clamped as the grouped GEMMs clamp them; layout TokenBlocks) or, with
-/// `splits` empty, the stacked weight of `groups` experts of rows / groups
-/// rows each (WeightTiles). `scheme`: #te.fp8_current. With `columnwise`
-/// (the stack only, rows / groups a multiple of 128): the stack's
-/// columnwise copy the dgrad reads - codes [cols, rows], each expert's
-/// columnwise quantization side by side, and its scale over 128x128 tiles,
-/// [ceil(cols/128)][roundup(rows/128, 4)].
-GroupedTensorScaled groupedTensorScaledQuantize(
-    const uint16_t *x, int64_t rows, int64_t cols,
-    const std::vector<int64_t> &splits, int64_t groups, const Scheme &scheme,
-    bool columnwise = false);
+/// (clamped as the grouped GEMMs clamp them; scales over 1x128 blocks,
+/// [ceil(cols/128)][roundup(rows, 4)]) or, with `splits` empty, the stacked
+/// weight of `groups` experts of rows / groups rows each (scales over
+/// 128x128 tiles, [G][ceil(N/128)][roundup(ceil(cols/128), 4)]). `scheme`:
+/// #te.fp8_current. With `columnwise` (the stack only, rows / groups a multiple
+/// of 128): the stack's columnwise copy the dgrad reads - codes [cols, rows],
+/// each expert's columnwise quantization side by side, and its scale over
+/// 128x128 tiles, [ceil(cols/128)][roundup(rows/128, 4)].
+GroupedTensorScaled
+groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
+                            const std::vector<int64_t> &splits, int64_t groups,
+                            const Scheme &scheme, bool columnwise = false);
 
 } // namespace ref
 } // namespace rt
