@@ -48,6 +48,22 @@ engineLaunch(const std::string &name, std::string entry, std::string source,
   return ks;
 }
 
+/// A launch of one of the grouped quantize kernels (plain CUDA, no CUTLASS)
+/// with `args`.
+static rt::KernelSpec quantizeLaunch(const Program &p, const std::string &entry,
+                                     const std::string &source, rt::Dim3 grid,
+                                     unsigned threads,
+                                     std::vector<ArgDesc> args) {
+  rt::KernelSpec ks;
+  ks.name = ks.entry = entry;
+  ks.source = source;
+  ks.options.arch = p.arch;
+  ks.grid = grid;
+  ks.block = rt::Dim3{threads, 1, 1};
+  ks.args = std::move(args);
+  return ks;
+}
+
 /// The amax pass of a per-expert per-tensor quantize: `amax` zeroed, then
 /// each expert's max |x| of `value`'s rows (the tokens under `splits`, or
 /// with splits < 0 the stack's `rowsPerExpert` rows each) into it.
@@ -56,16 +72,10 @@ static void expertAmaxPass(const Program &p, const std::string &source,
                            int64_t cols, int splits, int64_t rowsPerExpert,
                            int amax, KernelPlan &kp) {
   kp.addFill(amax);
-  rt::KernelSpec ks;
-  ks.name = ks.entry = entry;
-  ks.source = source;
-  ks.options.arch = p.arch;
-  ks.grid = groupedRowsGrid(rows);
-  ks.block = rt::Dim3{kGroupedRowsThreads, 1, 1};
-  ks.args = {ArgDesc::ptr(input),         ArgDesc::i64(rows),
-             ArgDesc::i64(cols),          ArgDesc::ptr(splits),
-             ArgDesc::i64(rowsPerExpert), ArgDesc::ptr(amax)};
-  kp.addLaunch(std::move(ks));
+  kp.addLaunch(quantizeLaunch(
+      p, entry, source, groupedRowsGrid(rows), kGroupedRowsThreads,
+      {ArgDesc::ptr(input), ArgDesc::i64(rows), ArgDesc::i64(cols),
+       ArgDesc::ptr(splits), ArgDesc::i64(rowsPerExpert), ArgDesc::ptr(amax)}));
 }
 
 /// Per-tensor FP8 of grouped GEMM `g`'s operand `value` (the tokens, or
@@ -97,24 +107,14 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   EmittedGroupedRowsQuantize src = emitGroupedRowsQuantize(qs);
   expertAmaxPass(p, src.source, src.amaxEntry, input, rows, cols, splits,
                  perExpert, amax, kp);
-  rt::KernelSpec cast;
-  cast.name = cast.entry = src.quantizeEntry;
-  cast.source = src.source;
-  cast.options.arch = p.arch;
-  cast.grid = groupedRowsCastGrid(qs, rows);
-  cast.block = rt::Dim3{kGroupedRowsThreads, 1, 1};
-  cast.args = {ArgDesc::ptr(input),
-               ArgDesc::i64(rows),
-               ArgDesc::i64(cols),
-               ArgDesc::ptr(splits),
-               ArgDesc::i64(perExpert),
-               ArgDesc::ptr(amax),
-               ArgDesc::f32(static_cast<float>(scheme.eps)),
-               ArgDesc::ptr(codes),
-               ArgDesc::ptr(scaleInv),
-               ArgDesc::ptr(blockScales),
-               ArgDesc::i64(groupedRowsBlockStride(qs, rows))};
-  kp.addLaunch(std::move(cast));
+  kp.addLaunch(quantizeLaunch(
+      p, src.quantizeEntry, src.source, groupedRowsCastGrid(qs, rows),
+      kGroupedRowsThreads,
+      {ArgDesc::ptr(input), ArgDesc::i64(rows), ArgDesc::i64(cols),
+       ArgDesc::ptr(splits), ArgDesc::i64(perExpert), ArgDesc::ptr(amax),
+       ArgDesc::f32(static_cast<float>(scheme.eps)), ArgDesc::ptr(codes),
+       ArgDesc::ptr(scaleInv), ArgDesc::ptr(blockScales),
+       ArgDesc::i64(groupedRowsBlockStride(qs, rows))}));
   // The input read twice, the codes and scales written.
   kp.bytesMoved += 2 * table.bytes(input) + table.bytes(codes) +
                    table.bytes(blockScales) + 3 * table.bytes(amax);
@@ -291,38 +291,26 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
       kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor);
     }
     EmittedGroupedQuantize src = emitGroupedQuantize(qs);
-    rt::KernelSpec ks;
-    ks.name = ks.entry = src.mainEntry;
-    ks.source = src.source;
-    ks.options.arch = p.arch;
-    ks.grid = groupedQuantizeGrid(capacity, cols);
-    ks.block = rt::Dim3{kGroupedQuantizeThreads, 1, 1};
-    ks.sharedBytes = groupedQuantizeSharedBytes(qs);
-    ks.args = {ArgDesc::ptr(out.values[size_t(value)].tensor),
-               ArgDesc::i64(m),
-               ArgDesc::i64(cols),
-               ArgDesc::ptr(splits),
-               ArgDesc::i64(capacity),
-               ArgDesc::ptr(l.data),
-               ArgDesc::ptr(l.scales),
-               ArgDesc::f32(static_cast<float>(scheme.eps)),
-               ArgDesc::ptr(partial),
-               ArgDesc::ptr(amax)};
-    kp.addLaunch(ks);
+    kp.addLaunch(quantizeLaunch(p, src.mainEntry, src.source,
+                                groupedQuantizeGrid(capacity, cols),
+                                kGroupedQuantizeThreads,
+                                {ArgDesc::ptr(out.values[size_t(value)].tensor),
+                                 ArgDesc::i64(m), ArgDesc::i64(cols),
+                                 ArgDesc::ptr(splits), ArgDesc::i64(capacity),
+                                 ArgDesc::ptr(l.data), ArgDesc::ptr(l.scales),
+                                 ArgDesc::f32(static_cast<float>(scheme.eps)),
+                                 ArgDesc::ptr(partial), ArgDesc::ptr(amax)}))
+        .sharedBytes = groupedQuantizeSharedBytes(qs);
     kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor) +
                      table.bytes(l.data) + table.bytes(l.scales) +
                      table.bytes(partial);
     if (biasGrad >= 0) {
-      rt::KernelSpec bs;
-      bs.name = bs.entry = src.biasEntry;
-      bs.source = src.source;
-      bs.options.arch = p.arch;
-      bs.grid = groupedBiasGrid(groups, cols);
-      bs.block = rt::Dim3{kGroupedBiasThreads, 1, 1};
       int db = out.values[size_t(biasGrad)].tensor;
-      bs.args = {ArgDesc::ptr(partial), ArgDesc::i64(m), ArgDesc::i64(cols),
-                 ArgDesc::ptr(splits), ArgDesc::ptr(db)};
-      kp.addLaunch(bs);
+      kp.addLaunch(quantizeLaunch(
+          p, src.biasEntry, src.source, groupedBiasGrid(groups, cols),
+          kGroupedBiasThreads,
+          {ArgDesc::ptr(partial), ArgDesc::i64(m), ArgDesc::i64(cols),
+           ArgDesc::ptr(splits), ArgDesc::ptr(db)}));
       kp.bytesMoved += table.bytes(partial) + table.bytes(db);
     }
     return l;

@@ -232,6 +232,18 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
   }
 }
 
+/// Sixteen values, each encoded as fl(v · scale), as 16 bytes.
+template <Fp8Format F>
+__device__ __forceinline__ U32x4 encodeRun16(const float (&v)[16],
+                                             float scale) {
+  u32 w[4];
+  TE_UNROLL
+  for (int q = 0; q < 4; ++q)
+    w[q] = encodeFp8x4<F>(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3],
+                          scale, scale, scale, scale);
+  return U32x4{w[0], w[1], w[2], w[3]};
+}
+
 /// The stack's columnwise copy, which the dgrad reads (dx_g = dy_g W_g
 /// contracts each expert's N rows): codes [K, G·N], the transpose of the
 /// [G·N, K] stack (expert g's rows become its columns), each by its
@@ -286,25 +298,10 @@ __device__ __forceinline__ void groupedStackQuantizeTransposed(
       lo[i] = bf16Lo(word);
       hi[i] = bf16Hi(word);
     }
-    U32x4 a, b;
-    a.x =
-        encodeFp8x4<F>(lo[0], lo[1], lo[2], lo[3], scale, scale, scale, scale);
-    a.y =
-        encodeFp8x4<F>(lo[4], lo[5], lo[6], lo[7], scale, scale, scale, scale);
-    a.z = encodeFp8x4<F>(lo[8], lo[9], lo[10], lo[11], scale, scale, scale,
-                         scale);
-    a.w = encodeFp8x4<F>(lo[12], lo[13], lo[14], lo[15], scale, scale, scale,
-                         scale);
-    b.x =
-        encodeFp8x4<F>(hi[0], hi[1], hi[2], hi[3], scale, scale, scale, scale);
-    b.y =
-        encodeFp8x4<F>(hi[4], hi[5], hi[6], hi[7], scale, scale, scale, scale);
-    b.z = encodeFp8x4<F>(hi[8], hi[9], hi[10], hi[11], scale, scale, scale,
-                         scale);
-    b.w = encodeFp8x4<F>(hi[12], hi[13], hi[14], hi[15], scale, scale, scale,
-                         scale);
-    *reinterpret_cast<U32x4 *>(codes + k * ld + r0 + 16 * j) = a;
-    *reinterpret_cast<U32x4 *>(codes + (k + 1) * ld + r0 + 16 * j) = b;
+    *reinterpret_cast<U32x4 *>(codes + k * ld + r0 + 16 * j) =
+        encodeRun16<F>(lo, scale);
+    *reinterpret_cast<U32x4 *>(codes + (k + 1) * ld + r0 + 16 * j) =
+        encodeRun16<F>(hi, scale);
   }
 }
 

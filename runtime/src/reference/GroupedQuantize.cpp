@@ -40,26 +40,10 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
     const uint16_t *rows = x + row * cols;
     std::vector<float> db = biasGrad(rows, SourceType::BF16, m, cols, 128);
     std::copy(db.begin(), db.end(), out.biasGrad.begin() + g * cols);
-    if (perTensor) {
-      // The expert alone: its own columnwise per-tensor quantization (one
-      // amax), its scale_inv repeated over the expert's 1x128 blocks.
-      QuantizedTensor q = quantize(rows, SourceType::BF16, m, cols, scheme,
-                                   unsigned(Direction::Columnwise), {});
-      if (!q.ok()) {
-        out.error = q.error;
-        return out;
-      }
-      const QuantizedDirection &d = *q.columnwise;
-      for (int64_t c = 0; c < cols; ++c)
-        for (int64_t r = 0; r < m; ++r)
-          out.data[c * capacity + block * 128 + r] =
-              d.data.bytes[d.dataTransposed ? c * m + r : r * cols + c];
-      const float sInv = loadF32(d.scaleInv, 0);
-      for (int64_t b = 0; b < (m + 127) / 128; ++b)
-        for (int64_t c = 0; c < cols; ++c)
-          out.scaleInv[(block + b) * colsPad + c] = sInv;
-    } else if (fp8) {
-      // The expert alone: its own columnwise 1x128 quantization.
+    if (fp8) {
+      // The expert alone: its own columnwise quantization - 1x128 blocks,
+      // or per tensor (one amax, its scale_inv repeated over the expert's
+      // 1x128 blocks).
       QuantizedTensor q = quantize(rows, SourceType::BF16, m, cols, scheme,
                                    unsigned(Direction::Columnwise), {});
       if (!q.ok()) {
@@ -69,14 +53,13 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
       const QuantizedDirection &d = *q.columnwise;
       const int64_t stride = d.scaleInv.desc.cols; // roundup(cols, 4)
       for (int64_t c = 0; c < cols; ++c)
-        std::memcpy(&out.data[c * capacity + block * 128], &d.data.bytes[c * m],
-                    static_cast<size_t>(m));
+        for (int64_t r = 0; r < m; ++r)
+          out.data[c * capacity + block * 128 + r] =
+              d.data.bytes[d.dataTransposed ? c * m + r : r * cols + c];
       for (int64_t b = 0; b < (m + 127) / 128; ++b)
-        for (int64_t c = 0; c < cols; ++c) {
-          float s;
-          std::memcpy(&s, &d.scaleInv.bytes[4 * (b * stride + c)], 4);
-          out.scaleInv[(block + b) * colsPad + c] = s;
-        }
+        for (int64_t c = 0; c < cols; ++c)
+          out.scaleInv[(block + b) * colsPad + c] =
+              loadF32(d.scaleInv, perTensor ? 0 : b * stride + c);
     } else if (scheme.kind == SchemeKind::Mxfp8) {
       // The expert alone, its rows zero-padded to whole 32 x 1 blocks (the
       // zeros change no block's amax): quantized columnwise, dequantized,
