@@ -271,21 +271,34 @@ static bool currentScaled(DictionaryAttr schemes, StringRef role,
   return s && s.getRuntimeScheme(dir).kind == rt::SchemeKind::Fp8Current;
 }
 
-/// te.grouped_linear under per-tensor FP8 current scaling: one te.grouped_
-/// gemm on the bf16 tokens and stack that quantizes both itself, one amax
-/// per expert (each expert's rows and weight scaled as their own tensors).
+/// Whether the forward's `role` scales by a tensor-wide scale the grouped
+/// GEMM takes per expert: per-tensor FP8 current scaling or NVFP4.
+static bool expertTensorScaled(DictionaryAttr schemes, StringRef role) {
+  auto s = dyn_cast_or_null<SchemeAttrInterface>(schemes ? schemes.get(role)
+                                                         : Attribute());
+  rt::SchemeKind k = s ? s.getRuntimeScheme(Direction::rowwise).kind
+                       : rt::SchemeKind::Identity;
+  return k == rt::SchemeKind::Fp8Current || k == rt::SchemeKind::Nvfp4;
+}
+
+/// te.grouped_linear under per-tensor FP8 current scaling or NVFP4: one
+/// te.grouped_gemm on the bf16 tokens and stack that quantizes both
+/// itself, one amax per expert (each expert's rows and weight scaled as
+/// their own tensors).
 LogicalResult expandPerExpertScaled(GroupedLinearOp lin) {
   DictionaryAttr schemes = lin.getSchemesAttr();
   FailureOr<SchemeAttrInterface> x = roleScheme(lin, schemes, "input");
   FailureOr<SchemeAttrInterface> w = roleScheme(lin, schemes, "weight");
   if (failed(x) || failed(w))
     return failure();
-  if (!currentScaled(schemes, "input") || !currentScaled(schemes, "weight"))
+  if (!expertTensorScaled(schemes, "input") ||
+      !expertTensorScaled(schemes, "weight"))
     return lin.emitOpError()
-           << "quantizes one operand by per-tensor FP8 current scaling and "
-              "the other by "
-           << (currentScaled(schemes, "input") ? *w : *x)
-           << "; a grouped layer lowers per-tensor scaling (one amax per "
+           << "quantizes one operand by a scheme with a tensor-wide scale ("
+           << (expertTensorScaled(schemes, "input") ? *x : *w)
+           << ") and the other by "
+           << (expertTensorScaled(schemes, "input") ? *w : *x)
+           << "; a grouped layer lowers a tensor-wide scale (one amax per "
               "expert) only for both input and weight";
   Type result = lin.getResult().getType();
   Value splits = lin.getSplitSizes(), bias = lin.getBias();
@@ -311,8 +324,8 @@ LogicalResult expandPerExpertScaled(GroupedLinearOp lin) {
 }
 
 LogicalResult expand(GroupedLinearOp lin) {
-  if (currentScaled(lin.getSchemesAttr(), "input") ||
-      currentScaled(lin.getSchemesAttr(), "weight"))
+  if (expertTensorScaled(lin.getSchemesAttr(), "input") ||
+      expertTensorScaled(lin.getSchemesAttr(), "weight"))
     return expandPerExpertScaled(lin);
   auto w = cast<RankedTensorType>(lin.getWeight().getType());
   for (StringRef role : {"input", "weight"})

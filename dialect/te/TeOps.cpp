@@ -372,20 +372,31 @@ LogicalResult GroupedGemmOp::verifyTypes(
     std::string why = rt::groupedTensorScaledSchemesError(
         inputScheme.getRuntimeScheme(Direction::rowwise),
         weightScheme.getRuntimeScheme(weightColumnwise ? Direction::columnwise
-                                                       : Direction::rowwise));
+                                                       : Direction::rowwise),
+        weightColumnwise);
     if (!why.empty())
       return emitError() << "quantizes input by " << inputScheme
                          << " and weight by " << weightScheme << "; " << why;
-    if (w[1] % 128 != 0)
+    // FP8: each expert's scale over 128x128 tiles, 128-element K blocks.
+    // NVFP4: 16x16 blocks of the stack, the BF16 GEMM's 64-element slabs.
+    const bool nvfp4 = inputScheme.getRuntimeScheme(Direction::rowwise).kind ==
+                       rt::SchemeKind::Nvfp4;
+    if (w[1] % (nvfp4 ? 16 : 128) != 0)
       return emitError() << "quantizes its weight per expert with N = " << w[1]
-                         << ": the GEMM reads each expert's scale over "
-                            "128x128 tiles of its own, so N must be a "
-                            "multiple of 128";
-    if (w[2] % 128 != 0 && !weightColumnwise)
+                         << (nvfp4 ? ": NVFP4 blocks of the stack are each "
+                                     "expert's own only when N is a "
+                                     "multiple of 16"
+                                   : ": the GEMM reads each expert's scale "
+                                     "over 128x128 tiles of its own, so N "
+                                     "must be a multiple of 128");
+    if (w[2] % (nvfp4 ? 64 : 128) != 0 && !weightColumnwise)
       return emitError() << "quantizes its operands per expert with K = "
                          << w[2]
-                         << ": the FP8 GEMM contracts whole 128-element "
-                            "blocks, so K must be a multiple of 128";
+                         << (nvfp4 ? ": the BF16 GEMM contracts 64-element "
+                                     "slabs, so K must be a multiple of 64"
+                                   : ": the per-expert GEMMs contract whole "
+                                     "128-element blocks, so K must be a "
+                                     "multiple of 128");
     if (w[2] % 8 != 0)
       return emitError() << "quantizes its weight per expert with K = " << w[2]
                          << ": the quantize reads 16-byte pieces of each "

@@ -40,6 +40,30 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
                     const std::vector<int64_t> &splits, std::vector<float> &x,
                     std::vector<float> &w, std::string *error) {
   const int64_t groups = e.values[g.w].shape[0];
+  if (g.xScheme->kind == rt::SchemeKind::Nvfp4) {
+    // NVFP4: each expert's dequantized values, then the BF16 grouped GEMM.
+    auto values16 = [&](int index, const rt::Scheme &scheme, bool stack) {
+      const Value &v = e.values[index];
+      std::vector<uint16_t> bits(static_cast<size_t>(v.rows() * v.cols()));
+      std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
+      ref::GroupedNvfp4Values q = ref::groupedNvfp4Values(
+          bits.data(), v.rows(), v.cols(),
+          stack ? std::vector<int64_t>{} : splits, groups, scheme);
+      *error = q.error;
+      std::vector<float> f(q.values.size());
+      for (size_t i = 0; i < f.size(); ++i)
+        f[i] = ref::bf16ToFloat(q.values[i]);
+      return f;
+    };
+    x = values16(g.x, *g.xScheme, false);
+    if (error->empty())
+      w = values16(g.w, *g.wScheme, true);
+    if (!error->empty())
+      return {};
+    const Value &xv = e.values[g.x];
+    return ref::groupedGemm(x.data(), w.data(), xv.rows(),
+                            e.values[g.w].shape[1], xv.cols(), splits, false);
+  }
   auto operand = [&](int index, const rt::Scheme &scheme, bool stack,
                      ref::BlockScaledOperand &op) {
     const Value &v = e.values[index];
@@ -167,9 +191,11 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
                   values[g.splits].inexact() ||
                   (g.bias >= 0 && values[g.bias].inexact());
   if (!out.unbounded)
-    out.tolerance =
-        gemmBound(d, absSum, k, xv.isQuantized() || g.quantizesPerExpert(),
-                  e.values[g.output].dtype, nullptr, n);
+    out.tolerance = gemmBound(d, absSum, k,
+                              xv.isQuantized() ||
+                                  (g.quantizesPerExpert() &&
+                                   g.xScheme->kind != rt::SchemeKind::Nvfp4),
+                              e.values[g.output].dtype, nullptr, n);
   return rt::Status::ok();
 }
 

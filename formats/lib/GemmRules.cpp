@@ -121,10 +121,31 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
                            {x, Direction::Columnwise});
 }
 
-std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w) {
+std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
+                                            bool weightColumnwise) {
+  // NVFP4 runs as the BF16 GEMM on each expert's dequantized values (no FP4
+  // MMA on Hopper): the forward only, no stochastic rounding, 16x16 blocks
+  // for the weight only (the tokens' splits need not be multiples of 16).
+  auto nvfp4 = [](const Scheme &s) {
+    return s.kind == SchemeKind::Nvfp4 && !s.stochasticRounding;
+  };
+  if (x.kind == SchemeKind::Nvfp4 || w.kind == SchemeKind::Nvfp4) {
+    if (!nvfp4(x) || !nvfp4(w))
+      return "a grouped GEMM quantizes its operands per expert by NVFP4 "
+             "(without stochastic rounding) for both or by per-tensor FP8 "
+             "current scaling for both";
+    if (x.block2d)
+      return "the tokens' NVFP4 blocks are 1x16 (16x16 blocks would span "
+             "experts whose rows are not multiples of 16)";
+    if (weightColumnwise)
+      return "an NVFP4 grouped GEMM quantized per expert is the forward "
+             "only (the NVFP4 backward of grouped layers is not lowered)";
+    return "";
+  }
   if (!fp8Current(x) || !fp8Current(w))
     return "a grouped GEMM quantizes its operands per expert by per-tensor "
-           "FP8 current scaling (e4m3 or e5m2) for both, one amax per expert";
+           "FP8 current scaling (e4m3 or e5m2) for both, or by NVFP4 for "
+           "both, one amax per expert";
   return gemmOperandsError({x, Direction::Rowwise}, {w, Direction::Rowwise});
 }
 

@@ -344,6 +344,49 @@ def test_per_tensor_grouped_layer_scales_each_expert_by_its_own_amax():
     assert not y[160:].any(), "padding rows are zeros"
 
 
+NVFP4_MOE = """
+te.recipe @nv {
+  te.rule "grouped_linear", "weight" -> #te.nvfp4<block2d>
+  te.rule "grouped_linear", "input" -> #te.nvfp4<>
+  te.rule "linear", "weight" -> #te.nvfp4<block2d>
+  te.rule "linear", "input" -> #te.nvfp4<>
+}
+func.func @grouped(%x: tensor<192x128xbf16>, %w: tensor<3x64x128xbf16>,
+                   %s: tensor<3xi64>) -> tensor<192x64xbf16> {
+  %y = te.grouped_linear %x, %w, %s {recipe = @nv}
+         : tensor<192x128xbf16>, tensor<3x64x128xbf16>, tensor<3xi64> -> tensor<192x64xbf16>
+  return %y : tensor<192x64xbf16>
+}
+func.func @dense64(%x: tensor<64x128xbf16>, %w: tensor<64x128xbf16>) -> tensor<64x64xbf16> {
+  %y = te.linear %x, %w {recipe = @nv} : tensor<64x128xbf16>, tensor<64x128xbf16> -> tensor<64x64xbf16>
+  return %y : tensor<64x64xbf16>
+}
+func.func @dense96(%x: tensor<96x128xbf16>, %w: tensor<64x128xbf16>) -> tensor<96x64xbf16> {
+  %y = te.linear %x, %w {recipe = @nv} : tensor<96x128xbf16>, tensor<64x128xbf16> -> tensor<96x64xbf16>
+  return %y : tensor<96x64xbf16>
+}
+"""
+
+
+def test_nvfp4_grouped_layer_is_each_experts_own_nvfp4_linear():
+    # NVFP4's tensor scale is each expert's: the grouped forward (each
+    # expert's tokens and weight quantized with their own amax, dequantized,
+    # the bf16 grouped GEMM) equals the dense NVFP4 te.linear of each expert
+    # alone (dequantize kernels and a bf16 GEMM on Hopper), bit for bit on
+    # the CPU backend - 16x16 weight blocks included.
+    m = tejit.compile(NVFP4_MOE)
+    rng = np.random.default_rng(13)
+    xf = rng.standard_normal((192, 128)).astype(np.float32)
+    xf[64:160] *= 50.0  # expert 2's tokens far larger than expert 0's
+    x = tejit.float_to_bf16_bits(xf)
+    w = tejit.float_to_bf16_bits(rng.standard_normal((3, 64, 128)).astype(np.float32))
+    splits = np.array([64, 0, 96], np.int64)  # 32 padding rows
+    y = m.grouped(x, w, splits)
+    np.testing.assert_array_equal(y[0:64], m.dense64(x[0:64], w[0]))
+    np.testing.assert_array_equal(y[64:160], m.dense96(x[64:160], w[2]))
+    assert not y[160:].any(), "padding rows are zeros"
+
+
 MXFP8_MOE_GRAD = """
 te.recipe @mx {
   te.rule "*", "*" -> #te.mxfp8<e4m3>

@@ -235,7 +235,7 @@ func.func @per_expert_f32(%x: tensor<64x64xf32>, %w: tensor<2x128x64xf32>, %s: t
 // -----
 
 func.func @per_expert_block_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.fp8_block<e4m3, 1x128> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by per-tensor FP8 current scaling (e4m3 or e5m2) for both, one amax per expert}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.fp8_block<e4m3, 1x128> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by per-tensor FP8 current scaling (e4m3 or e5m2) for both, or by NVFP4 for both, one amax per expert}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_block<e4m3, 1x128>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
@@ -275,7 +275,7 @@ func.func @wgrad_current_with_block(%dy: tensor<64x128xbf16>, %x: tensor<64x256x
 // -----
 
 func.func @per_expert_k_not_128(%x: tensor<64x96xbf16>, %w: tensor<2x128x96xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert with K = 96: the FP8 GEMM contracts whole 128-element blocks, so K must be a multiple of 128}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert with K = 96: the per-expert GEMMs contract whole 128-element blocks, so K must be a multiple of 128}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x96xbf16>, tensor<2x128x96xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
@@ -285,5 +285,21 @@ func.func @per_expert_k_not_128(%x: tensor<64x96xbf16>, %w: tensor<2x128x96xbf16
 func.func @per_expert_dgrad_k_not_8(%dy: tensor<64x128xbf16>, %w: tensor<2x128x60xbf16>, %s: tensor<2xi64>) {
   // expected-error @+1 {{'te.grouped_gemm' op quantizes its weight per expert with K = 60: the quantize reads 16-byte pieces of each row, so K must be a multiple of 8}}
   %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x128xbf16>, tensor<2x128x60xbf16>, tensor<2xi64> -> tensor<64x60xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_nvfp4_dgrad(%dy: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.nvfp4<>; an NVFP4 grouped GEMM quantized per expert is the forward only (the NVFP4 backward of grouped layers is not lowered)}}
+  %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_nvfp4_with_current(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by NVFP4 (without stochastic rounding) for both or by per-tensor FP8 current scaling for both}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.nvfp4<>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }

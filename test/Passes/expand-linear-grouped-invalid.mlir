@@ -9,10 +9,32 @@
 te.recipe @r {
   te.rule "*", "*" -> #te.nvfp4<>
 }
-func.func @nvfp4(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tensor<2xi64>) -> tensor<64x32xbf16> {
-  // expected-error @+1 {{'te.grouped_linear' op quantizes its input by #te.nvfp4<>, which te-expand-linear does not lower for grouped layers yet: identity, block FP8 and MXFP8 are lowered (their scaling blocks never span two experts), and per-tensor FP8 current scaling for both operands of each GEMM (one amax per expert, quantized by the grouped GEMMs)}}
-  %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x64xbf16>, tensor<2x32x64xbf16>, tensor<2xi64> -> tensor<64x32xbf16>
-  return %y : tensor<64x32xbf16>
+func.func @nvfp4_backward(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
+  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes its grad_output by #te.nvfp4<>, which te-expand-linear does not lower for grouped layers yet: identity, block FP8 and MXFP8 are lowered (their scaling blocks never span two experts), and per-tensor FP8 current scaling for both operands of each GEMM (one amax per expert, quantized by the grouped GEMMs)}}
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
+  return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
+}
+
+// -----
+
+te.recipe @r {
+  te.rule "*", "*" -> #te.nvfp4<sr>
+}
+func.func @nvfp4_stochastic_forward(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
+  // expected-error @+1 {{'te.grouped_linear' op cannot form its fprop grouped GEMM (y_g = x_g W_g^T, both quantized per expert): 'te.grouped_gemm' op quantizes input by #te.nvfp4<sr> and weight by #te.nvfp4<sr>; a grouped GEMM quantizes its operands per expert by NVFP4 (without stochastic rounding) for both or by per-tensor FP8 current scaling for both}}
+  %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return %y : tensor<64x128xbf16>
+}
+
+// -----
+
+te.recipe @r {
+  te.rule "*", "*" -> #te.nvfp4<block2d>
+}
+func.func @nvfp4_2d_tokens(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<block2d> and weight by #te.nvfp4<block2d>; the tokens' NVFP4 blocks are 1x16 (16x16 blocks would span experts whose rows are not multiples of 16)}}
+  %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return %y : tensor<64x128xbf16>
 }
 
 // -----
@@ -22,7 +44,7 @@ te.recipe @r {
   te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
 }
 func.func @per_tensor_weight(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
-  // expected-error @+1 {{'te.grouped_linear' op quantizes one operand by per-tensor FP8 current scaling and the other by #te.fp8_block<e4m3, 1x128>; a grouped layer lowers per-tensor scaling (one amax per expert) only for both input and weight}}
+  // expected-error @+1 {{'te.grouped_linear' op quantizes one operand by a scheme with a tensor-wide scale (#te.fp8_current<e4m3>) and the other by #te.fp8_block<e4m3, 1x128>; a grouped layer lowers a tensor-wide scale (one amax per expert) only for both input and weight}}
   %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return %y : tensor<64x128xbf16>
 }

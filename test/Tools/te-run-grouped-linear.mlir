@@ -1,10 +1,12 @@
-// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad | FileCheck %s
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
 // tensors read as they are, block FP8, and MXFP8 (dequantized, then the
 // bf16 grouped GEMM; 512 rows: MXFP8 blocks need 32-row multiples) and
-// per-tensor FP8 current scaling (one amax per expert, E5M2 tokens); 4
+// per-tensor FP8 current scaling (one amax per expert, E5M2 tokens) and
+// NVFP4 (each expert's tensor scale, 16x16 weight blocks, dequantized for
+// the bf16 grouped GEMM); 4
 // experts, 500 token rows (te-run's ragged split sizes, one expert empty),
 // N = 256 (2-CTA clusters on the GPU), the bias added in the GEMM epilogue.
 // Then the bf16 layer's backward: the dgrad reads the stack along N, the
@@ -19,10 +21,11 @@
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=
 // CHECK: call 4 current_bias: rms(result0)=
-// CHECK: call 5 bf16_grad: rms(result0)=
-// CHECK: call 6 hybrid_grad: rms(result0)=
-// CHECK: call 7 current_grad: rms(result0)=
-// CHECK: call 8 mxfp8_grad: rms(result0)=
+// CHECK: call 5 nvfp4_bias: rms(result0)=
+// CHECK: call 6 bf16_grad: rms(result0)=
+// CHECK: call 7 hybrid_grad: rms(result0)=
+// CHECK: call 8 current_grad: rms(result0)=
+// CHECK: call 9 mxfp8_grad: rms(result0)=
 // CHECK: result0 ({{.*}}): data[500x384 bf16]
 // CHECK: result1 ({{.*}}): data[1024x384 f32]
 // CHECK: result2 ({{.*}}): data[4x256 f32]
@@ -40,6 +43,10 @@ te.recipe @fp8_block {
 te.recipe @current {
   te.rule "grouped_linear", "weight" -> #te.fp8_current<e4m3>
   te.rule "grouped_linear", "input"  -> #te.fp8_current<e5m2>
+}
+te.recipe @nvfp4 {
+  te.rule "grouped_linear", "weight" -> #te.nvfp4<block2d>
+  te.rule "grouped_linear", "input"  -> #te.nvfp4<>
 }
 te.recipe @current_bwd {
   te.rule "grouped_linear", "grad_output" -> #te.fp8_current<e5m2>
@@ -78,6 +85,14 @@ func.func @mxfp8_bias(%x: tensor<512x384xbf16>, %w: tensor<4x256x384xbf16>,
 func.func @current_bias(%x: tensor<500x384xbf16>, %w: tensor<4x256x384xbf16>,
                         %s: tensor<4xi64>, %b: tensor<4x256xbf16>) -> tensor<500x256xbf16> {
   %y = te.grouped_linear %x, %w, %s bias %b {recipe = @current}
+         : tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>, tensor<4x256xbf16>
+         -> tensor<500x256xbf16>
+  return %y : tensor<500x256xbf16>
+}
+
+func.func @nvfp4_bias(%x: tensor<500x384xbf16>, %w: tensor<4x256x384xbf16>,
+                      %s: tensor<4xi64>, %b: tensor<4x256xbf16>) -> tensor<500x256xbf16> {
+  %y = te.grouped_linear %x, %w, %s bias %b {recipe = @nvfp4}
          : tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>, tensor<4x256xbf16>
          -> tensor<500x256xbf16>
   return %y : tensor<500x256xbf16>

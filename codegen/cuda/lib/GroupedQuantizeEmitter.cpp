@@ -126,10 +126,18 @@ rt::Dim3 groupedQuantizeGrid(int64_t capacity, int64_t cols) {
                   static_cast<unsigned>((cols + 127) / 128), 1};
 }
 
+bool GroupedRowsQuantizeSpec::nvfp4() const {
+  return scheme.kind == rt::SchemeKind::Nvfp4;
+}
+
 std::string GroupedRowsQuantizeSpec::kernelName() const {
   std::ostringstream os;
-  os << "te_grouped_rows_" << formatName(scheme) << (scheme.pow2 ? "_pow2" : "")
-     << "_g" << groups << "_c" << cols << (weightStack ? "_weights" : "_tokens")
+  os << "te_grouped_rows_";
+  if (nvfp4())
+    os << "nvfp4" << (scheme.block2d ? "_2d" : "");
+  else
+    os << formatName(scheme) << (scheme.pow2 ? "_pow2" : "");
+  os << "_g" << groups << "_c" << cols << (weightStack ? "_weights" : "_tokens")
      << (columnwise ? "_t" : "");
   return os.str();
 }
@@ -140,11 +148,20 @@ Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
                                                    s.kernelName() +
                                                    "): " + why);
   };
-  if (s.scheme.kind != rt::SchemeKind::Fp8Current ||
-      (s.scheme.element != rt::DType::E4M3 &&
-       s.scheme.element != rt::DType::E5M2))
+  if (s.nvfp4()) {
+    if (s.scheme.stochasticRounding || s.columnwise)
+      return bad("NVFP4 values are rowwise, without stochastic rounding");
+    if (s.scheme.block2d && !s.weightStack)
+      return bad("16x16 NVFP4 blocks need the stack (experts of whole "
+                 "16-row bands)");
+    if (s.cols < 16 || s.cols % 16 != 0)
+      return bad("C must be a positive multiple of 16 (NVFP4 blocks)");
+  } else if (s.scheme.kind != rt::SchemeKind::Fp8Current ||
+             (s.scheme.element != rt::DType::E4M3 &&
+              s.scheme.element != rt::DType::E5M2)) {
     return bad("the scheme must be per-tensor FP8 current scaling (e4m3 or "
-               "e5m2)");
+               "e5m2) or NVFP4");
+  }
   if (s.cols < 8 || s.cols % 8 != 0)
     return bad("C must be a positive multiple of 8");
   if (s.groups < 1 || s.groups > 4096)
@@ -194,7 +211,12 @@ emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
      << "    float *scaleInv, float *blockScales, long long blockStride) {\n";
   const char *format = s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3";
   const char *pow2 = s.scheme.pow2 ? "true" : "false";
-  if (s.columnwise)
+  if (s.nvfp4())
+    os << "  te::dev::groupedRowsNvfp4Values<" << s.groups << ", "
+       << (s.scheme.block2d ? "true" : "false")
+       << ">(\n      in, rows, cols, splits, rowsPerExpert, amax,\n"
+          "      reinterpret_cast<unsigned short *>(codes));\n";
+  else if (s.columnwise)
     os << "  te::dev::groupedStackQuantizeTransposed<te::dev::Fp8Format::"
        << format << ", " << pow2
        << ">(\n      in, rows, cols, rowsPerExpert, amax, eps, codes, "
@@ -220,6 +242,8 @@ rt::Dim3 groupedRowsGrid(int64_t rows) {
 }
 
 rt::Dim3 groupedRowsCastGrid(const GroupedRowsQuantizeSpec &s, int64_t rows) {
+  if (s.nvfp4() && s.scheme.block2d) // a warp per 16-row band
+    return groupedRowsGrid(rows / 16);
   if (!s.columnwise)
     return groupedRowsGrid(rows);
   return rt::Dim3{static_cast<unsigned>(rows / 128),
@@ -234,6 +258,8 @@ int64_t groupedRowsBlockStride(const GroupedRowsQuantizeSpec &s, int64_t rows) {
 }
 
 int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s, int64_t rows) {
+  if (s.nvfp4())
+    return 0;
   int64_t stride = groupedRowsBlockStride(s, rows);
   if (!s.weightStack || s.columnwise)
     return (s.cols + 127) / 128 * stride;

@@ -96,11 +96,16 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
     return rt::Status(rt::StatusCode::Unsupported,
                       g.name + ": " + st.message());
   const std::string prefix = g.name + "." + v.name + ".per_expert";
-  int codes = table.add(prefix, uint64_t(rows * cols));
+  // FP8 codes and the expert's scales over the blocks, or NVFP4's bf16
+  // values (no scales: the BF16 GEMM reads them as they are).
+  int codes = table.add(prefix, uint64_t(rows * cols * (qs.nvfp4() ? 2 : 1)));
   int amax = table.add(prefix + "_amax", uint64_t(groups * 4));
-  int scaleInv = table.add(prefix + "_scale_inv", uint64_t(groups * 4));
-  int blockScales = table.add(prefix + "_block_scale_inv",
-                              uint64_t(groupedRowsBlockScales(qs, rows) * 4));
+  int scaleInv =
+      qs.nvfp4() ? -1 : table.add(prefix + "_scale_inv", uint64_t(groups * 4));
+  int blockScales =
+      qs.nvfp4() ? -1
+                 : table.add(prefix + "_block_scale_inv",
+                             uint64_t(groupedRowsBlockScales(qs, rows) * 4));
   int input = out.values[size_t(value)].tensor;
   int splits = weightStack ? -1 : out.values[size_t(g.splits)].tensor;
   const int64_t perExpert = weightStack ? rows / groups : 0;
@@ -146,10 +151,14 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
     return unsupported("the grouped GEMM kernel writes a bf16 result, not " +
                        std::string(rt::dtypeName(y.dtype)));
   GroupedGemmSpec spec;
-  spec.operands = x.isQuantized() || g.quantizesPerExpert()
+  // Quantized per expert: FP8 codes for the block-scaled kernel, or
+  // NVFP4's dequantized values for the BF16 one.
+  const bool perExpertFp8 =
+      g.quantizesPerExpert() && g.xScheme->kind != SchemeKind::Nvfp4;
+  spec.operands = x.isQuantized() || perExpertFp8
                       ? GroupedGemmSpec::Operands::Fp8Block
                       : GroupedGemmSpec::Operands::BF16;
-  if (g.quantizesPerExpert())
+  if (perExpertFp8)
     spec.fp8Formats = {g.xScheme->element, g.wScheme->element};
   else if (spec.fp8())
     spec.fp8Formats = {x.scheme(rt::Direction::Rowwise)->element,

@@ -244,16 +244,22 @@ static std::string validateGroupedGemm(const Entry &e,
     if (x.isQuantized() || x.dtype != rt::DType::BF16 ||
         w.dtype != rt::DType::BF16)
       return "operands quantized per expert must be bf16 tensors";
-    if (w.shape[1] % 128 != 0)
-      return "N must be a multiple of 128: each expert's 128x128 weight "
-             "tiles are its own";
-    if (!g.weightColumnwise && w.shape[2] % 128 != 0)
-      return "K must be a multiple of 128: the FP8 GEMM contracts whole "
-             "128-element blocks";
+    const bool nvfp4 = g.xScheme->kind == rt::SchemeKind::Nvfp4;
+    if (w.shape[1] % (nvfp4 ? 16 : 128) != 0)
+      return nvfp4 ? "N must be a multiple of 16: each expert's NVFP4 blocks "
+                     "are its own"
+                   : "N must be a multiple of 128: each expert's 128x128 "
+                     "weight tiles are its own";
+    if (!g.weightColumnwise && w.shape[2] % (nvfp4 ? 64 : 128) != 0)
+      return nvfp4 ? "K must be a multiple of 64: the BF16 GEMM contracts "
+                     "64-element slabs"
+                   : "K must be a multiple of 128: the per-expert GEMMs "
+                     "contract whole 128-element blocks";
     if (w.shape[2] % 8 != 0)
       return "K must be a multiple of 8: the quantize reads 16-byte pieces "
              "of each row";
-    return rt::groupedTensorScaledSchemesError(*g.xScheme, *g.wScheme);
+    return rt::groupedTensorScaledSchemesError(*g.xScheme, *g.wScheme,
+                                               g.weightColumnwise);
   }
   if (!x.isQuantized())
     return ""; // a tensor weight read columnwise is the stack read along N

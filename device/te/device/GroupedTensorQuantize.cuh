@@ -22,7 +22,10 @@
 //      stack ([G][ceil(N/128)][roundup(ceil(C/128), 4)]). So that GEMM
 //      computes each expert's per-tensor product, promoting every 128-K
 //      block in fp32 as it does for block scales.
-// Padding rows past the experts' get zero codes and zero scales. Each warp
+// NVFP4's tensor scale is each expert's too: groupedRowsNvfp4Values writes
+// each expert's rows quantized and dequantized to bf16 for the BF16 GEMM
+// (Hopper has no FP4 MMA). Padding rows past the experts' get zero codes
+// and zero scales. Each warp
 // takes a contiguous run of rows (16-byte loads, C a multiple of 8), so
 // most runs lie within one expert and the amax needs one atomic per run
 // and expert; the tokens' scale columns are written a row per lane
@@ -33,6 +36,7 @@
 #ifndef TE_DEVICE_GROUPEDTENSORQUANTIZE_CUH
 #define TE_DEVICE_GROUPEDTENSORQUANTIZE_CUH
 
+#include "te/device/Fp4.cuh"
 #include "te/device/GroupedSplits.cuh"
 #include "te/device/QuantizeCommon.cuh"
 #include "te/device/Scales.cuh"
@@ -302,6 +306,83 @@ __device__ __forceinline__ void groupedStackQuantizeTransposed(
         encodeRun16<F>(lo, scale);
     *reinterpret_cast<U32x4 *>(codes + (k + 1) * ld + r0 + 16 * j) =
         encodeRun16<F>(hi, scale);
+  }
+}
+
+/// One 16-element NVFP4 block through quantize and dequantize: each value
+/// encoded as e2m1(fl(v · enc)), decoded as fl(e2m1 · dec) and rounded to
+/// bf16 - the dequantize kernel's value of the quantized block.
+__device__ __forceinline__ void nvfp4RoundTrip16(const U32x4 (&v)[2], float enc,
+                                                 float dec, U32x4 (&o)[2]) {
+  TE_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const u32 in[4] = {v[h].x, v[h].y, v[h].z, v[h].w};
+    u32 w[4];
+    TE_UNROLL
+    for (int q = 0; q < 4; ++q) {
+      u8 codes =
+          encodeE2M1x2(mulRn(bf16Lo(in[q]), enc), mulRn(bf16Hi(in[q]), enc));
+      w[q] = floatToBF16x2(mulRn(decodeE2M1(unpackE2M1Low(codes)), dec),
+                           mulRn(decodeE2M1(unpackE2M1High(codes)), dec));
+    }
+    o[h] = U32x4{w[0], w[1], w[2], w[3]};
+  }
+}
+
+/// NVFP4 with one tensor scale per expert, as the BF16 grouped GEMM reads
+/// it on Hopper (no FP4 MMA): out [rows, C] bf16 holds each expert's rows
+/// quantized as their own tensor (1x16 blocks, or with `Block2d` 16x16
+/// blocks of the stack, whose experts' rows are multiples of 16; the
+/// tensor scale from amax[g], groupedRowsAmax's) and dequantized - the
+/// values the dequantize kernel gives for the expert quantized alone.
+/// Padding rows are zeros. Each warp takes a contiguous run of rows (of
+/// 16-row bands with `Block2d`), each lane one 16-element block at a time
+/// (C a multiple of 16).
+template <int Groups, bool Block2d>
+__device__ __forceinline__ void
+groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
+                       const long long *splits, i64 rowsPerExpert,
+                       const float *amax, u16 *out) {
+  __shared__ long long end[Groups];
+  expertEnds(end, splits, rows, rowsPerExpert);
+  constexpr int kBand = Block2d ? 16 : 1; // rows sharing a block
+  i64 first, last;
+  warpRows(rows / kBand, first, last);
+  const int lane = threadIdx.x % 32;
+  const i64 blocks = cols / 16;
+  auto load = [&](i64 r, i64 b, bool live, U32x4(&v)[2]) {
+    const u16 *p = in + r * cols + 16 * b;
+    v[0] = live ? loadGlobal16(p) : U32x4{0, 0, 0, 0};
+    v[1] = live ? loadGlobal16(p + 8) : U32x4{0, 0, 0, 0};
+  };
+  for (i64 band = first; band < last; ++band) {
+    const i64 r0 = band * kBand;
+    const int e = expertOfRow(end, r0);
+    const float a = e >= 0 ? amax[e] : 0.0f;
+    const float sEnc = nvfp4GlobalEncodeScale(a);
+    const float sDec = nvfp4GlobalDecodeScale(sEnc);
+    for (i64 b = lane; b < blocks; b += 32) {
+      U32x4 v[2];
+      u32 acc = 0u;
+      TE_UNROLL
+      for (int i = 0; i < kBand; ++i) {
+        load(r0 + i, b, e >= 0, v);
+        acc = absMax4(absMax4(acc, v[0]), v[1]);
+      }
+      const u8 sB = nvfp4BlockScale(fmaxf(bf16Lo(acc), bf16Hi(acc)), sEnc);
+      const float enc = nvfp4BlockEncodeFactor(sB, sDec);
+      const float dec = nvfp4DequantFactor(sB, a);
+      TE_UNROLL
+      for (int i = 0; i < kBand; ++i) {
+        if (Block2d) // the band's rows again (1x16: still in registers)
+          load(r0 + i, b, e >= 0, v);
+        U32x4 o[2];
+        nvfp4RoundTrip16(v, enc, dec, o);
+        U32x4 *dst = reinterpret_cast<U32x4 *>(out + (r0 + i) * cols + 16 * b);
+        dst[0] = o[0];
+        dst[1] = o[1];
+      }
+    }
   }
 }
 

@@ -189,6 +189,38 @@ groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
   return out;
 }
 
+GroupedNvfp4Values groupedNvfp4Values(const uint16_t *x, int64_t rows,
+                                      int64_t cols,
+                                      const std::vector<int64_t> &splits,
+                                      int64_t groups, const Scheme &scheme) {
+  std::vector<int64_t> counts =
+      !splits.empty()
+          ? clampSplits(splits, rows)
+          : std::vector<int64_t>(static_cast<size_t>(groups), rows / groups);
+  GroupedNvfp4Values out;
+  out.values.assign(static_cast<size_t>(rows * cols), 0);
+  out.amax.assign(static_cast<size_t>(groups), 0.0f);
+  int64_t first = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t m = counts[size_t(g)];
+    if (m > 0) {
+      QuantizedTensor q = quantize(x + first * cols, SourceType::BF16, m, cols,
+                                   scheme, kRowwiseMask, {});
+      if (!q.ok()) {
+        GroupedNvfp4Values failed;
+        failed.error = q.error;
+        return failed;
+      }
+      std::vector<float> v = dequantize(q, Direction::Rowwise, scheme, m, cols);
+      for (int64_t i = 0; i < m * cols; ++i)
+        out.values[size_t(first * cols + i)] = floatToBF16(v[size_t(i)]);
+      out.amax[size_t(g)] = loadF32(q.rowwise->amax, 0);
+    }
+    first += m;
+  }
+  return out;
+}
+
 } // namespace ref
 } // namespace rt
 } // namespace te

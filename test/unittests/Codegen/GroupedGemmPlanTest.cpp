@@ -279,12 +279,18 @@ TEST_F(GroupedGemmPlanGpu, PerExpertScalingRunsAndReplaysWithinTheBound) {
   const std::vector<std::vector<int64_t>> splits = {
       {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
   // The fprop with a bias, then the dgrad (dy [m, n] by each expert's
-  // weight read through its columnwise copy: K = 384 output columns).
-  for (bool dgrad : {false, true}) {
-    SCOPED_TRACE(dgrad ? "dgrad" : "fprop");
+  // weight read through its columnwise copy: K = 384 output columns); last
+  // the NVFP4 fprop (each expert's dequantized values, 16x16 weight blocks,
+  // the BF16 kernel).
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool dgrad = variant == 1, nvfp4 = variant == 2;
+    SCOPED_TRACE(dgrad ? "dgrad" : nvfp4 ? "NVFP4 fprop" : "fprop");
     cg::Program p = te::test::perExpertScaledProgram(
-        m, k, g, n, !dgrad, rt::Scheme::fp8Current(DType::E5M2),
-        rt::Scheme::fp8Current(DType::E4M3), dgrad);
+        m, k, g, n, !dgrad,
+        nvfp4 ? rt::Scheme::nvfp4() : rt::Scheme::fp8Current(DType::E5M2),
+        nvfp4 ? rt::Scheme::nvfp4(false, false, true)
+              : rt::Scheme::fp8Current(DType::E4M3),
+        dgrad);
     std::vector<float> xIn =
         dgrad ? normals(size_t(m * n), 14) : x; // dgrad: x is dy [m, n]
     std::vector<std::vector<uint8_t>> args = {bf16Bytes(xIn), bf16Bytes(w),

@@ -267,6 +267,29 @@ TEST(GroupedRowsQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
   cg::GroupedRowsQuantizeSpec odd{kCurrentSchemes[0], 8, 100, false};
   EXPECT_NE(cg::checkGroupedRowsQuantize(odd).message().find("multiple of 8"),
             std::string::npos);
+  // NVFP4 values: 1x16 or, for the stack, 16x16 blocks; no stochastic
+  // rounding, C a multiple of 16.
+  for (bool block2d : {false, true}) {
+    cg::GroupedRowsQuantizeSpec s{Scheme::nvfp4(false, false, block2d), 8, 4096,
+                                  block2d};
+    ASSERT_TRUE(cg::checkGroupedRowsQuantize(s).isOk());
+    if (rt::nvrtcVersion()) {
+      cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(s);
+      rt::Expected<rt::CompiledKernel> k = rt::compileCuda(
+          e.source, e.quantizeEntry + ".cu", rt::CompileOptions{});
+      ASSERT_TRUE(k) << k.status().message();
+    }
+  }
+  auto nvfp4Refused = [](cg::GroupedRowsQuantizeSpec s, const char *why) {
+    EXPECT_NE(cg::checkGroupedRowsQuantize(s).message().find(why),
+              std::string::npos)
+        << cg::checkGroupedRowsQuantize(s).message();
+  };
+  nvfp4Refused({Scheme::nvfp4(false, true), 8, 128, false},
+               "without stochastic rounding");
+  nvfp4Refused({Scheme::nvfp4(false, false, true), 8, 128, false},
+               "16x16 NVFP4 blocks need the stack");
+  nvfp4Refused({Scheme::nvfp4(), 8, 136, false}, "multiple of 16");
   cg::GroupedRowsQuantizeSpec block{Scheme::fp8Block(DType::E4M3, 1, 128), 8,
                                     128, false};
   EXPECT_NE(cg::checkGroupedRowsQuantize(block).message().find(
@@ -433,6 +456,90 @@ TEST_F(GroupedQuantizeGpu, PerExpertRunsOfManyRowsAreBitExact) {
     w[i] = ref::floatToBF16(ref::bf16ToFloat(w[i]) * 64.0f);
   // 18781 rows of experts, 1230 padding rows.
   checkPerExpertQuantize(*this, m, c, g, n, {5003, 0, 7777, 1, 6000}, x, w);
+}
+
+/// NVFP4 per expert: the amax pass and the values kernel on tokens `x` [m,
+/// c] under `splits` and on a stack `w` [g·n, c] (1x16 and 16x16 blocks);
+/// every bf16 value and amax against the reference.
+void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
+                         int64_t n, const std::vector<int64_t> &splits,
+                         const std::vector<uint16_t> &x,
+                         const std::vector<uint16_t> &w) {
+  const rt::Stream &stream = t.stream();
+  rt::DeviceBuffer xIn = t.upload(x), wIn = t.upload(w), sp = t.upload(splits);
+  rt::KernelCache cache;
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool stack = variant > 0, block2d = variant == 2;
+    cg::GroupedRowsQuantizeSpec spec{Scheme::nvfp4(false, false, block2d), g, c,
+                                     stack};
+    SCOPED_TRACE(spec.kernelName());
+    ASSERT_TRUE(cg::checkGroupedRowsQuantize(spec).isOk());
+    const int64_t rows = stack ? g * n : m;
+    cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(spec);
+    auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
+    ASSERT_TRUE(compiled) << compiled.status().message();
+    rt::Expected<rt::Kernel> amaxK =
+        rt::Kernel::load((*compiled)->cubin, e.amaxEntry);
+    rt::Expected<rt::Kernel> valuesK =
+        rt::Kernel::load((*compiled)->cubin, e.quantizeEntry);
+    ASSERT_TRUE(amaxK && valuesK);
+    rt::Expected<rt::DeviceBuffer> amax = rt::DeviceBuffer::allocate(g * 4);
+    rt::Expected<rt::DeviceBuffer> out =
+        rt::DeviceBuffer::allocate(rows * c * 2);
+    ASSERT_TRUE(amax && out);
+    ASSERT_TRUE(amax->fill(0, stream));
+    ASSERT_TRUE(out->fill(0xA5, stream)); // poison
+    uint64_t inP = (stack ? wIn : xIn).devicePtr(),
+             spP = stack ? 0 : sp.devicePtr(), amP = amax->devicePtr(),
+             outP = out->devicePtr(), none = 0;
+    long long rr = rows, cc = c, per = stack ? n : 0, stride = 0;
+    float eps = 0.0f;
+    void *amaxArgs[] = {&inP, &rr, &cc, &spP, &per, &amP};
+    ASSERT_TRUE(amaxK->launch(cg::groupedRowsGrid(rows),
+                              {cg::kGroupedRowsThreads, 1, 1}, 0, stream,
+                              amaxArgs));
+    void *args[] = {&inP, &rr,   &cc,   &spP,  &per,   &amP,
+                    &eps, &outP, &none, &none, &stride};
+    ASSERT_TRUE(valuesK->launch(cg::groupedRowsCastGrid(spec, rows),
+                                {cg::kGroupedRowsThreads, 1, 1}, 0, stream,
+                                args));
+    std::vector<uint16_t> got(rows * c);
+    std::vector<float> gotAmax(g);
+    ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 2, stream));
+    ASSERT_TRUE(amax->copyToHost(gotAmax.data(), g * 4, stream));
+    ASSERT_TRUE(stream.synchronize());
+    ref::GroupedNvfp4Values want = ref::groupedNvfp4Values(
+        (stack ? w : x).data(), rows, c,
+        stack ? std::vector<int64_t>{} : splits, g, spec.scheme);
+    ASSERT_EQ(want.error, "");
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < rows * c; ++i)
+      if (got[i] != want.values[i] && wrong++ < 5)
+        ADD_FAILURE() << "row " << i / c << " column " << i % c << ": 0x"
+                      << std::hex << got[i] << " want 0x" << want.values[i];
+    EXPECT_EQ(0, std::memcmp(gotAmax.data(), want.amax.data(), g * 4));
+    EXPECT_EQ(wrong, 0);
+  }
+}
+
+// NVFP4 per expert (each expert's own tensor scale): the values the BF16
+// grouped GEMM reads, bit for bit against each expert quantized and
+// dequantized alone; ragged splits with an empty expert and padding rows,
+// an expert far larger than the others, and runs of many rows per warp.
+TEST_F(GroupedQuantizeGpu, PerExpertNvfp4ValuesAreBitExact) {
+  {
+    const int64_t m = 701, c = 256, g = 4, n = 256;
+    std::vector<uint16_t> x = randomBf16(m * c, 10),
+                          w = randomBf16(g * n * c, 11);
+    for (int64_t i = 429 * c; i < m * c; ++i)
+      x[i] = ref::floatToBF16(ref::bf16ToFloat(x[i]) * 300.0f);
+    for (int64_t i = 256 * c; i < 512 * c; ++i)
+      w[i] = ref::floatToBF16(ref::bf16ToFloat(w[i]) / 1000.0f);
+    checkPerExpertNvfp4(*this, m, c, g, n, {129, 0, 300, 250}, x, w);
+  }
+  const int64_t m = 20011, c = 64, g = 5, n = 2048;
+  checkPerExpertNvfp4(*this, m, c, g, n, {5003, 0, 7777, 1, 6000},
+                      randomBf16(m * c, 12), randomBf16(g * n * c, 13));
 }
 
 } // namespace

@@ -90,11 +90,14 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 
 /// A grouped GEMM whose operands it quantizes itself, one amax per expert
 /// (te.grouped_gemm's `input_scheme` / `weight_scheme`; x rowwise, w rowwise
-/// or for the dgrad columnwise): both
+/// or for the dgrad columnwise): both NVFP4 (the forward, no stochastic
+/// rounding, 16x16 blocks for the weight only: a BF16 GEMM on each
+/// expert's dequantized values), or both
 /// per-tensor FP8 current scaling (e4m3 or e5m2, paired by
 /// checkGemmPairing). "" when `x` and `w` pass, else the reason. The te
 /// verifier and code generation's Program validation call it.
-std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w);
+std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
+                                            bool weightColumnwise = false);
 
 } // namespace te::rt
 

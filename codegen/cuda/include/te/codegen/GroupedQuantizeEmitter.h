@@ -70,7 +70,12 @@ rt::Dim3 groupedBiasGrid(int64_t groups, int64_t cols);
 
 /// Rowwise per-tensor FP8 of a grouped GEMM operand, one amax per expert.
 struct GroupedRowsQuantizeSpec {
-  rt::Scheme scheme; ///< #te.fp8_current, E4M3 or E5M2, pow2 or not
+  /// #te.fp8_current (E4M3 or E5M2, pow2 or not): codes and the expert's
+  /// scale over the block-scaled GEMM's blocks; or #te.nvfp4 (no stochastic
+  /// rounding; 16x16 blocks for the stack only): bf16 values, each expert's
+  /// rows quantized with its own tensor scale and dequantized, for the BF16
+  /// GEMM (no FP4 MMA on Hopper).
+  rt::Scheme scheme;
   int64_t groups = 1;
   int64_t cols = 0; ///< C of the [rows, C] bf16 input
   /// The stacked weight [G·N, C] (N rows per expert, 128x128 tile scales);
@@ -81,8 +86,10 @@ struct GroupedRowsQuantizeSpec {
   /// (N a multiple of 128).
   bool columnwise = false;
 
-  /// e.g. "te_grouped_rows_e4m3_g8_c4096_tokens", "..._weights_t".
+  /// e.g. "te_grouped_rows_e4m3_g8_c4096_tokens", "..._weights_t",
+  /// "te_grouped_rows_nvfp4_2d_g8_c4096_weights".
   std::string kernelName() const;
+  bool nvfp4() const;
 };
 
 /// InvalidArgument naming the rule: the scheme, C a positive multiple of 8,
@@ -95,7 +102,8 @@ struct EmittedGroupedRowsQuantize {
   /// before the launch.
   std::string amaxEntry;
   /// (in, rows, cols, splits, rowsPerExpert, amax, eps, codes, scaleInv,
-  /// blockScales, blockStride).
+  /// blockScales, blockStride); NVFP4 writes bf16 values [rows, C] into
+  /// `codes` and takes no scales.
   std::string quantizeEntry;
 };
 EmittedGroupedRowsQuantize

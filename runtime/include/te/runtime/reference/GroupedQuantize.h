@@ -87,6 +87,23 @@ groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
                             const std::vector<int64_t> &splits, int64_t groups,
                             const Scheme &scheme, bool columnwise = false);
 
+/// NVFP4 with one tensor scale per expert, as the BF16 grouped GEMM reads
+/// it on a GPU without FP4 MMAs (te/device/GroupedTensorQuantize.cuh's
+/// groupedRowsNvfp4Values): `values` [rows, cols] bf16, each expert's rows
+/// quantized rowwise as their own tensor (`quantize`) and dequantized
+/// (`dequantize`, rounded to bf16), zero on padding rows; `amax` [G] each
+/// expert's tensor amax. `x` and `splits` as for groupedTensorScaledQuantize
+/// (splits empty: the stack, rows / groups rows an expert).
+struct GroupedNvfp4Values {
+  std::vector<uint16_t> values;
+  std::vector<float> amax;
+  std::string error; ///< set (and nothing else) when a quantize fails
+};
+GroupedNvfp4Values groupedNvfp4Values(const uint16_t *x, int64_t rows,
+                                      int64_t cols,
+                                      const std::vector<int64_t> &splits,
+                                      int64_t groups, const Scheme &scheme);
+
 } // namespace ref
 } // namespace rt
 } // namespace te
