@@ -6,13 +6,22 @@
 // operand) before the block-scaled GEMM; @current_grad is its backward (the
 // dgrad quantizes dy and the stack's columnwise copy, the grouped wgrad dy
 // and x, each per expert). @block and @block_grad are the same layer under
-// FP8 block scaling, for the comparison in one run:
+// FP8 block scaling, @nvfp4 its forward under NVFP4 (each expert's tensor
+// scale; quantized and dequantized per expert for the BF16 kernel on
+// Hopper) and @bf16 in BF16, for the comparison in one run:
 //
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry current
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry block
 
 te.recipe @per_tensor {
   te.rule "grouped_linear", "*" -> #te.fp8_current<e4m3>
+}
+te.recipe @nv {
+  te.rule "grouped_linear", "weight" -> #te.nvfp4<block2d>
+  te.rule "grouped_linear", "*"      -> #te.nvfp4<>
+}
+te.recipe @high_precision {
+  te.rule "*", "*" -> #te.identity<bf16>
 }
 te.recipe @fp8_block {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>
@@ -57,4 +66,22 @@ func.func @block_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf16>,
            tensor<8x4096x7168xbf16>, tensor<8xi64>
          -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
   return %dx, %dw : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+}
+
+func.func @nvfp4(%x: tensor<32768x7168xbf16>,
+                 %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                 %splits: tensor<8xi64>) -> tensor<32768x4096xbf16> {
+  %h = te.grouped_linear %x, %w, %splits {recipe = @nv}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>
+  return %h : tensor<32768x4096xbf16>
+}
+
+func.func @bf16(%x: tensor<32768x7168xbf16>,
+                %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                %splits: tensor<8xi64>) -> tensor<32768x4096xbf16> {
+  %h = te.grouped_linear %x, %w, %splits {recipe = @high_precision}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>
+  return %h : tensor<32768x4096xbf16>
 }

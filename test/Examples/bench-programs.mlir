@@ -128,6 +128,10 @@
 // MOECURRENT-NEXT: tek.grouped_wgrad "te_grouped_wgrad_1"
 // MOECURRENT-LABEL: func.func @block_grad(
 // MOECURRENT: tek.grouped_wgrad
+// MOECURRENT-LABEL: func.func @nvfp4(
+// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 {input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<block2d>}
+// MOECURRENT-LABEL: func.func @bf16(
+// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 :
 
 // MOEBF16-LABEL: func.func @fprop(
 // MOEBF16: tek.grouped_gemm "te_grouped_gemm_0"
