@@ -191,21 +191,17 @@ void perExpertScaling(rt::KernelCache &cache, const rt::Stream &stream,
     const int64_t scales = cg::groupedRowsBlockScales(spec, r);
     rt::DeviceBuffer codes = take(rt::DeviceBuffer::allocate(r * cols));
     rt::DeviceBuffer block = take(rt::DeviceBuffer::allocate(scales * 4));
-    uint64_t inP = in.devicePtr(), spP = stack ? 0 : splitBuf.devicePtr(),
-             amP = amax.devicePtr(), coP = codes.devicePtr(),
-             siP = sInv.devicePtr(), blP = block.devicePtr();
-    long long rr = r, cc = cols, per = stack ? r / g : 0,
-              stride = cg::groupedRowsBlockStride(spec, r);
-    float eps = 0.0f;
-    void *amaxArgs[] = {&inP, &rr, &cc, &spP, &per, &amP};
-    void *castArgs[] = {&inP, &rr,  &cc,  &spP, &per,   &amP,
-                        &eps, &coP, &siP, &blP, &stride};
+    cg::GroupedRowsBuffers buf;
+    buf.in = in.devicePtr();
+    buf.splits = stack ? 0 : splitBuf.devicePtr();
+    buf.amax = amax.devicePtr();
+    buf.codes = codes.devicePtr();
+    buf.scaleInv = sInv.devicePtr();
+    buf.blockScales = block.devicePtr();
+    buf.rows = r;
     double us = medianMicros(stream, iters, [&] {
       check(amax.fill(0, stream));
-      check(pass.launch(cg::groupedRowsGrid(r), {cg::kGroupedRowsThreads, 1, 1},
-                        0, stream, amaxArgs));
-      check(cast.launch(cg::groupedRowsCastGrid(spec, r),
-                        {cg::kGroupedRowsThreads, 1, 1}, 0, stream, castArgs));
+      check(cg::launchGroupedRowsQuantize(spec, pass, cast, buf, stream));
     });
     report(name, us, 5.0 * double(r * cols) + double(scales * 4));
   };

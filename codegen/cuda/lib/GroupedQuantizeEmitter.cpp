@@ -267,4 +267,27 @@ int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s, int64_t rows) {
   return s.groups * tiles * stride;
 }
 
+rt::Status launchGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s,
+                                     const rt::Kernel &amaxPass,
+                                     const rt::Kernel &cast,
+                                     const GroupedRowsBuffers &b,
+                                     const rt::Stream &stream) {
+  uint64_t in = b.in, splits = b.splits, amax = b.amax, codes = b.codes,
+           scaleInv = b.scaleInv, blockScales = b.blockScales;
+  long long rows = b.rows, cols = s.cols,
+            perExpert = s.weightStack ? b.rows / s.groups : 0,
+            stride = groupedRowsBlockStride(s, b.rows);
+  float eps = static_cast<float>(s.scheme.eps);
+  void *amaxArgs[] = {&in, &rows, &cols, &splits, &perExpert, &amax};
+  if (rt::Status st =
+          amaxPass.launch(groupedRowsGrid(b.rows), {kGroupedRowsThreads, 1, 1},
+                          0, stream, amaxArgs);
+      !st.isOk())
+    return st;
+  void *castArgs[] = {&in,  &rows,  &cols,     &splits,      &perExpert, &amax,
+                      &eps, &codes, &scaleInv, &blockScales, &stride};
+  return cast.launch(groupedRowsCastGrid(s, b.rows),
+                     {kGroupedRowsThreads, 1, 1}, 0, stream, castArgs);
+}
+
 } // namespace te::cg

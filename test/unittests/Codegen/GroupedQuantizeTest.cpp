@@ -384,22 +384,16 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       rt::DeviceBuffer amax = alloc(g * 4, 0), codes = alloc(rows * c, 0xA5),
                        sInv = alloc(g * 4, 0xA5),
                        block = alloc(scales * 4, 0xA5);
-      uint64_t inP = (stack ? wIn : xIn).devicePtr(),
-               spP = stack ? 0 : sp.devicePtr(), amP = amax.devicePtr(),
-               coP = codes.devicePtr(), siP = sInv.devicePtr(),
-               blP = block.devicePtr();
-      long long rr = rows, cc = c, per = stack ? n : 0,
-                stride = cg::groupedRowsBlockStride(spec, rows);
-      float eps = static_cast<float>(scheme.eps);
-      void *amaxArgs[] = {&inP, &rr, &cc, &spP, &per, &amP};
-      ASSERT_TRUE(amaxK->launch(cg::groupedRowsGrid(rows),
-                                {cg::kGroupedRowsThreads, 1, 1}, 0, stream,
-                                amaxArgs));
-      void *castArgs[] = {&inP, &rr,  &cc,  &spP, &per,   &amP,
-                          &eps, &coP, &siP, &blP, &stride};
-      ASSERT_TRUE(castK->launch(cg::groupedRowsCastGrid(spec, rows),
-                                {cg::kGroupedRowsThreads, 1, 1}, 0, stream,
-                                castArgs));
+      cg::GroupedRowsBuffers buf;
+      buf.in = (stack ? wIn : xIn).devicePtr();
+      buf.splits = stack ? 0 : sp.devicePtr();
+      buf.amax = amax.devicePtr();
+      buf.codes = codes.devicePtr();
+      buf.scaleInv = sInv.devicePtr();
+      buf.blockScales = block.devicePtr();
+      buf.rows = rows;
+      ASSERT_TRUE(
+          cg::launchGroupedRowsQuantize(spec, *amaxK, *castK, buf, stream));
       std::vector<uint8_t> gotCodes(rows * c);
       std::vector<float> gotBlock(scales), gotInv(g), gotAmax(g);
       ASSERT_TRUE(codes.copyToHost(gotCodes.data(), gotCodes.size(), stream));
@@ -489,20 +483,14 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
     ASSERT_TRUE(amax && out);
     ASSERT_TRUE(amax->fill(0, stream));
     ASSERT_TRUE(out->fill(0xA5, stream)); // poison
-    uint64_t inP = (stack ? wIn : xIn).devicePtr(),
-             spP = stack ? 0 : sp.devicePtr(), amP = amax->devicePtr(),
-             outP = out->devicePtr(), none = 0;
-    long long rr = rows, cc = c, per = stack ? n : 0, stride = 0;
-    float eps = 0.0f;
-    void *amaxArgs[] = {&inP, &rr, &cc, &spP, &per, &amP};
-    ASSERT_TRUE(amaxK->launch(cg::groupedRowsGrid(rows),
-                              {cg::kGroupedRowsThreads, 1, 1}, 0, stream,
-                              amaxArgs));
-    void *args[] = {&inP, &rr,   &cc,   &spP,  &per,   &amP,
-                    &eps, &outP, &none, &none, &stride};
-    ASSERT_TRUE(valuesK->launch(cg::groupedRowsCastGrid(spec, rows),
-                                {cg::kGroupedRowsThreads, 1, 1}, 0, stream,
-                                args));
+    cg::GroupedRowsBuffers buf;
+    buf.in = (stack ? wIn : xIn).devicePtr();
+    buf.splits = stack ? 0 : sp.devicePtr();
+    buf.amax = amax->devicePtr();
+    buf.codes = out->devicePtr();
+    buf.rows = rows;
+    ASSERT_TRUE(
+        cg::launchGroupedRowsQuantize(spec, *amaxK, *valuesK, buf, stream));
     std::vector<uint16_t> got(rows * c);
     std::vector<float> gotAmax(g);
     ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 2, stream));

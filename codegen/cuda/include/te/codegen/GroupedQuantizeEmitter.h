@@ -109,6 +109,24 @@ struct EmittedGroupedRowsQuantize {
 EmittedGroupedRowsQuantize
 emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s);
 
+/// Device pointers of one per-expert quantize: the bf16 input [rows, C],
+/// the split sizes (0 for the stack), the [G] amax (zeroed before), the
+/// codes (NVFP4: the bf16 values) and, for FP8, scaleInv [G] and the block
+/// scales.
+struct GroupedRowsBuffers {
+  uint64_t in = 0, splits = 0, amax = 0, codes = 0, scaleInv = 0,
+           blockScales = 0;
+  int64_t rows = 0;
+};
+/// Launches `amaxPass` and `cast` (the entries of emitGroupedRowsQuantize(s),
+/// loaded from one compiled source) on `stream` - what the plan's two
+/// launches do, for tests and benchmarks that run the kernels alone.
+rt::Status launchGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s,
+                                     const rt::Kernel &amaxPass,
+                                     const rt::Kernel &cast,
+                                     const GroupedRowsBuffers &b,
+                                     const rt::Stream &stream);
+
 /// The amax pass alone (the grouped wgrad's per-tensor operands, whose cast
 /// is its grouped columnwise pass): the same entry and arguments as
 /// EmittedGroupedRowsQuantize::amaxEntry.
