@@ -348,6 +348,28 @@ TEST(GroupedRowsQuantize, TheReferenceIsEachExpertAlone) {
           << t << " " << kb;
 }
 
+/// The amax pass and the cast of `spec`, compiled through `cache`.
+struct GroupedRowsKernels {
+  rt::Kernel amax, cast;
+};
+rt::Expected<GroupedRowsKernels>
+loadGroupedRows(rt::KernelCache &cache,
+                const cg::GroupedRowsQuantizeSpec &spec) {
+  cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(spec);
+  auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
+  if (!compiled)
+    return compiled.status();
+  rt::Expected<rt::Kernel> amax =
+      rt::Kernel::load((*compiled)->cubin, e.amaxEntry);
+  if (!amax)
+    return amax.status();
+  rt::Expected<rt::Kernel> cast =
+      rt::Kernel::load((*compiled)->cubin, e.quantizeEntry);
+  if (!cast)
+    return cast.status();
+  return GroupedRowsKernels{std::move(*amax), std::move(*cast)};
+}
+
 /// Runs the per-expert per-tensor quantizes of tokens `x` [m, c] under
 /// `splits` and of a stack `w` [g·n, c] (and its columnwise copy) and
 /// compares every byte with the reference.
@@ -366,14 +388,8 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       cg::GroupedRowsQuantizeSpec spec{scheme, g, c, stack, columnwise};
       SCOPED_TRACE(spec.kernelName());
       const int64_t rows = stack ? g * n : m;
-      cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(spec);
-      auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
-      ASSERT_TRUE(compiled) << compiled.status().message();
-      rt::Expected<rt::Kernel> amaxK =
-          rt::Kernel::load((*compiled)->cubin, e.amaxEntry);
-      rt::Expected<rt::Kernel> castK =
-          rt::Kernel::load((*compiled)->cubin, e.quantizeEntry);
-      ASSERT_TRUE(amaxK && castK);
+      rt::Expected<GroupedRowsKernels> k = loadGroupedRows(cache, spec);
+      ASSERT_TRUE(k) << k.status().message();
       auto alloc = [&](int64_t bytes, int byte) {
         rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
         EXPECT_TRUE(b);
@@ -393,7 +409,7 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       buf.blockScales = block.devicePtr();
       buf.rows = rows;
       ASSERT_TRUE(
-          cg::launchGroupedRowsQuantize(spec, *amaxK, *castK, buf, stream));
+          cg::launchGroupedRowsQuantize(spec, k->amax, k->cast, buf, stream));
       std::vector<uint8_t> gotCodes(rows * c);
       std::vector<float> gotBlock(scales), gotInv(g), gotAmax(g);
       ASSERT_TRUE(codes.copyToHost(gotCodes.data(), gotCodes.size(), stream));
@@ -469,14 +485,8 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
     SCOPED_TRACE(spec.kernelName());
     ASSERT_TRUE(cg::checkGroupedRowsQuantize(spec).isOk());
     const int64_t rows = stack ? g * n : m;
-    cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(spec);
-    auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
-    ASSERT_TRUE(compiled) << compiled.status().message();
-    rt::Expected<rt::Kernel> amaxK =
-        rt::Kernel::load((*compiled)->cubin, e.amaxEntry);
-    rt::Expected<rt::Kernel> valuesK =
-        rt::Kernel::load((*compiled)->cubin, e.quantizeEntry);
-    ASSERT_TRUE(amaxK && valuesK);
+    rt::Expected<GroupedRowsKernels> k = loadGroupedRows(cache, spec);
+    ASSERT_TRUE(k) << k.status().message();
     rt::Expected<rt::DeviceBuffer> amax = rt::DeviceBuffer::allocate(g * 4);
     rt::Expected<rt::DeviceBuffer> out =
         rt::DeviceBuffer::allocate(rows * c * 2);
@@ -490,7 +500,7 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
     buf.codes = out->devicePtr();
     buf.rows = rows;
     ASSERT_TRUE(
-        cg::launchGroupedRowsQuantize(spec, *amaxK, *valuesK, buf, stream));
+        cg::launchGroupedRowsQuantize(spec, k->amax, k->cast, buf, stream));
     std::vector<uint16_t> got(rows * c);
     std::vector<float> gotAmax(g);
     ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 2, stream));
