@@ -320,10 +320,12 @@ __device__ __forceinline__ void nvfp4RoundTrip16(const U32x4 (&v)[2], float enc,
     u32 w[4];
     TE_UNROLL
     for (int q = 0; q < 4; ++q) {
-      u8 codes =
+      u32 codes =
           encodeE2M1x2(mulRn(bf16Lo(in[q]), enc), mulRn(bf16Hi(in[q]), enc));
-      w[q] = floatToBF16x2(mulRn(decodeE2M1(unpackE2M1Low(codes)), dec),
-                           mulRn(decodeE2M1(unpackE2M1High(codes)), dec));
+      // The two codes as decodeE2M1x2 takes them (bits 0-3 and 8-11).
+      float lo, hi;
+      decodeE2M1x2((codes & 0xFu) | ((codes & 0xF0u) << 4), lo, hi);
+      w[q] = floatToBF16x2(mulRn(lo, dec), mulRn(hi, dec));
     }
     o[h] = U32x4{w[0], w[1], w[2], w[3]};
   }
