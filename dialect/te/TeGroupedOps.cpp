@@ -1,0 +1,205 @@
+//===- TeGroupedOps.cpp - te.grouped_gemm, te.grouped_wgrad ---------------===//
+//
+// Part of tejit.
+//
+//===----------------------------------------------------------------------===//
+//
+// The verifiers of the grouped (MoE) GEMMs, te.grouped_gemm and
+// te.grouped_wgrad, with their type rules that tek.grouped_gemm,
+// tek.grouped_wgrad and te-expand-linear share. The scheme rules themselves
+// live in te/formats/GemmRules.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/te/TeOps.h"
+#include "dialect/te/TeOpsSupport.h"
+
+#include "te/formats/GemmRules.h"
+
+using namespace mlir;
+using namespace mlir::te;
+using namespace mlir::te::detail;
+namespace rt = ::te::rt;
+
+//===----------------------------------------------------------------------===//
+// GroupedGemmOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupedGemmOp::verify() {
+  Value bias = getBias();
+  return verifyTypes([&] { return emitOpError(); }, getInput().getType(),
+                     getWeight().getType(), getSplitSizes().getType(),
+                     bias ? bias.getType() : Type(), getResult().getType(),
+                     getWeightColumnwise(), getInputSchemeAttr(),
+                     getWeightSchemeAttr());
+}
+
+bool GroupedGemmOp::engineReads(Type operand, Direction dir) {
+  auto q = llvm::dyn_cast<QTensorType>(operand);
+  if (!q)
+    return true;
+  rt::SchemeKind kind = q.getScheme().getRuntimeScheme(dir).kind;
+  return kind == rt::SchemeKind::Identity || kind == rt::SchemeKind::Fp8Block;
+}
+
+LogicalResult GroupedGemmOp::verifyTypes(
+    function_ref<InFlightDiagnostic()> emitError, Type input, Type weight,
+    Type splitSizes, Type bias, Type result, bool weightColumnwise,
+    SchemeAttrInterface inputScheme, SchemeAttrInterface weightScheme) {
+  ArrayRef<int64_t> x = shapeOf(input), w = shapeOf(weight);
+  const char *xShape = weightColumnwise ? "[M_total, N]" : "[M_total, K]";
+  if (x.size() != 2)
+    return emitError() << "input must be 2-D (" << xShape
+                       << ", rows sorted by expert), got " << shapeStr(x);
+  if (w.size() != 3)
+    return emitError() << "weight must be 3-D ([G, N, K], one [N, K] weight "
+                          "per expert), got "
+                       << shapeStr(w);
+  // Each expert's GEMM contracts `red` and gives `cols` output columns.
+  int64_t red = weightColumnwise ? w[1] : w[2];
+  int64_t cols = weightColumnwise ? w[2] : w[1];
+  if (x[1] != red)
+    return emitError() << "input features " << x[1] << " differ from the "
+                       << (weightColumnwise ? "weight's N = " : "weight's K = ")
+                       << red << " (weight is [G, N, K] = " << shapeStr(w)
+                       << (weightColumnwise ? "; weight_columnwise contracts N"
+                                            : "")
+                       << ")";
+  auto splits = llvm::cast<RankedTensorType>(splitSizes);
+  if (splits.getShape() != ArrayRef<int64_t>{w[0]} ||
+      !splits.getElementType().isInteger(64))
+    return emitError() << "split sizes must be tensor<" << w[0]
+                       << "xi64> (one row count per expert), got "
+                       << splitSizes;
+  auto y = llvm::cast<RankedTensorType>(result);
+  if (y.getShape() != ArrayRef<int64_t>{x[0], cols})
+    return emitError() << "result must be [M_total, "
+                       << (weightColumnwise ? "K" : "N") << "] = " << x[0]
+                       << "x" << cols << ", got " << shapeStr(y.getShape());
+  if (bias) {
+    auto bt = llvm::cast<RankedTensorType>(bias);
+    if (weightColumnwise)
+      return emitError() << "takes no bias with weight_columnwise (dgrad)";
+    if (bt.getShape() != ArrayRef<int64_t>{w[0], cols})
+      return emitError() << "bias must be [G, N] = " << w[0] << "x" << cols
+                         << ", got " << shapeStr(bt.getShape());
+    if (bt.getElementType() != y.getElementType())
+      return emitError() << "bias element type " << bt.getElementType()
+                         << " must be the result's (" << y.getElementType()
+                         << "): the GEMM epilogue adds it in that type";
+  }
+  if (inputScheme || weightScheme) {
+    // Operands the op quantizes itself, per expert.
+    if (!inputScheme || !weightScheme)
+      return emitError() << "needs both input_scheme and weight_scheme (the "
+                            "operands it quantizes per expert) or neither";
+    for (Type t : {input, weight})
+      if (!llvm::isa<RankedTensorType>(t) ||
+          !llvm::cast<RankedTensorType>(t).getElementType().isBF16())
+        return emitError() << "quantizes its operands per expert, so input "
+                              "and weight must be bf16 tensors, got "
+                           << t;
+    std::string why = rt::groupedTensorScaledSchemesError(
+        inputScheme.getRuntimeScheme(Direction::rowwise),
+        weightScheme.getRuntimeScheme(weightColumnwise ? Direction::columnwise
+                                                       : Direction::rowwise),
+        weightColumnwise);
+    if (!why.empty())
+      return emitError() << "quantizes input by " << inputScheme
+                         << " and weight by " << weightScheme << "; " << why;
+    // FP8: each expert's scale over 128x128 tiles, 128-element K blocks.
+    // NVFP4: 16x16 blocks of the stack, the BF16 GEMM's 64-element slabs.
+    const bool nvfp4 = inputScheme.getRuntimeScheme(Direction::rowwise).kind ==
+                       rt::SchemeKind::Nvfp4;
+    if (w[1] % (nvfp4 ? 16 : 128) != 0)
+      return emitError() << "quantizes its weight per expert with N = " << w[1]
+                         << (nvfp4 ? ": NVFP4 blocks of the stack are each "
+                                     "expert's own only when N is a "
+                                     "multiple of 16"
+                                   : ": the GEMM reads each expert's scale "
+                                     "over 128x128 tiles of its own, so N "
+                                     "must be a multiple of 128");
+    if (w[2] % (nvfp4 ? 64 : 128) != 0 && !weightColumnwise)
+      return emitError() << "quantizes its operands per expert with K = "
+                         << w[2]
+                         << (nvfp4 ? ": the BF16 GEMM contracts 64-element "
+                                     "slabs, so K must be a multiple of 64"
+                                   : ": the per-expert GEMMs contract whole "
+                                     "128-element blocks, so K must be a "
+                                     "multiple of 128");
+    if (w[2] % 8 != 0)
+      return emitError() << "quantizes its weight per expert with K = " << w[2]
+                         << ": the quantize reads 16-byte pieces of each "
+                            "row, so K must be a multiple of 8";
+    return success();
+  }
+  // Each expert's GEMM is te.gemm's y = x W^T (or y = x W with the weight
+  // read columnwise) on [m_g, .] and [N, K]: check the operands' directions
+  // and pairing on that view of the weight.
+  auto asMatrix = [](Type t, int64_t rows, int64_t cols) -> Type {
+    SmallVector<int64_t, 2> shape = {rows, cols};
+    if (auto q = llvm::dyn_cast<QTensorType>(t))
+      return QTensorType::get(q.getContext(), shape, q.getElementType(),
+                              q.getScheme(), q.getDirections());
+    return RankedTensorType::get(
+        shape, llvm::cast<RankedTensorType>(t).getElementType());
+  };
+  return GemmOp::verifyTypes(
+      emitError, input, asMatrix(weight, w[1], w[2]), Type(),
+      RankedTensorType::get({x[0], cols}, y.getElementType()),
+      /*transposeA=*/false, /*transposeB=*/!weightColumnwise);
+}
+
+//===----------------------------------------------------------------------===//
+// GroupedWgradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupedWgradOp::verify() {
+  Value db = getGradBias();
+  return verifyTypes([&] { return emitOpError(); }, getGradOutput().getType(),
+                     getInput().getType(), getSplitSizes().getType(),
+                     getGradWeight().getType(), db ? db.getType() : Type(),
+                     getGradOutputScheme(), getInputScheme());
+}
+
+LogicalResult GroupedWgradOp::verifyTypes(
+    function_ref<InFlightDiagnostic()> emitError, Type gradOutput, Type input,
+    Type splitSizes, Type gradWeight, Type gradBias,
+    SchemeAttrInterface gradOutputScheme, SchemeAttrInterface inputScheme) {
+  auto dy = llvm::cast<RankedTensorType>(gradOutput);
+  auto x = llvm::cast<RankedTensorType>(input);
+  if (dy.getRank() != 2 || x.getRank() != 2)
+    return emitError() << "grad_output and input must be 2-D ([M_total, N] "
+                          "and [M_total, K]), got "
+                       << shapeStr(dy.getShape()) << " and "
+                       << shapeStr(x.getShape());
+  if (!dy.getElementType().isBF16() || !x.getElementType().isBF16())
+    return emitError() << "grad_output and input must be bf16, got "
+                       << dy.getElementType() << " and " << x.getElementType();
+  if (dy.getDimSize(0) != x.getDimSize(0))
+    return emitError() << "grad_output has " << dy.getDimSize(0)
+                       << " rows but input has " << x.getDimSize(0);
+  auto splits = llvm::cast<RankedTensorType>(splitSizes);
+  if (splits.getRank() != 1 || !splits.getElementType().isInteger(64))
+    return emitError() << "split sizes must be tensor<Gxi64>, got "
+                       << splitSizes;
+  int64_t g = splits.getDimSize(0), n = dy.getDimSize(1), k = x.getDimSize(1);
+  auto dw = llvm::cast<RankedTensorType>(gradWeight);
+  if (dw.getShape() != ArrayRef<int64_t>{g, n, k})
+    return emitError() << "grad_weight must be [G, N, K] = " << g << "x" << n
+                       << "x" << k << ", got " << shapeStr(dw.getShape());
+  if (gradBias) {
+    auto db = llvm::cast<RankedTensorType>(gradBias);
+    if (db.getShape() != ArrayRef<int64_t>{g, n})
+      return emitError() << "grad_bias must be [G, N] = " << g << "x" << n
+                         << ", got " << shapeStr(db.getShape());
+  }
+  std::string why = rt::groupedWgradSchemesError(
+      gradOutputScheme.getRuntimeScheme(Direction::columnwise),
+      inputScheme.getRuntimeScheme(Direction::columnwise));
+  if (!why.empty())
+    return emitError() << "reads grad_output and input columnwise by "
+                       << gradOutputScheme << " and " << inputScheme << "; "
+                       << why;
+  return success();
+}
