@@ -78,11 +78,12 @@ static void expertAmaxPass(const Program &p, const std::string &source,
        ArgDesc::ptr(splits), ArgDesc::i64(rowsPerExpert), ArgDesc::ptr(amax)}));
 }
 
-/// Per-tensor FP8 of grouped GEMM `g`'s operand `value` (the tokens, or
-/// with `weightStack` the stacked weight, rowwise or for the dgrad
-/// columnwise) with one amax per expert, into workspaces of `g`: the amax
-/// pass and the cast (GroupedRowsQuantizeSpec) appended to `kp`. Returns
-/// the codes and the block-scale buffers the block-scaled GEMM reads.
+/// Grouped GEMM `g`'s operand `value` (the tokens, or with `weightStack`
+/// the stacked weight, rowwise or for the dgrad columnwise) quantized with
+/// one amax per expert into workspaces of `g`: the amax pass and the cast
+/// (GroupedRowsQuantizeSpec) appended to `kp`. Returns the buffers the GEMM
+/// reads: per-tensor FP8 codes and their block scales, or NVFP4's bf16
+/// values and -1.
 static rt::Expected<std::pair<int, int>>
 quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
                   BufferTable &table, const EntryPlan &out, KernelPlan &kp,
@@ -196,7 +197,7 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   kp.name = g.name;
   if (g.quantizesPerExpert()) {
     // Both operands quantized per expert into workspaces first; the GEMM
-    // then reads them as block-scaled operands.
+    // then reads them (block-scaled FP8, or NVFP4's bf16 values).
     rt::Expected<std::pair<int, int>> xq =
         quantizePerExpert(p, e, g, table, out, kp, g.x, *g.xScheme, false);
     if (!xq)

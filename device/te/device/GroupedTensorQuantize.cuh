@@ -44,8 +44,6 @@
 namespace te {
 namespace dev {
 
-constexpr int kGroupedRowsThreads = 256;
-
 /// Where the block-scaled GEMM reads an operand's scales.
 enum class GroupedScaleLayout {
   TokenBlocks, ///< 1x128 blocks of the tokens: [ceil(C/128)][roundup(M, 4)]

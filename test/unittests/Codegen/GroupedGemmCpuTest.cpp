@@ -328,6 +328,21 @@ cg::Program denseWgrad(int64_t m, int64_t n, int64_t k, const Scheme &dyScheme,
   return p;
 }
 
+/// Expert e's dW [n, k] and db [n] in a grouped wgrad's results `dw`, `db`
+/// equal `one`'s, a dense wgrad of that expert, bit for bit.
+void expectExpertWgrad(const std::vector<uint8_t> &dw,
+                       const std::vector<uint8_t> &db,
+                       const std::vector<exec::ValueData> &one, int64_t e,
+                       int64_t n, int64_t k) {
+  EXPECT_EQ(
+      std::memcmp(dw.data() + e * n * k * 4, one[0][0].bytes.data(), n * k * 4),
+      0)
+      << "expert " << e << " dW";
+  EXPECT_EQ(std::memcmp(db.data() + e * n * 4, one[1][0].bytes.data(), n * 4),
+            0)
+      << "expert " << e << " db";
+}
+
 /// The grouped wgrad (dy's codes `dyElement`) of 3 experts, N = 256, K =
 /// 136 (not a tile multiple), ragged splits with an empty expert and
 /// padding rows, partial 128-row blocks, on the CPU backend: each expert's
@@ -364,13 +379,7 @@ void checkWgradAgainstEachExpert(DType dyElement) {
     auto one =
         exec::runCpu(dense, dense.entries[0], {bf16Bytes(dye), bf16Bytes(xe)});
     ASSERT_TRUE(one) << one.status().toString();
-    EXPECT_EQ(std::memcmp(dw.data() + e * n * k * 4, (*one)[0][0].bytes.data(),
-                          n * k * 4),
-              0)
-        << "expert " << e << " dW";
-    EXPECT_EQ(
-        std::memcmp(db.data() + e * n * 4, (*one)[1][0].bytes.data(), n * 4), 0)
-        << "expert " << e << " db";
+    expectExpertWgrad(dw, db, *one, e, n, k);
     row += splits[e];
   }
 }
@@ -417,13 +426,7 @@ TEST(GroupedGemmCpu, Mxfp8WgradIsEachExpertsDenseWgradOnPaddedRows) {
     auto one =
         exec::runCpu(dense, dense.entries[0], {bf16Bytes(dye), bf16Bytes(xe)});
     ASSERT_TRUE(one) << one.status().toString();
-    EXPECT_EQ(std::memcmp(dw.data() + e * n * k * 4, (*one)[0][0].bytes.data(),
-                          n * k * 4),
-              0)
-        << "expert " << e << " dW";
-    EXPECT_EQ(
-        std::memcmp(db.data() + e * n * 4, (*one)[1][0].bytes.data(), n * 4), 0)
-        << "expert " << e << " db";
+    expectExpertWgrad(dw, db, *one, e, n, k);
     row += rows;
   }
 }

@@ -251,16 +251,19 @@ const Scheme kCurrentSchemes[] = {Scheme::fp8Current(DType::E4M3),
                                   Scheme::fp8Current(DType::E4M3, false, 0.5)};
 
 TEST(GroupedRowsQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
-  for (bool stack : {false, true}) {
-    cg::GroupedRowsQuantizeSpec s{kCurrentSchemes[1], 8, 4096, stack};
+  // Accepted, and (with NVRTC) compiled.
+  auto compiles = [](const cg::GroupedRowsQuantizeSpec &s) {
+    SCOPED_TRACE(s.kernelName());
     ASSERT_TRUE(cg::checkGroupedRowsQuantize(s).isOk());
-    if (rt::nvrtcVersion()) {
-      cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(s);
-      rt::Expected<rt::CompiledKernel> k = rt::compileCuda(
-          e.source, e.quantizeEntry + ".cu", rt::CompileOptions{});
-      ASSERT_TRUE(k) << k.status().message();
-    }
-  }
+    if (!rt::nvrtcVersion())
+      return;
+    cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(s);
+    rt::Expected<rt::CompiledKernel> k = rt::compileCuda(
+        e.source, e.quantizeEntry + ".cu", rt::CompileOptions{});
+    ASSERT_TRUE(k) << k.status().message();
+  };
+  for (bool stack : {false, true})
+    compiles({kCurrentSchemes[1], 8, 4096, stack});
   EXPECT_EQ(cg::GroupedRowsQuantizeSpec({kCurrentSchemes[1], 8, 4096, true})
                 .kernelName(),
             "te_grouped_rows_e5m2_pow2_g8_c4096_weights");
@@ -269,17 +272,8 @@ TEST(GroupedRowsQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
             std::string::npos);
   // NVFP4 values: 1x16 or, for the stack, 16x16 blocks; no stochastic
   // rounding, C a multiple of 16.
-  for (bool block2d : {false, true}) {
-    cg::GroupedRowsQuantizeSpec s{Scheme::nvfp4(false, false, block2d), 8, 4096,
-                                  block2d};
-    ASSERT_TRUE(cg::checkGroupedRowsQuantize(s).isOk());
-    if (rt::nvrtcVersion()) {
-      cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(s);
-      rt::Expected<rt::CompiledKernel> k = rt::compileCuda(
-          e.source, e.quantizeEntry + ".cu", rt::CompileOptions{});
-      ASSERT_TRUE(k) << k.status().message();
-    }
-  }
+  for (bool block2d : {false, true})
+    compiles({Scheme::nvfp4(false, false, block2d), 8, 4096, block2d});
   auto nvfp4Refused = [](cg::GroupedRowsQuantizeSpec s, const char *why) {
     EXPECT_NE(cg::checkGroupedRowsQuantize(s).message().find(why),
               std::string::npos)
