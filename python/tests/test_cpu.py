@@ -266,25 +266,33 @@ def test_adam_program_with_requantize_runs_on_the_cpu_backend():
     assert out[3].directions == ["rowwise", "columnwise"]
 
 
-MXFP8_MOE = """
-te.recipe @mx {
-  te.rule "*", "*" -> #te.mxfp8<e4m3>
-}
-func.func @grouped(%x: tensor<192x128xbf16>, %w: tensor<3x64x128xbf16>,
-                   %s: tensor<3xi64>) -> tensor<192x64xbf16> {
-  %y = te.grouped_linear %x, %w, %s {recipe = @mx}
-         : tensor<192x128xbf16>, tensor<3x64x128xbf16>, tensor<3xi64> -> tensor<192x64xbf16>
-  return %y : tensor<192x64xbf16>
-}
-func.func @dense64(%x: tensor<64x128xbf16>, %w: tensor<64x128xbf16>) -> tensor<64x64xbf16> {
-  %y = te.linear %x, %w {recipe = @mx} : tensor<64x128xbf16>, tensor<64x128xbf16> -> tensor<64x64xbf16>
-  return %y : tensor<64x64xbf16>
-}
-func.func @dense96(%x: tensor<96x128xbf16>, %w: tensor<64x128xbf16>) -> tensor<96x64xbf16> {
-  %y = te.linear %x, %w {recipe = @mx} : tensor<96x128xbf16>, tensor<64x128xbf16> -> tensor<96x64xbf16>
-  return %y : tensor<96x64xbf16>
-}
-"""
+def moe_program(rules, n):
+    """An MoE forward under recipe @r (`rules`: its te.rule lines): the
+    grouped layer @grouped of 3 experts (192 token rows, K = 128, N = `n`)
+    and the dense layers @dense64 / @dense96 an expert of 64 or 96 rows
+    would run alone."""
+    def dense(m):
+        return f"""
+func.func @dense{m}(%x: tensor<{m}x128xbf16>, %w: tensor<{n}x128xbf16>) -> tensor<{m}x{n}xbf16> {{
+  %y = te.linear %x, %w {{recipe = @r}} : tensor<{m}x128xbf16>, tensor<{n}x128xbf16> -> tensor<{m}x{n}xbf16>
+  return %y : tensor<{m}x{n}xbf16>
+}}"""
+    return f"""
+te.recipe @r {{
+{rules}
+}}
+func.func @grouped(%x: tensor<192x128xbf16>, %w: tensor<3x{n}x128xbf16>,
+                   %s: tensor<3xi64>) -> tensor<192x{n}xbf16> {{
+  %y = te.grouped_linear %x, %w, %s {{recipe = @r}}
+         : tensor<192x128xbf16>, tensor<3x{n}x128xbf16>, tensor<3xi64> -> tensor<192x{n}xbf16>
+  return %y : tensor<192x{n}xbf16>
+}}""" + dense(64) + dense(96)
+
+
+MXFP8_MOE = moe_program('  te.rule "*", "*" -> #te.mxfp8<e4m3>', 64)
+CURRENT_MOE = moe_program('  te.rule "*", "*" -> #te.fp8_current<e4m3, pow2>', 128)
+NVFP4_MOE = moe_program("""  te.rule "*", "weight" -> #te.nvfp4<block2d>
+  te.rule "*", "input" -> #te.nvfp4<>""", 64)
 
 
 def test_mxfp8_grouped_layer_is_each_experts_own_mxfp8_linear():
@@ -302,25 +310,6 @@ def test_mxfp8_grouped_layer_is_each_experts_own_mxfp8_linear():
     assert not y[160:].any(), "padding rows are zeros"
 
 
-CURRENT_MOE = """
-te.recipe @cur {
-  te.rule "*", "*" -> #te.fp8_current<e4m3, pow2>
-}
-func.func @grouped(%x: tensor<192x128xbf16>, %w: tensor<3x128x128xbf16>,
-                   %s: tensor<3xi64>) -> tensor<192x128xbf16> {
-  %y = te.grouped_linear %x, %w, %s {recipe = @cur}
-         : tensor<192x128xbf16>, tensor<3x128x128xbf16>, tensor<3xi64> -> tensor<192x128xbf16>
-  return %y : tensor<192x128xbf16>
-}
-func.func @dense64(%x: tensor<64x128xbf16>, %w: tensor<128x128xbf16>) -> tensor<64x128xbf16> {
-  %y = te.linear %x, %w {recipe = @cur} : tensor<64x128xbf16>, tensor<128x128xbf16> -> tensor<64x128xbf16>
-  return %y : tensor<64x128xbf16>
-}
-func.func @dense96(%x: tensor<96x128xbf16>, %w: tensor<128x128xbf16>) -> tensor<96x128xbf16> {
-  %y = te.linear %x, %w {recipe = @cur} : tensor<96x128xbf16>, tensor<128x128xbf16> -> tensor<96x128xbf16>
-  return %y : tensor<96x128xbf16>
-}
-"""
 
 
 def test_per_tensor_grouped_layer_scales_each_expert_by_its_own_amax():
@@ -344,28 +333,6 @@ def test_per_tensor_grouped_layer_scales_each_expert_by_its_own_amax():
     assert not y[160:].any(), "padding rows are zeros"
 
 
-NVFP4_MOE = """
-te.recipe @nv {
-  te.rule "grouped_linear", "weight" -> #te.nvfp4<block2d>
-  te.rule "grouped_linear", "input" -> #te.nvfp4<>
-  te.rule "linear", "weight" -> #te.nvfp4<block2d>
-  te.rule "linear", "input" -> #te.nvfp4<>
-}
-func.func @grouped(%x: tensor<192x128xbf16>, %w: tensor<3x64x128xbf16>,
-                   %s: tensor<3xi64>) -> tensor<192x64xbf16> {
-  %y = te.grouped_linear %x, %w, %s {recipe = @nv}
-         : tensor<192x128xbf16>, tensor<3x64x128xbf16>, tensor<3xi64> -> tensor<192x64xbf16>
-  return %y : tensor<192x64xbf16>
-}
-func.func @dense64(%x: tensor<64x128xbf16>, %w: tensor<64x128xbf16>) -> tensor<64x64xbf16> {
-  %y = te.linear %x, %w {recipe = @nv} : tensor<64x128xbf16>, tensor<64x128xbf16> -> tensor<64x64xbf16>
-  return %y : tensor<64x64xbf16>
-}
-func.func @dense96(%x: tensor<96x128xbf16>, %w: tensor<64x128xbf16>) -> tensor<96x64xbf16> {
-  %y = te.linear %x, %w {recipe = @nv} : tensor<96x128xbf16>, tensor<64x128xbf16> -> tensor<96x64xbf16>
-  return %y : tensor<96x64xbf16>
-}
-"""
 
 
 def test_nvfp4_grouped_layer_is_each_experts_own_nvfp4_linear():
