@@ -273,14 +273,16 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     [M_total, N], `y` [M_total, K], and each expert's weight is contracted
     along its first dimension, so `w` is read columnwise; it takes no bias.
 
-    With `input_scheme` and `weight_scheme` (both, per-tensor FP8 current
-    scaling) `x` and `w` are bf16 tensors that the op quantizes itself, one
-    amax per expert: each expert's tokens and weight are scaled as their
-    own tensors would be, which a te.quantize of the whole [M_total, K] or
-    [G, N, K] tensor (one amax) cannot express (docs/Numerics.md §7.4). `x`
-    is quantized rowwise, `w` rowwise or, with `weight_columnwise`, into its
-    columnwise copy. The quantized operands are private to the op, as
-    te.grouped_wgrad's are; N must be a multiple of 128.
+    With `input_scheme` and `weight_scheme` (both per-tensor FP8 current
+    scaling, or both NVFP4 in the forward) `x` and `w` are bf16 tensors that
+    the op quantizes itself, one amax per expert: each expert's tokens and
+    weight are scaled as their own tensors would be, which a te.quantize of
+    the whole [M_total, K] or [G, N, K] tensor (one amax) cannot express
+    (docs/Numerics.md §7.4). `x` is quantized rowwise, `w` rowwise or, with
+    `weight_columnwise` (FP8 only), into its columnwise copy; NVFP4 operands
+    are quantized and dequantized per expert for the BF16 kernel. The
+    quantized operands are private to the op, as te.grouped_wgrad's are. N
+    and K must be multiples of 128 (FP8) or of 16 and 64 (NVFP4).
 
     ```mlir
     func.func @grouped_gemm_per_expert(%x: tensor<512x256xbf16>,
