@@ -8,7 +8,10 @@
 // and x, each per expert). @block and @block_grad are the same layer under
 // FP8 block scaling, @nvfp4 its forward under NVFP4 (each expert's tensor
 // scale; quantized and dequantized per expert for the BF16 kernel on
-// Hopper) and @bf16 in BF16, for the comparison in one run:
+// Hopper) and @nvfp4_grad its backward under TE's NVFP4 recipe (dy
+// stochastically rounded, the wgrad's operands Hadamard-transformed, each
+// expert's values for the BF16 kernels), @bf16 and @bf16_grad in BF16, for
+// the comparison in one run:
 //
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry current
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry block
@@ -19,6 +22,11 @@ te.recipe @per_tensor {
 te.recipe @nv {
   te.rule "grouped_linear", "weight" -> #te.nvfp4<block2d>
   te.rule "grouped_linear", "*"      -> #te.nvfp4<>
+}
+te.recipe @nv_train {
+  te.rule "grouped_linear", "weight"      -> #te.nvfp4<block2d>
+  te.rule "grouped_linear", "input"       -> #te.nvfp4<rht>
+  te.rule "grouped_linear", "grad_output" -> #te.nvfp4<rht, sr>
 }
 te.recipe @high_precision {
   te.rule "*", "*" -> #te.identity<bf16>
@@ -84,4 +92,26 @@ func.func @bf16(%x: tensor<32768x7168xbf16>,
          : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
          -> tensor<32768x4096xbf16>
   return %h : tensor<32768x4096xbf16>
+}
+
+func.func @nvfp4_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf16>,
+                      %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                      %splits: tensor<8xi64>)
+    -> (tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>) {
+  %dx, %dw = te.grouped_linear_grad %dh, %x, %w, %splits {recipe = @nv_train}
+         : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+           tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+  return %dx, %dw : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+}
+
+func.func @bf16_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf16>,
+                     %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                     %splits: tensor<8xi64>)
+    -> (tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>) {
+  %dx, %dw = te.grouped_linear_grad %dh, %x, %w, %splits {recipe = @high_precision}
+         : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+           tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+  return %dx, %dw : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
 }

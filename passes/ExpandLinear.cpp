@@ -20,14 +20,14 @@
 // spans two experts - identity, block FP8 (128x128 weight tiles with N a
 // multiple of 128) and MXFP8 (1x32 blocks along K; te-lower-to-kernels runs
 // its grouped GEMM on dequantized operands). Per-tensor FP8 current scaling
-// needs one amax per expert: te.grouped_linear under it becomes one
-// te.grouped_gemm on the bf16 tensors that quantizes both itself, and its
-// backward a dgrad of the same kind and te.grouped_wgrad (which quantizes
-// per expert anyway). Other schemes with a tensor-wide scale (NVFP4,
-// delayed scaling) are located errors. te.grouped_linear_grad becomes a dgrad
-// grouped GEMM (weights block FP8, or dequantized from MXFP8 by
-// te-lower-to-kernels) and te.grouped_wgrad (below: block FP8 operands, or
-// MXFP8 ones quantized and dequantized per expert for a BF16 GEMM).
+// and NVFP4 need one amax per expert: te.grouped_linear under them becomes
+// one te.grouped_gemm on the bf16 tensors that quantizes both itself, and
+// its backward a dgrad of the same kind and te.grouped_wgrad (which
+// quantizes per expert anyway). Delayed scaling is a located error.
+// te.grouped_linear_grad becomes a dgrad grouped GEMM (weights block FP8,
+// or dequantized from MXFP8 by te-lower-to-kernels) and te.grouped_wgrad
+// (below: block FP8 operands, or MXFP8 / NVFP4 ones quantized and
+// dequantized per expert for a BF16 GEMM).
 //
 // Every te.quantize holds just the directions this layer's GEMMs read;
 // te-infer-usage and te-fuse-quantize then merge what several layers (or
@@ -262,22 +262,15 @@ LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
   return success();
 }
 
-/// Whether `role` of a grouped layer, read in `dir`, scales by per-tensor
-/// FP8 current scaling, which needs one amax per expert.
-static bool currentScaled(DictionaryAttr schemes, StringRef role,
-                          Direction dir = Direction::rowwise) {
+/// Whether `role` of a grouped layer, read in `dir`, scales by a
+/// tensor-wide scale the grouped GEMM takes per expert: per-tensor FP8
+/// current scaling or NVFP4.
+static bool expertTensorScaled(DictionaryAttr schemes, StringRef role,
+                               Direction dir = Direction::rowwise) {
   auto s = dyn_cast_or_null<SchemeAttrInterface>(schemes ? schemes.get(role)
                                                          : Attribute());
-  return s && s.getRuntimeScheme(dir).kind == rt::SchemeKind::Fp8Current;
-}
-
-/// Whether the forward's `role` scales by a tensor-wide scale the grouped
-/// GEMM takes per expert: per-tensor FP8 current scaling or NVFP4.
-static bool expertTensorScaled(DictionaryAttr schemes, StringRef role) {
-  auto s = dyn_cast_or_null<SchemeAttrInterface>(schemes ? schemes.get(role)
-                                                         : Attribute());
-  rt::SchemeKind k = s ? s.getRuntimeScheme(Direction::rowwise).kind
-                       : rt::SchemeKind::Identity;
+  rt::SchemeKind k =
+      s ? s.getRuntimeScheme(dir).kind : rt::SchemeKind::Identity;
   return k == rt::SchemeKind::Fp8Current || k == rt::SchemeKind::Nvfp4;
 }
 
@@ -372,21 +365,22 @@ LogicalResult expand(GroupedLinearGradOp grad) {
   DictionaryAttr schemes = grad.getSchemesAttr();
   auto w = cast<RankedTensorType>(grad.getWeight().getType());
   int64_t n = w.getDimSize(1);
-  // Per-tensor FP8 current scaling: the dgrad quantizes dy and the stack's
-  // columnwise copy itself, one amax per expert.
+  // Per-tensor FP8 current scaling and NVFP4: the dgrad quantizes dy and
+  // the stack's columnwise copy itself, one tensor scale per expert.
   FailureOr<SchemeAttrInterface> dyRole =
       roleScheme(grad, schemes, "grad_output");
   FailureOr<SchemeAttrInterface> wRole = roleScheme(grad, schemes, "weight");
   if (failed(dyRole) || failed(wRole))
     return failure();
-  const bool dyCurrent = currentScaled(schemes, "grad_output");
-  const bool wCurrent = currentScaled(schemes, "weight", Direction::columnwise);
+  const bool dyCurrent = expertTensorScaled(schemes, "grad_output");
+  const bool wCurrent =
+      expertTensorScaled(schemes, "weight", Direction::columnwise);
   if (dyCurrent != wCurrent)
     return grad.emitOpError()
-           << "quantizes one operand of its dgrad by per-tensor FP8 current "
-              "scaling and the other by "
+           << "quantizes one operand of its dgrad by a scheme with a "
+              "tensor-wide scale and the other by "
            << (dyCurrent ? *wRole : *dyRole)
-           << "; a grouped layer lowers per-tensor scaling (one amax per "
+           << "; a grouped layer lowers a tensor-wide scale (one amax per "
               "expert) only for both grad_output and weight";
   if (!dyCurrent &&
       (failed(checkGroupedScheme(grad, schemes, "grad_output", n)) ||

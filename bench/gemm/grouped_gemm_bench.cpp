@@ -226,8 +226,9 @@ void perExpertScaling(rt::KernelCache &cache, const rt::Stream &stream,
   long long mm = m, cc = n, capacity = cap, none = 0;
   float eps = 0.0f;
   void *amaxArgs[] = {&inP, &mm, &cc, &spP, &none, &amP};
-  void *args[] = {&inP,  &mm,  &cc,  &spP, &capacity,
-                  &outP, &scP, &eps, &paP, &amP};
+  unsigned long long seed = 0, offset = 0; // no stochastic rounding here
+  void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP,
+                  &scP, &eps, &paP, &amP, &seed,     &offset};
   double us = medianMicros(stream, iters, [&] {
     check(amax.fill(0, stream));
     check(pass.launch(cg::groupedRowsGrid(m), {cg::kGroupedRowsThreads, 1, 1},
@@ -287,8 +288,9 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
     long long mm = m, cc = cols, capacity = cap;
     float eps = 0.0f;
     uint64_t noAmax = 0; // block FP8 takes no per-expert amax
-    void *args[] = {&inP,  &mm,  &cc,  &spP, &capacity,
-                    &outP, &scP, &eps, &paP, &noAmax};
+    unsigned long long seed = 0, offset = 0;
+    void *args[] = {&inP, &mm,  &cc,  &spP,    &capacity, &outP,
+                    &scP, &eps, &paP, &noAmax, &seed,     &offset};
     void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
     rt::Kernel reduce =
         db ? take(rt::Kernel::load(compiled->cubin, src.biasEntry)) : main;

@@ -16,6 +16,8 @@
 
 #include "te/formats/GemmRules.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::te;
 using namespace mlir::te::detail;
@@ -111,22 +113,33 @@ LogicalResult GroupedGemmOp::verifyTypes(
     // NVFP4: 16x16 blocks of the stack, the BF16 GEMM's 64-element slabs.
     const bool nvfp4 = inputScheme.getRuntimeScheme(Direction::rowwise).kind ==
                        rt::SchemeKind::Nvfp4;
-    if (w[1] % (nvfp4 ? 16 : 128) != 0)
+    if (nvfp4) {
+      if (w[1] % 16 != 0 || w[2] % 16 != 0)
+        return emitError() << "quantizes its weight per expert by NVFP4 with "
+                              "[N, K] = "
+                           << w[1] << "x" << w[2]
+                           << ": each expert's 16x16 blocks are its own only "
+                              "when N and K are multiples of 16";
+      const int64_t contracted = weightColumnwise ? w[1] : w[2];
+      if (contracted % 64 != 0)
+        return emitError() << "quantizes its operands per expert by NVFP4 "
+                              "with "
+                           << (weightColumnwise ? "N = " : "K = ") << contracted
+                           << ": the BF16 GEMM contracts 64-element slabs, "
+                              "so it must be a multiple of 64";
+      return success();
+    }
+    if (w[1] % 128 != 0)
       return emitError() << "quantizes its weight per expert with N = " << w[1]
-                         << (nvfp4 ? ": NVFP4 blocks of the stack are each "
-                                     "expert's own only when N is a "
-                                     "multiple of 16"
-                                   : ": the GEMM reads each expert's scale "
-                                     "over 128x128 tiles of its own, so N "
-                                     "must be a multiple of 128");
-    if (w[2] % (nvfp4 ? 64 : 128) != 0 && !weightColumnwise)
+                         << ": the GEMM reads each expert's scale over "
+                            "128x128 tiles of its own, so N must be a "
+                            "multiple of 128";
+    if (w[2] % 128 != 0 && !weightColumnwise)
       return emitError() << "quantizes its operands per expert with K = "
                          << w[2]
-                         << (nvfp4 ? ": the BF16 GEMM contracts 64-element "
-                                     "slabs, so K must be a multiple of 64"
-                                   : ": the per-expert GEMMs contract whole "
-                                     "128-element blocks, so K must be a "
-                                     "multiple of 128");
+                         << ": the per-expert GEMMs contract whole "
+                            "128-element blocks, so K must be a multiple of "
+                            "128";
     if (w[2] % 8 != 0)
       return emitError() << "quantizes its weight per expert with K = " << w[2]
                          << ": the quantize reads 16-byte pieces of each "
@@ -201,5 +214,19 @@ LogicalResult GroupedWgradOp::verifyTypes(
     return emitError() << "reads grad_output and input columnwise by "
                        << gradOutputScheme << " and " << inputScheme << "; "
                        << why;
+  // NVFP4 quantizes each expert as a tensor of whole 16-element blocks.
+  auto nvfp4 = [](SchemeAttrInterface s) {
+    return s.getRuntimeScheme(Direction::columnwise).kind ==
+           rt::SchemeKind::Nvfp4;
+  };
+  for (auto [s, features, name] :
+       {std::make_tuple(gradOutputScheme, n, "grad_output"),
+        std::make_tuple(inputScheme, k, "input")})
+    if (nvfp4(s) && features % 16 != 0)
+      return emitError() << "quantizes " << name << " by " << s << " with "
+                         << features
+                         << " features: NVFP4 quantizes each expert as a "
+                            "tensor of whole 16-element blocks, so they must "
+                            "be a multiple of 16";
   return success();
 }

@@ -18,6 +18,7 @@
 #include "te/runtime/reference/Gemm.h"
 #include "te/runtime/reference/GroupedQuantize.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace te::exec::detail {
@@ -34,21 +35,22 @@ namespace ref = rt::ref;
 /// over each expert's scale repeated per block, as the kernel's plan runs
 /// it. `x` and `w` receive the operands'
 /// logical values (for the bound); empty with `error` set on failure.
-static std::vector<float>
-perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
-                    const std::vector<HostValue> &values,
-                    const std::vector<int64_t> &splits, std::vector<float> &x,
-                    std::vector<float> &w, std::string *error) {
+static std::vector<float> perExpertScaledGemm(
+    const Entry &e, const GroupedGemmKernel &g, const RandomState &random,
+    const std::vector<HostValue> &values, const std::vector<int64_t> &splits,
+    std::vector<float> &x, std::vector<float> &w, std::string *error) {
   const int64_t groups = e.values[g.w].shape[0];
   if (g.xScheme->kind == rt::SchemeKind::Nvfp4) {
-    // NVFP4: each expert's dequantized values, then the BF16 grouped GEMM.
+    // NVFP4: each expert's dequantized values (for the dgrad, the stack's
+    // columnwise ones in its own layout), then the BF16 grouped GEMM.
     auto values16 = [&](int index, const rt::Scheme &scheme, bool stack) {
       const Value &v = e.values[index];
       std::vector<uint16_t> bits(static_cast<size_t>(v.rows() * v.cols()));
       std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
       ref::GroupedNvfp4Values q = ref::groupedNvfp4Values(
           bits.data(), v.rows(), v.cols(),
-          stack ? std::vector<int64_t>{} : splits, groups, scheme);
+          stack ? std::vector<int64_t>{} : splits, groups, scheme, random.seed,
+          random.offset, stack && g.weightColumnwise);
       *error = q.error;
       std::vector<float> f(q.values.size());
       for (size_t i = 0; i < f.size(); ++i)
@@ -62,7 +64,8 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
       return {};
     const Value &xv = e.values[g.x];
     return ref::groupedGemm(x.data(), w.data(), xv.rows(),
-                            e.values[g.w].shape[1], xv.cols(), splits, false);
+                            e.values[g.output].shape[1], xv.cols(), splits,
+                            g.weightColumnwise);
   }
   auto operand = [&](int index, const rt::Scheme &scheme, bool stack,
                      ref::BlockScaledOperand &op) {
@@ -110,6 +113,7 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
 /// GEMM bound per output, each expert's |a||b| sums from its own rows and
 /// weight. Padding rows are exact zeros.
 rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
+                          const RandomState &random,
                           std::vector<HostValue> &values) {
   const Value &xv = e.values[g.x], &wv = e.values[g.w];
   // Each expert's GEMM: [m_g, k] x [k, n] (n the output columns).
@@ -128,7 +132,7 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
   std::vector<float> x, w, d;
   if (g.quantizesPerExpert()) {
     std::string error;
-    d = perExpertScaledGemm(e, g, values, splits, x, w, &error);
+    d = perExpertScaledGemm(e, g, random, values, splits, x, w, &error);
     if (d.empty())
       return fail(g.name + ": " + error);
   } else {
@@ -205,6 +209,7 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
 /// (ref::blockScaledGemm for block FP8, referenceGemm for bf16) with the
 /// GEMM bound; the bias gradients are exact (each expert's own fused one).
 rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
+                           const RandomState &random,
                            std::vector<HostValue> &values) {
   const Value &dyv = e.values[g.dy];
   int64_t m = dyv.shape[0], n = dyv.shape[1], k = e.values[g.x].shape[1];
@@ -218,7 +223,7 @@ rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
     std::vector<uint16_t> bits(static_cast<size_t>(m * cols));
     std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
     return ref::groupedColumnwiseQuantize(bits.data(), m, cols, splits, scheme,
-                                          capacity);
+                                          capacity, random.seed, random.offset);
   };
   ref::GroupedColumnwise a = layout(g.dy, g.dyScheme, n);
   ref::GroupedColumnwise b = layout(g.x, g.xScheme, k);
@@ -233,9 +238,13 @@ rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
   std::vector<float> absSum(dw.size(), 0.0f);
   std::vector<int64_t> clamped = ref::clampSplits(splits, m);
   for (int64_t ex = 0; ex < groups; ++ex) {
-    int64_t rows = clamped[ex], first = a.segmentStart[ex];
-    if (rows == 0)
+    if (clamped[ex] == 0)
       continue;
+    // The segment's rows the GEMM contracts (NVFP4: padded to 16, whose
+    // transformed values are non-zero; both operands pad alike).
+    int64_t first = a.segmentStart[ex],
+            rows = std::max(ref::groupedColumnwiseRows(g.dyScheme, clamped[ex]),
+                            ref::groupedColumnwiseRows(g.xScheme, clamped[ex]));
     // Expert ex's operands: [n, rows] and [k, rows], and their values.
     auto operand = [&](const ref::GroupedColumnwise &t, int64_t r,
                        const rt::Scheme &scheme) {

@@ -103,20 +103,27 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
     return s.kind == SchemeKind::Fp8Block && s.tileRows == 1 &&
            s.tileCols == 128;
   };
-  // MXFP8 runs as a BF16 GEMM on each expert's dequantized values (no
-  // MXFP8 MMA on Hopper), so it pairs with bf16 and with itself.
+  // MXFP8 and NVFP4 (1x16 blocks down each expert's tokens) run as a BF16
+  // GEMM on each expert's dequantized values (no MXFP8 or FP4 MMA on
+  // Hopper), so they pair with bf16 and with each other.
+  auto nvfp4 = [](const Scheme &s) { return s.kind == SchemeKind::Nvfp4; };
   auto bf16Gemm = [&](const Scheme &s) {
-    return bf16(s) || s.kind == SchemeKind::Mxfp8;
+    return bf16(s) || s.kind == SchemeKind::Mxfp8 || (nvfp4(s) && !s.block2d);
   };
-  if (bf16Gemm(dy) && bf16Gemm(x))
+  if (bf16Gemm(dy) && bf16Gemm(x)) {
+    if ((nvfp4(dy) && dy.rht) != (nvfp4(x) && x.rht))
+      return "one operand is read in the random-Hadamard-transformed domain "
+             "and the other is not; the transform cancels only when both "
+             "apply it";
     return "";
+  }
   // Per-tensor FP8 current scaling: one amax per expert, the scale laid
   // over the same 1x128 blocks.
   if (!(block1x128(dy) && block1x128(x)) && !(fp8Current(dy) && fp8Current(x)))
     return "the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, "
            "per-tensor FP8 current scaling for both (one amax per expert), "
-           "or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the "
-           "dequantized values)";
+           "or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 "
+           "blocks (a BF16 GEMM on the dequantized values)";
   return gemmOperandsError({dy, Direction::Columnwise},
                            {x, Direction::Columnwise});
 }
@@ -124,22 +131,21 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
 std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
                                             bool weightColumnwise) {
   // NVFP4 runs as the BF16 GEMM on each expert's dequantized values (no FP4
-  // MMA on Hopper): the forward only, no stochastic rounding, 16x16 blocks
-  // for the weight only (the tokens' splits need not be multiples of 16).
-  auto nvfp4 = [](const Scheme &s) {
-    return s.kind == SchemeKind::Nvfp4 && !s.stochasticRounding;
-  };
+  // MMA on Hopper); 16x16 blocks for the weight only (the tokens' splits
+  // need not be multiples of 16).
   if (x.kind == SchemeKind::Nvfp4 || w.kind == SchemeKind::Nvfp4) {
-    if (!nvfp4(x) || !nvfp4(w))
-      return "a grouped GEMM quantizes its operands per expert by NVFP4 "
-             "(without stochastic rounding) for both or by per-tensor FP8 "
-             "current scaling for both";
+    if (x.kind != SchemeKind::Nvfp4 || w.kind != SchemeKind::Nvfp4)
+      return "a grouped GEMM quantizes its operands per expert by NVFP4 for "
+             "both or by per-tensor FP8 current scaling for both";
     if (x.block2d)
       return "the tokens' NVFP4 blocks are 1x16 (16x16 blocks would span "
              "experts whose rows are not multiples of 16)";
-    if (weightColumnwise)
-      return "an NVFP4 grouped GEMM quantized per expert is the forward "
-             "only (the NVFP4 backward of grouped layers is not lowered)";
+    // The dgrad reads each expert's weight columnwise: 16x16 blocks (the
+    // rowwise values) or 16x1 blocks down its N rows, rounded to nearest.
+    if (weightColumnwise && (w.rht || (!w.block2d && w.stochasticRounding)))
+      return "the dgrad reads each expert's NVFP4 weight columnwise without "
+             "the random Hadamard transform (which only the wgrad's operands "
+             "take), and its 16x1 blocks rounded to nearest";
     return "";
   }
   if (!fp8Current(x) || !fp8Current(w))

@@ -178,7 +178,7 @@ func.func @wgrad_f16(%dy: tensor<64x32xf16>, %x: tensor<64x64xf16>, %s: tensor<2
 // -----
 
 func.func @wgrad_schemes(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values)}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }
@@ -194,7 +194,7 @@ func.func @wgrad_e5m2_by_e5m2(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %
 // -----
 
 func.func @wgrad_block_with_bf16(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.identity<bf16>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values)}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.identity<bf16>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_block<e5m2, 1x128>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }
@@ -267,7 +267,7 @@ func.func @tek_per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64
 // -----
 
 func.func @wgrad_current_with_block(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_current<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16 or MXFP8}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_current<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_current<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
   return
 }
@@ -290,16 +290,64 @@ func.func @per_expert_dgrad_k_not_8(%dy: tensor<64x128xbf16>, %w: tensor<2x128x6
 
 // -----
 
-func.func @per_expert_nvfp4_dgrad(%dy: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.nvfp4<>; an NVFP4 grouped GEMM quantized per expert is the forward only (the NVFP4 backward of grouped layers is not lowered)}}
-  %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+func.func @per_expert_nvfp4_dgrad_rht_weight(%dy: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<sr> and weight by #te.nvfp4<rht>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take), and its 16x1 blocks rounded to nearest}}
+  %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<sr>, weight_scheme = #te.nvfp4<rht>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_nvfp4_dgrad_stochastic_columns(%dy: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.nvfp4<sr>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take), and its 16x1 blocks rounded to nearest}}
+  %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<sr>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_nvfp4_dgrad_n_not_64(%dy: tensor<64x80xbf16>, %w: tensor<2x80x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert by NVFP4 with N = 80: the BF16 GEMM contracts 64-element slabs, so it must be a multiple of 64}}
+  %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<block2d>} : tensor<64x80xbf16>, tensor<2x80x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_nvfp4_k_not_16(%x: tensor<64x72xbf16>, %w: tensor<2x128x72xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its weight per expert by NVFP4 with [N, K] = 128x72: each expert's 16x16 blocks are its own only when N and K are multiples of 16}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<block2d>} : tensor<64x72xbf16>, tensor<2x128x72xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @wgrad_nvfp4_one_sided_rht(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.nvfp4<rht, sr> and #te.nvfp4<>; one operand is read in the random-Hadamard-transformed domain and the other is not; the transform cancels only when both apply it}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.nvfp4<rht, sr>, input_scheme = #te.nvfp4<>} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_nvfp4_2d_tokens(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.nvfp4<block2d> and #te.nvfp4<block2d>; the grouped wgrad needs block FP8 1x128}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.nvfp4<block2d>, input_scheme = #te.nvfp4<block2d>} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_nvfp4_features_not_16(%dy: tensor<64x40xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op quantizes grad_output by #te.nvfp4<> with 40 features: NVFP4 quantizes each expert as a tensor of whole 16-element blocks, so they must be a multiple of 16}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.nvfp4<>, input_scheme = #te.nvfp4<>} : tensor<64x40xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x40x256xf32>
   return
 }
 
 // -----
 
 func.func @per_expert_nvfp4_with_current(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by NVFP4 (without stochastic rounding) for both or by per-tensor FP8 current scaling for both}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by NVFP4 for both or by per-tensor FP8 current scaling for both}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.nvfp4<>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }

@@ -132,6 +132,11 @@
 // MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 {input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<block2d>}
 // MOECURRENT-LABEL: func.func @bf16(
 // MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 :
+// MOECURRENT-LABEL: func.func @nvfp4_grad(
+// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg2, %arg3 {input_scheme = #te.nvfp4<rht, sr>, weight_columnwise, weight_scheme = #te.nvfp4<block2d>}
+// MOECURRENT-NEXT: tek.grouped_wgrad "te_grouped_wgrad_1" %arg0, %arg1, %arg3 {grad_output_scheme = #te.nvfp4<rht, sr>, input_scheme = #te.nvfp4<rht>}
+// MOECURRENT-LABEL: func.func @bf16_grad(
+// MOECURRENT: tek.grouped_wgrad
 
 // MOEBF16-LABEL: func.func @fprop(
 // MOEBF16: tek.grouped_gemm "te_grouped_gemm_0"

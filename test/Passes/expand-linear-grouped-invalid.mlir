@@ -7,10 +7,10 @@
 // would straddle two experts, and what the backward cannot lower yet.
 
 te.recipe @r {
-  te.rule "*", "*" -> #te.nvfp4<>
+  te.rule "*", "*" -> #te.nvfp4<rht>
 }
-func.func @nvfp4_backward(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes its grad_output by #te.nvfp4<>, which te-expand-linear does not lower for grouped layers yet: identity, block FP8 and MXFP8 are lowered (their scaling blocks never span two experts), and per-tensor FP8 current scaling for both operands of each GEMM (one amax per expert, quantized by the grouped GEMMs)}}
+func.func @nvfp4_backward_transformed_weight(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
+  // expected-error @+1 {{'te.grouped_linear_grad' op cannot form its dgrad grouped GEMM (dx_g = dy_g W_g: dy rowwise, W columnwise): 'te.grouped_gemm' op quantizes input by #te.nvfp4<rht> and weight by #te.nvfp4<rht>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take), and its 16x1 blocks rounded to nearest}}
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
   return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }
@@ -18,12 +18,13 @@ func.func @nvfp4_backward(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w:
 // -----
 
 te.recipe @r {
-  te.rule "*", "*" -> #te.nvfp4<sr>
+  te.rule "grouped_linear", "grad_output" -> #te.nvfp4<sr>
+  te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
 }
-func.func @nvfp4_stochastic_forward(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
-  // expected-error @+1 {{'te.grouped_linear' op cannot form its fprop grouped GEMM (y_g = x_g W_g^T, both quantized per expert): 'te.grouped_gemm' op quantizes input by #te.nvfp4<sr> and weight by #te.nvfp4<sr>; a grouped GEMM quantizes its operands per expert by NVFP4 (without stochastic rounding) for both or by per-tensor FP8 current scaling for both}}
-  %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
-  return %y : tensor<64x128xbf16>
+func.func @nvfp4_dy_block_weight(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
+  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes one operand of its dgrad by a scheme with a tensor-wide scale and the other by #te.fp8_block<e4m3, 1x128>; a grouped layer lowers a tensor-wide scale (one amax per expert) only for both grad_output and weight}}
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
+  return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }
 
 // -----
@@ -127,7 +128,7 @@ te.recipe @r {
   te.rule "*", "*" -> #te.fp8_current<e4m3>
 }
 func.func @current_scaling_backward_mixed(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes one operand of its dgrad by per-tensor FP8 current scaling and the other by #te.fp8_block<e4m3, 128x128>; a grouped layer lowers per-tensor scaling (one amax per expert) only for both grad_output and weight}}
+  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes one operand of its dgrad by a scheme with a tensor-wide scale and the other by #te.fp8_block<e4m3, 128x128>; a grouped layer lowers a tensor-wide scale (one amax per expert) only for both grad_output and weight}}
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
   return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }

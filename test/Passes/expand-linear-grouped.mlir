@@ -266,3 +266,54 @@ func.func @nvfp4(%x: tensor<300x128xbf16>, %w: tensor<3x256x128xbf16>, %s: tenso
   %y = te.grouped_linear %x, %w, %s {recipe = @nv} : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64> -> tensor<300x256xbf16>
   return %y : tensor<300x256xbf16>
 }
+
+// -----
+
+te.recipe @nv_train {
+  te.rule "grouped_linear", "weight" -> #te.nvfp4<block2d>
+  te.rule "grouped_linear", "input" -> #te.nvfp4<rht>
+  te.rule "grouped_linear", "grad_output" -> #te.nvfp4<rht, sr>
+}
+
+// The NVFP4 backward (TE's recipe: dy stochastically rounded, the wgrad's
+// operands Hadamard-transformed): the dgrad's grouped GEMM quantizes dy
+// and the stack per expert (16x16 blocks, the same values in both
+// directions), the grouped wgrad dy and x columnwise per expert.
+// CHECK-LABEL: func.func @backward_nvfp4
+// CHECK-NOT: te.quantize
+// CHECK: %[[DX:.*]] = te.grouped_gemm %arg0, %arg2, %arg3 {input_scheme = #te.nvfp4<rht, sr>, weight_columnwise, weight_scheme = #te.nvfp4<block2d>}
+// CHECK: %[[DW:.*]], %[[DB:.*]] = te.grouped_wgrad %arg0, %arg1, %arg3 {grad_output_scheme = #te.nvfp4<rht, sr>, input_scheme = #te.nvfp4<rht>}
+// CHECK: return %[[DX]], %[[DW]], %[[DB]]
+// KERNELS-LABEL: func.func @backward_nvfp4
+// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg2, %arg3 {input_scheme = #te.nvfp4<rht, sr>, weight_columnwise, weight_scheme = #te.nvfp4<block2d>}
+// KERNELS-NEXT: tek.grouped_wgrad "te_grouped_wgrad_1" %arg0, %arg1, %arg3 {grad_output_scheme = #te.nvfp4<rht, sr>, input_scheme = #te.nvfp4<rht>}
+func.func @backward_nvfp4(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @nv_train, bias}
+      : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+      -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+  return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+}
+
+// -----
+
+te.recipe @mx_nv {
+  te.rule "grouped_linear", "input" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>
+  te.rule "grouped_linear", "weight" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>
+  te.rule "grouped_linear", "grad_output" -> #te.nvfp4<rht, sr>
+}
+
+// The hybrid MXFP8 forward / NVFP4 backward: the dgrad reads each expert's
+// weight through its own 16x1 NVFP4 column blocks, the wgrad the NVFP4
+// columnwise halves of the hybrids.
+// CHECK-LABEL: func.func @backward_mxfp8_nvfp4
+// CHECK-NOT: te.quantize
+// CHECK: te.grouped_gemm %arg0, %arg2, %arg3 {input_scheme = #te.nvfp4<rht, sr>, weight_columnwise, weight_scheme = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>}
+// CHECK: te.grouped_wgrad %arg0, %arg1, %arg3 {grad_output_scheme = #te.nvfp4<rht, sr>, input_scheme = #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>}
+func.func @backward_mxfp8_nvfp4(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>) {
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @mx_nv}
+      : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+      -> tensor<512x256xbf16>, tensor<4x128x256xf32>
+  return %dx, %dw : tensor<512x256xbf16>, tensor<4x128x256xf32>
+}

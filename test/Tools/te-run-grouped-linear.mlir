@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad,nvfp4_grad,mxfp8_nvfp4_grad | FileCheck %s
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
@@ -16,7 +16,11 @@
 // amax per expert in the dgrad's and the wgrad's quantizes, E5M2
 // gradients); last the MXFP8 backward (the dgrad on
 // dequantized operands, the wgrad on each expert's 32 x 1 blocks quantized
-// and dequantized, ragged experts padded to whole blocks).
+// and dequantized, ragged experts padded to whole blocks), the NVFP4
+// backward (TE's recipe: dy stochastically rounded, the wgrad's operands
+// Hadamard-transformed, each expert padded to whole 16-row blocks) and the
+// hybrid MXFP8 forward / NVFP4 backward's (the dgrad through the stack's
+// 16x1 NVFP4 column blocks).
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=
@@ -26,6 +30,8 @@
 // CHECK: call 7 hybrid_grad: rms(result0)=
 // CHECK: call 8 current_grad: rms(result0)=
 // CHECK: call 9 mxfp8_grad: rms(result0)=
+// CHECK: call 10 nvfp4_grad: rms(result0)=
+// CHECK: call 11 mxfp8_nvfp4_grad: rms(result0)=
 // CHECK: result0 ({{.*}}): data[500x384 bf16]
 // CHECK: result1 ({{.*}}): data[1024x384 f32]
 // CHECK: result2 ({{.*}}): data[4x256 f32]
@@ -47,6 +53,16 @@ te.recipe @current {
 te.recipe @nvfp4 {
   te.rule "grouped_linear", "weight" -> #te.nvfp4<block2d>
   te.rule "grouped_linear", "input"  -> #te.nvfp4<>
+}
+te.recipe @nvfp4_train {
+  te.rule "grouped_linear", "weight" -> #te.nvfp4<block2d>
+  te.rule "grouped_linear", "input"  -> #te.nvfp4<rht>
+  te.rule "grouped_linear", "grad_output" -> #te.nvfp4<rht, sr>
+}
+te.recipe @mxfp8_nvfp4 {
+  te.rule "grouped_linear", "input" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<rht>>
+  te.rule "grouped_linear", "weight" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>
+  te.rule "grouped_linear", "grad_output" -> #te.nvfp4<rht, sr>
 }
 te.recipe @current_bwd {
   te.rule "grouped_linear", "grad_output" -> #te.fp8_current<e5m2>
@@ -129,6 +145,24 @@ func.func @mxfp8_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
                       %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
     -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
   %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @mxfp8, bias}
+      : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+      -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+  return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+}
+
+func.func @nvfp4_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
+                      %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @nvfp4_train, bias}
+      : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+      -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+  return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+}
+
+func.func @mxfp8_nvfp4_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
+                            %w: tensor<4x256x384xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @mxfp8_nvfp4, bias}
       : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
       -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
   return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>

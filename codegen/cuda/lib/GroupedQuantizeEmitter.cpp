@@ -23,6 +23,9 @@ static bool isFp8(const rt::Scheme &s) {
 static bool isMxfp8(const rt::Scheme &s) {
   return s.kind == rt::SchemeKind::Mxfp8;
 }
+static bool isNvfp4(const rt::Scheme &s) {
+  return s.kind == rt::SchemeKind::Nvfp4;
+}
 static const char *formatName(const rt::Scheme &s) {
   return s.element == rt::DType::E5M2 ? "e5m2" : "e4m3";
 }
@@ -36,10 +39,17 @@ std::string GroupedQuantizeSpec::kernelName() const {
        << (scheme.pow2 ? "_pow2" : "");
   else if (isMxfp8(scheme))
     os << "mxfp8_" << formatName(scheme);
+  else if (isNvfp4(scheme))
+    os << "nvfp4" << (scheme.rht ? "_rht" : "")
+       << (scheme.stochasticRounding ? "_sr" : "");
   else
     os << "bf16";
   os << "_g" << groups << "_c" << cols << (biasGrad ? "_db" : "");
   return os.str();
+}
+
+bool GroupedQuantizeSpec::needsExpertAmax() const {
+  return scheme.kind == rt::SchemeKind::Fp8Current || isNvfp4(scheme);
 }
 
 Status checkGroupedQuantize(const GroupedQuantizeSpec &s) {
@@ -58,11 +68,15 @@ Status checkGroupedQuantize(const GroupedQuantizeSpec &s) {
   bool current = s.scheme.kind == rt::SchemeKind::Fp8Current &&
                  (s.scheme.element == rt::DType::E4M3 ||
                   s.scheme.element == rt::DType::E5M2);
-  if (!blockFp8 && !identity && !mxfp8 && !current)
+  bool nvfp4 = isNvfp4(s.scheme) && !s.scheme.block2d;
+  if (!blockFp8 && !identity && !mxfp8 && !current && !nvfp4)
     return bad("the scheme must be block FP8 1x128, per-tensor FP8 current "
-               "scaling, MXFP8 or identity of bf16");
+               "scaling, MXFP8, NVFP4 with 1x16 blocks or identity of bf16");
   if (s.cols < 8 || s.cols % 8 != 0)
     return bad("C must be a positive multiple of 8");
+  if (nvfp4 && s.cols % 16 != 0)
+    return bad("C must be a multiple of 16 (NVFP4 quantizes each expert as "
+               "a tensor of whole 16-element blocks in both dimensions)");
   if (s.groups < 1 || s.groups > 4096)
     return bad("the number of experts must be 1..4096");
   return Status::ok();
@@ -81,17 +95,22 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
      << name << "(const unsigned short *in, long long mTotal, long long cols,\n"
      << "    const long long *splits, long long capacity, void *out,\n"
      << "    float *scaleInv, float eps, float *partial,\n"
-     << "    const float *expertAmax) {\n"
+     << "    const float *expertAmax, unsigned long long seed,\n"
+     << "    unsigned long long offset) {\n"
      << "  te::dev::groupedColumnQuantize<te::dev::GroupedColumns::"
      << (s.scheme.kind == rt::SchemeKind::Fp8Current ? "Fp8Tensor"
          : fp8                                       ? "Fp8Block"
          : isMxfp8(s.scheme)                         ? "Mxfp8Values"
+         : isNvfp4(s.scheme)                         ? "Nvfp4Values"
                                                      : "Bf16")
      << ", te::dev::Fp8Format::"
      << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
-     << (fp8 && s.scheme.pow2 ? "true" : "false")
-     << ">(in, mTotal, cols, splits, " << s.groups
-     << ", capacity, out, scaleInv, eps, partial, expertAmax);\n"
+     << (fp8 && s.scheme.pow2 ? "true" : "false") << ", "
+     << (isNvfp4(s.scheme) && s.scheme.rht ? "true" : "false") << ", "
+     << (isNvfp4(s.scheme) && s.scheme.stochasticRounding ? "true" : "false")
+     << ">(\n      in, mTotal, cols, splits, " << s.groups
+     << ", capacity, out, scaleInv, eps, partial,\n"
+        "      expertAmax, seed, offset);\n"
      << "}\n"
      << "static_assert(te::dev::GroupedQuantizeSmem<"
      << (fp8 ? "true" : "false")
@@ -134,7 +153,8 @@ std::string GroupedRowsQuantizeSpec::kernelName() const {
   std::ostringstream os;
   os << "te_grouped_rows_";
   if (nvfp4())
-    os << "nvfp4" << (scheme.block2d ? "_2d" : "");
+    os << "nvfp4" << (scheme.block2d ? "_2d" : "")
+       << (scheme.stochasticRounding ? "_sr" : "");
   else
     os << formatName(scheme) << (scheme.pow2 ? "_pow2" : "");
   os << "_g" << groups << "_c" << cols << (weightStack ? "_weights" : "_tokens")
@@ -149,8 +169,12 @@ Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
                                                    "): " + why);
   };
   if (s.nvfp4()) {
-    if (s.scheme.stochasticRounding || s.columnwise)
-      return bad("NVFP4 values are rowwise, without stochastic rounding");
+    if (s.columnwise && s.scheme.block2d)
+      return bad("16x16 NVFP4 blocks give the same values in both "
+                 "directions: quantize the stack rowwise");
+    if (s.columnwise && (s.scheme.stochasticRounding || s.scheme.rht))
+      return bad("the stack's 16x1 NVFP4 column blocks are rounded to "
+                 "nearest, without the random Hadamard transform");
     if (s.scheme.block2d && !s.weightStack)
       return bad("16x16 NVFP4 blocks need the stack (experts of whole "
                  "16-row bands)");
@@ -195,6 +219,21 @@ EmittedGroupedAmax emitGroupedExpertAmax(int64_t groups) {
   return {os.str(), expertAmaxEntry(groups)};
 }
 
+EmittedGroupedAmax emitGroupedRhtAmax(int64_t groups) {
+  std::string entry = "te_grouped_rht_amax_g" + std::to_string(groups);
+  std::ostringstream os;
+  os << "#include \"te/device/GroupedQuantizeKernel.cuh\"\n\n"
+     << "extern \"C\" __global__ void __launch_bounds__("
+     << kGroupedQuantizeThreads << ")\n"
+     << entry
+     << "(const unsigned short *in, long long mTotal, long long cols,\n"
+     << "    const long long *splits, float *amax) {\n"
+     << "  te::dev::groupedRhtColumnAmax(in, mTotal, cols, splits, " << groups
+     << ", amax);\n"
+     << "}\n";
+  return {os.str(), entry};
+}
+
 EmittedGroupedRowsQuantize
 emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
   EmittedGroupedRowsQuantize e;
@@ -208,14 +247,19 @@ emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
      << "(const unsigned short *in, long long rows, long long cols,\n"
      << "    const long long *splits, long long rowsPerExpert,\n"
      << "    const float *amax, float eps, unsigned char *codes,\n"
-     << "    float *scaleInv, float *blockScales, long long blockStride) {\n";
+     << "    float *scaleInv, float *blockScales, long long blockStride,\n"
+     << "    unsigned long long seed, unsigned long long offset) {\n";
   const char *format = s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3";
   const char *pow2 = s.scheme.pow2 ? "true" : "false";
   if (s.nvfp4())
-    os << "  te::dev::groupedRowsNvfp4Values<" << s.groups << ", "
-       << (s.scheme.block2d ? "true" : "false")
+    os << "  te::dev::groupedRowsNvfp4Values<" << s.groups
+       << ", te::dev::Nvfp4Blocks::"
+       << (s.scheme.block2d ? "Tiles"
+           : s.columnwise   ? "Columns"
+                            : "Rows")
+       << ", " << (s.scheme.stochasticRounding ? "true" : "false")
        << ">(\n      in, rows, cols, splits, rowsPerExpert, amax,\n"
-          "      reinterpret_cast<unsigned short *>(codes));\n";
+          "      reinterpret_cast<unsigned short *>(codes), seed, offset);\n";
   else if (s.columnwise)
     os << "  te::dev::groupedStackQuantizeTransposed<te::dev::Fp8Format::"
        << format << ", " << pow2
@@ -242,7 +286,7 @@ rt::Dim3 groupedRowsGrid(int64_t rows) {
 }
 
 rt::Dim3 groupedRowsCastGrid(const GroupedRowsQuantizeSpec &s, int64_t rows) {
-  if (s.nvfp4() && s.scheme.block2d) // a warp per 16-row band
+  if (s.nvfp4() && (s.scheme.block2d || s.columnwise)) // a warp per band
     return groupedRowsGrid(rows / 16);
   if (!s.columnwise)
     return groupedRowsGrid(rows);
@@ -278,14 +322,16 @@ rt::Status launchGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s,
             perExpert = s.weightStack ? b.rows / s.groups : 0,
             stride = groupedRowsBlockStride(s, b.rows);
   float eps = static_cast<float>(s.scheme.eps);
+  unsigned long long seed = b.seed, offset = b.offset;
   void *amaxArgs[] = {&in, &rows, &cols, &splits, &perExpert, &amax};
   if (rt::Status st =
           amaxPass.launch(groupedRowsGrid(b.rows), {kGroupedRowsThreads, 1, 1},
                           0, stream, amaxArgs);
       !st.isOk())
     return st;
-  void *castArgs[] = {&in,  &rows,  &cols,     &splits,      &perExpert, &amax,
-                      &eps, &codes, &scaleInv, &blockScales, &stride};
+  void *castArgs[] = {&in,     &rows, &cols,  &splits,   &perExpert,
+                      &amax,   &eps,  &codes, &scaleInv, &blockScales,
+                      &stride, &seed, &offset};
   return cast.launch(groupedRowsCastGrid(s, b.rows),
                      {kGroupedRowsThreads, 1, 1}, 0, stream, castArgs);
 }

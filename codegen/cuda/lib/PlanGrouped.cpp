@@ -91,8 +91,13 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   const Value &v = e.values[size_t(value)];
   const int64_t groups = e.values[size_t(g.w)].shape[0];
   const int64_t rows = v.rows(), cols = v.cols();
-  GroupedRowsQuantizeSpec qs{scheme, groups, cols, weightStack,
-                             weightStack && g.weightColumnwise};
+  // The dgrad reads the stack columnwise: FP8 from its own transposed copy;
+  // NVFP4 as values in the stack's layout, read along N by the BF16 dgrad
+  // (16x16 blocks: the rowwise values; 1x16: those of its 16x1 columns).
+  GroupedRowsQuantizeSpec qs{
+      scheme, groups, cols, weightStack,
+      weightStack && g.weightColumnwise &&
+          !(scheme.kind == SchemeKind::Nvfp4 && scheme.block2d)};
   if (rt::Status st = checkGroupedRowsQuantize(qs); !st.isOk())
     return rt::Status(rt::StatusCode::Unsupported,
                       g.name + ": " + st.message());
@@ -120,7 +125,9 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
        ArgDesc::ptr(splits), ArgDesc::i64(perExpert), ArgDesc::ptr(amax),
        ArgDesc::f32(static_cast<float>(scheme.eps)), ArgDesc::ptr(codes),
        ArgDesc::ptr(scaleInv), ArgDesc::ptr(blockScales),
-       ArgDesc::i64(groupedRowsBlockStride(qs, rows))}));
+       ArgDesc::i64(groupedRowsBlockStride(qs, rows)),
+       ArgDesc::i64(int64_t(p.random.seed)),
+       ArgDesc::i64(int64_t(p.random.offset))}));
   // The input read twice, the codes and scales written.
   kp.bytesMoved += 2 * table.bytes(input) + table.bytes(codes) +
                    table.bytes(blockScales) + 3 * table.bytes(amax);
@@ -243,9 +250,11 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                           "sm_90a (Hopper) only, the target is " +
                           p.arch);
   // FP8 codes in the grouped layout: block FP8, or per-tensor FP8 with one
-  // amax per expert (an amax pass first, its scale over the same blocks).
-  const bool perTensor = g.dyScheme.kind == SchemeKind::Fp8Current;
-  const bool fp8 = g.dyScheme.kind == SchemeKind::Fp8Block || perTensor;
+  // amax per expert (an amax pass first, its scale over the same blocks);
+  // else bf16 values (identity, MXFP8 and NVFP4 dequantized; NVFP4's
+  // amax pass first).
+  const bool fp8 = g.dyScheme.kind == SchemeKind::Fp8Block ||
+                   g.dyScheme.kind == SchemeKind::Fp8Current;
   GroupedWgradSpec spec;
   spec.operands = fp8 ? GroupedGemmSpec::Operands::Fp8Block
                       : GroupedGemmSpec::Operands::BF16;
@@ -291,14 +300,25 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                                             uint64_t(blocks * cols * 4))
                                 : -1;
     int amax = -1;
-    if (perTensor) {
-      EmittedGroupedAmax pass = emitGroupedExpertAmax(groups);
+    const int input = out.values[size_t(value)].tensor;
+    if (qs.needsExpertAmax()) {
       amax = table.add(g.name + "." + v.name + ".expert_amax",
                        uint64_t(groups * 4));
-      expertAmaxPass(p, pass.source, pass.entry,
-                     out.values[size_t(value)].tensor, m, cols, splits, 0, amax,
-                     kp);
-      kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor);
+      if (scheme.kind == SchemeKind::Nvfp4 && scheme.rht) {
+        // The transformed runs' amax, over the block pass's grid.
+        EmittedGroupedAmax pass = emitGroupedRhtAmax(groups);
+        kp.addFill(amax);
+        kp.addLaunch(quantizeLaunch(
+            p, pass.entry, pass.source, groupedQuantizeGrid(capacity, cols),
+            kGroupedQuantizeThreads,
+            {ArgDesc::ptr(input), ArgDesc::i64(m), ArgDesc::i64(cols),
+             ArgDesc::ptr(splits), ArgDesc::ptr(amax)}));
+      } else {
+        EmittedGroupedAmax pass = emitGroupedExpertAmax(groups);
+        expertAmaxPass(p, pass.source, pass.entry, input, m, cols, splits, 0,
+                       amax, kp);
+      }
+      kp.bytesMoved += table.bytes(input);
     }
     EmittedGroupedQuantize src = emitGroupedQuantize(qs);
     kp.addLaunch(quantizeLaunch(p, src.mainEntry, src.source,
@@ -309,7 +329,9 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                                  ArgDesc::ptr(splits), ArgDesc::i64(capacity),
                                  ArgDesc::ptr(l.data), ArgDesc::ptr(l.scales),
                                  ArgDesc::f32(static_cast<float>(scheme.eps)),
-                                 ArgDesc::ptr(partial), ArgDesc::ptr(amax)}))
+                                 ArgDesc::ptr(partial), ArgDesc::ptr(amax),
+                                 ArgDesc::i64(int64_t(p.random.seed)),
+                                 ArgDesc::i64(int64_t(p.random.offset))}))
         .sharedBytes = groupedQuantizeSharedBytes(qs);
     kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor) +
                      table.bytes(l.data) + table.bytes(l.scales) +

@@ -244,17 +244,22 @@ static std::string validateGroupedGemm(const Entry &e,
     if (x.isQuantized() || x.dtype != rt::DType::BF16 ||
         w.dtype != rt::DType::BF16)
       return "operands quantized per expert must be bf16 tensors";
-    const bool nvfp4 = g.xScheme->kind == rt::SchemeKind::Nvfp4;
-    if (w.shape[1] % (nvfp4 ? 16 : 128) != 0)
-      return nvfp4 ? "N must be a multiple of 16: each expert's NVFP4 blocks "
-                     "are its own"
-                   : "N must be a multiple of 128: each expert's 128x128 "
-                     "weight tiles are its own";
-    if (!g.weightColumnwise && w.shape[2] % (nvfp4 ? 64 : 128) != 0)
-      return nvfp4 ? "K must be a multiple of 64: the BF16 GEMM contracts "
-                     "64-element slabs"
-                   : "K must be a multiple of 128: the per-expert GEMMs "
-                     "contract whole 128-element blocks";
+    if (g.xScheme->kind == rt::SchemeKind::Nvfp4) {
+      if (w.shape[1] % 16 != 0 || w.shape[2] % 16 != 0)
+        return "N and K must be multiples of 16: each expert's NVFP4 blocks "
+               "are its own";
+      if ((g.weightColumnwise ? w.shape[1] : w.shape[2]) % 64 != 0)
+        return "the contracted dimension must be a multiple of 64: the BF16 "
+               "GEMM contracts 64-element slabs";
+      return rt::groupedTensorScaledSchemesError(*g.xScheme, *g.wScheme,
+                                                 g.weightColumnwise);
+    }
+    if (w.shape[1] % 128 != 0)
+      return "N must be a multiple of 128: each expert's 128x128 weight "
+             "tiles are its own";
+    if (!g.weightColumnwise && w.shape[2] % 128 != 0)
+      return "K must be a multiple of 128: the per-expert GEMMs contract "
+             "whole 128-element blocks";
     if (w.shape[2] % 8 != 0)
       return "K must be a multiple of 8: the quantize reads 16-byte pieces "
              "of each row";
@@ -454,6 +459,10 @@ static std::string validateGroupedWgrad(const Entry &e,
     return "dy and x: " + why;
   if (n % 8 != 0 || k % 8 != 0)
     return "N and K must be multiples of 8";
+  if ((g.dyScheme.kind == rt::SchemeKind::Nvfp4 && n % 16 != 0) ||
+      (g.xScheme.kind == rt::SchemeKind::Nvfp4 && k % 16 != 0))
+    return "an NVFP4 operand's features (N for dy, K for x) must be a "
+           "multiple of 16";
   return "";
 }
 

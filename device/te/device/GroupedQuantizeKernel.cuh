@@ -26,6 +26,13 @@
 //     (E8M0 scale of the block amax) and dequantized to bf16 in the same
 //     pass - the values an MXFP8 wgrad's BF16 GEMM reads on Hopper, which
 //     has no MXFP8 MMA (docs/Numerics.md §7.4).
+//   * NVFP4, dequantized: each expert's rows, zero-padded to whole 16-row
+//     blocks, quantized columnwise as its own tensor (1x16 blocks down the
+//     tokens, the tensor scale from the expert's amax, which an amax pass
+//     computed first: groupedRhtColumnAmax with the random Hadamard
+//     transform, else groupedRowsAmax), optionally transformed and
+//     stochastically rounded, and dequantized to bf16 - padding rows
+//     included, since the transform spreads a block over them.
 //   * Bias gradient: the fp32 column sums of each block, then each
 //     expert's sum of its blocks in order: each expert's own fused bias
 //     gradient (docs/Numerics.md §10, 128-row chunks).
@@ -41,6 +48,8 @@
 #include "te/device/E8M0.cuh"
 #include "te/device/Fp8.cuh"
 #include "te/device/GroupedSplits.cuh"
+#include "te/device/GroupedTensorQuantize.cuh"
+#include "te/device/Hadamard.cuh"
 #include "te/device/QuantizeCommon.cuh"
 #include "te/device/Scales.cuh"
 
@@ -51,18 +60,21 @@ constexpr int kGroupedQuantizeThreads = 256;
 
 /// What the block pass writes for each expert's columns.
 enum class GroupedColumns {
-  Bf16,       ///< the bf16 values (identity)
-  Fp8Block,   ///< FP8 codes of 1x128 blocks, and their scales
-  Fp8Tensor,  ///< FP8 codes by the expert's per-tensor scale, repeated
-  Mxfp8Values ///< bf16: the values of the MXFP8 32 x 1 blocks, dequantized
+  Bf16,        ///< the bf16 values (identity)
+  Fp8Block,    ///< FP8 codes of 1x128 blocks, and their scales
+  Fp8Tensor,   ///< FP8 codes by the expert's per-tensor scale, repeated
+  Mxfp8Values, ///< bf16: the values of the MXFP8 32 x 1 blocks, dequantized
+  Nvfp4Values  ///< bf16: the values of the NVFP4 16 x 1 blocks, dequantized
 };
 
 /// Where 128-row block `block` of the capacity lies: its expert's first row
-/// of the block and the block's valid rows (0: past every expert).
+/// of the block and the block's valid rows (0: past every expert), and the
+/// expert's first row and row count.
 struct GroupedBlock {
   i64 firstRow;
   int rows;
   int expert;
+  i64 expertFirst, expertRows;
 };
 
 __device__ __forceinline__ GroupedBlock
@@ -74,12 +86,12 @@ locateGroupedBlock(const long long *splits, int groups, i64 mTotal, i64 block) {
     if (block < blocks + nb) {
       i64 first = rows + (block - blocks) * 128;
       i64 left = rows + m - first;
-      return {first, int(left < 128 ? left : 128), g};
+      return {first, int(left < 128 ? left : 128), g, rows, m};
     }
     rows += m;
     blocks += nb;
   }
-  return {0, 0, -1};
+  return {0, 0, -1, 0, 0};
 }
 
 /// Dynamic shared memory of the block pass: the input tile, then the
@@ -105,17 +117,70 @@ __device__ __forceinline__ u32 mxfp8RoundTrip2(u32 pair, float multLo,
   return floatToBF16x2(mulRn(lo, factorLo), mulRn(hi, factorHi));
 }
 
+/// Sixteen rows of one column (elements 2·`pair` + `high` of the words
+/// rows[0 .. 15]) as floats, random-Hadamard-transformed and rounded to
+/// bf16 with `Rht` (docs/Numerics.md §6.4).
+template <bool Rht, int W>
+__device__ __forceinline__ void columnRun16(const u32 (*rows)[W], int pair,
+                                            bool high, float (&v)[16]) {
+  TE_UNROLL
+  for (int i = 0; i < 16; ++i)
+    v[i] = high ? bf16Hi(rows[i][pair]) : bf16Lo(rows[i][pair]);
+  if (Rht) {
+    float y[16];
+    rht16Bf16(v, y);
+    TE_UNROLL
+    for (int i = 0; i < 16; ++i)
+      v[i] = y[i];
+  }
+}
+
+/// max |v| over a run, NaN ignored (the NVFP4 block amax).
+__device__ __forceinline__ float runAmax16(const float (&v)[16]) {
+  float a = 0.0f;
+  TE_UNROLL
+  for (int i = 0; i < 16; ++i)
+    a = amaxAccumulate(a, v[i]);
+  return a;
+}
+
+/// One column's 16-row NVFP4 block of an expert through quantize and
+/// dequantize into its output row (`row`: pairs of rows as bf16 words):
+/// the block scale from the run's amax, each value encoded (stochastically:
+/// the random bytes of elements `index` .. + 15 of the expert's own
+/// columnwise data) and decoded by the expert's tensor scale.
+template <bool Stochastic>
+__device__ __forceinline__ void
+nvfp4ColumnBlock(const float (&v)[16], float sEnc, float sDec, float amax,
+                 u64 seed, u64 offset, u64 index, u32 *row) {
+  const u8 sB = nvfp4BlockScale(runAmax16(v), sEnc);
+  const float enc = nvfp4BlockEncodeFactor(sB, sDec);
+  const float dec = nvfp4DequantFactor(sB, amax);
+  Philox4x32 r{};
+  if (Stochastic)
+    r = srRandomBlock(seed, offset, index / 16);
+  TE_UNROLL
+  for (int i = 0; i < 16; i += 2) {
+    const u32 word = philoxWord(r, u32(i / 4)) >> (8 * (i % 4));
+    row[i / 2] = nvfp4RoundTrip2<Stochastic>(v[i], v[i + 1], enc, enc, dec, dec,
+                                             word, word >> 8);
+  }
+}
+
 /// The block pass. `Out`: what it writes (GroupedColumns; FP8 formats E4M3
 /// or E5M2). `partial` (may be null): the block's fp32 column sums
-/// [capacity/128][C]. `expertAmax`: each expert's amax (Fp8Tensor only).
+/// [capacity/128][C]. `expertAmax`: each expert's amax (Fp8Tensor and
+/// Nvfp4Values). NVFP4 only: `Rht` transforms each 16-row run first,
+/// `Stochastic` rounds by (seed, offset).
 /// Each column's 128 outputs go to shared memory first; the warps then
 /// store whole 128-byte output rows (coalesced).
-template <GroupedColumns Out, Fp8Format F, bool Pow2>
+template <GroupedColumns Out, Fp8Format F, bool Pow2, bool Rht = false,
+          bool Stochastic = false>
 __device__ __forceinline__ void
 groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
                       const long long *splits, int groups, i64 capacity,
                       void *out, float *scaleInv, float eps, float *partial,
-                      const float *expertAmax) {
+                      const float *expertAmax, u64 seed = 0, u64 offset = 0) {
   constexpr bool Fp8 =
       Out == GroupedColumns::Fp8Block || Out == GroupedColumns::Fp8Tensor;
   constexpr bool BlockAmax =
@@ -200,6 +265,33 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
         sc[0] = fp8BlockScaleInv(sLo);
         sc[1] = fp8BlockScaleInv(sHi);
       }
+    } else if (Out == GroupedColumns::Nvfp4Values) {
+      // The expert alone: its rows padded to whole 16-row blocks, its
+      // columnwise data [C][padded] (SR element index c · padded + row).
+      const float a = expertAmax[b.expert];
+      const float sEnc = nvfp4GlobalEncodeScale(a);
+      const float sDec = nvfp4GlobalDecodeScale(sEnc);
+      const i64 local = b.firstRow - b.expertFirst + r0;
+      const i64 padded = (b.expertRows + 15) / 16 * 16;
+      TE_UNROLL
+      for (int j = 0; j < 2; ++j) {
+        u32 *lo = rowLo + (r0 + 16 * j) / 2, *hi = rowHi + (r0 + 16 * j) / 2;
+        if (local + 16 * j >= padded) { // past the expert's padded rows
+          TE_UNROLL
+          for (int i = 0; i < 8; ++i)
+            lo[i] = hi[i] = 0u;
+          continue;
+        }
+        const u64 first = u64(local + 16 * j);
+        float v[16];
+        columnRun16<Rht>(&words[r0 + 16 * j], p, false, v);
+        nvfp4ColumnBlock<Stochastic>(v, sEnc, sDec, a, seed, offset,
+                                     u64(c0 + 2 * p) * u64(padded) + first, lo);
+        columnRun16<Rht>(&words[r0 + 16 * j], p, true, v);
+        nvfp4ColumnBlock<Stochastic>(v, sEnc, sDec, a, seed, offset,
+                                     u64(c0 + 2 * p + 1) * u64(padded) + first,
+                                     hi);
+      }
     } else if (Out == GroupedColumns::Mxfp8Values) {
       const u8 eLo = mxfp8BlockExponent(bf16Lo(acc), F);
       const u8 eHi = mxfp8BlockExponent(bf16Hi(acc), F);
@@ -253,6 +345,59 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
     float *out = partial + block * cols + c0 + 2 * p;
     out[0] = lo;
     out[1] = hi;
+  }
+}
+
+/// The amax pass of an NVFP4 operand quantized columnwise with the random
+/// Hadamard transform: max |RHT(run)| over every 16-row run of every column
+/// of each expert's rows (runs restart at the expert's first row; its last
+/// run padded with zeros; the bf16-rounded outputs, as the tensor scale of
+/// the expert quantized alone takes them), max-accumulated into amax[G]
+/// (zeroed first). The block pass's grid: one CTA of 256 threads per
+/// (128-row block of the capacity, 128 columns), each thread a column pair
+/// and 32 rows read straight from global memory (a warp's loads of one row
+/// are 128 contiguous bytes).
+__device__ __forceinline__ void groupedRhtColumnAmax(const u16 *in, i64 mTotal,
+                                                     i64 cols,
+                                                     const long long *splits,
+                                                     int groups, float *amax) {
+  __shared__ GroupedBlock where;
+  __shared__ float warpAmax[kGroupedQuantizeThreads / 32];
+  const i64 block = blockIdx.x, c0 = i64(blockIdx.y) * 128;
+  if (threadIdx.x == 0)
+    where = locateGroupedBlock(splits, groups, mTotal, block);
+  __syncthreads();
+  const GroupedBlock b = where;
+  if (b.rows == 0)
+    return;
+  const int p = threadIdx.x % 64, q = threadIdx.x / 64, r0 = 32 * q;
+  float a = 0.0f;
+  if (c0 + 2 * p < cols && r0 < b.rows) {
+    u32 rows[32][1]; // this thread's word of each of its 32 rows
+    const u32 *src =
+        reinterpret_cast<const u32 *>(in + b.firstRow * cols + c0) + p;
+    TE_UNROLL
+    for (int i = 0; i < 32; ++i)
+      rows[i][0] = r0 + i < b.rows ? src[(r0 + i) * (cols / 2)] : 0u;
+    TE_UNROLL
+    for (int j = 0; j < 2; ++j)
+      for (int h = 0; h < 2; ++h) {
+        float v[16];
+        columnRun16<true>(&rows[16 * j], 0, h == 1, v);
+        a = fmaxf(a, runAmax16(v));
+      }
+  }
+  TE_UNROLL
+  for (int d = 16; d > 0; d /= 2)
+    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+  if (threadIdx.x % 32 == 0)
+    warpAmax[threadIdx.x / 32] = a;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float m = 0.0f;
+    for (int w = 0; w < kGroupedQuantizeThreads / 32; ++w)
+      m = fmaxf(m, warpAmax[w]);
+    atomicMax(reinterpret_cast<unsigned *>(amax + b.expert), floatToBits(m));
   }
 }
 

@@ -24,8 +24,8 @@
 //      block in fp32 as it does for block scales.
 // NVFP4's tensor scale is each expert's too: groupedRowsNvfp4Values writes
 // each expert's rows quantized and dequantized to bf16 for the BF16 GEMM
-// (Hopper has no FP4 MMA). Padding rows past the experts' get zero codes
-// and zero scales. Each warp
+// (Hopper has no FP4 MMA), stochastically rounded where the scheme says.
+// Padding rows past the experts' get zero codes and zero scales. Each warp
 // takes a contiguous run of rows (16-byte loads, C a multiple of 8), so
 // most runs lie within one expert and the amax needs one atomic per run
 // and expert; the tokens' scale columns are written a row per lane
@@ -38,6 +38,7 @@
 
 #include "te/device/Fp4.cuh"
 #include "te/device/GroupedSplits.cuh"
+#include "te/device/Philox.cuh"
 #include "te/device/QuantizeCommon.cuh"
 #include "te/device/Scales.cuh"
 
@@ -307,45 +308,63 @@ __device__ __forceinline__ void groupedStackQuantizeTransposed(
   }
 }
 
-/// One 16-element NVFP4 block through quantize and dequantize: each value
-/// encoded as e2m1(fl(v · enc)), decoded as fl(e2m1 · dec) and rounded to
-/// bf16 - the dequantize kernel's value of the quantized block.
-__device__ __forceinline__ void nvfp4RoundTrip16(const U32x4 (&v)[2], float enc,
-                                                 float dec, U32x4 (&o)[2]) {
-  TE_UNROLL
-  for (int h = 0; h < 2; ++h) {
-    const u32 in[4] = {v[h].x, v[h].y, v[h].z, v[h].w};
-    u32 w[4];
-    TE_UNROLL
-    for (int q = 0; q < 4; ++q) {
-      u32 codes =
-          encodeE2M1x2(mulRn(bf16Lo(in[q]), enc), mulRn(bf16Hi(in[q]), enc));
-      // The two codes as decodeE2M1x2 takes them (bits 0-3 and 8-11).
-      float lo, hi;
-      decodeE2M1x2((codes & 0xFu) | ((codes & 0xF0u) << 4), lo, hi);
-      w[q] = floatToBF16x2(mulRn(lo, dec), mulRn(hi, dec));
-    }
-    o[h] = U32x4{w[0], w[1], w[2], w[3]};
-  }
+/// Two elements through NVFP4 and back as one bf16 pair word: each encoded
+/// as e2m1(fl(v · enc)) - rounded to nearest, or with `Stochastic` by its
+/// random byte (bits 0-7 of `rLo`, `rHi`) - decoded as fl(e2m1 · dec) and
+/// rounded to bf16: the dequantize kernel's values of the quantized pair.
+template <bool Stochastic>
+__device__ __forceinline__ u32 nvfp4RoundTrip2(float lo, float hi, float encLo,
+                                               float encHi, float decLo,
+                                               float decHi, u32 rLo, u32 rHi) {
+  const float a = mulRn(lo, encLo), b = mulRn(hi, encHi);
+  const u32 codes = Stochastic ? packE2M1(encodeE2M1Stochastic(a, rLo),
+                                          encodeE2M1Stochastic(b, rHi))
+                               : encodeE2M1x2(a, b);
+  // The two codes as decodeE2M1x2 takes them (bits 0-3 and 8-11).
+  float dl, dh;
+  decodeE2M1x2((codes & 0xFu) | ((codes & 0xF0u) << 4), dl, dh);
+  return floatToBF16x2(mulRn(dl, decLo), mulRn(dh, decHi));
 }
+
+/// The 8 words of 16 consecutive bf16 values of a row (two 16-byte loads).
+__device__ __forceinline__ void wordsOf16(const U32x4 (&v)[2], u32 (&w)[8]) {
+  const u32 t[8] = {v[0].x, v[0].y, v[0].z, v[0].w,
+                    v[1].x, v[1].y, v[1].z, v[1].w};
+  TE_UNROLL
+  for (int i = 0; i < 8; ++i)
+    w[i] = t[i];
+}
+
+/// How an NVFP4 operand of a grouped GEMM is blocked (docs/Numerics.md
+/// §6.3): 1x16 along each row, 16x16 tiles (the same values in both
+/// directions), or 16x1 down each column (the stack's columnwise blocks,
+/// which the dgrad reads).
+enum class Nvfp4Blocks { Rows, Tiles, Columns };
 
 /// NVFP4 with one tensor scale per expert, as the BF16 grouped GEMM reads
 /// it on Hopper (no FP4 MMA): out [rows, C] bf16 holds each expert's rows
-/// quantized as their own tensor (1x16 blocks, or with `Block2d` 16x16
-/// blocks of the stack, whose experts' rows are multiples of 16; the
-/// tensor scale from amax[g], groupedRowsAmax's) and dequantized - the
-/// values the dequantize kernel gives for the expert quantized alone.
+/// quantized as their own tensor (1x16 blocks, or for the stack, whose
+/// experts' rows are multiples of 16, 16x16 or 16x1 blocks; the tensor
+/// scale from amax[g], groupedRowsAmax's) and dequantized - the values the
+/// dequantize kernel gives for the expert quantized alone, in the stack's
+/// row-major layout whichever direction the blocks follow. With
+/// `Stochastic` (1x16 and 16x16 blocks), element (r, c) of expert e is
+/// rounded by the random byte of its index in the expert's own rowwise
+/// data, (r - first row of e) · C + c, under (seed, offset): the expert
+/// quantized alone (docs/Numerics.md §6.5, §7.4).
 /// Padding rows are zeros. Each warp takes a contiguous run of rows (of
-/// 16-row bands with `Block2d`), each lane one 16-element block at a time
+/// 16-row bands for 16x16 and 16x1 blocks), each lane 16 columns at a time
 /// (C a multiple of 16).
-template <int Groups, bool Block2d>
+template <int Groups, Nvfp4Blocks Blocks, bool Stochastic>
 __device__ __forceinline__ void
 groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
                        const long long *splits, i64 rowsPerExpert,
-                       const float *amax, u16 *out) {
+                       const float *amax, u16 *out, u64 seed, u64 offset) {
+  static_assert(!(Stochastic && Blocks == Nvfp4Blocks::Columns),
+                "column blocks round to nearest");
   __shared__ long long end[Groups];
   expertEnds(end, splits, rows, rowsPerExpert);
-  constexpr int kBand = Block2d ? 16 : 1; // rows sharing a block
+  constexpr int kBand = Blocks == Nvfp4Blocks::Rows ? 1 : 16;
   i64 first, last;
   warpRows(rows / kBand, first, last);
   const int lane = threadIdx.x % 32;
@@ -355,14 +374,53 @@ groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
     v[0] = live ? loadGlobal16(p) : U32x4{0, 0, 0, 0};
     v[1] = live ? loadGlobal16(p + 8) : U32x4{0, 0, 0, 0};
   };
+  auto store = [&](i64 r, i64 b, const u32(&w)[8]) {
+    U32x4 *dst = reinterpret_cast<U32x4 *>(out + r * cols + 16 * b);
+    dst[0] = U32x4{w[0], w[1], w[2], w[3]};
+    dst[1] = U32x4{w[4], w[5], w[6], w[7]};
+  };
   for (i64 band = first; band < last; ++band) {
     const i64 r0 = band * kBand;
     const int e = expertOfRow(end, r0);
     const float a = e >= 0 ? amax[e] : 0.0f;
     const float sEnc = nvfp4GlobalEncodeScale(a);
     const float sDec = nvfp4GlobalDecodeScale(sEnc);
+    const i64 expertFirst = e > 0 ? end[e - 1] : 0;
     for (i64 b = lane; b < blocks; b += 32) {
       U32x4 v[2];
+      u32 w[8], o[8];
+      if (Blocks == Nvfp4Blocks::Columns) {
+        // Each of the 16 columns its own block down the band's rows.
+        float colAmax[16] = {};
+        for (int i = 0; i < 16; ++i) {
+          load(r0 + i, b, e >= 0, v);
+          wordsOf16(v, w);
+          TE_UNROLL
+          for (int j = 0; j < 8; ++j) {
+            colAmax[2 * j] = amaxAccumulate(colAmax[2 * j], bf16Lo(w[j]));
+            colAmax[2 * j + 1] =
+                amaxAccumulate(colAmax[2 * j + 1], bf16Hi(w[j]));
+          }
+        }
+        float enc[16], dec[16];
+        TE_UNROLL
+        for (int j = 0; j < 16; ++j) {
+          const u8 sB = nvfp4BlockScale(colAmax[j], sEnc);
+          enc[j] = nvfp4BlockEncodeFactor(sB, sDec);
+          dec[j] = nvfp4DequantFactor(sB, a);
+        }
+        for (int i = 0; i < 16; ++i) {
+          load(r0 + i, b, e >= 0, v);
+          wordsOf16(v, w);
+          TE_UNROLL
+          for (int j = 0; j < 8; ++j)
+            o[j] = nvfp4RoundTrip2<false>(bf16Lo(w[j]), bf16Hi(w[j]),
+                                          enc[2 * j], enc[2 * j + 1],
+                                          dec[2 * j], dec[2 * j + 1], 0u, 0u);
+          store(r0 + i, b, o);
+        }
+        continue;
+      }
       u32 acc = 0u;
       TE_UNROLL
       for (int i = 0; i < kBand; ++i) {
@@ -374,13 +432,21 @@ groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
       const float dec = nvfp4DequantFactor(sB, a);
       TE_UNROLL
       for (int i = 0; i < kBand; ++i) {
-        if (Block2d) // the band's rows again (1x16: still in registers)
+        if (kBand > 1) // the band's rows again (1x16: still in registers)
           load(r0 + i, b, e >= 0, v);
-        U32x4 o[2];
-        nvfp4RoundTrip16(v, enc, dec, o);
-        U32x4 *dst = reinterpret_cast<U32x4 *>(out + (r0 + i) * cols + 16 * b);
-        dst[0] = o[0];
-        dst[1] = o[1];
+        wordsOf16(v, w);
+        Philox4x32 rnd{};
+        if (Stochastic)
+          rnd = srRandomBlock(
+              seed, offset, u64(((r0 + i - expertFirst) * cols + 16 * b) / 16));
+        TE_UNROLL
+        for (int j = 0; j < 8; ++j) {
+          // Elements 2j and 2j + 1: word j / 2, bytes 2 (j % 2) and + 1.
+          const u32 word = philoxWord(rnd, u32(j / 2)) >> (16 * (j % 2));
+          o[j] = nvfp4RoundTrip2<Stochastic>(bf16Lo(w[j]), bf16Hi(w[j]), enc,
+                                             enc, dec, dec, word, word >> 8);
+        }
+        store(r0 + i, b, o);
       }
     }
   }

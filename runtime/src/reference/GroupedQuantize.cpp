@@ -21,7 +21,11 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
                                             int64_t cols,
                                             const std::vector<int64_t> &splits,
                                             const Scheme &scheme,
-                                            int64_t capacity) {
+                                            int64_t capacity, uint64_t seed,
+                                            uint64_t offset) {
+  QuantizeOptions options;
+  options.seed = seed;
+  options.offset = offset;
   const bool perTensor = scheme.kind == SchemeKind::Fp8Current;
   const bool fp8 = scheme.kind == SchemeKind::Fp8Block || perTensor;
   const int64_t width = fp8 ? 1 : 2, colsPad = (cols + 3) / 4 * 4;
@@ -60,18 +64,26 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
         for (int64_t c = 0; c < cols; ++c)
           out.scaleInv[(block + b) * colsPad + c] =
               loadF32(d.scaleInv, perTensor ? 0 : b * stride + c);
-    } else if (scheme.kind == SchemeKind::Mxfp8) {
-      // The expert alone, its rows zero-padded to whole 32 x 1 blocks (the
-      // zeros change no block's amax): quantized columnwise, dequantized,
-      // rounded to bf16.
-      const int64_t padded = (m + 31) / 32 * 32;
+    } else if (scheme.kind == SchemeKind::Mxfp8 ||
+               scheme.kind == SchemeKind::Nvfp4) {
+      // The expert alone, its rows zero-padded to whole 32 x 1 (MXFP8) or
+      // 16 x 1 (NVFP4) blocks (the zeros change no block's amax, nor the
+      // tensor amax): quantized columnwise, dequantized, rounded to bf16.
+      // NVFP4's transform fills the padding rows, which are laid out too.
+      const int64_t height = scheme.kind == SchemeKind::Mxfp8 ? 32 : 16;
+      const int64_t padded = (m + height - 1) / height * height;
       std::vector<uint16_t> own(static_cast<size_t>(padded * cols), 0);
       std::memcpy(own.data(), rows, static_cast<size_t>(m * cols) * 2);
-      QuantizedTensor q = quantize(own.data(), SourceType::BF16, padded, cols,
-                                   scheme, unsigned(Direction::Columnwise), {});
+      QuantizedTensor q =
+          quantize(own.data(), SourceType::BF16, padded, cols, scheme,
+                   unsigned(Direction::Columnwise), options);
+      if (!q.ok()) {
+        out.error = q.error;
+        return out;
+      }
       std::vector<float> v =
           dequantize(q, Direction::Columnwise, scheme, padded, cols);
-      for (int64_t r = 0; r < m; ++r)
+      for (int64_t r = 0; r < groupedColumnwiseRows(scheme, m); ++r)
         for (int64_t c = 0; c < cols; ++c) {
           uint16_t b = floatToBF16(v[size_t(r * cols + c)]);
           std::memcpy(&out.data[2 * (c * capacity + block * 128 + r)], &b, 2);
@@ -86,6 +98,10 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
     block += (m + 127) / 128;
   }
   return out;
+}
+
+int64_t groupedColumnwiseRows(const Scheme &scheme, int64_t rows) {
+  return scheme.kind == SchemeKind::Nvfp4 ? (rows + 15) / 16 * 16 : rows;
 }
 
 /// groupedTensorScaledQuantize's columnwise copy of the stack.
@@ -192,7 +208,19 @@ groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
 GroupedNvfp4Values groupedNvfp4Values(const uint16_t *x, int64_t rows,
                                       int64_t cols,
                                       const std::vector<int64_t> &splits,
-                                      int64_t groups, const Scheme &scheme) {
+                                      int64_t groups, const Scheme &scheme,
+                                      uint64_t seed, uint64_t offset,
+                                      bool columnwise) {
+  if (columnwise && !splits.empty()) {
+    GroupedNvfp4Values failed;
+    failed.error = "only the stacked weight (no split sizes) has columnwise "
+                   "values here";
+    return failed;
+  }
+  const Direction dir = columnwise ? Direction::Columnwise : Direction::Rowwise;
+  QuantizeOptions options;
+  options.seed = seed;
+  options.offset = offset;
   std::vector<int64_t> counts =
       !splits.empty()
           ? clampSplits(splits, rows)
@@ -205,16 +233,16 @@ GroupedNvfp4Values groupedNvfp4Values(const uint16_t *x, int64_t rows,
     const int64_t m = counts[size_t(g)];
     if (m > 0) {
       QuantizedTensor q = quantize(x + first * cols, SourceType::BF16, m, cols,
-                                   scheme, kRowwiseMask, {});
+                                   scheme, unsigned(dir), options);
       if (!q.ok()) {
         GroupedNvfp4Values failed;
         failed.error = q.error;
         return failed;
       }
-      std::vector<float> v = dequantize(q, Direction::Rowwise, scheme, m, cols);
+      std::vector<float> v = dequantize(q, dir, scheme, m, cols);
       for (int64_t i = 0; i < m * cols; ++i)
         out.values[size_t(first * cols + i)] = floatToBF16(v[size_t(i)]);
-      out.amax[size_t(g)] = loadF32(q.rowwise->amax, 0);
+      out.amax[size_t(g)] = loadF32(q.get(dir)->amax, 0);
     }
     first += m;
   }

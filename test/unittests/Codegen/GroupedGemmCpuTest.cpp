@@ -23,6 +23,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <cmath>
 #include <cstring>
 
@@ -36,6 +38,7 @@ using te::test::groupedProgram;
 using te::test::groupedWgradProgram;
 using te::test::i64Bytes;
 using te::test::normals;
+using te::test::perExpertScaledProgram;
 using te::test::tensor;
 
 namespace {} // namespace
@@ -183,19 +186,22 @@ TEST(GroupedGemmCpu, PerTensorRowsAreEachExpertsOwnLinearWithinTheBound) {
     ASSERT_EQ(y.bytes[i], 0) << "padding byte " << i;
 }
 
-/// dx = dy W for one expert as te.linear_grad's dgrad computes it, one
-/// (non-grouped) GEMM: block FP8 (dy 1x128 rowwise in `dyElement`, W [n, k]
-/// 128x128 columnwise E4M3), or bf16 (W read as it is).
-cg::Program denseDgrad(int64_t m, int64_t n, int64_t k, bool fp8,
-                       DType dyElement) {
+/// dx = dy W for one expert as te.linear_grad's dgrad computes it on
+/// Hopper, one (non-grouped) GEMM: dy quantized rowwise by `dyScheme` and W
+/// [n, k] columnwise by `wScheme` (both or neither) - block FP8 read as
+/// codes, NVFP4 dequantized to bf16 first (the emulated GEMM) - or bf16 (W
+/// read as it is).
+cg::Program denseDgrad(int64_t m, int64_t n, int64_t k,
+                       const std::optional<Scheme> &dyScheme,
+                       const std::optional<Scheme> &wScheme) {
   cg::Entry e;
   e.name = "dgrad";
   e.values = {tensor("dy", {m, n}, DType::BF16),
               tensor("w", {n, k}, DType::BF16)};
   e.args = {0, 1};
-  for (int i = 0; i < 2 && fp8; ++i) {
-    Scheme s = Scheme::fp8Block(i == 0 ? dyElement : DType::E4M3,
-                                i == 0 ? 1 : 128, 128);
+  int operand[2] = {0, 1};
+  for (int i = 0; i < 2 && dyScheme; ++i) {
+    const Scheme &s = i == 0 ? *dyScheme : *wScheme;
     Direction d = i == 0 ? Direction::Rowwise : Direction::Columnwise;
     cg::Value q = e.values[i];
     q.kind = cg::Value::Kind::Quantized;
@@ -206,13 +212,24 @@ cg::Program denseDgrad(int64_t m, int64_t n, int64_t k, bool fp8,
     qk.name = "quantize_" + q.name;
     qk.input = i;
     qk.stages = {{s, d, int(e.values.size()) - 1}};
+    operand[i] = qk.stages[0].value;
     e.kernels.push_back(qk);
+    if (s.kind == rt::SchemeKind::Nvfp4) {
+      cg::DequantizeKernel dk;
+      dk.name = "dequantize_" + q.name;
+      dk.input = operand[i];
+      dk.dir = d;
+      e.values.push_back(
+          tensor(q.name + "_bf16", e.values[i].shape, DType::BF16));
+      dk.output = operand[i] = int(e.values.size()) - 1;
+      e.kernels.push_back(dk);
+    }
   }
   e.values.push_back(tensor("dx", {m, k}, DType::BF16));
   cg::GemmKernel g;
   g.name = "gemm";
-  g.a = fp8 ? 2 : 0;
-  g.b = fp8 ? 3 : 1;
+  g.a = operand[0];
+  g.b = operand[1];
   g.output = int(e.values.size()) - 1;
   e.kernels.push_back(g);
   e.results = {g.output};
@@ -244,7 +261,10 @@ void checkDgradAgainstEachExpert(bool fp8, const std::vector<int64_t> &splits,
     if (splits[size_t(e)] == 0)
       continue;
     int64_t rows = splits[size_t(e)];
-    cg::Program one = denseDgrad(rows, n, k, fp8, dyElement);
+    cg::Program one =
+        fp8 ? denseDgrad(rows, n, k, Scheme::fp8Block(dyElement, 1, 128),
+                         Scheme::fp8Block(DType::E4M3, 128, 128))
+            : denseDgrad(rows, n, k, std::nullopt, std::nullopt);
     std::vector<float> dye(dy.begin() + row * n, dy.begin() + (row + rows) * n);
     std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
     auto want =
@@ -269,6 +289,48 @@ TEST(GroupedGemmCpu, E5m2GradientDgradRowsAreEachExpertsDenseDgrad) {
   checkDgradAgainstEachExpert(true, {0, 150, 130}, DType::E5M2);
 }
 
+// The NVFP4 dgrad, dy stochastically rounded (1x16) and the stack read
+// columnwise through its 16x1 blocks or its 16x16 ones: each expert's rows
+// are the dense NVFP4 dgrad of its rows (dequantize, BF16 GEMM), bit for
+// bit - the random bytes each expert's own.
+TEST(GroupedGemmCpu, Nvfp4DgradRowsAreEachExpertsDenseDgrad) {
+  const int64_t m = 300, n = 256, k = 384, g = 3;
+  const std::vector<int64_t> splits = {130, 0, 150};
+  std::vector<float> dy = normals(size_t(m * n), 21),
+                     w = normals(size_t(g * n * k), 22);
+  for (bool block2d : {false, true}) {
+    SCOPED_TRACE(block2d ? "16x16 weight blocks" : "16x1 weight blocks");
+    const Scheme dyScheme = Scheme::nvfp4(true, true),
+                 wScheme = Scheme::nvfp4(false, false, block2d);
+    cg::Program p =
+        perExpertScaledProgram(m, k, g, n, false, dyScheme, wScheme, true);
+    ASSERT_EQ(cg::validate(p.entries[0]), "");
+    auto out = exec::runCpu(p, p.entries[0],
+                            {bf16Bytes(dy), bf16Bytes(w), i64Bytes(splits)});
+    ASSERT_TRUE(out) << out.status().toString();
+    const std::vector<uint8_t> &got = (*out)[0][0].bytes;
+    int64_t row = 0;
+    for (int64_t e = 0; e < g; ++e) {
+      const int64_t rows = splits[size_t(e)];
+      if (rows == 0)
+        continue;
+      cg::Program one = denseDgrad(rows, n, k, dyScheme, wScheme);
+      ASSERT_EQ(cg::validate(one.entries[0]), "");
+      std::vector<float> dye(dy.begin() + row * n,
+                             dy.begin() + (row + rows) * n);
+      std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
+      auto want =
+          exec::runCpu(one, one.entries[0], {bf16Bytes(dye), bf16Bytes(we)});
+      ASSERT_TRUE(want) << want.status().toString();
+      const std::vector<uint8_t> &bytes = (*want)[0][0].bytes;
+      EXPECT_EQ(
+          std::memcmp(got.data() + row * k * 2, bytes.data(), bytes.size()), 0)
+          << "expert " << e;
+      row += rows;
+    }
+  }
+}
+
 TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
   // The bf16 stack read along N: dx_g = dy_g W_g.
   checkDgradAgainstEachExpert(false, {0, 170, 111});
@@ -277,7 +339,7 @@ TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
 /// dW = dy^T x and db for one expert as te.linear_grad computes them on
 /// Hopper: dy and x quantized columnwise by their schemes, dy with its bias
 /// gradient, then one dense GEMM - on the codes for block FP8, on the
-/// values dequantized to bf16 for MXFP8 (the emulated GEMM).
+/// values dequantized to bf16 for MXFP8 and NVFP4 (the emulated GEMM).
 cg::Program denseWgrad(int64_t m, int64_t n, int64_t k, const Scheme &dyScheme,
                        const Scheme &xScheme) {
   cg::Entry e;
@@ -303,7 +365,7 @@ cg::Program denseWgrad(int64_t m, int64_t n, int64_t k, const Scheme &dyScheme,
       db = qk.biasGrad = int(e.values.size()) - 1;
     }
     e.kernels.push_back(qk);
-    if (s.kind == rt::SchemeKind::Mxfp8) {
+    if (s.kind == rt::SchemeKind::Mxfp8 || s.kind == rt::SchemeKind::Nvfp4) {
       cg::DequantizeKernel dk;
       dk.name = "dequantize_" + q.name;
       dk.input = operand[i];
@@ -393,20 +455,22 @@ TEST(GroupedGemmCpu, E5m2GradientWgradIsEachExpertsDenseWgrad) {
   checkWgradAgainstEachExpert(DType::E5M2);
 }
 
-// The MXFP8 grouped wgrad (E5M2 dy, E4M3 x) of 3 experts with ragged
-// splits: each expert's dW and db equal the dense MXFP8 wgrad of its rows
-// zero-padded to whole 32-row blocks (130 -> 160, 250 -> 256), bit for bit
-// (docs/Numerics.md §7.4).
-TEST(GroupedGemmCpu, Mxfp8WgradIsEachExpertsDenseWgradOnPaddedRows) {
-  const int64_t m = 400, n = 256, k = 136, g = 3;
+/// The grouped wgrad of 3 experts with ragged splits (130, 0, 250; 20
+/// padding rows) whose operands are read dequantized (MXFP8, NVFP4): each
+/// expert's dW and db equal the dense wgrad under the same schemes of its
+/// rows zero-padded to whole `height`-row blocks, bit for bit
+/// (docs/Numerics.md §7.4).
+void checkWgradOnPaddedRows(const Scheme &dyScheme, const Scheme &xScheme,
+                            int64_t k, int64_t height) {
+  const int64_t m = 400, n = 256, g = 3;
   std::vector<float> dy = normals(size_t(m * n), 15),
                      x = normals(size_t(m * k), 16);
   cg::Program p = groupedWgradProgram(m, n, k, g, false, true);
   auto &w = std::get<cg::GroupedWgradKernel>(p.entries[0].kernels.back());
-  w.dyScheme = Scheme::mxfp8(DType::E5M2);
-  w.xScheme = Scheme::mxfp8(DType::E4M3);
+  w.dyScheme = dyScheme;
+  w.xScheme = xScheme;
   ASSERT_EQ(cg::validate(p.entries[0]), "");
-  std::vector<int64_t> splits = {130, 0, 250}; // 20 padding rows
+  std::vector<int64_t> splits = {130, 0, 250};
   auto out = exec::runCpu(p, p.entries[0],
                           {bf16Bytes(dy), bf16Bytes(x), i64Bytes(splits)});
   ASSERT_TRUE(out) << out.status().toString();
@@ -414,7 +478,8 @@ TEST(GroupedGemmCpu, Mxfp8WgradIsEachExpertsDenseWgradOnPaddedRows) {
   const std::vector<uint8_t> &db = (*out)[1][0].bytes;
   int64_t row = 0;
   for (int64_t e = 0; e < g; ++e) {
-    const int64_t rows = splits[e], padded = (rows + 31) / 32 * 32;
+    const int64_t rows = splits[e],
+                  padded = (rows + height - 1) / height * height;
     if (rows == 0)
       continue;
     std::vector<float> dye(size_t(padded * n), 0.0f),
@@ -429,6 +494,23 @@ TEST(GroupedGemmCpu, Mxfp8WgradIsEachExpertsDenseWgradOnPaddedRows) {
     expectExpertWgrad(dw, db, *one, e, n, k);
     row += rows;
   }
+}
+
+// MXFP8, E5M2 dy and E4M3 x: 32-row blocks (130 -> 160, 250 -> 256).
+TEST(GroupedGemmCpu, Mxfp8WgradIsEachExpertsDenseWgradOnPaddedRows) {
+  checkWgradOnPaddedRows(Scheme::mxfp8(DType::E5M2), Scheme::mxfp8(DType::E4M3),
+                         136, 32);
+}
+
+// NVFP4 as TE's recipe quantizes the wgrad's operands: both Hadamard-
+// transformed, dy stochastically rounded; 16-row blocks (130 -> 144, 250 ->
+// 256), the transform spreading each expert's last block over its padding
+// rows. The random bytes are each expert's own (the dense program's).
+TEST(GroupedGemmCpu, Nvfp4WgradIsEachExpertsDenseWgradOnPaddedRows) {
+  checkWgradOnPaddedRows(Scheme::nvfp4(true, true), Scheme::nvfp4(true), 144,
+                         16);
+  // Without the transform.
+  checkWgradOnPaddedRows(Scheme::nvfp4(false, true), Scheme::nvfp4(), 144, 16);
 }
 
 TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {

@@ -164,6 +164,61 @@ TEST(GroupedGemmPlan, PerExpertScalingQuantizesBothOperandsFirst) {
       << refused.status().message();
 }
 
+// The NVFP4 backward's plans: the dgrad quantizes dy (stochastically
+// rounded, the program's random state) and the stack's 16x1 columns per
+// expert, then runs the BF16 dgrad on their values; the wgrad takes each
+// operand's amax of its transformed runs, then its grouped pass, then the
+// BF16 K-grouped GEMM.
+TEST(GroupedGemmPlan, Nvfp4BackwardQuantizesEachExpertFirst) {
+  if (!rt::cutlassIncludeDir())
+    GTEST_SKIP() << "the CUTLASS headers are not installed "
+                    "(scripts/install-deps.sh)";
+  cg::Program p = te::test::perExpertScaledProgram(
+      300, 384, 3, 256, false, rt::Scheme::nvfp4(true, true),
+      rt::Scheme::nvfp4(), /*dgrad=*/true);
+  p.random.seed = 1234;
+  p.random.offset = 5;
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  const cg::KernelPlan &dgrad = plan->kernels.back();
+  ASSERT_EQ(dgrad.plan.validate(), "");
+  ASSERT_EQ(dgrad.plan.kernels.size(), 5u);
+  EXPECT_EQ(dgrad.plan.kernels[1].entry,
+            "te_grouped_rows_nvfp4_sr_g3_c256_tokens");
+  EXPECT_EQ(dgrad.plan.kernels[1].args[11].i, 1234);
+  EXPECT_EQ(dgrad.plan.kernels[1].args[12].i, 5);
+  EXPECT_EQ(dgrad.plan.kernels[3].entry,
+            "te_grouped_rows_nvfp4_g3_c384_weights_t");
+  // The BF16 dgrad reads the two casts' values.
+  EXPECT_EQ(dgrad.plan.kernels[4].args[0].pointer.buffer,
+            dgrad.plan.kernels[1].args[7].pointer.buffer);
+  EXPECT_EQ(dgrad.plan.kernels[4].args[1].pointer.buffer,
+            dgrad.plan.kernels[3].args[7].pointer.buffer);
+
+  cg::Program q = test::groupedWgradProgram(300, 256, 144, 3, false, true);
+  auto &w = std::get<cg::GroupedWgradKernel>(q.entries[0].kernels[0]);
+  w.dyScheme = rt::Scheme::nvfp4(true, true);
+  w.xScheme = rt::Scheme::nvfp4(true);
+  rt::Expected<cg::EntryPlan> wplan = cg::buildEntryPlan(q, q.entries[0]);
+  ASSERT_TRUE(wplan) << wplan.status().toString();
+  const rt::Plan &wp = wplan->kernels.back().plan;
+  ASSERT_EQ(wp.validate(), "");
+  std::vector<std::string> entries;
+  for (const rt::KernelSpec &ks : wp.kernels)
+    entries.push_back(ks.entry);
+  ASSERT_EQ(entries.size(), 6u);
+  EXPECT_EQ(entries[0], "te_grouped_rht_amax_g3");
+  EXPECT_EQ(entries[1], "te_grouped_quantize_nvfp4_rht_sr_g3_c256_db");
+  EXPECT_EQ(entries[2], "te_grouped_quantize_nvfp4_rht_sr_g3_c256_db_bias");
+  EXPECT_EQ(entries[3], "te_grouped_rht_amax_g3");
+  EXPECT_EQ(entries[4], "te_grouped_quantize_nvfp4_rht_g3_c144");
+  // Each block pass reads its own amax pass's result.
+  EXPECT_EQ(wp.kernels[1].args[9].pointer.buffer,
+            wp.kernels[0].args[4].pointer.buffer);
+  EXPECT_EQ(wp.kernels[4].args[9].pointer.buffer,
+            wp.kernels[3].args[4].pointer.buffer);
+}
+
 TEST(GroupedGemmPlan, WithoutAKernelThePlanSaysWhy) {
   auto unsupported = [](const cg::Program &p) {
     rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
@@ -279,16 +334,22 @@ TEST_F(GroupedGemmPlanGpu, PerExpertScalingRunsAndReplaysWithinTheBound) {
   const std::vector<std::vector<int64_t>> splits = {
       {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
   // The fprop with a bias, then the dgrad (dy [m, n] by each expert's
-  // weight read through its columnwise copy: K = 384 output columns); last
+  // weight read through its columnwise copy: K = 384 output columns); then
   // the NVFP4 fprop (each expert's dequantized values, 16x16 weight blocks,
-  // the BF16 kernel).
-  for (int variant = 0; variant < 3; ++variant) {
-    const bool dgrad = variant == 1, nvfp4 = variant == 2;
-    SCOPED_TRACE(dgrad ? "dgrad" : nvfp4 ? "NVFP4 fprop" : "fprop");
+  // the BF16 kernel) and the NVFP4 dgrad (dy stochastically rounded, the
+  // stack through its 16x1 column blocks, then its 16x16 blocks).
+  for (int variant = 0; variant < 5; ++variant) {
+    const bool dgrad = variant == 1 || variant >= 3, nvfp4 = variant >= 2;
+    SCOPED_TRACE(variant == 0   ? "fprop"
+                 : variant == 1 ? "dgrad"
+                 : variant == 2 ? "NVFP4 fprop"
+                 : variant == 3 ? "NVFP4 dgrad, 16x1 weight blocks"
+                                : "NVFP4 dgrad, 16x16 weight blocks");
     cg::Program p = te::test::perExpertScaledProgram(
         m, k, g, n, !dgrad,
-        nvfp4 ? rt::Scheme::nvfp4() : rt::Scheme::fp8Current(DType::E5M2),
-        nvfp4 ? rt::Scheme::nvfp4(false, false, true)
+        nvfp4 ? rt::Scheme::nvfp4(false, dgrad)
+              : rt::Scheme::fp8Current(DType::E5M2),
+        nvfp4 ? rt::Scheme::nvfp4(false, false, variant != 3)
               : rt::Scheme::fp8Current(DType::E4M3),
         dgrad);
     std::vector<float> xIn =
@@ -312,18 +373,25 @@ TEST_F(GroupedGemmPlanGpu, WgradRunsAndReplaysWithNewSplitSizesWithinTheBound) {
   // (with each expert's bias gradient) and x, then the K-grouped GEMM;
   // block FP8, bf16, MXFP8 (E5M2 dy, E4M3 x: each expert's ragged rows
   // quantized and dequantized in whole 32-row blocks, then the BF16 GEMM),
-  // and per-tensor FP8 current scaling (one amax per expert, E5M2 dy).
-  const int64_t m = 700, n = 256, k = 136, g = 4;
+  // per-tensor FP8 current scaling (one amax per expert, E5M2 dy), and
+  // NVFP4 (16-row blocks; TE's recipe - both Hadamard-transformed, dy
+  // stochastically rounded - and without the transform; K = 144, NVFP4
+  // needs whole 16-element blocks).
+  const int64_t m = 700, n = 256, g = 4;
   std::vector<float> dy = normals(size_t(m * n), 7),
-                     x = normals(size_t(m * k), 8);
+                     x = normals(size_t(m * 144), 8);
   for (size_t i = 200 * n; i < 331 * n; ++i) // expert 1's dy larger
     dy[i] *= 100.0f;
-  for (int variant = 0; variant < 4; ++variant) {
-    const bool fp8 = variant == 0, mxfp8 = variant == 2, current = variant == 3;
-    SCOPED_TRACE(fp8       ? "block FP8"
-                 : mxfp8   ? "MXFP8"
-                 : current ? "per-tensor FP8"
-                           : "bf16");
+  for (int variant = 0; variant < 6; ++variant) {
+    const bool fp8 = variant == 0, mxfp8 = variant == 2, current = variant == 3,
+               nvfp4 = variant >= 4;
+    const int64_t k = nvfp4 ? 144 : 136;
+    SCOPED_TRACE(fp8            ? "block FP8"
+                 : mxfp8        ? "MXFP8"
+                 : current      ? "per-tensor FP8"
+                 : variant == 4 ? "NVFP4 with the transform"
+                 : nvfp4        ? "NVFP4"
+                                : "bf16");
     cg::Program p = test::groupedWgradProgram(m, n, k, g, fp8, true);
     auto &w = std::get<cg::GroupedWgradKernel>(p.entries[0].kernels[0]);
     if (mxfp8) {
@@ -334,9 +402,14 @@ TEST_F(GroupedGemmPlanGpu, WgradRunsAndReplaysWithNewSplitSizesWithinTheBound) {
       w.dyScheme = rt::Scheme::fp8Current(DType::E5M2);
       w.xScheme = rt::Scheme::fp8Current(DType::E4M3, true);
     }
+    if (nvfp4) {
+      w.dyScheme = rt::Scheme::nvfp4(variant == 4, true);
+      w.xScheme = rt::Scheme::nvfp4(variant == 4);
+    }
     const std::vector<std::vector<int64_t>> splits = {
         {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
-    std::vector<std::vector<uint8_t>> args = {bf16Bytes(dy), bf16Bytes(x),
+    std::vector<float> xk(x.begin(), x.begin() + m * k);
+    std::vector<std::vector<uint8_t>> args = {bf16Bytes(dy), bf16Bytes(xk),
                                               i64Bytes(splits[0])};
     exec::Comparison first =
         test::gpuVersusCpu(p, args, *device_, *stream_, cache);

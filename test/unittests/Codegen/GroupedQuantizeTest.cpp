@@ -55,12 +55,18 @@ const Scheme kSchemes[] = {Scheme::fp8Block(DType::E4M3, 1, 128),
                            Scheme::mxfp8(DType::E4M3),
                            Scheme::mxfp8(DType::E5M2),
                            Scheme::fp8Current(DType::E4M3),
-                           Scheme::fp8Current(DType::E5M2, true)};
+                           Scheme::fp8Current(DType::E5M2, true),
+                           Scheme::nvfp4(true, true),
+                           Scheme::nvfp4(true),
+                           Scheme::nvfp4(false, true),
+                           Scheme::nvfp4()};
 
 TEST(GroupedQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
   // Block FP8 codes and scales; MXFP8's dequantized values; per-tensor
-  // FP8 codes by each expert's amax.
-  for (const Scheme &scheme : {kSchemes[1], kSchemes[4], kSchemes[7]}) {
+  // FP8 codes by each expert's amax; NVFP4's values with the transform and
+  // stochastic rounding (and its amax pass).
+  for (const Scheme &scheme :
+       {kSchemes[1], kSchemes[4], kSchemes[7], kSchemes[8]}) {
     cg::GroupedQuantizeSpec s{scheme, 8, 4096, true};
     ASSERT_TRUE(cg::checkGroupedQuantize(s).isOk());
     if (rt::nvrtcVersion()) {
@@ -70,6 +76,22 @@ TEST(GroupedQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
       ASSERT_TRUE(k) << k.status().message();
     }
   }
+  if (rt::nvrtcVersion()) {
+    cg::EmittedGroupedAmax rht = cg::emitGroupedRhtAmax(8);
+    ASSERT_TRUE(
+        rt::compileCuda(rht.source, rht.entry + ".cu", rt::CompileOptions{}));
+  }
+  EXPECT_EQ(cg::GroupedQuantizeSpec({kSchemes[8], 8, 4096, true}).kernelName(),
+            "te_grouped_quantize_nvfp4_rht_sr_g8_c4096_db");
+  EXPECT_NE(cg::checkGroupedQuantize({kSchemes[11], 8, 264, false})
+                .message()
+                .find("multiple of 16"),
+            std::string::npos);
+  EXPECT_NE(cg::checkGroupedQuantize(
+                {Scheme::nvfp4(false, false, true), 8, 256, false})
+                .message()
+                .find("NVFP4 with 1x16 blocks"),
+            std::string::npos);
   EXPECT_EQ(cg::GroupedQuantizeSpec({kSchemes[5], 8, 4096, false}).kernelName(),
             "te_grouped_quantize_mxfp8_e5m2_g8_c4096");
   cg::GroupedQuantizeSpec odd{kSchemes[0], 8, 100, false};
@@ -137,8 +159,11 @@ public:
 };
 
 TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
-  const int64_t m = 700, c = 264, g = 4;
-  const int64_t cap = cg::groupedWgradCapacity(m, g), colsPad = 264;
+  // C: two whole 128-column tiles and a 16-column one (NVFP4 needs C a
+  // multiple of 16).
+  const int64_t m = 700, c = 272, g = 4;
+  const int64_t cap = cg::groupedWgradCapacity(m, g), colsPad = 272;
+  const uint64_t seed = 0xC0FFEE12345ull, offset = 3;
   std::vector<uint16_t> x = randomBf16(m * c, 2);
   // A huge value, an infinity and a block of zeros. (No NaN: the
   // reference and the hardware encoder disagree on the E5M2 code of +NaN,
@@ -178,24 +203,32 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
              dbP = db.devicePtr();
     long long mm = m, cc = c, capacity = cap;
     float eps = static_cast<float>(scheme.eps);
-    // Per-tensor FP8: each expert's amax first (the amax pass the plan runs).
+    // Per-tensor FP8 and NVFP4: each expert's amax first (the amax pass the
+    // plan runs; with the Hadamard transform, of the transformed runs).
     rt::DeviceBuffer amax = alloc(g * 4);
     ASSERT_TRUE(amax.fill(0, *stream_));
-    uint64_t amP = current ? amax.devicePtr() : 0;
-    if (current) {
-      cg::EmittedGroupedAmax r = cg::emitGroupedExpertAmax(g);
+    uint64_t amP = spec.needsExpertAmax() ? amax.devicePtr() : 0;
+    if (spec.needsExpertAmax()) {
+      const bool rht = scheme.kind == rt::SchemeKind::Nvfp4 && scheme.rht;
+      cg::EmittedGroupedAmax r =
+          rht ? cg::emitGroupedRhtAmax(g) : cg::emitGroupedExpertAmax(g);
       auto rc = cache.getOrCompile(r.source, rt::CompileOptions{});
       ASSERT_TRUE(rc) << rc.status().message();
       rt::Expected<rt::Kernel> pass = rt::Kernel::load((*rc)->cubin, r.entry);
       ASSERT_TRUE(pass);
       long long none = 0;
       void *amaxArgs[] = {&inP, &mm, &cc, &spP, &none, &amP};
-      ASSERT_TRUE(pass->launch(cg::groupedRowsGrid(m),
-                               {cg::kGroupedRowsThreads, 1, 1}, 0, *stream_,
-                               amaxArgs));
+      void *rhtArgs[] = {&inP, &mm, &cc, &spP, &amP};
+      ASSERT_TRUE(rht ? pass->launch(cg::groupedQuantizeGrid(cap, c),
+                                     {cg::kGroupedQuantizeThreads, 1, 1}, 0,
+                                     *stream_, rhtArgs)
+                      : pass->launch(cg::groupedRowsGrid(m),
+                                     {cg::kGroupedRowsThreads, 1, 1}, 0,
+                                     *stream_, amaxArgs));
     }
-    void *args[] = {&inP,  &mm,  &cc,  &spP, &capacity,
-                    &outP, &scP, &eps, &paP, &amP};
+    unsigned long long sd = seed, off = offset;
+    void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP,
+                    &scP, &eps, &paP, &amP, &sd,       &off};
     ASSERT_TRUE(main->launch(
         cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
         cg::groupedQuantizeSharedBytes(spec), *stream_, args));
@@ -211,19 +244,32 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     ASSERT_TRUE(db.copyToHost(gotDb.data(), gotDb.size() * 4, *stream_));
     ASSERT_TRUE(stream_->synchronize());
 
-    ref::GroupedColumnwise want =
-        ref::groupedColumnwiseQuantize(x.data(), m, c, splits, scheme, cap);
+    ref::GroupedColumnwise want = ref::groupedColumnwiseQuantize(
+        x.data(), m, c, splits, scheme, cap, seed, offset);
+    ASSERT_EQ(want.error, "");
     int64_t width = fp8 ? 1 : 2, wrong = 0;
     std::vector<int64_t> clamped = ref::clampSplits(splits, m);
     for (int64_t e = 0; e < g; ++e) {
       int64_t first = want.segmentStart[e], blocks = (clamped[e] + 127) / 128;
       for (int64_t col = 0; col < c; ++col) {
         size_t at = size_t((col * cap + first * 128) * width);
-        for (int64_t i = 0; i < blocks * 128 * width; ++i)
-          if (gotData[at + i] != want.data[at + i] && wrong++ < 5)
+        for (int64_t i = 0; i < blocks * 128 * width; i += width) {
+          // bf16 values: a NaN is a NaN (the device writes the canonical
+          // one, the reference keeps the sign; NVFP4 decodes a zero code
+          // of an expert whose amax is infinite to 0 · inf).
+          auto bits = [&](const std::vector<uint8_t> &d) {
+            return width == 1 ? unsigned(d[at + i])
+                              : unsigned(d[at + i] | d[at + i + 1] << 8);
+          };
+          auto nan = [&](unsigned b) {
+            return width == 2 && (b & 0x7F80u) == 0x7F80u && (b & 0x7Fu);
+          };
+          unsigned got = bits(gotData), exp = bits(want.data);
+          if (got != exp && !(nan(got) && nan(exp)) && wrong++ < 5)
             ADD_FAILURE() << "expert " << e << " column " << col << " byte "
-                          << i << ": 0x" << std::hex << int(gotData[at + i])
-                          << " want 0x" << int(want.data[at + i]);
+                          << i << ": 0x" << std::hex << got << " want 0x"
+                          << exp;
+        }
         for (int64_t b = 0; fp8 && b < blocks; ++b) {
           size_t s = size_t((first + b) * colsPad + col);
           if (std::memcmp(&gotScales[s], &want.scaleInv[s], 4) && wrong++ < 5)
@@ -270,17 +316,21 @@ TEST(GroupedRowsQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
   cg::GroupedRowsQuantizeSpec odd{kCurrentSchemes[0], 8, 100, false};
   EXPECT_NE(cg::checkGroupedRowsQuantize(odd).message().find("multiple of 8"),
             std::string::npos);
-  // NVFP4 values: 1x16 or, for the stack, 16x16 blocks; no stochastic
-  // rounding, C a multiple of 16.
+  // NVFP4 values: 1x16 or, for the stack, 16x16 blocks (stochastically
+  // rounded or not) and 16x1 columns (rounded to nearest); C a multiple of
+  // 16.
   for (bool block2d : {false, true})
-    compiles({Scheme::nvfp4(false, false, block2d), 8, 4096, block2d});
+    compiles({Scheme::nvfp4(false, true, block2d), 8, 4096, block2d});
+  compiles({Scheme::nvfp4(), 8, 4096, true, true});
   auto nvfp4Refused = [](cg::GroupedRowsQuantizeSpec s, const char *why) {
     EXPECT_NE(cg::checkGroupedRowsQuantize(s).message().find(why),
               std::string::npos)
         << cg::checkGroupedRowsQuantize(s).message();
   };
-  nvfp4Refused({Scheme::nvfp4(false, true), 8, 128, false},
-               "without stochastic rounding");
+  nvfp4Refused({Scheme::nvfp4(false, true), 8, 128, true, true},
+               "rounded to nearest");
+  nvfp4Refused({Scheme::nvfp4(false, false, true), 8, 128, true, true},
+               "quantize the stack rowwise");
   nvfp4Refused({Scheme::nvfp4(false, false, true), 8, 128, false},
                "16x16 NVFP4 blocks need the stack");
   nvfp4Refused({Scheme::nvfp4(), 8, 136, false}, "multiple of 16");
@@ -472,10 +522,18 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
   const rt::Stream &stream = t.stream();
   rt::DeviceBuffer xIn = t.upload(x), wIn = t.upload(w), sp = t.upload(splits);
   rt::KernelCache cache;
-  for (int variant = 0; variant < 3; ++variant) {
-    const bool stack = variant > 0, block2d = variant == 2;
-    cg::GroupedRowsQuantizeSpec spec{Scheme::nvfp4(false, false, block2d), g, c,
-                                     stack};
+  // The tokens (1x16, rounded to nearest or stochastically) and the stack
+  // (1x16, 16x16 either way, and its 16x1 columns, which the dgrad reads).
+  const cg::GroupedRowsQuantizeSpec specs[] = {
+      {Scheme::nvfp4(), g, c, false},
+      {Scheme::nvfp4(false, true), g, c, false},
+      {Scheme::nvfp4(), g, c, true},
+      {Scheme::nvfp4(false, false, true), g, c, true},
+      {Scheme::nvfp4(false, true, true), g, c, true},
+      {Scheme::nvfp4(), g, c, true, true}};
+  const uint64_t seed = 0x5EED0123456789ull, offset = 77;
+  for (const cg::GroupedRowsQuantizeSpec &spec : specs) {
+    const bool stack = spec.weightStack;
     SCOPED_TRACE(spec.kernelName());
     ASSERT_TRUE(cg::checkGroupedRowsQuantize(spec).isOk());
     const int64_t rows = stack ? g * n : m;
@@ -493,6 +551,8 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
     buf.amax = amax->devicePtr();
     buf.codes = out->devicePtr();
     buf.rows = rows;
+    buf.seed = seed;
+    buf.offset = offset;
     ASSERT_TRUE(
         cg::launchGroupedRowsQuantize(spec, k->amax, k->cast, buf, stream));
     std::vector<uint16_t> got(rows * c);
@@ -500,9 +560,10 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
     ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 2, stream));
     ASSERT_TRUE(amax->copyToHost(gotAmax.data(), g * 4, stream));
     ASSERT_TRUE(stream.synchronize());
-    ref::GroupedNvfp4Values want = ref::groupedNvfp4Values(
-        (stack ? w : x).data(), rows, c,
-        stack ? std::vector<int64_t>{} : splits, g, spec.scheme);
+    ref::GroupedNvfp4Values want =
+        ref::groupedNvfp4Values((stack ? w : x).data(), rows, c,
+                                stack ? std::vector<int64_t>{} : splits, g,
+                                spec.scheme, seed, offset, spec.columnwise);
     ASSERT_EQ(want.error, "");
     int64_t wrong = 0;
     for (int64_t i = 0; i < rows * c; ++i)

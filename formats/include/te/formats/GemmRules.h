@@ -83,16 +83,18 @@ std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b);
 /// and x read columnwise, each expert's rows quantized as their own
 /// tensor): both block FP8 1x128 or both per-tensor FP8 current scaling
 /// (e4m3 or e5m2, paired by checkGemmPairing; one amax per expert), or each
-/// identity of bf16 or MXFP8 (a BF16 GEMM on the dequantized values). ""
-/// when `dy` and `x` pass, else the reason.
+/// identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the
+/// dequantized values; the random Hadamard transform on both NVFP4
+/// operands or neither). "" when `dy` and `x` pass, else the reason.
 /// The te verifier and code generation's Program validation call it.
 std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 
 /// A grouped GEMM whose operands it quantizes itself, one amax per expert
 /// (te.grouped_gemm's `input_scheme` / `weight_scheme`; x rowwise, w rowwise
-/// or for the dgrad columnwise): both NVFP4 (the forward, no stochastic
-/// rounding, 16x16 blocks for the weight only: a BF16 GEMM on each
-/// expert's dequantized values), or both
+/// or for the dgrad columnwise): both NVFP4 (1x16 blocks for the tokens;
+/// for the dgrad no random Hadamard transform on the weight and no
+/// stochastic rounding of its 16x1 blocks: a BF16 GEMM on each expert's
+/// dequantized values), or both
 /// per-tensor FP8 current scaling (e4m3 or e5m2, paired by
 /// checkGemmPairing). "" when `x` and `w` pass, else the reason. The te
 /// verifier and code generation's Program validation call it.

@@ -31,26 +31,34 @@ struct GroupedQuantizeSpec {
   /// per-tensor FP8 current scaling: codes and the expert's scale over the
   /// same blocks, from each expert's amax (a groupedRowsAmax pass first);
   /// identity of bf16: the values; MXFP8 (E4M3 or E5M2): the bf16 values of
-  /// each expert's 32 x 1 blocks quantized and dequantized.
+  /// each expert's 32 x 1 blocks quantized and dequantized; NVFP4 (1x16,
+  /// with or without the random Hadamard transform and stochastic
+  /// rounding): likewise, of its 16 x 1 blocks, from each expert's amax (an
+  /// amax pass first: emitGroupedRhtAmax with the transform, else
+  /// emitGroupedExpertAmax).
   rt::Scheme scheme;
   int64_t groups = 1;
   int64_t cols = 0; ///< C of the [M_total, C] bf16 input
   bool biasGrad = false;
 
   /// e.g. "te_grouped_quantize_e4m3_pow2_g8_c4096_db",
-  /// "te_grouped_quantize_mxfp8_e4m3_g8_c4096".
+  /// "te_grouped_quantize_mxfp8_e4m3_g8_c4096",
+  /// "te_grouped_quantize_nvfp4_rht_sr_g8_c4096_db".
   std::string kernelName() const;
+  /// Per-tensor FP8 and NVFP4: the block pass reads each expert's amax.
+  bool needsExpertAmax() const;
 };
 
 /// InvalidArgument naming the rule: the scheme, C a positive multiple of 8
-/// (16-byte loads), 1..4096 experts.
+/// (16-byte loads; of 16 for NVFP4), 1..4096 experts.
 rt::Status checkGroupedQuantize(const GroupedQuantizeSpec &s);
 
 struct EmittedGroupedQuantize {
   std::string source;
   /// (in, mTotal, cols, splits, capacity, out, scaleInv, eps, partial,
-  /// expertAmax): grid groupedQuantizeGrid, kGroupedQuantizeThreads
-  /// threads; expertAmax [G] for per-tensor FP8, else null.
+  /// expertAmax, seed, offset): grid groupedQuantizeGrid,
+  /// kGroupedQuantizeThreads threads; expertAmax [G] where needsExpertAmax,
+  /// else null; (seed, offset) NVFP4's stochastic rounding state.
   std::string mainEntry;
   /// (partial, mTotal, cols, splits, db), with biasGrad: grid
   /// groupedBiasGrid, kGroupedBiasThreads threads.
@@ -71,10 +79,10 @@ rt::Dim3 groupedBiasGrid(int64_t groups, int64_t cols);
 /// Rowwise per-tensor FP8 of a grouped GEMM operand, one amax per expert.
 struct GroupedRowsQuantizeSpec {
   /// #te.fp8_current (E4M3 or E5M2, pow2 or not): codes and the expert's
-  /// scale over the block-scaled GEMM's blocks; or #te.nvfp4 (no stochastic
-  /// rounding; 16x16 blocks for the stack only): bf16 values, each expert's
-  /// rows quantized with its own tensor scale and dequantized, for the BF16
-  /// GEMM (no FP4 MMA on Hopper).
+  /// scale over the block-scaled GEMM's blocks; or #te.nvfp4 (stochastic
+  /// rounding or not; 16x16 blocks for the stack only): bf16 values, each
+  /// expert's rows quantized with its own tensor scale and dequantized, for
+  /// the BF16 GEMM (no FP4 MMA on Hopper).
   rt::Scheme scheme;
   int64_t groups = 1;
   int64_t cols = 0; ///< C of the [rows, C] bf16 input
@@ -83,7 +91,9 @@ struct GroupedRowsQuantizeSpec {
   bool weightStack = false;
   /// With weightStack: the stack's columnwise copy for the dgrad, codes
   /// [C, G·N] and 128x128 tile scales [ceil(C/128)][roundup(G·N/128, 4)]
-  /// (N a multiple of 128).
+  /// (N a multiple of 128); NVFP4 (1x16, rounded to nearest): the values of
+  /// the stack's 16x1 column blocks, in the stack's [G·N, C] layout (16x16
+  /// blocks need no columnwise pass: their values are the rowwise ones).
   bool columnwise = false;
 
   /// e.g. "te_grouped_rows_e4m3_g8_c4096_tokens", "..._weights_t",
@@ -102,8 +112,9 @@ struct EmittedGroupedRowsQuantize {
   /// before the launch.
   std::string amaxEntry;
   /// (in, rows, cols, splits, rowsPerExpert, amax, eps, codes, scaleInv,
-  /// blockScales, blockStride); NVFP4 writes bf16 values [rows, C] into
-  /// `codes` and takes no scales.
+  /// blockScales, blockStride, seed, offset); NVFP4 writes bf16 values
+  /// [rows, C] into `codes` and takes no scales; (seed, offset) its
+  /// stochastic rounding state.
   std::string quantizeEntry;
 };
 EmittedGroupedRowsQuantize
@@ -117,6 +128,7 @@ struct GroupedRowsBuffers {
   uint64_t in = 0, splits = 0, amax = 0, codes = 0, scaleInv = 0,
            blockScales = 0;
   int64_t rows = 0;
+  uint64_t seed = 0, offset = 0; ///< NVFP4's stochastic rounding state
 };
 /// Launches `amaxPass` and `cast` (the entries of emitGroupedRowsQuantize(s),
 /// loaded from one compiled source) on `stream` - what the plan's two
@@ -134,6 +146,11 @@ struct EmittedGroupedAmax {
   std::string source, entry;
 };
 EmittedGroupedAmax emitGroupedExpertAmax(int64_t groups);
+/// The amax pass of an NVFP4 wgrad operand with the random Hadamard
+/// transform (each expert's max over its transformed 16-row runs):
+/// (in, mTotal, cols, splits, amax), amax [G] zeroed before; the block
+/// pass's grid (groupedQuantizeGrid) and kGroupedQuantizeThreads threads.
+EmittedGroupedAmax emitGroupedRhtAmax(int64_t groups);
 
 /// Both launches: kGroupedRowsThreads threads; the amax pass and the
 /// rowwise casts with enough warps for every SM, the columnwise cast one CTA

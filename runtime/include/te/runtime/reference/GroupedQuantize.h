@@ -16,7 +16,11 @@
 // over its blocks. MXFP8 is laid out dequantized: the
 // bf16 values of quantizing each expert's rows, zero-padded to a multiple
 // of 32, columnwise and dequantizing them (what the BF16 wgrad GEMM of an
-// emulated MXFP8 wgrad reads on a GPU without MXFP8 MMAs).
+// emulated MXFP8 wgrad reads on a GPU without MXFP8 MMAs). NVFP4 likewise:
+// each expert's rows zero-padded to a multiple of 16, quantized columnwise
+// (with the random Hadamard transform and stochastic rounding as the
+// scheme says) and dequantized; the padding rows' values are laid out too,
+// since the transform spreads each block over them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,13 +52,21 @@ struct GroupedColumnwise {
 
 /// `x` [mTotal, cols] bf16 sorted by expert; `splits` as the grouped GEMMs
 /// clamp them; `scheme` block FP8 1x128, per-tensor FP8 current scaling,
-/// MXFP8 or identity of bf16;
-/// `capacity` a multiple of 128 that holds every segment.
+/// MXFP8, NVFP4 (1x16) or identity of bf16;
+/// `capacity` a multiple of 128 that holds every segment; (`seed`,
+/// `offset`) NVFP4's stochastic rounding state, each expert's random bytes
+/// those of quantizing it alone (QuantizeOptions).
 GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
                                             int64_t cols,
                                             const std::vector<int64_t> &splits,
                                             const Scheme &scheme,
-                                            int64_t capacity);
+                                            int64_t capacity, uint64_t seed = 0,
+                                            uint64_t offset = 0);
+
+/// The rows of expert g's segment the wgrad GEMM contracts: its m_g rows,
+/// or for NVFP4 (whose transform fills its padding rows) m_g rounded up to
+/// 16.
+int64_t groupedColumnwiseRows(const Scheme &scheme, int64_t rows);
 
 /// Rowwise per-tensor FP8 with one amax per expert, laid out for the
 /// block-scaled grouped GEMM (docs/Numerics.md §7.4; the device kernels are
@@ -93,7 +105,11 @@ groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
 /// quantized rowwise as their own tensor (`quantize`) and dequantized
 /// (`dequantize`, rounded to bf16), zero on padding rows; `amax` [G] each
 /// expert's tensor amax. `x` and `splits` as for groupedTensorScaledQuantize
-/// (splits empty: the stack, rows / groups rows an expert).
+/// (splits empty: the stack, rows / groups rows an expert); (`seed`,
+/// `offset`) the stochastic rounding state, each expert's random bytes those
+/// of quantizing it alone. With `columnwise` (the stack only): each
+/// expert's columnwise quantization (16x1 or 16x16 blocks), its values in
+/// the stack's [rows, cols] layout - what the dgrad reads.
 struct GroupedNvfp4Values {
   std::vector<uint16_t> values;
   std::vector<float> amax;
@@ -102,7 +118,9 @@ struct GroupedNvfp4Values {
 GroupedNvfp4Values groupedNvfp4Values(const uint16_t *x, int64_t rows,
                                       int64_t cols,
                                       const std::vector<int64_t> &splits,
-                                      int64_t groups, const Scheme &scheme);
+                                      int64_t groups, const Scheme &scheme,
+                                      uint64_t seed = 0, uint64_t offset = 0,
+                                      bool columnwise = false);
 
 } // namespace ref
 } // namespace rt
