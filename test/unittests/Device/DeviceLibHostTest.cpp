@@ -758,4 +758,40 @@ TEST(DeviceLibHost, HadamardMatchesTheReference) {
       outputs.value(std::to_string(run) + "/bf16 " + std::to_string(j), got[j],
                     ref::bf16ToFloat(ref::floatToBF16(want[j])));
   }
+  // bf16 runs (the inputs the quantize kernels transform) spanning 0 to 16
+  // binades, with zeros of both signs and subnormals: the reference's bits,
+  // signed zeros included.
+  Tally bf16Runs("rht16 on 20000 bf16 runs");
+  for (int run = 0; run < 20000; ++run) {
+    uint32_t r = rng.next32();
+    const int span = int(r % 17), base = int((r >> 8) % 300) - 150;
+    float v[16], got[16], want[16];
+    // Every third run adversarial: full significands whose terms all add
+    // with one sign in output j0, all at the top of the span but one at
+    // its bottom, so that output's sums need span + 12 bits and round
+    // (where the order of the additions matters) once the span passes 12.
+    const bool adversarial = run % 3 == 0;
+    const int j0 = int((r >> 20) % 16), kSmall = int((r >> 24) % 16);
+    for (int k = 0; k < 16; ++k) {
+      uint32_t q = rng.next32();
+      const int exponent = base + int((q >> 4) % uint32_t(span + 1));
+      float &x = v[k];
+      if (adversarial) {
+        bool minus =
+            ((0xD7E8u >> k) ^ uint32_t(__builtin_popcount(k & j0))) & 1u;
+        x = std::ldexp(minus ? -255.0f / 128.0f : 255.0f / 128.0f,
+                       k == kSmall ? base : base + span);
+      } else {
+        x = q % 11 == 0
+                ? (q & 0x100 ? -0.0f : 0.0f)
+                : std::ldexp(float(int32_t(q)) / 2147483648.0f, exponent);
+      }
+      x = ref::bf16ToFloat(ref::floatToBF16(x));
+    }
+    dev::rht16(v, got);
+    ref::rht16(v, want);
+    for (int j = 0; j < 16; ++j)
+      bf16Runs.bits(std::to_string(run) + "/" + std::to_string(j), got[j],
+                    want[j]);
+  }
 }
