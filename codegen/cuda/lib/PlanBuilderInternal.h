@@ -69,6 +69,14 @@ public:
     return buffer < 0 ? 0 : out_.buffers[buffer].bytes;
   }
 
+  /// The buffer named `name`, or -1.
+  int find(const std::string &name) const {
+    for (size_t i = 0; i < out_.buffers.size(); ++i)
+      if (out_.buffers[i].name == name)
+        return static_cast<int>(i);
+    return -1;
+  }
+
 private:
   EntryPlan &out_;
 };

@@ -64,18 +64,49 @@ static rt::KernelSpec quantizeLaunch(const Program &p, const std::string &entry,
   return ks;
 }
 
-/// The amax pass of a per-expert per-tensor quantize: `amax` zeroed, then
-/// each expert's max |x| of `value`'s rows (the tokens under `splits`, or
-/// with splits < 0 the stack's `rowsPerExpert` rows each) into it.
-static void expertAmaxPass(const Program &p, const std::string &source,
-                           const std::string &entry, int input, int64_t rows,
-                           int64_t cols, int splits, int64_t rowsPerExpert,
-                           int amax, KernelPlan &kp) {
+/// Each expert's amax of `value` [rows, C] bf16 - max |x| over its rows
+/// (the tokens under the split sizes `splits`, a value; or with splits < 0
+/// the stack's rows / G rows each), or with `rht` over its Hadamard-
+/// transformed 16-row runs - into a [G] f32 buffer, which it returns. An
+/// entry computes each such amax once: the first kernel that needs it
+/// zeroes the buffer and runs the pass in `kp` (adding the read to its
+/// bytes); later kernels of the entry read that buffer (the entry's kernels
+/// run in order, and a value never changes) - the dgrad and the wgrad of
+/// one dy, say, or a train step's fprop and dgrad of one stack.
+static int expertAmax(const Program &p, const Entry &e, BufferTable &table,
+                      const EntryPlan &out, KernelPlan &kp, int value,
+                      int splits, int64_t groups, bool rht) {
+  const Value &v = e.values[size_t(value)];
+  const int64_t rows = v.rows(), cols = v.cols();
+  const int input = out.values[size_t(value)].tensor;
+  const int splitBuf = splits >= 0 ? out.values[size_t(splits)].tensor : -1;
+  // Named by what it is computed from: the input's and the splits' buffers.
+  const std::string name = v.name + ".expert_amax" + (rht ? "_rht" : "") +
+                           ".b" + std::to_string(input) +
+                           (splitBuf >= 0 ? ".b" + std::to_string(splitBuf)
+                                          : ".g" + std::to_string(groups));
+  if (int known = table.find(name); known >= 0)
+    return known;
+  const int amax = table.add(name, uint64_t(groups * 4));
   kp.addFill(amax);
-  kp.addLaunch(quantizeLaunch(
-      p, entry, source, groupedRowsGrid(rows), kGroupedRowsThreads,
-      {ArgDesc::ptr(input), ArgDesc::i64(rows), ArgDesc::i64(cols),
-       ArgDesc::ptr(splits), ArgDesc::i64(rowsPerExpert), ArgDesc::ptr(amax)}));
+  if (rht) { // over the grouped columnwise pass's grid
+    EmittedGroupedAmax pass = emitGroupedRhtAmax(groups);
+    kp.addLaunch(quantizeLaunch(
+        p, pass.entry, pass.source,
+        groupedQuantizeGrid(groupedWgradCapacity(rows, groups), cols),
+        kGroupedQuantizeThreads,
+        {ArgDesc::ptr(input), ArgDesc::i64(rows), ArgDesc::i64(cols),
+         ArgDesc::ptr(splitBuf), ArgDesc::ptr(amax)}));
+  } else {
+    EmittedGroupedAmax pass = emitGroupedExpertAmax(groups);
+    kp.addLaunch(quantizeLaunch(
+        p, pass.entry, pass.source, groupedRowsGrid(rows), kGroupedRowsThreads,
+        {ArgDesc::ptr(input), ArgDesc::i64(rows), ArgDesc::i64(cols),
+         ArgDesc::ptr(splitBuf), ArgDesc::i64(splits >= 0 ? 0 : rows / groups),
+         ArgDesc::ptr(amax)}));
+  }
+  kp.bytesMoved += table.bytes(input) + 2 * table.bytes(amax);
+  return amax;
 }
 
 /// Grouped GEMM `g`'s operand `value` (the tokens, or with `weightStack`
@@ -105,7 +136,8 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   // FP8 codes and the expert's scales over the blocks, or NVFP4's bf16
   // values (no scales: the BF16 GEMM reads them as they are).
   int codes = table.add(prefix, uint64_t(rows * cols * (qs.nvfp4() ? 2 : 1)));
-  int amax = table.add(prefix + "_amax", uint64_t(groups * 4));
+  int amax = expertAmax(p, e, table, out, kp, value,
+                        weightStack ? -1 : g.splits, groups, false);
   int scaleInv =
       qs.nvfp4() ? -1 : table.add(prefix + "_scale_inv", uint64_t(groups * 4));
   int blockScales =
@@ -116,8 +148,6 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   int splits = weightStack ? -1 : out.values[size_t(g.splits)].tensor;
   const int64_t perExpert = weightStack ? rows / groups : 0;
   EmittedGroupedRowsQuantize src = emitGroupedRowsQuantize(qs);
-  expertAmaxPass(p, src.source, src.amaxEntry, input, rows, cols, splits,
-                 perExpert, amax, kp);
   kp.addLaunch(quantizeLaunch(
       p, src.quantizeEntry, src.source, groupedRowsCastGrid(qs, rows),
       kGroupedRowsThreads,
@@ -128,9 +158,10 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
        ArgDesc::i64(groupedRowsBlockStride(qs, rows)),
        ArgDesc::i64(int64_t(p.random.seed)),
        ArgDesc::i64(int64_t(p.random.offset))}));
-  // The input read twice, the codes and scales written.
-  kp.bytesMoved += 2 * table.bytes(input) + table.bytes(codes) +
-                   table.bytes(blockScales) + 3 * table.bytes(amax);
+  // The input read, the codes and scales written (the amax pass counts its
+  // own read).
+  kp.bytesMoved += table.bytes(input) + table.bytes(codes) +
+                   table.bytes(blockScales) + table.bytes(amax);
   return std::make_pair(codes, blockScales);
 }
 
@@ -299,27 +330,11 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
     int partial = biasGrad >= 0 ? table.add(g.name + ".bias_partial",
                                             uint64_t(blocks * cols * 4))
                                 : -1;
-    int amax = -1;
-    const int input = out.values[size_t(value)].tensor;
-    if (qs.needsExpertAmax()) {
-      amax = table.add(g.name + "." + v.name + ".expert_amax",
-                       uint64_t(groups * 4));
-      if (scheme.kind == SchemeKind::Nvfp4 && scheme.rht) {
-        // The transformed runs' amax, over the block pass's grid.
-        EmittedGroupedAmax pass = emitGroupedRhtAmax(groups);
-        kp.addFill(amax);
-        kp.addLaunch(quantizeLaunch(
-            p, pass.entry, pass.source, groupedQuantizeGrid(capacity, cols),
-            kGroupedQuantizeThreads,
-            {ArgDesc::ptr(input), ArgDesc::i64(m), ArgDesc::i64(cols),
-             ArgDesc::ptr(splits), ArgDesc::ptr(amax)}));
-      } else {
-        EmittedGroupedAmax pass = emitGroupedExpertAmax(groups);
-        expertAmaxPass(p, pass.source, pass.entry, input, m, cols, splits, 0,
-                       amax, kp);
-      }
-      kp.bytesMoved += table.bytes(input);
-    }
+    const int amax =
+        qs.needsExpertAmax()
+            ? expertAmax(p, e, table, out, kp, value, g.splits, groups,
+                         scheme.kind == SchemeKind::Nvfp4 && scheme.rht)
+            : -1;
     EmittedGroupedQuantize src = emitGroupedQuantize(qs);
     kp.addLaunch(quantizeLaunch(p, src.mainEntry, src.source,
                                 groupedQuantizeGrid(capacity, cols),

@@ -219,6 +219,56 @@ TEST(GroupedGemmPlan, Nvfp4BackwardQuantizesEachExpertFirst) {
             wp.kernels[3].args[4].pointer.buffer);
 }
 
+// An entry computes each expert amax once: the per-tensor dgrad and wgrad
+// of one dy share its amax pass (the dgrad's plan runs it, the wgrad's
+// block pass reads its buffer); x, read only by the wgrad, gets its own.
+TEST(GroupedGemmPlan, TheDgradAndWgradOfOneDyShareItsAmaxPass) {
+  if (!rt::cutlassIncludeDir())
+    GTEST_SKIP() << "the CUTLASS headers are not installed "
+                    "(scripts/install-deps.sh)";
+  const int64_t m = 300, k = 256, g = 3, n = 256;
+  cg::Program p = te::test::perExpertScaledProgram(
+      m, k, g, n, false, rt::Scheme::fp8Current(DType::E5M2),
+      rt::Scheme::fp8Current(DType::E4M3), /*dgrad=*/true);
+  cg::Entry &e = p.entries[0];
+  e.values.push_back(test::tensor("x", {m, k}, DType::BF16));
+  e.args.push_back(int(e.values.size()) - 1);
+  cg::GroupedWgradKernel w;
+  w.name = "wgrad";
+  w.dy = 0;
+  w.x = int(e.values.size()) - 1;
+  w.splits = 2;
+  w.dyScheme = rt::Scheme::fp8Current(DType::E5M2);
+  w.xScheme = rt::Scheme::fp8Current(DType::E4M3);
+  e.values.push_back(test::tensor("dw", {g, n, k}, DType::F32));
+  w.output = int(e.values.size()) - 1;
+  e.kernels.push_back(w);
+  e.results.push_back(w.output);
+  ASSERT_EQ(cg::validate(e), "");
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  const rt::Plan &dgrad = plan->kernels[0].plan;
+  const rt::Plan &wgrad = plan->kernels[1].plan;
+  auto amaxPasses = [](const rt::Plan &pl) {
+    int count = 0;
+    for (const rt::KernelSpec &ks : pl.kernels)
+      count += ks.entry.rfind("te_grouped_amax_", 0) == 0;
+    return count;
+  };
+  EXPECT_EQ(amaxPasses(dgrad), 2); // dy and the stack
+  EXPECT_EQ(amaxPasses(wgrad), 1); // x only
+  // dy's amax: the dgrad's first pass writes it, the wgrad's dy block pass
+  // (its first launch) reads it.
+  ASSERT_EQ(wgrad.kernels[0].entry.rfind("te_grouped_quantize_", 0), 0u);
+  EXPECT_EQ(wgrad.kernels[0].args[9].pointer.buffer,
+            dgrad.kernels[0].args[5].pointer.buffer);
+  // x's block pass reads x's own amax (named alike: values of one name
+  // are told apart by their buffers).
+  ASSERT_EQ(wgrad.kernels[2].entry.rfind("te_grouped_quantize_", 0), 0u);
+  EXPECT_EQ(wgrad.kernels[2].args[9].pointer.buffer,
+            wgrad.kernels[1].args[5].pointer.buffer);
+}
+
 TEST(GroupedGemmPlan, WithoutAKernelThePlanSaysWhy) {
   auto unsupported = [](const cg::Program &p) {
     rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
