@@ -115,3 +115,23 @@ func.func @bf16_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf16>,
          -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
   return %dx, %dw : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
 }
+
+// The forward and backward of the per-tensor layer as one train step: the
+// entry computes each expert amax once (x's for the fprop and the wgrad,
+// the stack's for the fprop and the dgrad, dy's for the dgrad and the
+// wgrad).
+func.func @current_step(%x: tensor<32768x7168xbf16>,
+                        %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                        %splits: tensor<8xi64>, %dh: tensor<32768x4096xbf16>)
+    -> (tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+        tensor<8x4096x7168xf32>) {
+  %h = te.grouped_linear %x, %w, %splits {recipe = @per_tensor}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>
+  %dx, %dw = te.grouped_linear_grad %dh, %x, %w, %splits {recipe = @per_tensor}
+         : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+           tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+  return %h, %dx, %dw : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+                        tensor<8x4096x7168xf32>
+}
