@@ -354,46 +354,43 @@ def test_nvfp4_grouped_layer_is_each_experts_own_nvfp4_linear():
     assert not y[160:].any(), "padding rows are zeros"
 
 
-MXFP8_MOE_GRAD = """
-te.recipe @mx {
-  te.rule "*", "*" -> #te.mxfp8<e4m3>
-}
+def moe_grad_program(rules):
+    """The backward of an MoE layer under recipe @r (`rules`: its te.rule
+    lines): @grouped_grad of 3 experts (192 token rows, K = 128, N = 64,
+    with the bias gradient) and the dense @dense64 / @dense96 an expert of
+    64 or 96 rows would run alone."""
+    def dense(m):
+        return f"""
+func.func @dense{m}(%dy: tensor<{m}x64xbf16>, %x: tensor<{m}x128xbf16>, %w: tensor<64x128xbf16>)
+    -> (tensor<{m}x128xbf16>, tensor<64x128xf32>, tensor<64xf32>) {{
+  %dx, %dw, %db = te.linear_grad %dy, %x, %w {{recipe = @r, bias}}
+         : tensor<{m}x64xbf16>, tensor<{m}x128xbf16>, tensor<64x128xbf16>
+         -> tensor<{m}x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
+  return %dx, %dw, %db : tensor<{m}x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
+}}"""
+    return f"""
+te.recipe @r {{
+{rules}
+}}
 func.func @grouped_grad(%dy: tensor<192x64xbf16>, %x: tensor<192x128xbf16>,
                         %w: tensor<3x64x128xbf16>, %s: tensor<3xi64>)
-    -> (tensor<192x128xbf16>, tensor<3x64x128xf32>, tensor<3x64xf32>) {
-  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @mx, bias}
+    -> (tensor<192x128xbf16>, tensor<3x64x128xf32>, tensor<3x64xf32>) {{
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {{recipe = @r, bias}}
          : tensor<192x64xbf16>, tensor<192x128xbf16>, tensor<3x64x128xbf16>, tensor<3xi64>
          -> tensor<192x128xbf16>, tensor<3x64x128xf32>, tensor<3x64xf32>
   return %dx, %dw, %db : tensor<192x128xbf16>, tensor<3x64x128xf32>, tensor<3x64xf32>
-}
-func.func @dense64(%dy: tensor<64x64xbf16>, %x: tensor<64x128xbf16>, %w: tensor<64x128xbf16>)
-    -> (tensor<64x128xbf16>, tensor<64x128xf32>, tensor<64xf32>) {
-  %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @mx, bias}
-         : tensor<64x64xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>
-         -> tensor<64x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
-  return %dx, %dw, %db : tensor<64x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
-}
-func.func @dense96(%dy: tensor<96x64xbf16>, %x: tensor<96x128xbf16>, %w: tensor<64x128xbf16>)
-    -> (tensor<96x128xbf16>, tensor<64x128xf32>, tensor<64xf32>) {
-  %dx, %dw, %db = te.linear_grad %dy, %x, %w {recipe = @mx, bias}
-         : tensor<96x64xbf16>, tensor<96x128xbf16>, tensor<64x128xbf16>
-         -> tensor<96x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
-  return %dx, %dw, %db : tensor<96x128xbf16>, tensor<64x128xf32>, tensor<64xf32>
-}
-"""
+}}""" + dense(64) + dense(96)
 
 
-def test_mxfp8_grouped_backward_is_each_experts_own_mxfp8_linear_grad():
-    # The MXFP8 grouped backward (docs/Numerics.md 7.4): the dgrad on
-    # dequantized dy and stack, the wgrad on each expert's 32-row blocks
-    # quantized and dequantized. With splits of whole blocks each expert's
-    # dx rows, dW and db equal the dense MXFP8 te.linear_grad of that expert
-    # alone, bit for bit on the CPU backend.
-    m = tejit.compile(MXFP8_MOE_GRAD)
-    rng = np.random.default_rng(12)
+def check_grouped_backward_is_each_experts_own(program, seed):
+    """Splits of 64, 0 and 96 rows (32 padding rows): each expert's dx
+    rows, dW and db equal the dense te.linear_grad of that expert alone,
+    bit for bit on the CPU backend."""
+    m = tejit.compile(program)
+    rng = np.random.default_rng(seed)
     bits = lambda *shape: tejit.float_to_bf16_bits(rng.standard_normal(shape).astype(np.float32))
     dy, x, w = bits(192, 64), bits(192, 128), bits(3, 64, 128)
-    splits = np.array([64, 0, 96], np.int64)  # 32 padding rows
+    splits = np.array([64, 0, 96], np.int64)
     dx, dw, db = m.grouped_grad(dy, x, w, splits)
     for g, rows, dense in ((0, slice(0, 64), m.dense64), (2, slice(64, 160), m.dense96)):
         dx1, dw1, db1 = dense(dy[rows], x[rows], w[g])
@@ -402,6 +399,24 @@ def test_mxfp8_grouped_backward_is_each_experts_own_mxfp8_linear_grad():
         np.testing.assert_array_equal(db[g], db1)
     assert not dw[1].any() and not db[1].any(), "the empty expert"
     assert not dx[160:].any(), "padding rows are zeros"
+
+
+def test_mxfp8_grouped_backward_is_each_experts_own_mxfp8_linear_grad():
+    # The MXFP8 grouped backward (docs/Numerics.md 7.4): the dgrad on
+    # dequantized dy and stack, the wgrad on each expert's 32-row blocks
+    # quantized and dequantized; splits of whole blocks.
+    check_grouped_backward_is_each_experts_own(
+        moe_grad_program('  te.rule "*", "*" -> #te.mxfp8<e4m3>'), 12)
+
+
+def test_nvfp4_grouped_backward_is_each_experts_own_nvfp4_linear_grad():
+    # TE's NVFP4 recipe in a grouped backward (docs/Numerics.md 7.4): dy
+    # stochastically rounded, the wgrad's operands Hadamard-transformed,
+    # 16x16 weight blocks; each expert quantized with its own tensor scales
+    # and random bytes, so it is its own NVFP4 te.linear_grad.
+    check_grouped_backward_is_each_experts_own(moe_grad_program("""  te.rule "*", "weight" -> #te.nvfp4<block2d>
+  te.rule "*", "input" -> #te.nvfp4<rht>
+  te.rule "*", "grad_output" -> #te.nvfp4<rht, sr>"""), 14)
 
 
 def test_moe_example_gives_each_expert_its_own_rows():
