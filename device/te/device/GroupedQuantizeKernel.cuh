@@ -94,6 +94,16 @@ locateGroupedBlock(const long long *splits, int groups, i64 mTotal, i64 block) {
   return {0, 0, -1, 0, 0};
 }
 
+/// This CTA's block (blockIdx.x), located once by thread 0 for the CTA.
+__device__ __forceinline__ GroupedBlock
+thisGroupedBlock(const long long *splits, int groups, i64 mTotal) {
+  __shared__ GroupedBlock where;
+  if (threadIdx.x == 0)
+    where = locateGroupedBlock(splits, groups, mTotal, blockIdx.x);
+  __syncthreads();
+  return where;
+}
+
 /// Dynamic shared memory of the block pass: the input tile, then the
 /// transposed output rows (128 columns of 128 codes or bf16 values, padded
 /// by 4 bytes so that each thread's row writes hit distinct banks).
@@ -189,12 +199,8 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
   extern __shared__ __align__(16) unsigned char groupedSmem[];
   u16(*tile)[128] = reinterpret_cast<u16(*)[128]>(groupedSmem);
   unsigned char *rowsOut = groupedSmem + 128 * 128 * 2;
-  __shared__ GroupedBlock where;
   const i64 block = blockIdx.x, c0 = i64(blockIdx.y) * 128;
-  if (threadIdx.x == 0)
-    where = locateGroupedBlock(splits, groups, mTotal, block);
-  __syncthreads();
-  const GroupedBlock b = where;
+  const GroupedBlock b = thisGroupedBlock(splits, groups, mTotal);
   if (b.rows == 0)
     return;
   // The block's rows by cp.async, 16 bytes of 8 values at a time (the
@@ -361,13 +367,9 @@ __device__ __forceinline__ void groupedRhtColumnAmax(const u16 *in, i64 mTotal,
                                                      i64 cols,
                                                      const long long *splits,
                                                      int groups, float *amax) {
-  __shared__ GroupedBlock where;
   __shared__ float warpAmax[kGroupedQuantizeThreads / 32];
-  const i64 block = blockIdx.x, c0 = i64(blockIdx.y) * 128;
-  if (threadIdx.x == 0)
-    where = locateGroupedBlock(splits, groups, mTotal, block);
-  __syncthreads();
-  const GroupedBlock b = where;
+  const i64 c0 = i64(blockIdx.y) * 128;
+  const GroupedBlock b = thisGroupedBlock(splits, groups, mTotal);
   if (b.rows == 0)
     return;
   const int p = threadIdx.x % 64, q = threadIdx.x / 64, r0 = 32 * q;
