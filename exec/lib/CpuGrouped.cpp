@@ -236,6 +236,7 @@ rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
              g.dyScheme.kind == rt::SchemeKind::Fp8Current;
   std::vector<float> dw(static_cast<size_t>(groups * n * k), 0.0f);
   std::vector<float> absSum(dw.size(), 0.0f);
+  int64_t longest = m; // the bound's contraction length
   std::vector<int64_t> clamped = ref::clampSplits(splits, m);
   for (int64_t ex = 0; ex < groups; ++ex) {
     if (clamped[ex] == 0)
@@ -245,6 +246,7 @@ rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
     int64_t first = a.segmentStart[ex],
             rows = std::max(ref::groupedColumnwiseRows(g.dyScheme, clamped[ex]),
                             ref::groupedColumnwiseRows(g.xScheme, clamped[ex]));
+    longest = std::max(longest, rows);
     // Expert ex's operands: [n, rows] and [k, rows], and their values.
     auto operand = [&](const ref::GroupedColumnwise &t, int64_t r,
                        const rt::Scheme &scheme) {
@@ -295,7 +297,7 @@ rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
   out.unbounded = values[g.dy].inexact() || values[g.x].inexact() ||
                   values[g.splits].inexact();
   if (!out.unbounded)
-    out.tolerance = gemmBound(dw, absSum, m, fp8, DType::F32, nullptr, k);
+    out.tolerance = gemmBound(dw, absSum, longest, fp8, DType::F32, nullptr, k);
   if (g.biasGrad >= 0) {
     HostValue &db = values[g.biasGrad];
     db.tensor = narrow(a.biasGrad, DType::F32);

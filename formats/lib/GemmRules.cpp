@@ -141,11 +141,12 @@ std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
       return "the tokens' NVFP4 blocks are 1x16 (16x16 blocks would span "
              "experts whose rows are not multiples of 16)";
     // The dgrad reads each expert's weight columnwise: 16x16 blocks (the
-    // rowwise values) or 16x1 blocks down its N rows, rounded to nearest.
-    if (weightColumnwise && (w.rht || (!w.block2d && w.stochasticRounding)))
+    // rowwise values) or 16x1 blocks down its N rows, rounded to nearest
+    // (stochastic rounding would draw the columnwise direction's bytes).
+    if (weightColumnwise && (w.rht || w.stochasticRounding))
       return "the dgrad reads each expert's NVFP4 weight columnwise without "
              "the random Hadamard transform (which only the wgrad's operands "
-             "take), and its 16x1 blocks rounded to nearest";
+             "take) and rounded to nearest";
     return "";
   }
   if (!fp8Current(x) || !fp8Current(w))

@@ -291,15 +291,23 @@ func.func @per_expert_dgrad_k_not_8(%dy: tensor<64x128xbf16>, %w: tensor<2x128x6
 // -----
 
 func.func @per_expert_nvfp4_dgrad_rht_weight(%dy: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<sr> and weight by #te.nvfp4<rht>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take), and its 16x1 blocks rounded to nearest}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<sr> and weight by #te.nvfp4<rht>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take) and rounded to nearest}}
   %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<sr>, weight_scheme = #te.nvfp4<rht>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
 
 // -----
 
+func.func @per_expert_nvfp4_dgrad_stochastic_tiles(%dy: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.nvfp4<sr, block2d>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take) and rounded to nearest}}
+  %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<sr, block2d>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
 func.func @per_expert_nvfp4_dgrad_stochastic_columns(%dy: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.nvfp4<sr>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take), and its 16x1 blocks rounded to nearest}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.nvfp4<sr>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take) and rounded to nearest}}
   %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<sr>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }

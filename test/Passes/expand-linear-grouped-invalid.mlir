@@ -10,7 +10,7 @@ te.recipe @r {
   te.rule "*", "*" -> #te.nvfp4<rht>
 }
 func.func @nvfp4_backward_transformed_weight(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op cannot form its dgrad grouped GEMM (dx_g = dy_g W_g: dy rowwise, W columnwise): 'te.grouped_gemm' op quantizes input by #te.nvfp4<rht> and weight by #te.nvfp4<rht>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take), and its 16x1 blocks rounded to nearest}}
+  // expected-error @+1 {{'te.grouped_linear_grad' op cannot form its dgrad grouped GEMM (dx_g = dy_g W_g: dy rowwise, W columnwise): 'te.grouped_gemm' op quantizes input by #te.nvfp4<rht> and weight by #te.nvfp4<rht>; the dgrad reads each expert's NVFP4 weight columnwise without the random Hadamard transform (which only the wgrad's operands take) and rounded to nearest}}
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
   return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }

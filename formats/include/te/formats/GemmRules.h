@@ -92,9 +92,8 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 /// A grouped GEMM whose operands it quantizes itself, one amax per expert
 /// (te.grouped_gemm's `input_scheme` / `weight_scheme`; x rowwise, w rowwise
 /// or for the dgrad columnwise): both NVFP4 (1x16 blocks for the tokens;
-/// for the dgrad no random Hadamard transform on the weight and no
-/// stochastic rounding of its 16x1 blocks: a BF16 GEMM on each expert's
-/// dequantized values), or both
+/// for the dgrad no random Hadamard transform and no stochastic rounding on
+/// the weight: a BF16 GEMM on each expert's dequantized values), or both
 /// per-tensor FP8 current scaling (e4m3 or e5m2, paired by
 /// checkGemmPairing). "" when `x` and `w` pass, else the reason. The te
 /// verifier and code generation's Program validation call it.
