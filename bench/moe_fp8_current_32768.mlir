@@ -28,6 +28,9 @@ te.recipe @nv_train {
   te.rule "grouped_linear", "input"       -> #te.nvfp4<rht>
   te.rule "grouped_linear", "grad_output" -> #te.nvfp4<rht, sr>
 }
+te.recipe @delayed {
+  te.rule "grouped_linear", "*" -> #te.fp8_delayed<e4m3, history = 16>
+}
 te.recipe @high_precision {
   te.rule "*", "*" -> #te.identity<bf16>
 }
@@ -129,6 +132,24 @@ func.func @current_step(%x: tensor<32768x7168xbf16>,
          : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
          -> tensor<32768x4096xbf16>
   %dx, %dw = te.grouped_linear_grad %dh, %x, %w, %splits {recipe = @per_tensor}
+         : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+           tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+  return %h, %dx, %dw : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+                        tensor<8x4096x7168xf32>
+}
+
+// The same train step under delayed scaling: each expert's scale from its
+// own amax history, each cast recording its expert's amax (no amax pass).
+func.func @delayed_step(%x: tensor<32768x7168xbf16>,
+                        %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                        %splits: tensor<8xi64>, %dh: tensor<32768x4096xbf16>)
+    -> (tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+        tensor<8x4096x7168xf32>) {
+  %h = te.grouped_linear %x, %w, %splits {recipe = @delayed, layer = "experts"}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>
+  %dx, %dw = te.grouped_linear_grad %dh, %x, %w, %splits {recipe = @delayed, layer = "experts"}
          : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
            tensor<8x4096x7168xbf16>, tensor<8xi64>
          -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>

@@ -271,7 +271,23 @@ static bool expertTensorScaled(DictionaryAttr schemes, StringRef role,
                                                          : Attribute());
   rt::SchemeKind k =
       s ? s.getRuntimeScheme(dir).kind : rt::SchemeKind::Identity;
-  return k == rt::SchemeKind::Fp8Current || k == rt::SchemeKind::Nvfp4;
+  return k == rt::SchemeKind::Fp8Current || k == rt::SchemeKind::Fp8Delayed ||
+         k == rt::SchemeKind::Nvfp4;
+}
+
+/// The state attribute of a grouped GEMM operand of `role` read in `dir`:
+/// under #te.fp8_delayed the layer's state of the role (te-lower-to-program
+/// resolves the direction and each expert's own, expertStateName), else
+/// null. The layer verifiers require `layer` where a role is delayed.
+static StringAttr expertState(Builder &b, StringAttr layer,
+                              DictionaryAttr schemes, StringRef role,
+                              Direction dir) {
+  auto s = dyn_cast_or_null<SchemeAttrInterface>(schemes ? schemes.get(role)
+                                                         : Attribute());
+  if (!s || s.getRuntimeScheme(dir).kind != rt::SchemeKind::Fp8Delayed)
+    return {};
+  assert(layer && "a delayed-scaling role of an unnamed layer");
+  return b.getStringAttr(layerStateName(layer.getValue(), role));
 }
 
 /// te.grouped_linear under per-tensor FP8 current scaling or NVFP4: one
@@ -310,7 +326,10 @@ LogicalResult expandPerExpertScaled(GroupedLinearOp lin) {
   auto g = GroupedGemmOp::create(
       b, NameLoc::get(b.getStringAttr("fprop"), lin.getLoc()), result,
       lin.getInput(), lin.getWeight(), splits, bias,
-      /*weight_columnwise=*/UnitAttr(), *x, *w);
+      /*weight_columnwise=*/UnitAttr(), *x, *w,
+      expertState(b, lin.getLayerAttr(), schemes, "input", Direction::rowwise),
+      expertState(b, lin.getLayerAttr(), schemes, "weight",
+                  Direction::rowwise));
   lin.getResult().replaceAllUsesWith(g.getResult());
   lin.erase();
   return success();
@@ -347,10 +366,10 @@ LogicalResult expand(GroupedLinearOp lin) {
           /*weightColumnwise=*/false)))
     return failure();
   Location loc = NameLoc::get(e.b.getStringAttr("fprop"), lin.getLoc());
-  auto g =
-      GroupedGemmOp::create(e.b, loc, result, *x, *wq, splits, lin.getBias(),
-                            /*weight_columnwise=*/UnitAttr(),
-                            SchemeAttrInterface(), SchemeAttrInterface());
+  auto g = GroupedGemmOp::create(
+      e.b, loc, result, *x, *wq, splits, lin.getBias(),
+      /*weight_columnwise=*/UnitAttr(), SchemeAttrInterface(),
+      SchemeAttrInterface(), StringAttr(), StringAttr());
   lin.getResult().replaceAllUsesWith(g.getResult());
   lin.erase();
   return success();
@@ -421,9 +440,16 @@ LogicalResult expand(GroupedLinearGradOp grad) {
           dy->getType(), wq->getType(), splits.getType(), Type(), dxType,
           /*weightColumnwise=*/true, dyPerExpert, wPerExpert)))
     return failure();
+  StringAttr layer = grad.getLayerAttr();
   auto dx = GroupedGemmOp::create(
       e.b, NameLoc::get(e.b.getStringAttr("dgrad"), grad.getLoc()), dxType, *dy,
-      *wq, splits, Value(), e.b.getUnitAttr(), dyPerExpert, wPerExpert);
+      *wq, splits, Value(), e.b.getUnitAttr(), dyPerExpert, wPerExpert,
+      dyCurrent
+          ? expertState(e.b, layer, schemes, "grad_output", Direction::rowwise)
+          : StringAttr(),
+      dyCurrent
+          ? expertState(e.b, layer, schemes, "weight", Direction::columnwise)
+          : StringAttr());
 
   auto dyScheme = cast<SchemeAttrInterface>(schemes.get("grad_output"));
   FailureOr<SchemeAttrInterface> xScheme = roleScheme(grad, schemes, "input");
@@ -444,7 +470,9 @@ LogicalResult expand(GroupedLinearGradOp grad) {
   auto wgrad = GroupedWgradOp::create(
       e.b, NameLoc::get(e.b.getStringAttr("wgrad"), grad.getLoc()), dwType,
       db ? db.getType() : Type(), grad.getGradOutput(), grad.getInput(), splits,
-      dyScheme, *xScheme);
+      dyScheme, *xScheme,
+      expertState(e.b, layer, schemes, "grad_output", Direction::columnwise),
+      expertState(e.b, layer, schemes, "input", Direction::columnwise));
   grad.getGradInput().replaceAllUsesWith(dx.getResult());
   grad.getGradWeight().replaceAllUsesWith(wgrad.getGradWeight());
   if (db)

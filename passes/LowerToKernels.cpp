@@ -389,7 +389,8 @@ struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
         op, op.getType(), operands[0], operands[1], adaptor.getSplitSizes(),
         adaptor.getBias(), plan.name(op, "grouped_gemm", next),
         op.getWeightColumnwiseAttr(), op.getInputSchemeAttr(),
-        op.getWeightSchemeAttr());
+        op.getWeightSchemeAttr(), op.getInputStateAttr(),
+        op.getWeightStateAttr());
     return success();
   }
 };
@@ -405,7 +406,8 @@ struct GroupedWgradLowering : public PlannedPattern<GroupedWgradOp> {
     rewriter.replaceOpWithNewOp<tek::GroupedWgradOp>(
         op, op.getGradWeight().getType(), db ? db.getType() : Type(),
         adaptor.getGradOutput(), adaptor.getInput(), adaptor.getSplitSizes(),
-        plan.name(op), op.getGradOutputScheme(), op.getInputScheme());
+        plan.name(op), op.getGradOutputScheme(), op.getInputScheme(),
+        op.getGradOutputStateAttr(), op.getInputStateAttr());
     return success();
   }
 };

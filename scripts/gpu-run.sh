@@ -64,7 +64,7 @@ run "te-run-session-qweight" "$PACK/bin/te-run" examples/quantized_weight_adamw.
   --entry init,train_step,optimizer_step,train_step,optimizer_step,train_step
 # Delayed scaling: the states evolve over the steps, compared every step.
 run "te-run-check-delayed-loop" "$PACK/bin/te-run" examples/delayed_scaling_loop.mlir --random-inputs 1 --check --steps 8
-run "te-run-check-delayed-states" sh -c "for e in hybrid options; do $PACK/bin/te-run test/Tools/te-run-delayed-scaling.mlir --entry \$e --random-inputs 2 --check --steps 6 || exit 1; done"
+run "te-run-check-delayed-states" sh -c "for e in hybrid options moe_train; do $PACK/bin/te-run test/Tools/te-run-delayed-scaling.mlir --entry \$e --random-inputs 2 --check --steps 6 || exit 1; done"
 # A layer switching NVFP4 -> MXFP8 mid-training, the weight re-quantized.
 # A distributed optimizer step: AdamW on four master shards, the weight quantized from them.
 run "te-run-check-sharded-master" "$PACK/bin/te-run" examples/sharded_master_update.mlir --random-inputs 1 --check --steps 3
@@ -119,7 +119,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == python ]]; then
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == gemm ]]; then
   run "grouped-gemm-bench" "$PACK/bin/te-grouped-gemm-bench" 20
-  run "moe-bench" sh -c "for e in up up_grad; do $PACK/bin/te-run bench/moe_block_fp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in mxfp8_grad bf16_grad; do $PACK/bin/te-run bench/moe_mxfp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in current block current_grad block_grad nvfp4 bf16 nvfp4_grad bf16_grad; do $PACK/bin/te-run bench/moe_fp8_current_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
+  run "moe-bench" sh -c "for e in up up_grad; do $PACK/bin/te-run bench/moe_block_fp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in mxfp8_grad bf16_grad; do $PACK/bin/te-run bench/moe_mxfp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in current block current_grad block_grad nvfp4 bf16 nvfp4_grad bf16_grad current_step delayed_step; do $PACK/bin/te-run bench/moe_fp8_current_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
   run "grouped_gemm_torch.py" python3 bench/grouped_gemm_torch.py 20
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == ranks ]] && (( GPUS >= 2 )); then

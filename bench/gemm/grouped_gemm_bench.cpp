@@ -227,8 +227,9 @@ void perExpertScaling(rt::KernelCache &cache, const rt::Stream &stream,
   float eps = 0.0f;
   void *amaxArgs[] = {&inP, &mm, &cc, &spP, &none, &amP};
   unsigned long long seed = 0, offset = 0; // no stochastic rounding here
-  void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP,
-                  &scP, &eps, &paP, &amP, &seed,     &offset};
+  uint64_t noRecord = 0;                   // nor delayed scaling
+  void *args[] = {&inP, &mm,  &cc,  &spP,  &capacity, &outP,    &scP,
+                  &eps, &paP, &amP, &seed, &offset,   &noRecord};
   double us = medianMicros(stream, iters, [&] {
     check(amax.fill(0, stream));
     check(pass.launch(cg::groupedRowsGrid(m), {cg::kGroupedRowsThreads, 1, 1},
@@ -289,8 +290,9 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
     float eps = 0.0f;
     uint64_t noAmax = 0; // block FP8 takes no per-expert amax
     unsigned long long seed = 0, offset = 0;
-    void *args[] = {&inP, &mm,  &cc,  &spP,    &capacity, &outP,
-                    &scP, &eps, &paP, &noAmax, &seed,     &offset};
+    uint64_t noRecord = 0;
+    void *args[] = {&inP, &mm,  &cc,     &spP,  &capacity, &outP,    &scP,
+                    &eps, &paP, &noAmax, &seed, &offset,   &noRecord};
     void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
     rt::Kernel reduce =
         db ? take(rt::Kernel::load(compiled->cubin, src.biasEntry)) : main;

@@ -242,6 +242,21 @@ private:
     return push(g, std::move(k));
   }
 
+  /// The states a grouped kernel's operand quantized per expert by
+  /// `scheme` in `dir` casts with: `state` resolved for the direction as a
+  /// te.quantize's (rt::delayedStateName; each expert's own is
+  /// rt::expertStateName of it), "" without one.
+  static std::string expertStates(SchemeAttrInterface scheme, StringAttr state,
+                                  Direction dir) {
+    if (!scheme || !state)
+      return "";
+    return rt::delayedStateName(
+        state.getValue().str(), scheme.getRuntimeScheme(Direction::rowwise),
+        scheme.getRuntimeScheme(Direction::columnwise),
+        dir == Direction::rowwise ? rt::Direction::Rowwise
+                                  : rt::Direction::Columnwise);
+  }
+
   LogicalResult lowerGroupedGemm(tek::GroupedGemmOp g) {
     cg::GroupedGemmKernel k;
     k.name = g.getKernelName().str();
@@ -254,6 +269,11 @@ private:
     if (auto s = g.getWeightSchemeAttr())
       k.wScheme = s.getRuntimeScheme(
           g.getWeightColumnwise() ? Direction::columnwise : Direction::rowwise);
+    k.xState = expertStates(g.getInputSchemeAttr(), g.getInputStateAttr(),
+                            Direction::rowwise);
+    k.wState = expertStates(g.getWeightSchemeAttr(), g.getWeightStateAttr(),
+                            g.getWeightColumnwise() ? Direction::columnwise
+                                                    : Direction::rowwise);
     if (Value bias = g.getBias())
       k.bias = ids.lookup(bias);
     FailureOr<int> v = addDefined(g.getResult(), "y");
@@ -272,6 +292,10 @@ private:
     k.dyScheme =
         g.getGradOutputScheme().getRuntimeScheme(Direction::columnwise);
     k.xScheme = g.getInputScheme().getRuntimeScheme(Direction::columnwise);
+    k.dyState = expertStates(g.getGradOutputScheme(),
+                             g.getGradOutputStateAttr(), Direction::columnwise);
+    k.xState = expertStates(g.getInputScheme(), g.getInputStateAttr(),
+                            Direction::columnwise);
     FailureOr<int> v = addDefined(g.getGradWeight(), "dw");
     if (failed(v))
       return failure();

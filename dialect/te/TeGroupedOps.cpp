@@ -27,13 +27,44 @@ namespace rt = ::te::rt;
 // GroupedGemmOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult
+mlir::te::verifyExpertState(function_ref<InFlightDiagnostic()> emitError,
+                            SchemeAttrInterface scheme, Direction dir,
+                            StringAttr state, StringRef stateAttr) {
+  const bool delayed =
+      scheme && scheme.getRuntimeScheme(dir).kind == rt::SchemeKind::Fp8Delayed;
+  if (state && state.getValue().empty())
+    return emitError() << stateAttr << " must name a state, not be empty";
+  if (delayed && !state)
+    return emitError() << "quantizes per expert by " << scheme
+                       << ", whose scales come from amax histories kept "
+                          "between calls: name their state ("
+                       << stateAttr << " = \"...\"; expert g keeps "
+                       << "\"<name>.expert<g>\")";
+  if (!delayed && state)
+    return emitError() << "names the delayed-scaling state \""
+                       << state.getValue() << "\" in " << stateAttr
+                       << ", but that operand is not quantized by "
+                          "#te.fp8_delayed";
+  return success();
+}
+
 LogicalResult GroupedGemmOp::verify() {
   Value bias = getBias();
-  return verifyTypes([&] { return emitOpError(); }, getInput().getType(),
-                     getWeight().getType(), getSplitSizes().getType(),
-                     bias ? bias.getType() : Type(), getResult().getType(),
-                     getWeightColumnwise(), getInputSchemeAttr(),
-                     getWeightSchemeAttr());
+  if (failed(verifyTypes([&] { return emitOpError(); }, getInput().getType(),
+                         getWeight().getType(), getSplitSizes().getType(),
+                         bias ? bias.getType() : Type(), getResult().getType(),
+                         getWeightColumnwise(), getInputSchemeAttr(),
+                         getWeightSchemeAttr())))
+    return failure();
+  auto emit = [&] { return emitOpError(); };
+  if (failed(verifyExpertState(emit, getInputSchemeAttr(), Direction::rowwise,
+                               getInputStateAttr(), "input_state")))
+    return failure();
+  return verifyExpertState(emit, getWeightSchemeAttr(),
+                           getWeightColumnwise() ? Direction::columnwise
+                                                 : Direction::rowwise,
+                           getWeightStateAttr(), "weight_state");
 }
 
 bool GroupedGemmOp::engineReads(Type operand, Direction dir) {
@@ -169,10 +200,19 @@ LogicalResult GroupedGemmOp::verifyTypes(
 
 LogicalResult GroupedWgradOp::verify() {
   Value db = getGradBias();
-  return verifyTypes([&] { return emitOpError(); }, getGradOutput().getType(),
-                     getInput().getType(), getSplitSizes().getType(),
-                     getGradWeight().getType(), db ? db.getType() : Type(),
-                     getGradOutputScheme(), getInputScheme());
+  if (failed(verifyTypes([&] { return emitOpError(); },
+                         getGradOutput().getType(), getInput().getType(),
+                         getSplitSizes().getType(), getGradWeight().getType(),
+                         db ? db.getType() : Type(), getGradOutputScheme(),
+                         getInputScheme())))
+    return failure();
+  auto emit = [&] { return emitOpError(); };
+  if (failed(verifyExpertState(emit, getGradOutputScheme(),
+                               Direction::columnwise, getGradOutputStateAttr(),
+                               "grad_output_state")))
+    return failure();
+  return verifyExpertState(emit, getInputScheme(), Direction::columnwise,
+                           getInputStateAttr(), "input_state");
 }
 
 LogicalResult GroupedWgradOp::verifyTypes(

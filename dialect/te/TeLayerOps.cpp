@@ -336,8 +336,13 @@ LogicalResult GroupedLinearOp::verify() {
 
 LogicalResult
 GroupedLinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return resolveRecipeRoles(*this, getRecipeAttr(), kGroupedLinearKind,
-                            getQuantizedRoles(), symbolTable);
+  FailureOr<DictionaryAttr> schemes =
+      resolveRecipeRoles(*this, getRecipeAttr(), kGroupedLinearKind,
+                         getQuantizedRoles(), symbolTable);
+  if (failed(schemes))
+    return failure();
+  return verifyLayerName(*this, *schemes, getLayerAttr(),
+                         getWeight().getType());
 }
 
 LogicalResult GroupedLinearGradOp::verify() {
@@ -373,6 +378,11 @@ LogicalResult GroupedLinearGradOp::verify() {
 
 LogicalResult
 GroupedLinearGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return resolveRecipeRoles(*this, getRecipeAttr(), kGroupedLinearKind,
-                            getQuantizedRoles(), symbolTable);
+  FailureOr<DictionaryAttr> schemes =
+      resolveRecipeRoles(*this, getRecipeAttr(), kGroupedLinearKind,
+                         getQuantizedRoles(), symbolTable);
+  if (failed(schemes))
+    return failure();
+  return verifyLayerName(*this, *schemes, getLayerAttr(),
+                         getWeight().getType());
 }

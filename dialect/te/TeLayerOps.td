@@ -137,8 +137,12 @@ def Te_GroupedLinearOp : Te_Op<"grouped_linear", [
     `te-resolve-recipe` records the scheme of each role in `schemes`. The
     weight is a tensor: a `!te.qtensor` of [G, N, K] would be quantized as
     one [G*N, K] matrix, not per expert. `te-expand-linear` lowers it into
-    the rowwise quantizations of x and W and one `te.grouped_gemm` when both
-    roles are identity or block FP8 (no bias yet).
+    the rowwise quantizations of x and W and one `te.grouped_gemm`, or into
+    one `te.grouped_gemm` that quantizes both per expert (per-tensor FP8,
+    NVFP4). `layer = "name"` names the layer as for `te.linear`: a role
+    quantized by `#te.fp8_delayed` keeps one amax history per expert, the
+    state "name.role.delayed_scaling.expert<g>" of expert g (required then),
+    shared with the `te.grouped_linear_grad` of the same name.
 
     ```mlir
     te.recipe @moe {
@@ -163,7 +167,8 @@ def Te_GroupedLinearOp : Te_Op<"grouped_linear", [
                        AnyRankedTensor:$split_sizes,
                        Optional<Te_FloatTensor>:$bias,
                        FlatSymbolRefAttr:$recipe,
-                       OptionalAttr<DictionaryAttr>:$schemes);
+                       OptionalAttr<DictionaryAttr>:$schemes,
+                       OptionalAttr<StrAttr>:$layer);
   let results = (outs Te_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $split_sizes (`bias` $bias^)? attr-dict `:`
@@ -192,7 +197,8 @@ def Te_GroupedLinearGradOp : Te_Op<"grouped_linear_grad", [
     "grad_output"), ("grouped_linear", "input") and ("grouped_linear",
     "weight"); `te-resolve-recipe` records the scheme of each role in
     `schemes`. `te-expand-linear` lowers it into the dgrad
-    `te.grouped_gemm {weight_columnwise}` and `te.grouped_wgrad`.
+    `te.grouped_gemm {weight_columnwise}` and `te.grouped_wgrad`. `layer`
+    as for `te.grouped_linear`.
 
     ```mlir
     te.recipe @moe {
@@ -219,7 +225,8 @@ def Te_GroupedLinearGradOp : Te_Op<"grouped_linear_grad", [
   let arguments = (ins Te_FloatTensor:$grad_output, Te_FloatTensor:$input,
                        Te_GemmOperand:$weight, AnyRankedTensor:$split_sizes,
                        FlatSymbolRefAttr:$recipe, UnitAttr:$bias,
-                       OptionalAttr<DictionaryAttr>:$schemes);
+                       OptionalAttr<DictionaryAttr>:$schemes,
+                       OptionalAttr<StrAttr>:$layer);
   // grad_bias is checked to be f32 by the verifier, with a clearer message.
   let results = (outs Te_FloatTensor:$grad_input,
                       Te_FloatTensor:$grad_weight,

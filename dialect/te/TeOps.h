@@ -42,6 +42,14 @@ bool usesDelayedScaling(SchemeAttrInterface scheme);
 /// The delayed-scaling state of role `role` of the layer named `layer`
 /// (te.linear's `layer`): "layer.role.delayed_scaling".
 std::string layerStateName(StringRef layer, StringRef role);
+
+/// A grouped GEMM's operand `name` quantized per expert by `scheme` (may be
+/// null) read in `dir`: under #te.fp8_delayed it names its experts' states
+/// (`state`, the attribute `stateAttr`), otherwise it names none. The te
+/// and tek grouped ops' verifiers share it.
+LogicalResult verifyExpertState(function_ref<InFlightDiagnostic()> emitError,
+                                SchemeAttrInterface scheme, Direction dir,
+                                StringAttr state, StringRef stateAttr);
 } // namespace mlir::te
 
 #endif // TE_DIALECT_TE_TEOPS_H

@@ -273,16 +273,19 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     [M_total, N], `y` [M_total, K], and each expert's weight is contracted
     along its first dimension, so `w` is read columnwise; it takes no bias.
 
-    With `input_scheme` and `weight_scheme` (both per-tensor FP8 current
-    scaling, or both NVFP4 in the forward) `x` and `w` are bf16 tensors that
-    the op quantizes itself, one amax per expert: each expert's tokens and
+    With `input_scheme` and `weight_scheme` (both per-tensor FP8, current or
+    delayed scaling, or both NVFP4) `x` and `w` are bf16 tensors that the op
+    quantizes itself, one tensor scale per expert: each expert's tokens and
     weight are scaled as their own tensors would be, which a te.quantize of
     the whole [M_total, K] or [G, N, K] tensor (one amax) cannot express
     (docs/Numerics.md §7.4). `x` is quantized rowwise, `w` rowwise or, with
-    `weight_columnwise` (FP8 only), into its columnwise copy; NVFP4 operands
-    are quantized and dequantized per expert for the BF16 kernel. The
-    quantized operands are private to the op, as te.grouped_wgrad's are. N
-    and K must be multiples of 128 (FP8) or of 16 and 64 (NVFP4).
+    `weight_columnwise`, into its columnwise copy; NVFP4 operands are
+    quantized and dequantized per expert for the BF16 kernel. The quantized
+    operands are private to the op, as te.grouped_wgrad's are. N and K must
+    be multiples of 128 (FP8) or of 16 and 64 (NVFP4). An operand under
+    `#te.fp8_delayed` names its state in `input_state` / `weight_state`:
+    expert g casts with the scale of the state `<name>.expert<g>` and records
+    its amax there (each expert keeps its own amax history).
 
     ```mlir
     func.func @grouped_gemm_per_expert(%x: tensor<512x256xbf16>,
@@ -316,7 +319,9 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
                        Optional<Te_FloatTensor>:$bias,
                        UnitAttr:$weight_columnwise,
                        OptionalAttr<Te_AnySchemeAttr>:$input_scheme,
-                       OptionalAttr<Te_AnySchemeAttr>:$weight_scheme);
+                       OptionalAttr<Te_AnySchemeAttr>:$weight_scheme,
+                       OptionalAttr<StrAttr>:$input_state,
+                       OptionalAttr<StrAttr>:$weight_state);
   let results = (outs Te_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $split_sizes (`bias` $bias^)? attr-dict `:`
@@ -358,12 +363,14 @@ def Te_GroupedWgradOp : Te_Op<"grouped_wgrad", [Pure]> {
     [G, N] f32, each expert's bias gradient (the column sums of its dy
     rows). The contraction runs along the rows, so dy and x are read
     columnwise, each quantized by the columnwise direction of its scheme
-    (`grad_output_scheme`, `input_scheme`) as if each expert's rows were
+    (`grad_output_scheme`, `input_scheme`; a `#te.fp8_delayed` one names its
+    state in `grad_output_state` / `input_state`, one per expert as for
+    te.grouped_gemm) as if each expert's rows were
     their own tensor (docs/Numerics.md §7.4): block FP8 1x128 (e4m3 or
-    e5m2, not both e5m2) for both, per-tensor FP8 current scaling for both
-    (one amax per expert), or each identity of bf16 or MXFP8 (the
-    BF16 GEMM on each expert's MXFP8 values dequantized, its rows padded
-    to whole 32-row blocks). The quantized operands are private
+    e5m2, not both e5m2) for both, per-tensor FP8 (current or delayed
+    scaling) for both (one tensor scale per expert), or each identity of
+    bf16, MXFP8 or NVFP4 (the BF16 GEMM on each expert's values dequantized,
+    its rows padded to whole 32- or 16-row blocks). The quantized operands are private
     to the op (a per-expert layout only this GEMM reads), which is why it
     takes the high-precision tensors. `te-expand-linear` produces it from
     `te.grouped_linear_grad`.
@@ -384,7 +391,9 @@ def Te_GroupedWgradOp : Te_Op<"grouped_wgrad", [Pure]> {
   let arguments = (ins Te_FloatTensor:$grad_output, Te_FloatTensor:$input,
                        AnyRankedTensor:$split_sizes,
                        Te_AnySchemeAttr:$grad_output_scheme,
-                       Te_AnySchemeAttr:$input_scheme);
+                       Te_AnySchemeAttr:$input_scheme,
+                       OptionalAttr<StrAttr>:$grad_output_state,
+                       OptionalAttr<StrAttr>:$input_state);
   let results = (outs RankedTensorOf<[F32]>:$grad_weight,
                       Optional<RankedTensorOf<[F32]>>:$grad_bias);
   let assemblyFormat = [{

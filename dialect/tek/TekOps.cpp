@@ -243,16 +243,32 @@ LogicalResult GroupedGemmOp::verify() {
              << ", which the GEMM engine's kernel does not read (it reads "
                 "high-precision tensors and block FP8); te-lower-to-kernels "
                 "dequantizes such operands first";
-  return success();
+  auto emit = [&] { return emitOpError(); };
+  if (failed(te::verifyExpertState(emit, getInputSchemeAttr(),
+                                   Direction::rowwise, getInputStateAttr(),
+                                   "input_state")))
+    return failure();
+  return te::verifyExpertState(emit, getWeightSchemeAttr(),
+                               getWeightColumnwise() ? Direction::columnwise
+                                                     : Direction::rowwise,
+                               getWeightStateAttr(), "weight_state");
 }
 
 LogicalResult GroupedWgradOp::verify() {
   Value db = getGradBias();
-  return te::GroupedWgradOp::verifyTypes(
-      [&] { return emitOpError(); }, getGradOutput().getType(),
-      getInput().getType(), getSplitSizes().getType(),
-      getGradWeight().getType(), db ? db.getType() : Type(),
-      getGradOutputScheme(), getInputScheme());
+  if (failed(te::GroupedWgradOp::verifyTypes(
+          [&] { return emitOpError(); }, getGradOutput().getType(),
+          getInput().getType(), getSplitSizes().getType(),
+          getGradWeight().getType(), db ? db.getType() : Type(),
+          getGradOutputScheme(), getInputScheme())))
+    return failure();
+  auto emit = [&] { return emitOpError(); };
+  if (failed(te::verifyExpertState(
+          emit, getGradOutputScheme(), Direction::columnwise,
+          getGradOutputStateAttr(), "grad_output_state")))
+    return failure();
+  return te::verifyExpertState(emit, getInputScheme(), Direction::columnwise,
+                               getInputStateAttr(), "input_state");
 }
 
 LogicalResult GemmCallOp::verify() {

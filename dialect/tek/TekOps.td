@@ -183,7 +183,9 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
                        Optional<AnyRankedTensor>:$bias, StrAttr:$kernel_name,
                        UnitAttr:$weight_columnwise,
                        OptionalAttr<Te_AnySchemeAttr>:$input_scheme,
-                       OptionalAttr<Te_AnySchemeAttr>:$weight_scheme);
+                       OptionalAttr<Te_AnySchemeAttr>:$weight_scheme,
+                       OptionalAttr<StrAttr>:$input_state,
+                       OptionalAttr<StrAttr>:$weight_state);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $kernel_name $input `,` $weight `,` $split_sizes (`bias` $bias^)?
@@ -280,7 +282,9 @@ def Tek_GroupedWgradOp : Tek_Op<"grouped_wgrad", [Pure]> {
   let arguments = (ins AnyRankedTensor:$grad_output, AnyRankedTensor:$input,
                        AnyRankedTensor:$split_sizes, StrAttr:$kernel_name,
                        Te_AnySchemeAttr:$grad_output_scheme,
-                       Te_AnySchemeAttr:$input_scheme);
+                       Te_AnySchemeAttr:$input_scheme,
+                       OptionalAttr<StrAttr>:$grad_output_state,
+                       OptionalAttr<StrAttr>:$input_state);
   let results = (outs AnyRankedTensor:$grad_weight,
                       Optional<AnyRankedTensor>:$grad_bias);
   let assemblyFormat = [{

@@ -596,10 +596,10 @@ runCpuChecked(const Program &p, const Entry &e,
             [&](const GemmKernel &g) { return runGemmKernel(e, g, values); },
             [&](const AdamKernel &a) { return runAdam(p, e, a, values); },
             [&](const GroupedGemmKernel &g) {
-              return runGroupedGemm(e, g, p.random, values);
+              return runGroupedGemm(e, g, p.random, states, values);
             },
             [&](const GroupedWgradKernel &g) {
-              return runGroupedWgrad(e, g, p.random, values);
+              return runGroupedWgrad(e, g, p.random, states, values);
             },
             [&](const AllGatherKernel &g) {
               return runAllGather(p, e, g, values, collective);

@@ -48,13 +48,16 @@ std::vector<float> gemmBound(const std::vector<float> &d,
                              bool fp8, rt::DType outType, const float *bias,
                              int64_t n);
 
+class CallStates;
+
 /// The MoE kernels with the reference (CpuGrouped.cpp); `random` the
-/// program's NVFP4 stochastic rounding state.
+/// program's NVFP4 stochastic rounding state, `states` the call's
+/// delayed-scaling states (each expert's own).
 rt::Status runGroupedGemm(const cg::Entry &e, const cg::GroupedGemmKernel &g,
-                          const cg::RandomState &random,
+                          const cg::RandomState &random, CallStates &states,
                           std::vector<HostValue> &values);
 rt::Status runGroupedWgrad(const cg::Entry &e, const cg::GroupedWgradKernel &g,
-                           const cg::RandomState &random,
+                           const cg::RandomState &random, CallStates &states,
                            std::vector<HostValue> &values);
 
 /// The whole tensor's amaxes a quantize of a row shard scales by

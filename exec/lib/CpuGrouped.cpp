@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace te::exec::detail {
 
@@ -35,10 +36,24 @@ namespace ref = rt::ref;
 /// over each expert's scale repeated per block, as the kernel's plan runs
 /// it. `x` and `w` receive the operands'
 /// logical values (for the bound); empty with `error` set on failure.
-static std::vector<float> perExpertScaledGemm(
-    const Entry &e, const GroupedGemmKernel &g, const RandomState &random,
-    const std::vector<HostValue> &values, const std::vector<int64_t> &splits,
-    std::vector<float> &x, std::vector<float> &w, std::string *error) {
+/// Each expert's delayed-scaling state of an operand whose states are
+/// `state` (rt::expertStateName), or nothing when it has none.
+static std::optional<std::vector<ref::DelayedScalingState *>>
+expertStates(CallStates &states, const std::string &state, int64_t groups) {
+  if (state.empty())
+    return std::nullopt;
+  std::vector<ref::DelayedScalingState *> out;
+  for (int64_t g = 0; g < groups; ++g)
+    out.push_back(states.get(rt::expertStateName(state, g)));
+  return out;
+}
+
+static std::vector<float>
+perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
+                    const RandomState &random, CallStates &states,
+                    const std::vector<HostValue> &values,
+                    const std::vector<int64_t> &splits, std::vector<float> &x,
+                    std::vector<float> &w, std::string *error) {
   const int64_t groups = e.values[g.w].shape[0];
   if (g.xScheme->kind == rt::SchemeKind::Nvfp4) {
     // NVFP4: each expert's dequantized values (for the dgrad, the stack's
@@ -73,9 +88,11 @@ static std::vector<float> perExpertScaledGemm(
     const bool columnwise = stack && g.weightColumnwise;
     std::vector<uint16_t> bits(static_cast<size_t>(v.rows() * v.cols()));
     std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
+    auto delayed = expertStates(states, stack ? g.wState : g.xState, groups);
     ref::GroupedTensorScaled q = ref::groupedTensorScaledQuantize(
         bits.data(), v.rows(), v.cols(),
-        stack ? std::vector<int64_t>{} : splits, groups, scheme, columnwise);
+        stack ? std::vector<int64_t>{} : splits, groups, scheme, columnwise,
+        delayed ? &*delayed : nullptr);
     op.codes = std::move(q.codes);
     op.scaleInv = std::move(q.blockScaleInv);
     // The columnwise copy is [cols, rows]: K-major along the stack's rows.
@@ -113,7 +130,7 @@ static std::vector<float> perExpertScaledGemm(
 /// GEMM bound per output, each expert's |a||b| sums from its own rows and
 /// weight. Padding rows are exact zeros.
 rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
-                          const RandomState &random,
+                          const RandomState &random, CallStates &states,
                           std::vector<HostValue> &values) {
   const Value &xv = e.values[g.x], &wv = e.values[g.w];
   // Each expert's GEMM: [m_g, k] x [k, n] (n the output columns).
@@ -132,7 +149,7 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
   std::vector<float> x, w, d;
   if (g.quantizesPerExpert()) {
     std::string error;
-    d = perExpertScaledGemm(e, g, random, values, splits, x, w, &error);
+    d = perExpertScaledGemm(e, g, random, states, values, splits, x, w, &error);
     if (d.empty())
       return fail(g.name + ": " + error);
   } else {
@@ -209,7 +226,7 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
 /// (ref::blockScaledGemm for block FP8, referenceGemm for bf16) with the
 /// GEMM bound; the bias gradients are exact (each expert's own fused one).
 rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
-                           const RandomState &random,
+                           const RandomState &random, CallStates &states,
                            std::vector<HostValue> &values) {
   const Value &dyv = e.values[g.dy];
   int64_t m = dyv.shape[0], n = dyv.shape[1], k = e.values[g.x].shape[1];
@@ -219,21 +236,25 @@ rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
               splits.size() * sizeof(int64_t));
   // The kernel's layout and capacity (every split fits it).
   int64_t capacity = groupedWgradCapacity(m, groups);
-  auto layout = [&](int index, const rt::Scheme &scheme, int64_t cols) {
+  auto layout = [&](int index, const rt::Scheme &scheme, int64_t cols,
+                    const std::string &state) {
     std::vector<uint16_t> bits(static_cast<size_t>(m * cols));
     std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
+    auto delayed = expertStates(states, state, groups);
     return ref::groupedColumnwiseQuantize(bits.data(), m, cols, splits, scheme,
-                                          capacity, random.seed, random.offset);
+                                          capacity, random.seed, random.offset,
+                                          delayed ? &*delayed : nullptr);
   };
-  ref::GroupedColumnwise a = layout(g.dy, g.dyScheme, n);
-  ref::GroupedColumnwise b = layout(g.x, g.xScheme, k);
+  ref::GroupedColumnwise a = layout(g.dy, g.dyScheme, n, g.dyState);
+  ref::GroupedColumnwise b = layout(g.x, g.xScheme, k, g.xState);
   for (const ref::GroupedColumnwise *t : {&a, &b})
     if (!t->error.empty())
       return fail(g.name + ": " + t->error);
   // FP8 codes and 1x128 scales: block FP8, or per-tensor FP8 with each
   // expert's scale over its blocks.
   bool fp8 = g.dyScheme.kind == rt::SchemeKind::Fp8Block ||
-             g.dyScheme.kind == rt::SchemeKind::Fp8Current;
+             g.dyScheme.kind == rt::SchemeKind::Fp8Current ||
+             g.dyScheme.kind == rt::SchemeKind::Fp8Delayed;
   std::vector<float> dw(static_cast<size_t>(groups * n * k), 0.0f);
   std::vector<float> absSum(dw.size(), 0.0f);
   int64_t longest = m; // the bound's contraction length

@@ -108,6 +108,8 @@ void CallStates::finish(const Entry &e, const std::vector<HostValue> &values) {
     ref::updateDelayedScaling(held.state, s.scheme);
     for (auto [value, dir] : s.records)
       held.inexact |= values[size_t(value)].inexact();
+    for (const ScalingState::ExpertRecord &r : s.expertRecords)
+      held.inexact |= values[size_t(r.value)].inexact();
     if (store_)
       store_->scaling[s.name] = held;
   }

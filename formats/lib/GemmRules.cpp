@@ -88,10 +88,11 @@ std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b) {
   return "";
 }
 
-/// Per-tensor FP8 current scaling of an FP8 element (what the grouped
-/// kernels quantize per expert).
-static bool fp8Current(const Scheme &s) {
-  return s.kind == SchemeKind::Fp8Current &&
+/// Per-tensor FP8 of an FP8 element, current or delayed scaling (what the
+/// grouped kernels quantize per expert with one tensor scale each).
+static bool perTensorFp8(const Scheme &s) {
+  return (s.kind == SchemeKind::Fp8Current ||
+          s.kind == SchemeKind::Fp8Delayed) &&
          (s.element == DType::E4M3 || s.element == DType::E5M2);
 }
 
@@ -117,11 +118,13 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
              "apply it";
     return "";
   }
-  // Per-tensor FP8 current scaling: one amax per expert, the scale laid
-  // over the same 1x128 blocks.
-  if (!(block1x128(dy) && block1x128(x)) && !(fp8Current(dy) && fp8Current(x)))
+  // Per-tensor FP8 (current or delayed scaling): one tensor scale per
+  // expert, laid over the same 1x128 blocks.
+  if (!(block1x128(dy) && block1x128(x)) &&
+      !(perTensorFp8(dy) && perTensorFp8(x)))
     return "the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, "
-           "per-tensor FP8 current scaling for both (one amax per expert), "
+           "per-tensor FP8 (current or delayed scaling) for both (one tensor "
+           "scale per expert), "
            "or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 "
            "blocks (a BF16 GEMM on the dequantized values)";
   return gemmOperandsError({dy, Direction::Columnwise},
@@ -136,7 +139,8 @@ std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
   if (x.kind == SchemeKind::Nvfp4 || w.kind == SchemeKind::Nvfp4) {
     if (x.kind != SchemeKind::Nvfp4 || w.kind != SchemeKind::Nvfp4)
       return "a grouped GEMM quantizes its operands per expert by NVFP4 for "
-             "both or by per-tensor FP8 current scaling for both";
+             "both or by per-tensor FP8 (current or delayed scaling) for "
+             "both";
     if (x.block2d)
       return "the tokens' NVFP4 blocks are 1x16 (16x16 blocks would span "
              "experts whose rows are not multiples of 16)";
@@ -149,10 +153,10 @@ std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
              "take) and rounded to nearest";
     return "";
   }
-  if (!fp8Current(x) || !fp8Current(w))
+  if (!perTensorFp8(x) || !perTensorFp8(w))
     return "a grouped GEMM quantizes its operands per expert by per-tensor "
-           "FP8 current scaling (e4m3 or e5m2) for both, or by NVFP4 for "
-           "both, one amax per expert";
+           "FP8 (current or delayed scaling; e4m3 or e5m2) for both, or by "
+           "NVFP4 for both, one tensor scale per expert";
   return gemmOperandsError({x, Direction::Rowwise}, {w, Direction::Rowwise});
 }
 

@@ -230,6 +230,10 @@ std::string delayedStateName(const std::string &base, const Scheme &rowwise,
   return twoQuantizers ? base + "." + directionName(dir) : base;
 }
 
+std::string expertStateName(const std::string &state, int64_t expert) {
+  return state + ".expert" + std::to_string(expert);
+}
+
 BlockShape blockShape(const Scheme &s, Direction d) {
   bool row = d == Direction::Rowwise;
   switch (s.kind) {

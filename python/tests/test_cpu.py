@@ -477,6 +477,44 @@ def test_delayed_scaling_state_lives_in_the_session():
     assert state["amax_history"].tolist() == [0.0, 0.0, 2.0, 2.0]
 
 
+DELAYED_MOE = moe_program(
+    '  te.rule "*", "*" -> #te.fp8_delayed<e4m3, history = 4, algo = max, margin = 0, pow2>',
+    128).replace("{recipe = @r}", '{recipe = @r, layer = "moe"}', 1) \
+    .replace("%y = te.linear %x, %w {recipe = @r}", '%y = te.linear %x, %w {recipe = @r, layer = "e0"}', 1) \
+    .replace("%y = te.linear %x, %w {recipe = @r}", '%y = te.linear %x, %w {recipe = @r, layer = "e2"}', 1)
+
+
+def test_delayed_grouped_layer_keeps_each_experts_own_state():
+    # Delayed scaling in a grouped layer: each expert keeps its own amax
+    # history ("moe.input.delayed_scaling.expert<g>"), so over several steps
+    # its states and rows equal those of the dense delayed-scaling layer of
+    # that expert alone (pow2 scales and K = 128: bit for bit on the CPU
+    # backend); the empty expert's states stay fresh.
+    m = tejit.compile(DELAYED_MOE)
+    s = m.new_session("cpu")
+    rng = np.random.default_rng(15)
+    splits = np.array([64, 0, 96], np.int64)
+    for step in range(3):
+        xf = rng.standard_normal((192, 128)).astype(np.float32) * (1 + step)
+        xf[0:64] /= 100.0  # expert 0's tokens far smaller than expert 2's
+        x = tejit.float_to_bf16_bits(xf)
+        w = tejit.float_to_bf16_bits(rng.standard_normal((3, 128, 128)).astype(np.float32))
+        y = s.grouped(x, w, splits)
+        np.testing.assert_array_equal(y[0:64], s.dense64(x[0:64], w[0]))
+        np.testing.assert_array_equal(y[64:160], s.dense96(x[64:160], w[2]))
+        assert not y[160:].any(), "padding rows are zeros"
+    for role in ("input", "weight"):
+        for g, layer in ((0, "e0"), (2, "e2")):
+            mine = s.read(f"moe.{role}.delayed_scaling.expert{g}")
+            alone = s.read(f"{layer}.{role}.delayed_scaling")
+            assert mine["scale"].tolist() == alone["scale"].tolist()
+            assert mine["amax_history"].tolist() == alone["amax_history"].tolist()
+            assert mine["scale"][0] != 1.0, "the state moved"
+    empty = s.read("moe.input.delayed_scaling.expert1")
+    assert empty["scale"].tolist() == [1.0]
+    assert empty["amax_history"].tolist() == [0.0] * 4
+
+
 def test_a_session_switches_a_layers_recipe():
     m = tejit.compile(DELAYED)
     late = tejit.compile(DELAYED, layer_recipes={"fc1": "mxfp8"})

@@ -178,7 +178,7 @@ func.func @wgrad_f16(%dy: tensor<64x32xf16>, %x: tensor<64x64xf16>, %s: tensor<2
 // -----
 
 func.func @wgrad_schemes(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 (current or delayed scaling) for both (one tensor scale per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }
@@ -194,7 +194,7 @@ func.func @wgrad_e5m2_by_e5m2(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %
 // -----
 
 func.func @wgrad_block_with_bf16(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.identity<bf16>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.identity<bf16>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 (current or delayed scaling) for both (one tensor scale per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_block<e5m2, 1x128>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }
@@ -235,7 +235,7 @@ func.func @per_expert_f32(%x: tensor<64x64xf32>, %w: tensor<2x128x64xf32>, %s: t
 // -----
 
 func.func @per_expert_block_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.fp8_block<e4m3, 1x128> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by per-tensor FP8 current scaling (e4m3 or e5m2) for both, or by NVFP4 for both, one amax per expert}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.fp8_block<e4m3, 1x128> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by per-tensor FP8 (current or delayed scaling; e4m3 or e5m2) for both, or by NVFP4 for both, one tensor scale per expert}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_block<e4m3, 1x128>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
@@ -267,7 +267,7 @@ func.func @tek_per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64
 // -----
 
 func.func @wgrad_current_with_block(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_current<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 current scaling for both (one amax per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_current<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 (current or delayed scaling) for both (one tensor scale per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_current<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
   return
 }
@@ -355,7 +355,31 @@ func.func @wgrad_nvfp4_features_not_16(%dy: tensor<64x40xbf16>, %x: tensor<64x25
 // -----
 
 func.func @per_expert_nvfp4_with_current(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by NVFP4 for both or by per-tensor FP8 current scaling for both}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by NVFP4 for both or by per-tensor FP8 (current or delayed scaling) for both}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.nvfp4<>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_delayed_without_state(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes per expert by #te.fp8_delayed<e4m3, history = 4, algo = max, margin = 0>, whose scales come from amax histories kept between calls: name their state (input_state = "..."; expert g keeps "<name>.expert<g>")}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_delayed<e4m3, history = 4>, weight_scheme = #te.fp8_delayed<e4m3, history = 4>, weight_state = "moe.weight"} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_state_without_delayed(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op names the delayed-scaling state "moe.weight" in weight_state, but that operand is not quantized by #te.fp8_delayed}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>, weight_state = "moe.weight"} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @wgrad_empty_state(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op grad_output_state must name a state, not be empty}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_delayed<e5m2, history = 4>, grad_output_state = "", input_scheme = #te.fp8_delayed<e4m3, history = 4>, input_state = "moe.input"} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
   return
 }

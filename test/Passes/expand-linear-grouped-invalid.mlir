@@ -132,3 +132,14 @@ func.func @current_scaling_backward_mixed(%dy: tensor<64x128xbf16>, %x: tensor<6
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
   return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }
+
+// -----
+
+te.recipe @r {
+  te.rule "*", "*" -> #te.fp8_delayed<e4m3, history = 4>
+}
+func.func @delayed_without_a_layer_name(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
+  // expected-error @+1 {{'te.grouped_linear' op quantizes its input by #te.fp8_delayed<e4m3, history = 4, algo = max, margin = 0>, whose amax history is kept between calls under the layer's name: name the layer (layer = "...")}}
+  %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return %y : tensor<64x128xbf16>
+}

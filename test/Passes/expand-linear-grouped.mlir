@@ -317,3 +317,32 @@ func.func @backward_mxfp8_nvfp4(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf
       -> tensor<512x256xbf16>, tensor<4x128x256xf32>
   return %dx, %dw : tensor<512x256xbf16>, tensor<4x128x256xf32>
 }
+
+// -----
+
+te.recipe @delayed {
+  te.rule "grouped_linear", "grad_output" -> #te.fp8_delayed<e5m2, history = 4>
+  te.rule "*", "*" -> #te.fp8_delayed<e4m3, history = 4>
+}
+
+// Delayed scaling: each expert keeps its own amax history, so the grouped
+// GEMMs quantize per expert and name the layer's state of each role
+// (expert g's is "<state>.expert<g>").
+// CHECK-LABEL: func.func @delayed_train
+// CHECK-NOT: te.quantize
+// CHECK: te.grouped_gemm %arg0, %arg1, %arg2 {input_scheme = #te.fp8_delayed<e4m3, history = 4, algo = max, margin = 0>, input_state = "moe.input.delayed_scaling", weight_scheme = #te.fp8_delayed<e4m3, history = 4, algo = max, margin = 0>, weight_state = "moe.weight.delayed_scaling"}
+// CHECK: te.grouped_gemm %arg3, %arg1, %arg2 {input_scheme = #te.fp8_delayed<e5m2, history = 4, algo = max, margin = 0>, input_state = "moe.grad_output.delayed_scaling", weight_columnwise, weight_scheme = #te.fp8_delayed<e4m3, history = 4, algo = max, margin = 0>, weight_state = "moe.weight.delayed_scaling"}
+// CHECK: te.grouped_wgrad %arg3, %arg0, %arg2 {grad_output_scheme = #te.fp8_delayed<e5m2, history = 4, algo = max, margin = 0>, grad_output_state = "moe.grad_output.delayed_scaling", input_scheme = #te.fp8_delayed<e4m3, history = 4, algo = max, margin = 0>, input_state = "moe.input.delayed_scaling"}
+// KERNELS-LABEL: func.func @delayed_train
+// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_0" {{.*}}input_state = "moe.input.delayed_scaling"{{.*}}weight_state = "moe.weight.delayed_scaling"}
+// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_1" {{.*}}input_state = "moe.grad_output.delayed_scaling"{{.*}}weight_state = "moe.weight.delayed_scaling"}
+// KERNELS-NEXT: tek.grouped_wgrad "te_grouped_wgrad_2" {{.*}}grad_output_state = "moe.grad_output.delayed_scaling"{{.*}}input_state = "moe.input.delayed_scaling"}
+func.func @delayed_train(%x: tensor<300x128xbf16>, %w: tensor<3x256x128xbf16>, %s: tensor<3xi64>, %dy: tensor<300x256xbf16>)
+    -> (tensor<300x256xbf16>, tensor<300x128xbf16>, tensor<3x256x128xf32>) {
+  %y = te.grouped_linear %x, %w, %s {recipe = @delayed, layer = "moe"}
+      : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64> -> tensor<300x256xbf16>
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @delayed, layer = "moe"}
+      : tensor<300x256xbf16>, tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64>
+      -> tensor<300x128xbf16>, tensor<3x256x128xf32>
+  return %y, %dx, %dw : tensor<300x256xbf16>, tensor<300x128xbf16>, tensor<3x256x128xf32>
+}

@@ -1,6 +1,7 @@
 // RUN: te-run %te_src_root/examples/delayed_scaling_loop.mlir --backend cpu --random-inputs 1 --steps 3 | FileCheck %s --check-prefix=LOOP
 // RUN: te-run %s --entry hybrid --random-inputs 2 --steps 3 --check-if-gpu | FileCheck %s --check-prefix=HYBRID
 // RUN: te-run %s --entry options --random-inputs 3 --steps 2 --check-if-gpu | FileCheck %s --check-prefix=OPTIONS
+// RUN: te-run %s --entry moe_train --random-inputs 4 --steps 3 --check-if-gpu | FileCheck %s --check-prefix=MOE
 
 // Tests that delayed scaling keeps its state between calls (the CPU backend
 // in CI; CPU against GPU where there is one): each step records one more
@@ -48,4 +49,27 @@ func.func @options(%x: tensor<64x96xbf16>, %y: tensor<32x96xf32>)
   return %a, %b, %c : !te.qtensor<64x96xbf16, #te.fp8_delayed<e4m3, history = 1, algo = most_recent>, rowwise>,
       !te.qtensor<32x96xf32, #te.fp8_delayed<e4m3, history = 1, algo = most_recent>, columnwise>,
       !te.qtensor<64x96xbf16, #te.fp8_delayed<e5m2, history = 8, pow2>, rowwise|columnwise>
+}
+
+// A grouped (MoE) layer keeps one state per expert: its train step records
+// each expert's amax of x, W and dy into "<layer>.<role>.delayed_scaling
+// .expert<g>" (te-run's random split sizes leave one expert without tokens,
+// whose input and gradient states stay fresh; the weight's always record).
+// MOE: step 3:
+// MOE-DAG: moe.input.delayed_scaling.expert0: scale={{.*}} (3 of 4 recorded)
+// MOE-DAG: moe.weight.delayed_scaling.expert2: scale={{.*}} (3 of 4 recorded)
+// MOE-DAG: moe.grad_output.delayed_scaling.expert3: scale={{.*}} (3 of 4 recorded)
+// MOE-DAG: delayed_scaling.expert{{[0-3]}}: scale=1 amax=0 history_max=0 (0 of 4 recorded)
+te.recipe @moe_delayed {
+  te.rule "grouped_linear", "grad_output" -> #te.fp8_delayed<e5m2, history = 4>
+  te.rule "*", "*" -> #te.fp8_delayed<e4m3, history = 4, pow2>
+}
+func.func @moe_train(%x: tensor<500x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>, %dy: tensor<500x128xbf16>)
+    -> (tensor<500x128xbf16>, tensor<500x256xbf16>, tensor<4x128x256xf32>) {
+  %y = te.grouped_linear %x, %w, %s {recipe = @moe_delayed, layer = "moe"}
+      : tensor<500x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<500x128xbf16>
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @moe_delayed, layer = "moe"}
+      : tensor<500x128xbf16>, tensor<500x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+      -> tensor<500x256xbf16>, tensor<4x128x256xf32>
+  return %y, %dx, %dw : tensor<500x128xbf16>, tensor<500x256xbf16>, tensor<4x128x256xf32>
 }

@@ -14,11 +14,18 @@ namespace te::cg {
 using rt::Status;
 using rt::StatusCode;
 
-/// FP8 codes in the grouped layout: block FP8, or per-tensor FP8 current
-/// scaling with one amax per expert.
+/// Per-tensor FP8 with each expert's scale: current scaling (from its
+/// amax) or delayed scaling (its state's scale).
+static bool isPerTensor(const rt::Scheme &s) {
+  return s.kind == rt::SchemeKind::Fp8Current ||
+         s.kind == rt::SchemeKind::Fp8Delayed;
+}
+/// FP8 codes in the grouped layout: block FP8, or per-tensor FP8.
 static bool isFp8(const rt::Scheme &s) {
-  return s.kind == rt::SchemeKind::Fp8Block ||
-         s.kind == rt::SchemeKind::Fp8Current;
+  return s.kind == rt::SchemeKind::Fp8Block || isPerTensor(s);
+}
+static bool isDelayed(const rt::Scheme &s) {
+  return s.kind == rt::SchemeKind::Fp8Delayed;
 }
 static bool isMxfp8(const rt::Scheme &s) {
   return s.kind == rt::SchemeKind::Mxfp8;
@@ -35,8 +42,10 @@ std::string GroupedQuantizeSpec::kernelName() const {
   os << "te_grouped_quantize_";
   if (isFp8(scheme))
     os << formatName(scheme)
-       << (scheme.kind == rt::SchemeKind::Fp8Current ? "_tensor" : "")
-       << (scheme.pow2 ? "_pow2" : "");
+       << (scheme.kind == rt::SchemeKind::Fp8Current   ? "_tensor"
+           : scheme.kind == rt::SchemeKind::Fp8Delayed ? "_delayed"
+                                                       : "")
+       << (scheme.pow2 && !isDelayed(scheme) ? "_pow2" : "");
   else if (isMxfp8(scheme))
     os << "mxfp8_" << formatName(scheme);
   else if (isNvfp4(scheme))
@@ -52,6 +61,8 @@ bool GroupedQuantizeSpec::needsExpertAmax() const {
   return scheme.kind == rt::SchemeKind::Fp8Current || isNvfp4(scheme);
 }
 
+bool GroupedQuantizeSpec::delayed() const { return isDelayed(scheme); }
+
 Status checkGroupedQuantize(const GroupedQuantizeSpec &s) {
   auto bad = [&](const std::string &why) {
     return Status(StatusCode::InvalidArgument,
@@ -65,13 +76,14 @@ Status checkGroupedQuantize(const GroupedQuantizeSpec &s) {
                   s.scheme.element == rt::DType::BF16;
   bool mxfp8 = isMxfp8(s.scheme) && (s.scheme.element == rt::DType::E4M3 ||
                                      s.scheme.element == rt::DType::E5M2);
-  bool current = s.scheme.kind == rt::SchemeKind::Fp8Current &&
-                 (s.scheme.element == rt::DType::E4M3 ||
-                  s.scheme.element == rt::DType::E5M2);
+  bool current =
+      isPerTensor(s.scheme) && (s.scheme.element == rt::DType::E4M3 ||
+                                s.scheme.element == rt::DType::E5M2);
   bool nvfp4 = isNvfp4(s.scheme) && !s.scheme.block2d;
   if (!blockFp8 && !identity && !mxfp8 && !current && !nvfp4)
-    return bad("the scheme must be block FP8 1x128, per-tensor FP8 current "
-               "scaling, MXFP8, NVFP4 with 1x16 blocks or identity of bf16");
+    return bad("the scheme must be block FP8 1x128, per-tensor FP8 (current "
+               "or delayed scaling), MXFP8, NVFP4 with 1x16 blocks or "
+               "identity of bf16");
   if (s.cols < 8 || s.cols % 8 != 0)
     return bad("C must be a positive multiple of 8");
   if (nvfp4 && s.cols % 16 != 0)
@@ -96,21 +108,22 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
      << "    const long long *splits, long long capacity, void *out,\n"
      << "    float *scaleInv, float eps, float *partial,\n"
      << "    const float *expertAmax, unsigned long long seed,\n"
-     << "    unsigned long long offset) {\n"
+     << "    unsigned long long offset, float *amaxRecord) {\n"
      << "  te::dev::groupedColumnQuantize<te::dev::GroupedColumns::"
-     << (s.scheme.kind == rt::SchemeKind::Fp8Current ? "Fp8Tensor"
-         : fp8                                       ? "Fp8Block"
-         : isMxfp8(s.scheme)                         ? "Mxfp8Values"
-         : isNvfp4(s.scheme)                         ? "Nvfp4Values"
-                                                     : "Bf16")
+     << (isPerTensor(s.scheme) ? "Fp8Tensor"
+         : fp8                 ? "Fp8Block"
+         : isMxfp8(s.scheme)   ? "Mxfp8Values"
+         : isNvfp4(s.scheme)   ? "Nvfp4Values"
+                               : "Bf16")
      << ", te::dev::Fp8Format::"
      << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
      << (fp8 && s.scheme.pow2 ? "true" : "false") << ", "
      << (isNvfp4(s.scheme) && s.scheme.rht ? "true" : "false") << ", "
      << (isNvfp4(s.scheme) && s.scheme.stochasticRounding ? "true" : "false")
+     << ", " << (s.delayed() ? "true" : "false")
      << ">(\n      in, mTotal, cols, splits, " << s.groups
      << ", capacity, out, scaleInv, eps, partial,\n"
-        "      expertAmax, seed, offset);\n"
+        "      expertAmax, seed, offset, amaxRecord);\n"
      << "}\n"
      << "static_assert(te::dev::GroupedQuantizeSmem<"
      << (fp8 ? "true" : "false")
@@ -149,12 +162,16 @@ bool GroupedRowsQuantizeSpec::nvfp4() const {
   return scheme.kind == rt::SchemeKind::Nvfp4;
 }
 
+bool GroupedRowsQuantizeSpec::delayed() const { return isDelayed(scheme); }
+
 std::string GroupedRowsQuantizeSpec::kernelName() const {
   std::ostringstream os;
   os << "te_grouped_rows_";
   if (nvfp4())
     os << "nvfp4" << (scheme.block2d ? "_2d" : "")
        << (scheme.stochasticRounding ? "_sr" : "");
+  else if (delayed())
+    os << formatName(scheme) << "_delayed";
   else
     os << formatName(scheme) << (scheme.pow2 ? "_pow2" : "");
   os << "_g" << groups << "_c" << cols << (weightStack ? "_weights" : "_tokens")
@@ -180,11 +197,10 @@ Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
                  "16-row bands)");
     if (s.cols < 16 || s.cols % 16 != 0)
       return bad("C must be a positive multiple of 16 (NVFP4 blocks)");
-  } else if (s.scheme.kind != rt::SchemeKind::Fp8Current ||
-             (s.scheme.element != rt::DType::E4M3 &&
-              s.scheme.element != rt::DType::E5M2)) {
-    return bad("the scheme must be per-tensor FP8 current scaling (e4m3 or "
-               "e5m2) or NVFP4");
+  } else if (!isPerTensor(s.scheme) || (s.scheme.element != rt::DType::E4M3 &&
+                                        s.scheme.element != rt::DType::E5M2)) {
+    return bad("the scheme must be per-tensor FP8, current or delayed "
+               "scaling (e4m3 or e5m2), or NVFP4");
   }
   if (s.cols < 8 || s.cols % 8 != 0)
     return bad("C must be a positive multiple of 8");
@@ -219,6 +235,24 @@ EmittedGroupedAmax emitGroupedExpertAmax(int64_t groups) {
   return {os.str(), expertAmaxEntry(groups)};
 }
 
+EmittedGroupedAmax emitGatherScales(int64_t groups) {
+  std::string entry = "te_gather_scales_g" + std::to_string(groups);
+  std::ostringstream os;
+  os << "#include \"te/device/DelayedScaling.cuh\"\n\n"
+     << "extern \"C\" __global__ void " << entry
+     << "(const __grid_constant__ te::dev::ScalingTable<" << groups
+     << "> t, float *out) {\n"
+     << "  for (int g = threadIdx.x; g < " << groups << "; g += blockDim.x)\n"
+     << "    out[g] = *reinterpret_cast<const float *>(t.w[g]);\n"
+     << "}\n";
+  return {os.str(), entry};
+}
+
+unsigned groupedGatherThreads(int64_t groups) {
+  return static_cast<unsigned>(
+      std::min<int64_t>((groups + 31) / 32 * 32, 1024));
+}
+
 EmittedGroupedAmax emitGroupedRhtAmax(int64_t groups) {
   std::string entry = "te_grouped_rht_amax_g" + std::to_string(groups);
   std::ostringstream os;
@@ -248,7 +282,8 @@ emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
      << "    const long long *splits, long long rowsPerExpert,\n"
      << "    const float *amax, float eps, unsigned char *codes,\n"
      << "    float *scaleInv, float *blockScales, long long blockStride,\n"
-     << "    unsigned long long seed, unsigned long long offset) {\n";
+     << "    unsigned long long seed, unsigned long long offset,\n"
+     << "    float *amaxRecord) {\n";
   const char *format = s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3";
   const char *pow2 = s.scheme.pow2 ? "true" : "false";
   if (s.nvfp4())
@@ -262,15 +297,16 @@ emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
           "      reinterpret_cast<unsigned short *>(codes), seed, offset);\n";
   else if (s.columnwise)
     os << "  te::dev::groupedStackQuantizeTransposed<te::dev::Fp8Format::"
-       << format << ", " << pow2
+       << format << ", " << pow2 << ", " << (s.delayed() ? "true" : "false")
        << ">(\n      in, rows, cols, rowsPerExpert, amax, eps, codes, "
-          "scaleInv, blockScales,\n      blockStride);\n";
+          "scaleInv, blockScales,\n      blockStride, amaxRecord);\n";
   else
     os << "  te::dev::groupedRowsQuantizeFp8<te::dev::Fp8Format::" << format
        << ", " << pow2 << ", te::dev::GroupedScaleLayout::"
        << (s.weightStack ? "WeightTiles" : "TokenBlocks") << ", " << s.groups
+       << ", " << (s.delayed() ? "true" : "false")
        << ">(\n      in, rows, cols, splits, rowsPerExpert, amax, eps, codes, "
-          "scaleInv,\n      blockScales, blockStride);\n";
+          "scaleInv,\n      blockScales, blockStride, amaxRecord);\n";
   os << "}\n";
   e.source = os.str();
   return e;
@@ -323,15 +359,17 @@ rt::Status launchGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s,
             stride = groupedRowsBlockStride(s, b.rows);
   float eps = static_cast<float>(s.scheme.eps);
   unsigned long long seed = b.seed, offset = b.offset;
+  uint64_t record = b.amaxRecord;
   void *amaxArgs[] = {&in, &rows, &cols, &splits, &perExpert, &amax};
-  if (rt::Status st =
-          amaxPass.launch(groupedRowsGrid(b.rows), {kGroupedRowsThreads, 1, 1},
-                          0, stream, amaxArgs);
-      !st.isOk())
-    return st;
-  void *castArgs[] = {&in,     &rows, &cols,  &splits,   &perExpert,
-                      &amax,   &eps,  &codes, &scaleInv, &blockScales,
-                      &stride, &seed, &offset};
+  if (!s.delayed()) // delayed scaling casts with the given scales
+    if (rt::Status st =
+            amaxPass.launch(groupedRowsGrid(b.rows),
+                            {kGroupedRowsThreads, 1, 1}, 0, stream, amaxArgs);
+        !st.isOk())
+      return st;
+  void *castArgs[] = {&in,     &rows, &cols,   &splits,   &perExpert,
+                      &amax,   &eps,  &codes,  &scaleInv, &blockScales,
+                      &stride, &seed, &offset, &record};
   return cast.launch(groupedRowsCastGrid(s, b.rows),
                      {kGroupedRowsThreads, 1, 1}, 0, stream, castArgs);
 }

@@ -16,6 +16,7 @@
 #include "te/codegen/GroupedGemmEmitter.h"
 #include "te/codegen/GroupedQuantizeEmitter.h"
 #include "te/codegen/GroupedWgradEmitter.h"
+#include "te/codegen/ScalingState.h"
 
 #include <tuple>
 
@@ -109,6 +110,34 @@ static int expertAmax(const Program &p, const Entry &e, BufferTable &table,
   return amax;
 }
 
+/// A delayed-scaling operand `operand` of grouped kernel `kernel`: its
+/// experts' scales (the states rt::expertStateName(state, g)) gathered into
+/// a [G] workspace, and its [G] amax record (groupedAmaxRecord, which the
+/// entry's delayed-scaling update reads) zeroed; returns (scales, record).
+static std::pair<int, int> delayedScales(const Program &p,
+                                         const std::string &kernel,
+                                         const std::string &operand,
+                                         const std::string &state,
+                                         int64_t groups, BufferTable &table,
+                                         const EntryPlan &out, KernelPlan &kp) {
+  std::vector<ArgDesc> scalePtrs;
+  for (int64_t g = 0; g < groups; ++g)
+    scalePtrs.push_back(
+        ArgDesc::ptr(stateScaleBuffer(out, rt::expertStateName(state, g))));
+  const int scales = table.add(kernel + "." + operand + ".expert_scales",
+                               uint64_t(groups * 4));
+  const int record =
+      table.add(groupedAmaxRecord(kernel, operand), uint64_t(groups * 4));
+  EmittedGroupedAmax gather = emitGatherScales(groups);
+  kp.addLaunch(quantizeLaunch(
+      p, gather.entry, gather.source, rt::Dim3{1, 1, 1},
+      groupedGatherThreads(groups),
+      {ArgDesc::table(std::move(scalePtrs)), ArgDesc::ptr(scales)}));
+  kp.addFill(record);
+  kp.bytesMoved += 3 * table.bytes(scales);
+  return {scales, record};
+}
+
 /// Grouped GEMM `g`'s operand `value` (the tokens, or with `weightStack`
 /// the stacked weight, rowwise or for the dgrad columnwise) quantized with
 /// one amax per expert into workspaces of `g`: the amax pass and the cast
@@ -136,8 +165,16 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   // FP8 codes and the expert's scales over the blocks, or NVFP4's bf16
   // values (no scales: the BF16 GEMM reads them as they are).
   int codes = table.add(prefix, uint64_t(rows * cols * (qs.nvfp4() ? 2 : 1)));
-  int amax = expertAmax(p, e, table, out, kp, value,
-                        weightStack ? -1 : g.splits, groups, false);
+  // Each expert's amax (current scaling, NVFP4), or under delayed scaling
+  // each expert's scale, the cast recording its amax.
+  int amax = -1, record = -1;
+  if (qs.delayed())
+    std::tie(amax, record) = delayedScales(p, g.name, weightStack ? "w" : "x",
+                                           weightStack ? g.wState : g.xState,
+                                           groups, table, out, kp);
+  else
+    amax = expertAmax(p, e, table, out, kp, value, weightStack ? -1 : g.splits,
+                      groups, false);
   int scaleInv =
       qs.nvfp4() ? -1 : table.add(prefix + "_scale_inv", uint64_t(groups * 4));
   int blockScales =
@@ -157,7 +194,7 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
        ArgDesc::ptr(scaleInv), ArgDesc::ptr(blockScales),
        ArgDesc::i64(groupedRowsBlockStride(qs, rows)),
        ArgDesc::i64(int64_t(p.random.seed)),
-       ArgDesc::i64(int64_t(p.random.offset))}));
+       ArgDesc::i64(int64_t(p.random.offset)), ArgDesc::ptr(record)}));
   // The input read, the codes and scales written (the amax pass counts its
   // own read).
   kp.bytesMoved += table.bytes(input) + table.bytes(codes) +
@@ -281,11 +318,12 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                           "sm_90a (Hopper) only, the target is " +
                           p.arch);
   // FP8 codes in the grouped layout: block FP8, or per-tensor FP8 with one
-  // amax per expert (an amax pass first, its scale over the same blocks);
-  // else bf16 values (identity, MXFP8 and NVFP4 dequantized; NVFP4's
-  // amax pass first).
+  // scale per expert (an amax pass first, or delayed scaling's states, its
+  // scale over the same blocks); else bf16 values (identity, MXFP8 and
+  // NVFP4 dequantized; NVFP4's amax pass first).
   const bool fp8 = g.dyScheme.kind == SchemeKind::Fp8Block ||
-                   g.dyScheme.kind == SchemeKind::Fp8Current;
+                   g.dyScheme.kind == SchemeKind::Fp8Current ||
+                   g.dyScheme.kind == SchemeKind::Fp8Delayed;
   GroupedWgradSpec spec;
   spec.operands = fp8 ? GroupedGemmSpec::Operands::Fp8Block
                       : GroupedGemmSpec::Operands::BF16;
@@ -330,23 +368,26 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
     int partial = biasGrad >= 0 ? table.add(g.name + ".bias_partial",
                                             uint64_t(blocks * cols * 4))
                                 : -1;
-    const int amax =
-        qs.needsExpertAmax()
-            ? expertAmax(p, e, table, out, kp, value, g.splits, groups,
-                         scheme.kind == SchemeKind::Nvfp4 && scheme.rht)
-            : -1;
+    int amax = -1, record = -1;
+    if (qs.delayed()) // each expert's scale; the pass records its amax
+      std::tie(amax, record) = delayedScales(
+          p, g.name, value == g.dy ? "dy" : "x",
+          value == g.dy ? g.dyState : g.xState, groups, table, out, kp);
+    else if (qs.needsExpertAmax())
+      amax = expertAmax(p, e, table, out, kp, value, g.splits, groups,
+                        scheme.kind == SchemeKind::Nvfp4 && scheme.rht);
     EmittedGroupedQuantize src = emitGroupedQuantize(qs);
-    kp.addLaunch(quantizeLaunch(p, src.mainEntry, src.source,
-                                groupedQuantizeGrid(capacity, cols),
-                                kGroupedQuantizeThreads,
-                                {ArgDesc::ptr(out.values[size_t(value)].tensor),
-                                 ArgDesc::i64(m), ArgDesc::i64(cols),
-                                 ArgDesc::ptr(splits), ArgDesc::i64(capacity),
-                                 ArgDesc::ptr(l.data), ArgDesc::ptr(l.scales),
-                                 ArgDesc::f32(static_cast<float>(scheme.eps)),
-                                 ArgDesc::ptr(partial), ArgDesc::ptr(amax),
-                                 ArgDesc::i64(int64_t(p.random.seed)),
-                                 ArgDesc::i64(int64_t(p.random.offset))}))
+    kp
+        .addLaunch(quantizeLaunch(
+            p, src.mainEntry, src.source, groupedQuantizeGrid(capacity, cols),
+            kGroupedQuantizeThreads,
+            {ArgDesc::ptr(out.values[size_t(value)].tensor), ArgDesc::i64(m),
+             ArgDesc::i64(cols), ArgDesc::ptr(splits), ArgDesc::i64(capacity),
+             ArgDesc::ptr(l.data), ArgDesc::ptr(l.scales),
+             ArgDesc::f32(static_cast<float>(scheme.eps)),
+             ArgDesc::ptr(partial), ArgDesc::ptr(amax),
+             ArgDesc::i64(int64_t(p.random.seed)),
+             ArgDesc::i64(int64_t(p.random.offset)), ArgDesc::ptr(record)}))
         .sharedBytes = groupedQuantizeSharedBytes(qs);
     kp.bytesMoved += table.bytes(out.values[size_t(value)].tensor) +
                      table.bytes(l.data) + table.bytes(l.scales) +

@@ -46,25 +46,31 @@ int stateScaleBuffer(const EntryPlan &out, const std::string &state) {
   return -1;
 }
 
-/// The table words of one state (DelayedScaling.cuh's record).
+/// The table words of one state (DelayedScaling.cuh's record): its
+/// stages' amax buffers, and each grouped kernel's record of its expert.
 static std::vector<ArgDesc> stateWords(const ScalingState &s,
                                        const EntryPlan::StateBuffers &b,
+                                       const BufferTable &table,
                                        const EntryPlan &out) {
   float scaledMax = rt::ref::delayedScaledMax(s.scheme);
   uint32_t bits;
   std::memcpy(&bits, &scaledMax, 4);
   int64_t flags = (s.scheme.algo == rt::AmaxAlgo::MostRecent ? 1 : 0) |
                   (s.scheme.pow2 ? 2 : 0);
-  std::vector<ArgDesc> w = {ArgDesc::ptr(b.scale),
-                            ArgDesc::ptr(b.history),
-                            ArgDesc::i64(s.scheme.history),
-                            ArgDesc::i64(int64_t(bits)),
-                            ArgDesc::i64(flags),
-                            ArgDesc::i64(int64_t(s.records.size()))};
+  std::vector<ArgDesc> w = {
+      ArgDesc::ptr(b.scale),
+      ArgDesc::ptr(b.history),
+      ArgDesc::i64(s.scheme.history),
+      ArgDesc::i64(int64_t(bits)),
+      ArgDesc::i64(flags),
+      ArgDesc::i64(int64_t(s.records.size() + s.expertRecords.size()))};
   for (auto [value, dir] : s.records)
     w.push_back(ArgDesc::ptr(out.values[size_t(value)]
                                  .dir[dir == rt::Direction::Rowwise ? 0 : 1]
                                  .amax));
+  // The grouped kernels' plans made these buffers (planned before this).
+  for (const ScalingState::ExpertRecord &r : s.expertRecords)
+    w.push_back(ArgDesc::ptr(table.find(r.buffer), uint64_t(4 * r.expert)));
   return w;
 }
 
@@ -83,7 +89,8 @@ std::optional<KernelPlan> planScalingUpdate(const Program &p, const Entry &e,
     size_t words = 1;
     size_t last = first;
     for (; last < states.size(); ++last) {
-      std::vector<ArgDesc> w = stateWords(states[last], out.states[last], out);
+      std::vector<ArgDesc> w =
+          stateWords(states[last], out.states[last], table, out);
       if (last > first && words + 1 + w.size() > rt::kMaxTableWords)
         break;
       words += 1 + w.size();
@@ -106,9 +113,10 @@ std::optional<KernelPlan> planScalingUpdate(const Program &p, const Entry &e,
       for (ArgDesc &a : w)
         params.push_back(std::move(a));
     for (size_t s = first; s < last; ++s) {
-      kp.bytesMoved += table.bytes(out.states[s].scale) +
-                       2 * table.bytes(out.states[s].history) +
-                       4 * states[s].records.size();
+      kp.bytesMoved +=
+          table.bytes(out.states[s].scale) +
+          2 * table.bytes(out.states[s].history) +
+          4 * (states[s].records.size() + states[s].expertRecords.size());
     }
 
     std::string entry = kp.name + "_" + std::to_string(params.size()) + "_" +

@@ -204,6 +204,17 @@ static std::string validateGemm(const Entry &e, const GemmKernel &g) {
 }
 
 /// Why grouped GEMM `g` of `e` is malformed, or "".
+/// A grouped kernel's operand quantized per expert by `scheme` names its
+/// experts' delayed-scaling states exactly when the scheme is fp8_delayed
+/// (a missing state is validateScalingStates' to report).
+static std::string expertStateError(const std::optional<rt::Scheme> &scheme,
+                                    const std::string &state) {
+  if (!state.empty() && (!scheme || scheme->kind != rt::SchemeKind::Fp8Delayed))
+    return "delayed-scaling state '" + state +
+           "' on an operand not quantized by fp8_delayed";
+  return "";
+}
+
 static std::string validateGroupedGemm(const Entry &e,
                                        const GroupedGemmKernel &g) {
   if (!inRange(e, g.x) || !inRange(e, g.w) || !inRange(e, g.splits) ||
@@ -240,6 +251,10 @@ static std::string validateGroupedGemm(const Entry &e,
     return "x and w must both be quantized or both be tensors";
   if (g.xScheme.has_value() != g.wScheme.has_value())
     return "x and w must both be quantized per expert or neither";
+  for (auto [scheme, state] : {std::make_pair(&g.xScheme, &g.xState),
+                               std::make_pair(&g.wScheme, &g.wState)})
+    if (std::string why = expertStateError(*scheme, *state); !why.empty())
+      return why;
   if (g.quantizesPerExpert()) {
     if (x.isQuantized() || x.dtype != rt::DType::BF16 ||
         w.dtype != rt::DType::BF16)
@@ -454,6 +469,10 @@ static std::string validateGroupedWgrad(const Entry &e,
         db.shape != std::vector<int64_t>{groups, n})
       return "the bias gradient must be an f32 [G, N] tensor";
   }
+  for (auto [scheme, state] : {std::make_pair(g.dyScheme, &g.dyState),
+                               std::make_pair(g.xScheme, &g.xState)})
+    if (std::string why = expertStateError(scheme, *state); !why.empty())
+      return why;
   if (std::string why = rt::groupedWgradSchemesError(g.dyScheme, g.xScheme);
       !why.empty())
     return "dy and x: " + why;

@@ -22,23 +22,53 @@ static const std::vector<Stage> *castStages(const Kernel &k) {
   return nullptr;
 }
 
+std::string groupedAmaxRecord(const std::string &kernel,
+                              const std::string &operand) {
+  return kernel + "." + operand + ".expert_amax_record";
+}
+
+std::vector<ExpertStateUse> expertStateUses(const Entry &e, const Kernel &k) {
+  std::vector<ExpertStateUse> out;
+  auto use = [&](const char *operand, int value,
+                 const std::optional<rt::Scheme> &scheme,
+                 const std::string &state, int64_t groups) {
+    if (scheme && scheme->kind == rt::SchemeKind::Fp8Delayed)
+      out.push_back({operand, value, *scheme, state, groups});
+  };
+  if (const auto *g = std::get_if<GroupedGemmKernel>(&k)) {
+    int64_t groups = e.values[size_t(g->w)].shape[0];
+    use("x", g->x, g->xScheme, g->xState, groups);
+    use("w", g->w, g->wScheme, g->wState, groups);
+  } else if (const auto *g = std::get_if<GroupedWgradKernel>(&k)) {
+    int64_t groups = e.values[size_t(g->output)].shape[0];
+    use("dy", g->dy, g->dyScheme, g->dyState, groups);
+    use("x", g->x, g->xScheme, g->xState, groups);
+  }
+  return out;
+}
+
 std::vector<ScalingState> scalingStates(const Entry &e) {
   std::vector<ScalingState> out;
+  auto state = [&](const std::string &name, const rt::Scheme &scheme) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const ScalingState &s) {
+      return s.name == name;
+    });
+    if (it == out.end())
+      it = out.insert(out.end(), ScalingState{name, scheme, {}, {}});
+    return it;
+  };
   for (const Kernel &k : e.kernels) {
+    for (const ExpertStateUse &u : expertStateUses(e, k))
+      for (int64_t g = 0; g < u.groups; ++g)
+        state(rt::expertStateName(u.state, g), u.scheme)
+            ->expertRecords.push_back(
+                {groupedAmaxRecord(kernelName(k), u.operand), g, u.value});
     const std::vector<Stage> *stages = castStages(k);
     if (!stages)
       continue;
-    for (const Stage &s : *stages) {
-      if (s.state.empty())
-        continue;
-      auto it =
-          std::find_if(out.begin(), out.end(), [&](const ScalingState &st) {
-            return st.name == s.state;
-          });
-      if (it == out.end())
-        it = out.insert(out.end(), ScalingState{s.state, s.scheme, {}});
-      it->records.push_back({s.value, s.dir});
-    }
+    for (const Stage &s : *stages)
+      if (!s.state.empty())
+        state(s.state, s.scheme)->records.push_back({s.value, s.dir});
   }
   return out;
 }
@@ -54,6 +84,17 @@ std::string validateScalingStates(const Entry &e) {
                  "kernel does not update (te-fuse-optimizer leaves such "
                  "quantizes on their own)";
       continue;
+    }
+    for (const ExpertStateUse &u : expertStateUses(e, k)) {
+      if (u.state.empty())
+        return "grouped kernel '" + kernelName(k) + "': its " + u.operand +
+               " is quantized per expert by fp8_delayed without a "
+               "delayed-scaling state";
+      for (const auto &[name, scheme] : seen)
+        if (name == u.state && scheme != u.scheme)
+          return "delayed-scaling state '" + u.state +
+                 "' is used with two different fp8_delayed schemes";
+      seen.push_back({u.state, u.scheme});
     }
     const std::vector<Stage> *stages = castStages(k);
     if (!stages)

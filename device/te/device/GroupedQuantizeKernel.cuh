@@ -181,20 +181,25 @@ nvfp4ColumnBlock(const float (&v)[16], float sEnc, float sDec, float amax,
 /// or E5M2). `partial` (may be null): the block's fp32 column sums
 /// [capacity/128][C]. `expertAmax`: each expert's amax (Fp8Tensor and
 /// Nvfp4Values). NVFP4 only: `Rht` transforms each 16-row run first,
-/// `Stochastic` rounds by (seed, offset).
+/// `Stochastic` rounds by (seed, offset). Fp8Tensor with `Delayed`:
+/// `expertAmax` holds each expert's scale (its delayed-scaling state's) and
+/// each block's amax is recorded into amaxRecord[expert].
 /// Each column's 128 outputs go to shared memory first; the warps then
 /// store whole 128-byte output rows (coalesced).
 template <GroupedColumns Out, Fp8Format F, bool Pow2, bool Rht = false,
-          bool Stochastic = false>
+          bool Stochastic = false, bool Delayed = false>
 __device__ __forceinline__ void
 groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
                       const long long *splits, int groups, i64 capacity,
                       void *out, float *scaleInv, float eps, float *partial,
-                      const float *expertAmax, u64 seed = 0, u64 offset = 0) {
+                      const float *expertAmax, u64 seed = 0, u64 offset = 0,
+                      float *amaxRecord = nullptr) {
+  static_assert(!Delayed || Out == GroupedColumns::Fp8Tensor,
+                "delayed scaling is per-tensor FP8");
   constexpr bool Fp8 =
       Out == GroupedColumns::Fp8Block || Out == GroupedColumns::Fp8Tensor;
-  constexpr bool BlockAmax =
-      Out == GroupedColumns::Fp8Block || Out == GroupedColumns::Mxfp8Values;
+  constexpr bool BlockAmax = Out == GroupedColumns::Fp8Block ||
+                             Out == GroupedColumns::Mxfp8Values || Delayed;
   using Smem = GroupedQuantizeSmem<Fp8>;
   extern __shared__ __align__(16) unsigned char groupedSmem[];
   u16(*tile)[128] = reinterpret_cast<u16(*)[128]>(groupedSmem);
@@ -236,14 +241,19 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
     quarterAmax[q][p] = acc;
     __syncthreads();
   }
+  if (Delayed) // the block's amax into the expert's state
+    ctaAmaxToExpert(fmaxf(bf16Lo(acc), bf16Hi(acc)), amaxRecord, b.expert);
   if (valid) {
     u32 *rowLo = reinterpret_cast<u32 *>(rowsOut + 2 * p * Smem::kOutRow);
     u32 *rowHi = reinterpret_cast<u32 *>(rowsOut + (2 * p + 1) * Smem::kOutRow);
     if (Fp8) {
       float sLo, sHi;
       if (Out == GroupedColumns::Fp8Tensor) {
-        // The expert's scale, as the dense per-tensor cast computes it.
-        sLo = sHi = fp8CurrentScale<F, Pow2>(expertAmax[b.expert], eps);
+        // The expert's scale, as the dense per-tensor cast computes it (or
+        // its state's).
+        sLo = sHi = Delayed
+                        ? expertAmax[b.expert]
+                        : fp8CurrentScale<F, Pow2>(expertAmax[b.expert], eps);
       } else {
         u32 both = absMax2<false>(
             absMax2<false>(quarterAmax[0][p], quarterAmax[1][p]),
@@ -367,7 +377,6 @@ __device__ __forceinline__ void groupedRhtColumnAmax(const u16 *in, i64 mTotal,
                                                      i64 cols,
                                                      const long long *splits,
                                                      int groups, float *amax) {
-  __shared__ float warpAmax[kGroupedQuantizeThreads / 32];
   const i64 c0 = i64(blockIdx.y) * 128;
   const GroupedBlock b = thisGroupedBlock(splits, groups, mTotal);
   if (b.rows == 0)
@@ -389,18 +398,7 @@ __device__ __forceinline__ void groupedRhtColumnAmax(const u16 *in, i64 mTotal,
         a = fmaxf(a, runAmax16(v));
       }
   }
-  TE_UNROLL
-  for (int d = 16; d > 0; d /= 2)
-    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
-  if (threadIdx.x % 32 == 0)
-    warpAmax[threadIdx.x / 32] = a;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float m = 0.0f;
-    for (int w = 0; w < kGroupedQuantizeThreads / 32; ++w)
-      m = fmaxf(m, warpAmax[w]);
-    atomicMax(reinterpret_cast<unsigned *>(amax + b.expert), floatToBits(m));
-  }
+  ctaAmaxToExpert(a, amax, b.expert);
 }
 
 /// The bias gradient of each expert, [G, C] f32: the sum of its blocks'

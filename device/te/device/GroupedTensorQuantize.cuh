@@ -92,6 +92,25 @@ __device__ __forceinline__ void warpRows(i64 rows, i64 &first, i64 &last) {
   last = first + per < rows ? first + per : rows;
 }
 
+/// max-accumulates the CTA's largest `a` (every thread calls it; a
+/// non-negative amax, NaN never) into amax[expert], one atomic per CTA.
+__device__ __forceinline__ void ctaAmaxToExpert(float a, float *amax,
+                                                int expert) {
+  __shared__ float warpAmax[32];
+  TE_UNROLL
+  for (int d = 16; d > 0; d /= 2)
+    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+  if (threadIdx.x % 32 == 0)
+    warpAmax[threadIdx.x / 32] = a;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float m = 0.0f;
+    for (int w = 0; w < int(blockDim.x / 32); ++w)
+      m = fmaxf(m, warpAmax[w]);
+    atomicMax(reinterpret_cast<unsigned *>(amax + expert), floatToBits(m));
+  }
+}
+
 /// absMax2 over the four words of a 16-byte load.
 __device__ __forceinline__ u32 absMax4(u32 acc, const U32x4 &v) {
   acc = absMax2<false>(acc, v.x);
@@ -164,17 +183,22 @@ __device__ __forceinline__ U32x2 encodeFp8x8(const U32x4 &v, float scale) {
 /// each expert's scale_inv over `blockScales` in `Layout` (stride: the
 /// layout's row length; for the tokens roundup(rows, 4), whose columns
 /// past `rows` get zeros too).
-template <Fp8Format F, bool Pow2, GroupedScaleLayout Layout, int Groups>
-__device__ __forceinline__ void
-groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
-                       const long long *splits, i64 rowsPerExpert,
-                       const float *amax, float eps, u8 *codes, float *scaleInv,
-                       float *blockScales, i64 stride) {
+template <Fp8Format F, bool Pow2, GroupedScaleLayout Layout, int Groups,
+          bool Delayed = false>
+__device__ __forceinline__ void groupedRowsQuantizeFp8(
+    const u16 *in, i64 rows, i64 cols, const long long *splits,
+    i64 rowsPerExpert, const float *amax, float eps, u8 *codes, float *scaleInv,
+    float *blockScales, i64 stride, float *amaxRecord = nullptr) {
   __shared__ long long end[Groups];
   expertEnds(end, splits, rows, rowsPerExpert);
+  // Expert g's scale: from its amax (current scaling), or with `Delayed`
+  // its state's scale as given (amax then holds the scales).
+  auto expertScale = [&](int g) {
+    return Delayed ? amax[g] : fp8CurrentScale<F, Pow2>(amax[g], eps);
+  };
   if (blockIdx.x == 0)
     for (int g = threadIdx.x; g < Groups; g += blockDim.x)
-      scaleInv[g] = scaleInvFromScale(fp8CurrentScale<F, Pow2>(amax[g], eps));
+      scaleInv[g] = scaleInvFromScale(expertScale(g));
   const bool tokens = Layout == GroupedScaleLayout::TokenBlocks;
   // The tokens' scale columns run to roundup(rows, 4).
   i64 first, last;
@@ -186,20 +210,34 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
     // 32 consecutive floats.
     for (i64 r = first + lane; r < last; r += 32) {
       const int e = expertOfRow(end, r);
-      const float s =
-          e >= 0 ? scaleInvFromScale(fp8CurrentScale<F, Pow2>(amax[e], eps))
-                 : 0.0f;
+      const float s = e >= 0 ? scaleInvFromScale(expertScale(e)) : 0.0f;
       for (i64 kb = 0; kb < kBlocks; ++kb)
         blockScales[kb * stride + r] = s;
     }
   }
   int expert = -2; // not looked up yet
   float scale = 0.0f, sInv = 0.0f;
+  // Delayed: the amax of the run's rows of `expert`, recorded into its
+  // state's amax (max-accumulated; every lane takes part).
+  u32 seen = 0u;
+  auto record = [&]() {
+    if (!Delayed || expert < 0)
+      return;
+    float a = fmaxf(bf16Lo(seen), bf16Hi(seen));
+    TE_UNROLL
+    for (int d = 16; d > 0; d /= 2)
+      a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+    if (lane == 0)
+      atomicMax(reinterpret_cast<unsigned *>(amaxRecord + expert),
+                floatToBits(a));
+    seen = 0u;
+  };
   for (i64 r = first; r < last; ++r) {
     if (expert == -2 || (expert >= 0 && r >= end[expert]) ||
         (expert == -1 && r < end[Groups - 1])) {
+      record();
       expert = expertOfRow(end, r);
-      scale = expert >= 0 ? fp8CurrentScale<F, Pow2>(amax[expert], eps) : 0.0f;
+      scale = expert >= 0 ? expertScale(expert) : 0.0f;
       sInv = expert >= 0 ? scaleInvFromScale(scale) : 0.0f;
     }
     if (!tokens && expert >= 0 && (r - expert * rowsPerExpert) % 128 == 0) {
@@ -227,12 +265,20 @@ groupedRowsQuantizeFp8(const u16 *in, i64 rows, i64 cols,
       for (int u = 0; u < 4; ++u)
         v[u] = load(c + 32 * u);
       TE_UNROLL
-      for (int u = 0; u < 4; ++u)
+      for (int u = 0; u < 4; ++u) {
+        if (Delayed)
+          seen = absMax4(seen, v[u]);
         out[c + 32 * u] = encodeFp8x8<F>(v[u], scale);
+      }
     }
-    for (; c < chunks; c += 32)
-      out[c] = encodeFp8x8<F>(load(c), scale);
+    for (; c < chunks; c += 32) {
+      const U32x4 v = load(c);
+      if (Delayed)
+        seen = absMax4(seen, v);
+      out[c] = encodeFp8x8<F>(v, scale);
+    }
   }
+  record();
 }
 
 /// Sixteen values, each encoded as fl(v · scale), as 16 bytes.
@@ -257,32 +303,44 @@ __device__ __forceinline__ U32x4 encodeRun16(const float (&v)[16],
 /// through shared memory as 64 words a row, word w of row n stored at
 /// w ^ 4·((n/16) mod 8): the eight lanes that read one word column down
 /// eight 16-row groups then hit eight different banks.
-template <Fp8Format F, bool Pow2>
-__device__ __forceinline__ void groupedStackQuantizeTransposed(
-    const u16 *in, i64 rows, i64 cols, i64 rowsPerExpert, const float *amax,
-    float eps, u8 *codes, float *scaleInv, float *blockScales, i64 stride) {
+/// With `Delayed`, `amax` holds each expert's scale (its delayed-scaling
+/// state's) and each tile's amax is recorded into amaxRecord[expert].
+template <Fp8Format F, bool Pow2, bool Delayed = false>
+__device__ __forceinline__ void
+groupedStackQuantizeTransposed(const u16 *in, i64 rows, i64 cols,
+                               i64 rowsPerExpert, const float *amax, float eps,
+                               u8 *codes, float *scaleInv, float *blockScales,
+                               i64 stride, float *amaxRecord = nullptr) {
   __shared__ __align__(16) u32 tile[128][64];
   const i64 r0 = i64(blockIdx.x) * 128, k0 = i64(blockIdx.y) * 128;
   const i64 ld = rows; // G·N, the codes' row length
   const int groups = int(rows / rowsPerExpert);
   const int expert = int(r0 / rowsPerExpert);
-  const float scale = fp8CurrentScale<F, Pow2>(amax[expert], eps);
+  auto expertScale = [&](int g) {
+    return Delayed ? amax[g] : fp8CurrentScale<F, Pow2>(amax[g], eps);
+  };
+  const float scale = expertScale(expert);
   if (blockIdx.x == 0 && blockIdx.y == 0)
     for (int g = threadIdx.x; g < groups; g += blockDim.x)
-      scaleInv[g] = scaleInvFromScale(fp8CurrentScale<F, Pow2>(amax[g], eps));
+      scaleInv[g] = scaleInvFromScale(expertScale(g));
   if (threadIdx.x == 0)
     blockScales[blockIdx.y * stride + blockIdx.x] = scaleInvFromScale(scale);
   if (blockIdx.x == 0) // the padding columns of this tile row
     for (i64 c = ld / 128 + threadIdx.x; c < stride; c += blockDim.x)
       blockScales[blockIdx.y * stride + c] = 0.0f;
   // 16 bytes (4 words) a thread and step; columns past K are zero.
+  u32 seen = 0u;
   for (int i = threadIdx.x; i < 128 * 16; i += blockDim.x) {
     int n = i / 16, w = 4 * (i % 16);
     i64 k = k0 + 2 * w;
     U32x4 v =
         k < cols ? loadGlobal16(in + (r0 + n) * cols + k) : U32x4{0, 0, 0, 0};
+    if (Delayed)
+      seen = absMax4(seen, v);
     *reinterpret_cast<U32x4 *>(&tile[n][w ^ (4 * ((n / 16) % 8))]) = v;
   }
+  if (Delayed) // (its barrier also orders the tile's stores)
+    ctaAmaxToExpert(fmaxf(bf16Lo(seen), bf16Hi(seen)), amaxRecord, expert);
   __syncthreads();
   // A task: word column kp (output rows k0 + 2kp and + 1) of 16-row group
   // j: 16 codes a row, stored as 16 bytes. Lanes: j = lane % 8, so eight

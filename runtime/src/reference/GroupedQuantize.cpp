@@ -17,16 +17,17 @@ namespace te {
 namespace rt {
 namespace ref {
 
-GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
-                                            int64_t cols,
-                                            const std::vector<int64_t> &splits,
-                                            const Scheme &scheme,
-                                            int64_t capacity, uint64_t seed,
-                                            uint64_t offset) {
+GroupedColumnwise
+groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal, int64_t cols,
+                          const std::vector<int64_t> &splits,
+                          const Scheme &scheme, int64_t capacity, uint64_t seed,
+                          uint64_t offset,
+                          const std::vector<DelayedScalingState *> *delayed) {
   QuantizeOptions options;
   options.seed = seed;
   options.offset = offset;
-  const bool perTensor = scheme.kind == SchemeKind::Fp8Current;
+  const bool perTensor = scheme.kind == SchemeKind::Fp8Current ||
+                         scheme.kind == SchemeKind::Fp8Delayed;
   const bool fp8 = scheme.kind == SchemeKind::Fp8Block || perTensor;
   const int64_t width = fp8 ? 1 : 2, colsPad = (cols + 3) / 4 * 4;
   GroupedColumnwise out;
@@ -48,8 +49,10 @@ GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
       // The expert alone: its own columnwise quantization - 1x128 blocks,
       // or per tensor (one amax, its scale_inv repeated over the expert's
       // 1x128 blocks).
+      QuantizeOptions own = options;
+      own.delayed = delayed ? (*delayed)[g] : nullptr;
       QuantizedTensor q = quantize(rows, SourceType::BF16, m, cols, scheme,
-                                   unsigned(Direction::Columnwise), {});
+                                   unsigned(Direction::Columnwise), own);
       if (!q.ok()) {
         out.error = q.error;
         return out;
@@ -105,9 +108,10 @@ int64_t groupedColumnwiseRows(const Scheme &scheme, int64_t rows) {
 }
 
 /// groupedTensorScaledQuantize's columnwise copy of the stack.
-static GroupedTensorScaled stackColumnwise(const uint16_t *x, int64_t rows,
-                                           int64_t cols, int64_t groups,
-                                           const Scheme &scheme) {
+static GroupedTensorScaled
+stackColumnwise(const uint16_t *x, int64_t rows, int64_t cols, int64_t groups,
+                const Scheme &scheme,
+                const std::vector<DelayedScalingState *> *delayed) {
   GroupedTensorScaled out;
   if (groups < 1 || rows % groups != 0 || (rows / groups) % 128 != 0) {
     out.error = "the stack's columnwise copy needs G experts of a multiple "
@@ -122,8 +126,10 @@ static GroupedTensorScaled stackColumnwise(const uint16_t *x, int64_t rows,
   out.blockScaleInv.assign(static_cast<size_t>(kBlocks * out.blockStride),
                            0.0f);
   for (int64_t g = 0; g < groups; ++g) {
+    QuantizeOptions options;
+    options.delayed = delayed ? (*delayed)[size_t(g)] : nullptr;
     QuantizedTensor q = quantize(x + g * n * cols, SourceType::BF16, n, cols,
-                                 scheme, kColumnwiseMask, {});
+                                 scheme, kColumnwiseMask, options);
     if (!q.ok()) {
       GroupedTensorScaled failed;
       failed.error = q.error;
@@ -147,7 +153,8 @@ static GroupedTensorScaled stackColumnwise(const uint16_t *x, int64_t rows,
 GroupedTensorScaled
 groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
                             const std::vector<int64_t> &splits, int64_t groups,
-                            const Scheme &scheme, bool columnwise) {
+                            const Scheme &scheme, bool columnwise,
+                            const std::vector<DelayedScalingState *> *delayed) {
   if (columnwise && !splits.empty()) {
     GroupedTensorScaled failed;
     failed.error = "only the stacked weight (no split sizes) has a "
@@ -155,7 +162,7 @@ groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
     return failed;
   }
   if (columnwise)
-    return stackColumnwise(x, rows, cols, groups, scheme);
+    return stackColumnwise(x, rows, cols, groups, scheme, delayed);
   const bool tokens = !splits.empty();
   const int64_t kBlocks = (cols + 127) / 128;
   std::vector<int64_t> counts =
@@ -176,12 +183,18 @@ groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
   int64_t first = 0;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t m = counts[size_t(g)];
-    float sInv = scaleInvFromScale(computeScaleFromAmax(
-        0.0f, fp8Max, scheme.pow2, static_cast<float>(scheme.eps), FLT_MAX));
+    DelayedScalingState *state = delayed ? (*delayed)[size_t(g)] : nullptr;
+    // An expert without rows: the scale of amax 0, or its state's.
+    float sInv = scaleInvFromScale(
+        state ? state->scale
+              : computeScaleFromAmax(0.0f, fp8Max, scheme.pow2,
+                                     static_cast<float>(scheme.eps), FLT_MAX));
     if (m > 0) {
       // The expert's rows as their own tensor.
+      QuantizeOptions options;
+      options.delayed = state;
       QuantizedTensor q = quantize(x + first * cols, SourceType::BF16, m, cols,
-                                   scheme, kRowwiseMask, {});
+                                   scheme, kRowwiseMask, options);
       if (!q.ok()) {
         GroupedTensorScaled failed;
         failed.error = q.error;

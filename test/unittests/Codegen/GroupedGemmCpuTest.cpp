@@ -588,7 +588,13 @@ TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
   pe.wScheme.reset();
   refused(q, "both be quantized per expert or neither");
   pe.wScheme = rt::Scheme::fp8Block(DType::E4M3, 128, 128);
-  refused(q, "per-tensor FP8 current scaling (e4m3 or e5m2) for both");
+  refused(q,
+          "per-tensor FP8 (current or delayed scaling; e4m3 or e5m2) for both");
+  // A delayed-scaling state on an operand quantized by current scaling.
+  pe.wScheme = current;
+  pe.wState = "moe.weight";
+  refused(q, "not quantized by fp8_delayed");
+  pe.wState.clear();
   pe.wScheme = rt::Scheme::fp8Current(DType::E5M2);
   pe.xScheme = rt::Scheme::fp8Current(DType::E5M2);
   refused(q, "no FP8 GEMM multiplies e5m2");

@@ -227,8 +227,9 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
                                      *stream_, amaxArgs));
     }
     unsigned long long sd = seed, off = offset;
-    void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP,
-                    &scP, &eps, &paP, &amP, &sd,       &off};
+    uint64_t noRecord = 0; // no delayed scaling here
+    void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP,    &scP,
+                    &eps, &paP, &amP, &sd,  &off,      &noRecord};
     ASSERT_TRUE(main->launch(
         cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
         cg::groupedQuantizeSharedBytes(spec), *stream_, args));
@@ -337,7 +338,7 @@ TEST(GroupedRowsQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
   cg::GroupedRowsQuantizeSpec block{Scheme::fp8Block(DType::E4M3, 1, 128), 8,
                                     128, false};
   EXPECT_NE(cg::checkGroupedRowsQuantize(block).message().find(
-                "per-tensor FP8 current scaling"),
+                "per-tensor FP8, current or delayed scaling"),
             std::string::npos);
   // The layouts: the tokens' 1x128 blocks over roundup(rows, 4) columns,
   // the stack's 128x128 tiles over roundup(ceil(C/128), 4).

@@ -131,6 +131,11 @@ struct Scheme {
 std::string delayedStateName(const std::string &base, const Scheme &rowwise,
                              const Scheme &columnwise, Direction dir);
 
+/// The state of expert `expert` of a grouped layer's operand whose
+/// (direction-resolved, delayedStateName) state is `state`: each expert
+/// keeps its own amax history, "state.expert<g>".
+std::string expertStateName(const std::string &state, int64_t expert);
+
 /// Shape of a scaling block in the original M x K matrix. A value of 0 means
 /// "the whole extent" (per-tensor scaling uses {0, 0}).
 struct BlockShape {

@@ -45,8 +45,12 @@ struct GroupedQuantizeSpec {
   /// "te_grouped_quantize_mxfp8_e4m3_g8_c4096",
   /// "te_grouped_quantize_nvfp4_rht_sr_g8_c4096_db".
   std::string kernelName() const;
-  /// Per-tensor FP8 and NVFP4: the block pass reads each expert's amax.
+  /// Per-tensor FP8 current scaling and NVFP4: the block pass reads each
+  /// expert's amax.
   bool needsExpertAmax() const;
+  /// #te.fp8_delayed: the block pass reads each expert's scale (its state's,
+  /// gathered by emitGatherScales) and records each expert's amax.
+  bool delayed() const;
 };
 
 /// InvalidArgument naming the rule: the scheme, C a positive multiple of 8
@@ -56,9 +60,11 @@ rt::Status checkGroupedQuantize(const GroupedQuantizeSpec &s);
 struct EmittedGroupedQuantize {
   std::string source;
   /// (in, mTotal, cols, splits, capacity, out, scaleInv, eps, partial,
-  /// expertAmax, seed, offset): grid groupedQuantizeGrid,
-  /// kGroupedQuantizeThreads threads; expertAmax [G] where needsExpertAmax,
-  /// else null; (seed, offset) NVFP4's stochastic rounding state.
+  /// expertAmax, seed, offset, amaxRecord): grid groupedQuantizeGrid,
+  /// kGroupedQuantizeThreads threads; expertAmax [G] where needsExpertAmax
+  /// (delayed: the experts' scales), else null; (seed, offset) NVFP4's
+  /// stochastic rounding state; amaxRecord [G] (delayed only, zeroed
+  /// before) each expert's amax.
   std::string mainEntry;
   /// (partial, mTotal, cols, splits, db), with biasGrad: grid
   /// groupedBiasGrid, kGroupedBiasThreads threads.
@@ -78,7 +84,8 @@ rt::Dim3 groupedBiasGrid(int64_t groups, int64_t cols);
 
 /// Rowwise per-tensor FP8 of a grouped GEMM operand, one amax per expert.
 struct GroupedRowsQuantizeSpec {
-  /// #te.fp8_current (E4M3 or E5M2, pow2 or not): codes and the expert's
+  /// #te.fp8_current (E4M3 or E5M2, pow2 or not) or #te.fp8_delayed (each
+  /// expert's scale given, its amax recorded): codes and the expert's
   /// scale over the block-scaled GEMM's blocks; or #te.nvfp4 (stochastic
   /// rounding or not; 16x16 blocks for the stack only): bf16 values, each
   /// expert's rows quantized with its own tensor scale and dequantized, for
@@ -100,6 +107,7 @@ struct GroupedRowsQuantizeSpec {
   /// "te_grouped_rows_nvfp4_2d_g8_c4096_weights".
   std::string kernelName() const;
   bool nvfp4() const;
+  bool delayed() const;
 };
 
 /// InvalidArgument naming the rule: the scheme, C a positive multiple of 8,
@@ -112,9 +120,11 @@ struct EmittedGroupedRowsQuantize {
   /// before the launch.
   std::string amaxEntry;
   /// (in, rows, cols, splits, rowsPerExpert, amax, eps, codes, scaleInv,
-  /// blockScales, blockStride, seed, offset); NVFP4 writes bf16 values
-  /// [rows, C] into `codes` and takes no scales; (seed, offset) its
-  /// stochastic rounding state.
+  /// blockScales, blockStride, seed, offset, amaxRecord); NVFP4 writes bf16
+  /// values [rows, C] into `codes` and takes no scales; (seed, offset) its
+  /// stochastic rounding state; delayed scaling reads each expert's scale
+  /// from `amax` (no amax pass) and records its amax into amaxRecord [G]
+  /// (zeroed before).
   std::string quantizeEntry;
 };
 EmittedGroupedRowsQuantize
@@ -129,6 +139,9 @@ struct GroupedRowsBuffers {
            blockScales = 0;
   int64_t rows = 0;
   uint64_t seed = 0, offset = 0; ///< NVFP4's stochastic rounding state
+  /// Delayed scaling: `amax` holds the experts' scales and their amaxes go
+  /// to amaxRecord [G] (zeroed before); no amax pass runs.
+  uint64_t amaxRecord = 0;
 };
 /// Launches `amaxPass` and `cast` (the entries of emitGroupedRowsQuantize(s),
 /// loaded from one compiled source) on `stream` - what the plan's two
@@ -151,6 +164,11 @@ EmittedGroupedAmax emitGroupedExpertAmax(int64_t groups);
 /// (in, mTotal, cols, splits, amax), amax [G] zeroed before; the block
 /// pass's grid (groupedQuantizeGrid) and kGroupedQuantizeThreads threads.
 EmittedGroupedAmax emitGroupedRhtAmax(int64_t groups);
+/// Gathers the scales of `groups` delayed-scaling states (one per expert,
+/// each its own buffer) into one [G] f32 buffer for the casts:
+/// (table of G scale pointers, out), one CTA of groupedGatherThreads(G).
+EmittedGroupedAmax emitGatherScales(int64_t groups);
+unsigned groupedGatherThreads(int64_t groups);
 
 /// Both launches: kGroupedRowsThreads threads; the amax pass and the
 /// rowwise casts with enough warps for every SM, the columnwise cast one CTA

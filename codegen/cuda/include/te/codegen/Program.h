@@ -204,6 +204,9 @@ struct GroupedGemmKernel {
   /// expert, into workspaces laid out for the block-scaled GEMM
   /// (rt::groupedTensorScaledSchemesError; docs/Numerics.md §7.4).
   std::optional<rt::Scheme> xScheme, wScheme;
+  /// fp8_delayed operands: their states (ScalingState.h), one per expert,
+  /// rt::expertStateName(xState, g); "" otherwise.
+  std::string xState, wState;
 
   bool quantizesPerExpert() const { return xScheme.has_value(); }
 
@@ -226,6 +229,8 @@ struct GroupedWgradKernel {
   std::string name;
   int dy = -1, x = -1, splits = -1, output = -1, biasGrad = -1;
   rt::Scheme dyScheme, xScheme;
+  /// fp8_delayed operands' states, one per expert as GroupedGemmKernel's.
+  std::string dyState, xState;
 };
 
 /// The whole tensor `output` ([ranks * m, ...]) from every rank's row shard

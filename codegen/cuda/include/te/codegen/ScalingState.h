@@ -12,6 +12,11 @@
 // "scale" (fp32 [1], initially 1) and "amax_history" (fp32 [history],
 // initially 0, TE's layout: row 0 is the current step's slot).
 //
+// A grouped (MoE) layer keeps one state per expert (rt::expertStateName):
+// its grouped kernels cast each expert with that expert's scale and record
+// each expert's amax into element g of a [G] buffer of their plan
+// (groupedAmaxRecord).
+//
 // Every quantize stage naming a state casts with its scale and writes its
 // tensor's amax into its own amax buffer; when the entry ends, those amaxes
 // are max-folded into history[0], and the history is rolled and turned into
@@ -39,7 +44,32 @@ struct ScalingState {
   rt::Scheme scheme; ///< fp8_delayed: history, algo, margin, pow2, format
   /// The quantized directions whose amax buffers hold this call's record.
   std::vector<std::pair<int, rt::Direction>> records;
+  /// One expert's record of a grouped kernel: element `expert` of the plan
+  /// buffer `buffer` (groupedAmaxRecord), the amax of value `value`'s rows
+  /// of that expert.
+  struct ExpertRecord {
+    std::string buffer;
+    int64_t expert = 0;
+    int value = -1;
+  };
+  std::vector<ExpertRecord> expertRecords;
 };
+
+/// The plan buffer [G] f32 into which grouped kernel `kernel` records each
+/// expert's amax of its operand `operand` ("x", "w", "dy").
+std::string groupedAmaxRecord(const std::string &kernel,
+                              const std::string &operand);
+
+/// An operand of a grouped kernel quantized per expert by fp8_delayed.
+struct ExpertStateUse {
+  std::string operand; ///< "x", "w" (GroupedGemmKernel), "dy", "x" (wgrad)
+  int value = -1;
+  rt::Scheme scheme;
+  std::string state; ///< each expert's is rt::expertStateName(state, g)
+  int64_t groups = 0;
+};
+/// The fp8_delayed operands of kernel `k` of `e` (none for other kernels).
+std::vector<ExpertStateUse> expertStateUses(const Entry &e, const Kernel &k);
 
 /// The states `e`'s quantize stages name, in the order they first appear.
 std::vector<ScalingState> scalingStates(const Entry &e);

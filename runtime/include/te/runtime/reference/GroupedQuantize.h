@@ -55,13 +55,13 @@ struct GroupedColumnwise {
 /// MXFP8, NVFP4 (1x16) or identity of bf16;
 /// `capacity` a multiple of 128 that holds every segment; (`seed`,
 /// `offset`) NVFP4's stochastic rounding state, each expert's random bytes
-/// those of quantizing it alone (QuantizeOptions).
-GroupedColumnwise groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal,
-                                            int64_t cols,
-                                            const std::vector<int64_t> &splits,
-                                            const Scheme &scheme,
-                                            int64_t capacity, uint64_t seed = 0,
-                                            uint64_t offset = 0);
+/// those of quantizing it alone (QuantizeOptions); `delayed` (fp8_delayed):
+/// each expert's state, which casts it and records its amax.
+GroupedColumnwise groupedColumnwiseQuantize(
+    const uint16_t *x, int64_t mTotal, int64_t cols,
+    const std::vector<int64_t> &splits, const Scheme &scheme, int64_t capacity,
+    uint64_t seed = 0, uint64_t offset = 0,
+    const std::vector<DelayedScalingState *> *delayed = nullptr);
 
 /// The rows of expert g's segment the wgrad GEMM contracts: its m_g rows,
 /// or for NVFP4 (whose transform fills its padding rows) m_g rounded up to
@@ -90,14 +90,18 @@ struct GroupedTensorScaled {
 /// [ceil(cols/128)][roundup(rows, 4)]) or, with `splits` empty, the stacked
 /// weight of `groups` experts of rows / groups rows each (scales over
 /// 128x128 tiles, [G][ceil(N/128)][roundup(ceil(cols/128), 4)]). `scheme`:
-/// #te.fp8_current. With `columnwise` (the stack only, rows / groups a multiple
+/// #te.fp8_current, or #te.fp8_delayed with `delayed` each expert's state
+/// (its scale casts the expert, its history[0] records the expert's amax;
+/// an expert without rows records nothing). With `columnwise` (the stack
+/// only, rows / groups a multiple
 /// of 128): the stack's columnwise copy the dgrad reads - codes [cols, rows],
 /// each expert's columnwise quantization side by side, and its scale over
 /// 128x128 tiles, [ceil(cols/128)][roundup(rows/128, 4)].
-GroupedTensorScaled
-groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
-                            const std::vector<int64_t> &splits, int64_t groups,
-                            const Scheme &scheme, bool columnwise = false);
+GroupedTensorScaled groupedTensorScaledQuantize(
+    const uint16_t *x, int64_t rows, int64_t cols,
+    const std::vector<int64_t> &splits, int64_t groups, const Scheme &scheme,
+    bool columnwise = false,
+    const std::vector<DelayedScalingState *> *delayed = nullptr);
 
 /// NVFP4 with one tensor scale per expert, as the BF16 grouped GEMM reads
 /// it on a GPU without FP4 MMAs (te/device/GroupedTensorQuantize.cuh's
