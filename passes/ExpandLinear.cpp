@@ -344,7 +344,7 @@ LogicalResult expand(GroupedLinearOp lin) {
     if (failed(checkGroupedScheme(lin, lin.getSchemesAttr(), role,
                                   w.getDimSize(1))))
       return failure();
-  LinearExpansion e(lin, lin.getSchemesAttr());
+  LinearExpansion e(lin, lin.getSchemesAttr(), lin.getLayerAttr());
   FailureOr<Value> x = e.operand(lin.getInput(), "input", Directions::rowwise);
   if (failed(x))
     return failure();
@@ -412,7 +412,7 @@ LogicalResult expand(GroupedLinearGradOp grad) {
            << "has a " << dwType.getElementType()
            << " grad_weight; the grouped wgrad writes f32 (a cast to the "
               "weight's type is not lowered yet)";
-  LinearExpansion e(grad, schemes);
+  LinearExpansion e(grad, schemes, grad.getLayerAttr());
   // The dgrad's operands: quantized here, or (per-tensor) the bf16 tensors
   // the grouped GEMM quantizes per expert by these schemes.
   FailureOr<Value> dy = grad.getGradOutput(), wq = grad.getWeight();

@@ -346,3 +346,26 @@ func.func @delayed_train(%x: tensor<300x128xbf16>, %w: tensor<3x256x128xbf16>, %
       -> tensor<300x128xbf16>, tensor<3x256x128xf32>
   return %y, %dx, %dw : tensor<300x256xbf16>, tensor<300x128xbf16>, tensor<3x256x128xf32>
 }
+
+// -----
+
+te.recipe @hy {
+  te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
+  te.rule "grouped_linear", "*" -> #te.hybrid<rowwise = #te.fp8_block<e4m3, 1x128>, columnwise = #te.fp8_delayed<e4m3, history = 4>>
+}
+
+// A hybrid of block FP8 rowwise and delayed scaling columnwise: the dgrad
+// reads dy's block-FP8 direction (a te.quantize naming the layer's state,
+// as a dense layer's would), the wgrad quantizes dy and x per expert with
+// each expert's delayed-scaling state.
+// CHECK-LABEL: func.func @hybrid_delayed_grad
+// CHECK: te.quantize %arg0 {scaling_state = "moe.grad_output.delayed_scaling"}
+// CHECK: te.grouped_gemm %{{.*}} {weight_columnwise}
+// CHECK: te.grouped_wgrad %arg0, %arg1, %arg3 {{{.*}}grad_output_state = "moe.grad_output.delayed_scaling"{{.*}}input_state = "moe.input.delayed_scaling"}
+func.func @hybrid_delayed_grad(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>) {
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @hy, layer = "moe"}
+      : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>
+      -> tensor<512x256xbf16>, tensor<4x128x256xf32>
+  return %dx, %dw : tensor<512x256xbf16>, tensor<4x128x256xf32>
+}

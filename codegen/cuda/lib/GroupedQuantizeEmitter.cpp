@@ -117,7 +117,7 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
                                : "Bf16")
      << ", te::dev::Fp8Format::"
      << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
-     << (fp8 && s.scheme.pow2 ? "true" : "false") << ", "
+     << (fp8 && s.scheme.pow2 && !s.delayed() ? "true" : "false") << ", "
      << (isNvfp4(s.scheme) && s.scheme.rht ? "true" : "false") << ", "
      << (isNvfp4(s.scheme) && s.scheme.stochasticRounding ? "true" : "false")
      << ", " << (s.delayed() ? "true" : "false")
@@ -285,7 +285,8 @@ emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
      << "    unsigned long long seed, unsigned long long offset,\n"
      << "    float *amaxRecord) {\n";
   const char *format = s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3";
-  const char *pow2 = s.scheme.pow2 ? "true" : "false";
+  // Delayed scaling casts with given scales: pow2 shapes only its update.
+  const char *pow2 = s.scheme.pow2 && !s.delayed() ? "true" : "false";
   if (s.nvfp4())
     os << "  te::dev::groupedRowsNvfp4Values<" << s.groups
        << ", te::dev::Nvfp4Blocks::"

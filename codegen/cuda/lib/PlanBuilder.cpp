@@ -651,9 +651,12 @@ rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,
       return kp.status();
     out.kernels.push_back(std::move(*kp));
   }
-  if (std::optional<KernelPlan> update =
-          detail::planScalingUpdate(p, e, table, out))
-    out.kernels.push_back(std::move(*update));
+  rt::Expected<std::optional<KernelPlan>> update =
+      detail::planScalingUpdate(p, e, table, out);
+  if (!update)
+    return update.status();
+  if (*update)
+    out.kernels.push_back(std::move(**update));
   // Every plan declares the whole (final) buffer list.
   for (KernelPlan &kp : out.kernels)
     kp.plan.buffers = out.buffers;

@@ -192,9 +192,10 @@ void addStateBuffers(const Entry &e, BufferTable &table, EntryPlan &out);
 int stateScaleBuffer(const EntryPlan &out, const std::string &state);
 /// The end-of-entry update of every delayed-scaling state
 /// (te/device/DelayedScaling.cuh); none when `e` has no state.
-std::optional<KernelPlan> planScalingUpdate(const Program &p, const Entry &e,
-                                            const BufferTable &table,
-                                            const EntryPlan &out);
+/// Unsupported when a grouped kernel's amax record is missing.
+rt::Expected<std::optional<KernelPlan>>
+planScalingUpdate(const Program &p, const Entry &e, const BufferTable &table,
+                  const EntryPlan &out);
 
 } // namespace te::cg::detail
 

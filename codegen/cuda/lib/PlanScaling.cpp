@@ -74,12 +74,27 @@ static std::vector<ArgDesc> stateWords(const ScalingState &s,
   return w;
 }
 
-std::optional<KernelPlan> planScalingUpdate(const Program &p, const Entry &e,
-                                            const BufferTable &table,
-                                            const EntryPlan &out) {
+/// Why the update cannot read every record of `s`: a grouped kernel whose
+/// plan made no record buffer (a kernel left unplanned); "" otherwise.
+static std::string missingRecord(const ScalingState &s,
+                                 const BufferTable &table) {
+  for (const ScalingState::ExpertRecord &r : s.expertRecords)
+    if (table.find(r.buffer) < 0)
+      return "the delayed-scaling update of state '" + s.name +
+             "' reads the amax record '" + r.buffer +
+             "', which no planned kernel writes";
+  return "";
+}
+
+rt::Expected<std::optional<KernelPlan>>
+planScalingUpdate(const Program &p, const Entry &e, const BufferTable &table,
+                  const EntryPlan &out) {
   std::vector<ScalingState> states = scalingStates(e);
   if (states.empty())
-    return std::nullopt;
+    return std::optional<KernelPlan>();
+  for (const ScalingState &s : states)
+    if (std::string why = missingRecord(s, table); !why.empty())
+      return rt::Status(rt::StatusCode::Unsupported, e.name + ": " + why);
   KernelPlan kp;
   kp.name = "te_delayed_scaling_update";
   // States in launches of at most kMaxTableWords words.
@@ -140,7 +155,7 @@ std::optional<KernelPlan> planScalingUpdate(const Program &p, const Entry &e,
     kp.addLaunch(std::move(spec));
     first = last;
   }
-  return kp;
+  return std::optional<KernelPlan>(std::move(kp));
 }
 
 } // namespace te::cg::detail

@@ -90,11 +90,14 @@ std::string validateScalingStates(const Entry &e) {
         return "grouped kernel '" + kernelName(k) + "': its " + u.operand +
                " is quantized per expert by fp8_delayed without a "
                "delayed-scaling state";
-      for (const auto &[name, scheme] : seen)
-        if (name == u.state && scheme != u.scheme)
-          return "delayed-scaling state '" + u.state +
-                 "' is used with two different fp8_delayed schemes";
-      seen.push_back({u.state, u.scheme});
+      for (int64_t g = 0; g < u.groups; ++g) {
+        const std::string own = rt::expertStateName(u.state, g);
+        for (const auto &[name, scheme] : seen)
+          if (name == own && scheme != u.scheme)
+            return "delayed-scaling state '" + own +
+                   "' is used with two different fp8_delayed schemes";
+        seen.push_back({own, u.scheme});
+      }
     }
     const std::vector<Stage> *stages = castStages(k);
     if (!stages)
