@@ -57,16 +57,19 @@ def _scheme(s) -> str:
 
 class Recipe:
     """A recipe as te IR: the ``te.recipe`` op text and the weight's scheme
-    (the type of the quantized weight the layer keeps)."""
+    (the type of the quantized weight the layer keeps). `kind` is the layer
+    kind its rules name: "linear", or "grouped_linear" for an MoE layer."""
 
-    def __init__(self, recipe: Union[str, Dict[str, object]] = "bf16"):
+    def __init__(self, recipe: Union[str, Dict[str, object]] = "bf16",
+                 kind: str = "linear"):
+        self.kind = kind
         if isinstance(recipe, str) and "te.recipe" in recipe:
             m = re.search(r"te\.recipe\s+@([\w.$-]+)", recipe)
             if not m:
                 raise Error("the recipe text has no te.recipe @name")
             self.name = m.group(1)
             self.text = recipe
-            self.weight = self._rule(recipe, "weight")
+            self.weight = self._rule(recipe, "weight", kind)
             return
         if isinstance(recipe, str) and recipe not in PRESETS:
             raise Error(f"unknown recipe {recipe!r}; presets: {sorted(PRESETS)}")
@@ -75,20 +78,20 @@ class Recipe:
         if missing:
             raise Error(f"the recipe names no scheme for {sorted(missing)}")
         self.name = "r"
-        lines = [f'  te.rule "linear", "{role}" -> {_scheme(rules[role])}'
+        lines = [f'  te.rule "{kind}", "{role}" -> {_scheme(rules[role])}'
                  for role in ("input", "weight", "grad_output")]
         lines.append('  te.rule "*", "*" -> #te.identity<bf16>')
         self.text = "te.recipe @r {\n" + "\n".join(lines) + "\n}\n"
         self.weight = _scheme(rules["weight"])
 
     @staticmethod
-    def _rule(text: str, role: str) -> str:
+    def _rule(text: str, role: str, layer: str = "linear") -> str:
         # The most specific rule wins, as te-resolve-recipe resolves it.
-        for kind, r in (("linear", role), ("*", role), ("linear", "*"), ("*", "*")):
+        for kind, r in ((layer, role), ("*", role), (layer, "*"), ("*", "*")):
             m = re.search(rf'te\.rule\s+"{re.escape(kind)}"\s*,\s*"{re.escape(r)}"\s*->\s*(#te\.[^\n]*)', text)
             if m:
                 return m.group(1).strip()
-        raise Error(f"the recipe has no rule for the linear {role}")
+        raise Error(f"the recipe has no rule for the {layer} {role}")
 
 
 def weight_type(n: int, k: int, recipe: Recipe) -> str:
@@ -140,6 +143,37 @@ func.func @backward(%dy: {y}, %x: {x}, %qw: {qw} {{te.persistent = "weight"}})
 func.func @evaluate(%x: {x}, %w: {w}{b_arg}) -> {y} {{
   %y = te.linear %x, %w{b_use} {{recipe = @{recipe.name}, {layer}}} : {x}, {w}{b_type} -> {y}
   return %y : {y}
+}}
+"""
+
+
+def grouped_linear_program(m: int, k: int, n: int, groups: int,
+                           recipe: Recipe, bias: bool) -> str:
+    """The te program of an MoE layer of `groups` experts on m token rows
+    sorted by expert (split sizes a device i64 tensor): ``forward`` computes
+    y_g = x_g W_g^T (+ b_g) from the bf16 stack [G, N, K]; ``backward`` the
+    grouped dgrad, wgrad (dW f32) and (with `bias`) db. The layer is named
+    "moe": a delayed-scaling role keeps one state per expert,
+    "moe.<role>.delayed_scaling.expert<g>" (docs/Numerics.md 7.4)."""
+    x, y = f"tensor<{m}x{k}xbf16>", f"tensor<{m}x{n}xbf16>"
+    w, s = f"tensor<{groups}x{n}x{k}xbf16>", f"tensor<{groups}xi64>"
+    b_arg = f", %b: tensor<{groups}x{n}xbf16>" if bias else ""
+    b_use = " bias %b" if bias else ""
+    b_type = f", tensor<{groups}x{n}xbf16>" if bias else ""
+    grads = f"tensor<{m}x{k}xbf16>, tensor<{groups}x{n}x{k}xf32>" + \
+        (f", tensor<{groups}x{n}xf32>" if bias else "")
+    names = "%dx, %dw" + (", %db" if bias else "")
+    attrs = f'recipe = @{recipe.name}, layer = "moe"'
+    return f"""{recipe.text}
+func.func @forward(%x: {x}, %w: {w}, %s: {s}{b_arg}) -> {y} {{
+  %y = te.grouped_linear %x, %w, %s{b_use} {{{attrs}}} : {x}, {w}, {s}{b_type} -> {y}
+  return %y : {y}
+}}
+
+func.func @backward(%dy: {y}, %x: {x}, %w: {w}, %s: {s}) -> ({grads}) {{
+  {names} = te.grouped_linear_grad %dy, %x, %w, %s {{{attrs}{", bias" if bias else ""}}}
+      : {y}, {x}, {w}, {s} -> {grads}
+  return {names} : {grads}
 }}
 """
 

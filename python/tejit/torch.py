@@ -1,6 +1,7 @@
 """tejit in a PyTorch training loop: a drop-in ``Linear`` whose forward and
-backward are tejit's compiled linear program under a quantization recipe, and
-a ``FusedAdam`` whose step is tejit's fused multi-tensor Adam kernel.
+backward are tejit's compiled linear program under a quantization recipe, a
+``GroupedLinear`` (the experts of an MoE layer, one grouped GEMM each way),
+and a ``FusedAdam`` whose step is tejit's fused multi-tensor Adam kernel.
 
     layer = tejit.torch.Linear(4096, 4096, recipe="mxfp8").cuda()
     opt = tejit.torch.FusedAdam(layer.parameters(), lr=1e-3)
@@ -21,7 +22,8 @@ from typing import Dict, Iterable, Optional, Tuple, Union
 import torch
 
 from . import Error, compile as _compile
-from .programs import PRESETS, Recipe, adam_program, linear_program, weight_type  # noqa: F401
+from .programs import (PRESETS, Recipe, adam_program,  # noqa: F401
+                       grouped_linear_program, linear_program, weight_type)
 
 # -- Linear -----------------------------------------------------------------------
 
@@ -116,6 +118,99 @@ class Linear(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+# -- GroupedLinear ----------------------------------------------------------------
+
+
+class _GroupedLinearFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x2d, weight, splits, bias, layer):
+        session = layer._session(x2d.shape[0])
+        w16 = weight.to(torch.bfloat16).contiguous()
+        b = (bias.to(torch.bfloat16).contiguous(),) if bias is not None else ()
+        y = session.forward(x2d, w16, splits, *b)
+        ctx.save_for_backward(x2d, w16, splits)
+        ctx.session = session
+        ctx.has_bias = bias is not None
+        ctx.bias_dtype = bias.dtype if bias is not None else None
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x2d, w16, splits = ctx.saved_tensors
+        out = ctx.session.backward(dy.to(torch.bfloat16).contiguous(), x2d, w16, splits)
+        dx, dw = out[0], out[1]
+        db = out[2].to(ctx.bias_dtype) if ctx.has_bias else None
+        return dx, dw, None, db, None
+
+
+class GroupedLinear(torch.nn.Module):
+    """The experts of a Mixture-of-Experts layer run by tejit: for tokens
+    ``x`` [M, in_features] sorted by expert and ``split_sizes`` (an int64
+    CUDA tensor of ``num_experts`` row counts, read on the device: no host
+    synchronisation), expert g's rows get y = x_g W_g^T + b_g; rows past the
+    split sizes' sum are zeros. The weight is an FP32 master parameter
+    [num_experts, out_features, in_features], cast to bf16 for each step;
+    the grouped GEMMs and each expert's quantization (its own scales,
+    docs/Numerics.md 7.4) follow ``recipe``. Inputs are bf16 (other float
+    types are cast), the output is bf16. Each token count compiles once; a
+    delayed-scaling recipe keeps one amax history per expert in the
+    compiled session of that token count."""
+
+    def __init__(self, num_experts: int, in_features: int, out_features: int,
+                 bias: bool = True,
+                 recipe: Union[str, Dict[str, object], Recipe] = "bf16",
+                 device=None):
+        super().__init__()
+        self.num_experts = num_experts
+        self.in_features = in_features
+        self.out_features = out_features
+        self.recipe = recipe if isinstance(recipe, Recipe) else Recipe(recipe, kind="grouped_linear")
+        if self.recipe.kind != "grouped_linear":
+            self.recipe = Recipe(self.recipe.text, kind="grouped_linear")
+        self.weight = torch.nn.Parameter(torch.empty(
+            num_experts, out_features, in_features, dtype=torch.float32, device=device))
+        self.bias = (torch.nn.Parameter(torch.empty(num_experts, out_features, dtype=torch.float32,
+                                                    device=device)) if bias else None)
+        self._modules_by_rows: Dict[int, object] = {}
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for g in range(self.num_experts):
+            torch.nn.init.kaiming_uniform_(self.weight[g], a=5 ** 0.5)
+        if self.bias is not None:
+            bound = 1 / self.in_features ** 0.5
+            torch.nn.init.uniform_(self.bias, -bound, bound)
+
+    def program(self, rows: int) -> str:
+        return grouped_linear_program(rows, self.in_features, self.out_features,
+                                      self.num_experts, self.recipe, self.bias is not None)
+
+    def _session(self, rows: int):
+        if rows not in self._modules_by_rows:
+            self._modules_by_rows[rows] = _compile(
+                self.program(rows),
+                name=f"<tejit.torch.GroupedLinear {self.num_experts}x{rows}x{self.in_features}>")
+        return self._modules_by_rows[rows].session("cuda")
+
+    def forward(self, x: torch.Tensor, split_sizes: torch.Tensor) -> torch.Tensor:
+        if not x.is_cuda:
+            raise Error("tejit.torch.GroupedLinear runs on CUDA tensors")
+        if split_sizes.shape != (self.num_experts,):
+            raise Error(f"split_sizes must hold {self.num_experts} row counts, "
+                        f"got shape {tuple(split_sizes.shape)}")
+        splits = split_sizes.to(device=x.device, dtype=torch.int64).contiguous()
+        x2d = x.reshape(-1, self.in_features).to(torch.bfloat16).contiguous()
+        if self.training and torch.is_grad_enabled():
+            return _GroupedLinearFunction.apply(x2d, self.weight, splits, self.bias, self)
+        args = (x2d, self.weight.detach().to(torch.bfloat16).contiguous(), splits) + (
+            (self.bias.detach().to(torch.bfloat16).contiguous(),) if self.bias is not None else ())
+        return self._session(x2d.shape[0]).forward(*args)
+
+    def extra_repr(self) -> str:
+        return (f"num_experts={self.num_experts}, in_features={self.in_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 # -- FusedAdam --------------------------------------------------------------------

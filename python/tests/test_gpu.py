@@ -261,3 +261,34 @@ def test_delayed_scaling_and_a_recipe_switch_match_the_cpu_session():
             a, b = gpu.read(name), cpu.read(name)
             for part in ("scale", "amax_history"):
                 assert a[part].tobytes() == b[part].tobytes(), (i, name, part)
+
+
+@pytest.mark.parametrize("recipe", ["bf16", "fp8_block", "nvfp4"])
+def test_grouped_linear_trains_each_expert(recipe):
+    # tejit.torch.GroupedLinear on CUDA: the forward and the autograd
+    # backward (dx, the FP32 master's dW, db) of each expert close to its
+    # own torch matmul; the empty expert's gradients and the padding rows are
+    # zeros; the split sizes stay on the device.
+    torch.manual_seed(5)
+    layer = tt.GroupedLinear(3, 256, 128, recipe=recipe).cuda()
+    x = bf16((256, 256), 11).requires_grad_()
+    splits = torch.tensor([96, 0, 128], dtype=torch.int64, device="cuda")
+    y = layer(x, splits)
+    dy = bf16((256, 128), 12)
+    y.backward(dy)
+    tol = {"bf16": 0.02, "fp8_block": 0.1, "nvfp4": 0.35}[recipe]
+    w = layer.weight.detach().to(torch.bfloat16).float()
+    xf, dyf = x.detach().float(), dy.float()
+    row = 0
+    for g, rows in enumerate([96, 0, 128]):
+        r = slice(row, row + rows)
+        if rows:
+            for got, want in ((y[r].float(), xf[r] @ w[g].T + layer.bias[g].detach().to(torch.bfloat16).float()),
+                              (layer.weight.grad[g], dyf[r].T @ xf[r]),
+                              (x.grad[r].float(), dyf[r] @ w[g])):
+                assert (got - want).abs().max() <= tol * want.abs().max(), (recipe, g)
+            torch.testing.assert_close(layer.bias.grad[g], dyf[r].sum(0), rtol=1e-3, atol=1e-2)
+        else:
+            assert not layer.weight.grad[g].any() and not layer.bias.grad[g].any()
+        row += rows
+    assert not y[row:].any() and not x.grad[row:].any(), "padding rows are zeros"
