@@ -334,15 +334,23 @@ LogicalResult GroupedLinearOp::verify() {
   return verifyTokenRows(*this, "result", y, x.getDimSize(0), dims->out);
 }
 
-LogicalResult
-GroupedLinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+/// A grouped layer's recipe resolves its roles, and a delayed role's
+/// states need the layer's name (one state per expert).
+template <class GroupedLayerOp>
+static LogicalResult verifyGroupedLayerSymbols(GroupedLayerOp op,
+                                               SymbolTableCollection &symbols) {
   FailureOr<DictionaryAttr> schemes =
-      resolveRecipeRoles(*this, getRecipeAttr(), kGroupedLinearKind,
-                         getQuantizedRoles(), symbolTable);
+      resolveRecipeRoles(op, op.getRecipeAttr(), kGroupedLinearKind,
+                         op.getQuantizedRoles(), symbols);
   if (failed(schemes))
     return failure();
-  return verifyLayerName(*this, *schemes, getLayerAttr(),
-                         getWeight().getType());
+  return verifyLayerName(op, *schemes, op.getLayerAttr(),
+                         op.getWeight().getType());
+}
+
+LogicalResult
+GroupedLinearOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyGroupedLayerSymbols(*this, symbolTable);
 }
 
 LogicalResult GroupedLinearGradOp::verify() {
@@ -378,11 +386,5 @@ LogicalResult GroupedLinearGradOp::verify() {
 
 LogicalResult
 GroupedLinearGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  FailureOr<DictionaryAttr> schemes =
-      resolveRecipeRoles(*this, getRecipeAttr(), kGroupedLinearKind,
-                         getQuantizedRoles(), symbolTable);
-  if (failed(schemes))
-    return failure();
-  return verifyLayerName(*this, *schemes, getLayerAttr(),
-                         getWeight().getType());
+  return verifyGroupedLayerSymbols(*this, symbolTable);
 }

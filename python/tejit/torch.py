@@ -28,6 +28,17 @@ from .programs import (PRESETS, Recipe, adam_program,  # noqa: F401
 # -- Linear -----------------------------------------------------------------------
 
 
+def _keep_bias_type(ctx, bias) -> None:
+    ctx.has_bias = bias is not None
+    ctx.bias_dtype = bias.dtype if bias is not None else None
+
+
+def _gradients(ctx, out):
+    """dx, dW and db (in the bias parameter's type) of a backward call."""
+    return out[0], out[1], (out[2].to(ctx.bias_dtype) if ctx.has_bias else None)
+
+
+
 class _LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2d, weight, bias, layer):
@@ -43,16 +54,13 @@ class _LinearFunction(torch.autograd.Function):
             layer._stored = (rows, weight._version)
         ctx.save_for_backward(x2d)
         ctx.session = session
-        ctx.has_bias = bias is not None
-        ctx.bias_dtype = bias.dtype if bias is not None else None
+        _keep_bias_type(ctx, bias)
         return y
 
     @staticmethod
     def backward(ctx, dy):
         (x2d,) = ctx.saved_tensors
-        out = ctx.session.backward(dy.to(torch.bfloat16).contiguous(), x2d)
-        dx, dw = out[0], out[1]
-        db = out[2].to(ctx.bias_dtype) if ctx.has_bias else None
+        dx, dw, db = _gradients(ctx, ctx.session.backward(dy.to(torch.bfloat16).contiguous(), x2d))
         return dx, dw, db, None
 
 
@@ -132,16 +140,14 @@ class _GroupedLinearFunction(torch.autograd.Function):
         y = session.forward(x2d, w16, splits, *b)
         ctx.save_for_backward(x2d, w16, splits)
         ctx.session = session
-        ctx.has_bias = bias is not None
-        ctx.bias_dtype = bias.dtype if bias is not None else None
+        _keep_bias_type(ctx, bias)
         return y
 
     @staticmethod
     def backward(ctx, dy):
         x2d, w16, splits = ctx.saved_tensors
-        out = ctx.session.backward(dy.to(torch.bfloat16).contiguous(), x2d, w16, splits)
-        dx, dw = out[0], out[1]
-        db = out[2].to(ctx.bias_dtype) if ctx.has_bias else None
+        dx, dw, db = _gradients(
+            ctx, ctx.session.backward(dy.to(torch.bfloat16).contiguous(), x2d, w16, splits))
         return dx, dw, None, db, None
 
 
