@@ -52,7 +52,7 @@ done
 run "te-run-check-moe" "$PACK/bin/te-run" examples/moe_block_fp8.mlir --random-inputs 7 --check --entry up,down,up_grad
 run "te-run-check-moe-dgrad" "$PACK/bin/te-run" test/Passes/grouped-gemm-dgrad.mlir --random-inputs 7 --check
 run "te-run-check-double-quantize" "$PACK/bin/te-run" test/Tools/te-run-double-quantize.mlir --random-inputs 2 --check --entry both
-run "te-run-check-moe-bias" "$PACK/bin/te-run" test/Tools/te-run-grouped-linear.mlir --random-inputs 7 --check --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad
+run "te-run-check-moe-bias" "$PACK/bin/te-run" test/Tools/te-run-grouped-linear.mlir --random-inputs 7 --check --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad,nvfp4_grad,mxfp8_nvfp4_grad
 # Sessions: persistent values across alternating train / optimizer / eval calls.
 run "te-run-session-mxfp8" "$PACK/bin/te-run" examples/train_loop_mxfp8.mlir --random-inputs 1 --check \
   --entry init,train_step,optimizer_step,eval_step,train_step,optimizer_step,eval_step,train_step
