@@ -20,9 +20,11 @@
 
 #include "te/codegen/GroupedGemmEmitter.h"
 #include "te/codegen/PlanBuilder.h"
+#include "te/codegen/ScalingState.h"
 #include "te/exec/Compare.h"
 #include "te/exec/CpuBackend.h"
 #include "te/exec/CudaRunner.h"
+#include "te/exec/Persistent.h"
 #include "te/runtime/Cutlass.h"
 
 #include <gtest/gtest.h>
@@ -414,6 +416,86 @@ TEST_F(GroupedGemmPlanGpu, PerExpertScalingRunsAndReplaysWithinTheBound) {
     EXPECT_EQ(first.boundedBuffers, 1u);
     EXPECT_LE(first.worstBoundRatio, 1.0);
     replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
+  }
+}
+
+// Delayed scaling, one state per expert: the fprop (x and the stack) and
+// the wgrad (dy and x) over eight steps, eager and then captured once and
+// replayed, with new split sizes every step (so experts gain and lose rows,
+// and one is empty at times): every expert's scale and amax history equal
+// the CPU backend's bit for bit after each step, and the results are
+// within the bound.
+TEST_F(GroupedGemmPlanGpu,
+       DelayedScalingPerExpertMatchesTheCpuEagerAndReplayed) {
+  rt::KernelCache cache("");
+  const int64_t m = 700, k = 384, g = 4, n = 256;
+  const rt::Scheme e4m3 = rt::Scheme::fp8Delayed(DType::E4M3, 4),
+                   e5m2 = rt::Scheme::fp8Delayed(DType::E5M2, 4,
+                                                 rt::AmaxAlgo::MostRecent, 1);
+  cg::Program fprop =
+      te::test::perExpertScaledProgram(m, k, g, n, false, e4m3, e4m3);
+  auto &gg = std::get<cg::GroupedGemmKernel>(fprop.entries[0].kernels.back());
+  gg.xState = "moe.input.delayed_scaling";
+  gg.wState = "moe.weight.delayed_scaling";
+  cg::Program wgrad = test::groupedWgradProgram(m, n, k, g, false, false);
+  auto &wk = std::get<cg::GroupedWgradKernel>(wgrad.entries[0].kernels[0]);
+  wk.dyScheme = e5m2;
+  wk.xScheme = e4m3;
+  wk.dyState = "moe.grad_output.delayed_scaling";
+  wk.xState = "moe.input.delayed_scaling";
+  const std::vector<std::vector<int64_t>> splits = {
+      {200, 131, 0, 300}, {0, 0, 690, 0},       {1, 257, 0, 442},
+      {300, 300, 50, 50}, {175, 175, 175, 175}, {0, 700, 0, 0},
+      {10, 20, 30, 40},   {699, 0, 0, 1}};
+  for (bool wgradEntry : {false, true}) {
+    const cg::Program &p = wgradEntry ? wgrad : fprop;
+    ASSERT_EQ(cg::validate(p.entries[0]), "");
+    std::vector<std::string> names;
+    for (const cg::ScalingState &s : cg::scalingStates(p.entries[0]))
+      names.push_back(s.name);
+    ASSERT_EQ(names.size(), size_t(2 * g));
+    for (bool graph : {false, true}) {
+      SCOPED_TRACE(std::string(wgradEntry ? "wgrad" : "fprop") +
+                   (graph ? ", graph replays" : ", eager runs"));
+      exec::HostStore host;
+      exec::DeviceStore device;
+      host.declareStates(p);
+      auto runner =
+          exec::CudaRunner::create(p, p.entries[0], *device_, cache, &device);
+      ASSERT_TRUE(runner) << runner.status().toString();
+      for (size_t i = 0; i < splits.size(); ++i) {
+        SCOPED_TRACE("step " + std::to_string(i));
+        std::vector<float> a =
+            normals(size_t(m * (wgradEntry ? n : k)), 40 + i);
+        std::vector<float> b =
+            normals(size_t(wgradEntry ? m * k : g * n * k), 60 + i);
+        for (float &v : a) // amaxes that move between steps
+          v *= float(1 + i % 3);
+        std::vector<std::vector<uint8_t>> args = {bf16Bytes(a), bf16Bytes(b),
+                                                  i64Bytes(splits[i])};
+        for (size_t j = 0; j < args.size(); ++j)
+          ASSERT_TRUE(runner->setArgument(j, args[j], *stream_));
+        rt::Status st =
+            graph && i > 0 ? runner->replay(*stream_) : runner->run(*stream_);
+        ASSERT_TRUE(st) << st.toString();
+        if (graph && i == 0)
+          ASSERT_TRUE(runner->capture(*stream_));
+        auto cuda = runner->results(*stream_);
+        auto cpu = exec::runCpu(p, p.entries[0], args, nullptr, nullptr, &host);
+        ASSERT_TRUE(cuda && cpu);
+        exec::Comparison c = exec::compareResults(*cpu, *cuda, "cpu", "cuda");
+        EXPECT_EQ(c.difference, "");
+        EXPECT_LE(c.worstBoundRatio, 1.0);
+        for (const std::string &name : names) {
+          auto state = exec::readState(device, name, *stream_);
+          ASSERT_TRUE(state) << state.status().toString();
+          EXPECT_EQ(
+              exec::firstDifference({host.read(name)}, {*state}, "cpu", "cuda"),
+              "")
+              << name;
+        }
+      }
+    }
   }
 }
 
