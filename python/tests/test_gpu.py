@@ -292,3 +292,27 @@ def test_grouped_linear_trains_each_expert(recipe):
             assert not layer.weight.grad[g].any() and not layer.bias.grad[g].any()
         row += rows
     assert not y[row:].any() and not x.grad[row:].any(), "padding rows are zeros"
+
+
+def test_grouped_linear_replays_from_a_cuda_graph_with_new_split_sizes():
+    # The split sizes are read by the kernels on the device: a captured
+    # forward replays with new ones written into the same tensor.
+    torch.manual_seed(6)
+    layer = tt.GroupedLinear(4, 256, 128, recipe="fp8_block").cuda().eval()
+    x = bf16((512, 256), 13)
+    splits = torch.tensor([128, 128, 128, 128], dtype=torch.int64, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(s):
+        layer(x, splits)  # compiles and allocates on a side stream
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        y = layer(x, splits)
+    for new in ([500, 0, 12, 0], [0, 0, 0, 512], [100, 200, 50, 100]):
+        splits.copy_(torch.tensor(new, dtype=torch.int64))
+        graph.replay()
+        with torch.no_grad():
+            eager = layer(x, splits.clone())
+        torch.cuda.synchronize()
+        assert torch.equal(y, eager), new
