@@ -59,7 +59,9 @@ const Scheme kSchemes[] = {Scheme::fp8Block(DType::E4M3, 1, 128),
                            Scheme::nvfp4(true, true),
                            Scheme::nvfp4(true),
                            Scheme::nvfp4(false, true),
-                           Scheme::nvfp4()};
+                           Scheme::nvfp4(),
+                           Scheme::fp8Delayed(DType::E4M3, 4),
+                           Scheme::fp8Delayed(DType::E5M2, 4)};
 
 TEST(GroupedQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
   // Block FP8 codes and scales; MXFP8's dequantized values; per-tensor
@@ -178,8 +180,10 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
   for (const Scheme &scheme : kSchemes) {
     cg::GroupedQuantizeSpec spec{scheme, g, c, true};
     SCOPED_TRACE(spec.kernelName());
-    const bool current = scheme.kind == rt::SchemeKind::Fp8Current;
-    bool fp8 = scheme.kind == rt::SchemeKind::Fp8Block || current;
+    // FP8 codes: block FP8, per-tensor FP8 (current or delayed scaling).
+    const bool fp8 = scheme.kind == rt::SchemeKind::Fp8Block ||
+                     scheme.kind == rt::SchemeKind::Fp8Current ||
+                     scheme.kind == rt::SchemeKind::Fp8Delayed;
     cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(spec);
     auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
     ASSERT_TRUE(compiled) << compiled.status().message();
@@ -205,9 +209,24 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     float eps = static_cast<float>(scheme.eps);
     // Per-tensor FP8 and NVFP4: each expert's amax first (the amax pass the
     // plan runs; with the Hadamard transform, of the transformed runs).
-    rt::DeviceBuffer amax = alloc(g * 4);
+    rt::DeviceBuffer amax = alloc(g * 4), record = alloc(g * 4);
     ASSERT_TRUE(amax.fill(0, *stream_));
-    uint64_t amP = spec.needsExpertAmax() ? amax.devicePtr() : 0;
+    ASSERT_TRUE(record.fill(0, *stream_));
+    uint64_t amP =
+        spec.needsExpertAmax() || spec.delayed() ? amax.devicePtr() : 0;
+    // Delayed scaling: each expert's state (its scale given to the pass,
+    // its amax recorded).
+    std::vector<ref::DelayedScalingState> states(static_cast<size_t>(g));
+    std::vector<ref::DelayedScalingState *> statePtrs;
+    std::vector<float> givenScales;
+    for (int64_t e = 0; e < g; ++e) {
+      states[e].scale = std::ldexp(1.25f, int(5 * e) - 6);
+      states[e].history.assign(4, 0.0f);
+      statePtrs.push_back(&states[e]);
+      givenScales.push_back(states[e].scale);
+    }
+    if (spec.delayed())
+      ASSERT_TRUE(amax.copyFromHost(givenScales.data(), g * 4, *stream_));
     if (spec.needsExpertAmax()) {
       const bool rht = scheme.kind == rt::SchemeKind::Nvfp4 && scheme.rht;
       cg::EmittedGroupedAmax r =
@@ -227,9 +246,9 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
                                      *stream_, amaxArgs));
     }
     unsigned long long sd = seed, off = offset;
-    uint64_t noRecord = 0; // no delayed scaling here
-    void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP,    &scP,
-                    &eps, &paP, &amP, &sd,  &off,      &noRecord};
+    uint64_t recP = spec.delayed() ? record.devicePtr() : 0;
+    void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP, &scP,
+                    &eps, &paP, &amP, &sd,  &off,      &recP};
     ASSERT_TRUE(main->launch(
         cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
         cg::groupedQuantizeSharedBytes(spec), *stream_, args));
@@ -246,8 +265,18 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     ASSERT_TRUE(stream_->synchronize());
 
     ref::GroupedColumnwise want = ref::groupedColumnwiseQuantize(
-        x.data(), m, c, splits, scheme, cap, seed, offset);
+        x.data(), m, c, splits, scheme, cap, seed, offset,
+        spec.delayed() ? &statePtrs : nullptr);
     ASSERT_EQ(want.error, "");
+    if (spec.delayed()) {
+      std::vector<float> gotRecord(g);
+      ASSERT_TRUE(record.copyToHost(gotRecord.data(), g * 4, *stream_));
+      ASSERT_TRUE(stream_->synchronize());
+      for (int64_t e = 0; e < g; ++e)
+        EXPECT_EQ(0, std::memcmp(&gotRecord[e], &states[e].history[0], 4))
+            << "expert " << e << ": " << gotRecord[e] << " want "
+            << states[e].history[0];
+    }
     int64_t width = fp8 ? 1 : 2, wrong = 0;
     std::vector<int64_t> clamped = ref::clampSplits(splits, m);
     for (int64_t e = 0; e < g; ++e) {
@@ -426,8 +455,14 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
   const rt::Stream &stream = t.stream();
   rt::DeviceBuffer xIn = t.upload(x), wIn = t.upload(w), sp = t.upload(splits);
   rt::KernelCache cache;
-  // The tokens, the stack, the stack's columnwise copy (the dgrad's).
-  for (const Scheme &scheme : kCurrentSchemes)
+  // Current scaling, and delayed scaling (each expert's scale given, its
+  // amax recorded) - the tokens, the stack, the stack's columnwise copy
+  // (the dgrad's).
+  std::vector<Scheme> schemes(std::begin(kCurrentSchemes),
+                              std::end(kCurrentSchemes));
+  schemes.push_back(Scheme::fp8Delayed(DType::E4M3, 4));
+  schemes.push_back(Scheme::fp8Delayed(DType::E5M2, 4));
+  for (const Scheme &scheme : schemes)
     for (int variant = 0; variant < 3; ++variant) {
       const bool stack = variant > 0, columnwise = variant == 2;
       cg::GroupedRowsQuantizeSpec spec{scheme, g, c, stack, columnwise};
@@ -444,7 +479,21 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       const int64_t scales = cg::groupedRowsBlockScales(spec, rows);
       rt::DeviceBuffer amax = alloc(g * 4, 0), codes = alloc(rows * c, 0xA5),
                        sInv = alloc(g * 4, 0xA5),
-                       block = alloc(scales * 4, 0xA5);
+                       block = alloc(scales * 4, 0xA5),
+                       record = alloc(g * 4, 0);
+      // Delayed: each expert's state, its scale far from the others'.
+      const bool delayed = spec.delayed();
+      std::vector<ref::DelayedScalingState> states(static_cast<size_t>(g));
+      std::vector<ref::DelayedScalingState *> statePtrs;
+      std::vector<float> givenScales;
+      for (int64_t e = 0; e < g; ++e) {
+        states[e].scale = std::ldexp(1.5f, int(3 * e) - 4);
+        states[e].history.assign(4, 0.0f);
+        statePtrs.push_back(&states[e]);
+        givenScales.push_back(states[e].scale);
+      }
+      if (delayed)
+        ASSERT_TRUE(amax.copyFromHost(givenScales.data(), g * 4, stream));
       cg::GroupedRowsBuffers buf;
       buf.in = (stack ? wIn : xIn).devicePtr();
       buf.splits = stack ? 0 : sp.devicePtr();
@@ -453,10 +502,12 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       buf.scaleInv = sInv.devicePtr();
       buf.blockScales = block.devicePtr();
       buf.rows = rows;
+      buf.amaxRecord = delayed ? record.devicePtr() : 0;
       ASSERT_TRUE(
           cg::launchGroupedRowsQuantize(spec, k->amax, k->cast, buf, stream));
       std::vector<uint8_t> gotCodes(rows * c);
-      std::vector<float> gotBlock(scales), gotInv(g), gotAmax(g);
+      std::vector<float> gotBlock(scales), gotInv(g), gotAmax(g), gotRecord(g);
+      ASSERT_TRUE(record.copyToHost(gotRecord.data(), g * 4, stream));
       ASSERT_TRUE(codes.copyToHost(gotCodes.data(), gotCodes.size(), stream));
       ASSERT_TRUE(block.copyToHost(gotBlock.data(), scales * 4, stream));
       ASSERT_TRUE(sInv.copyToHost(gotInv.data(), g * 4, stream));
@@ -465,7 +516,8 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
 
       ref::GroupedTensorScaled want = ref::groupedTensorScaledQuantize(
           (stack ? w : x).data(), rows, c,
-          stack ? std::vector<int64_t>{} : splits, g, scheme, columnwise);
+          stack ? std::vector<int64_t>{} : splits, g, scheme, columnwise,
+          delayed ? &statePtrs : nullptr);
       ASSERT_EQ(want.error, "");
       const int64_t ld = columnwise ? rows : c;
       int64_t wrong = 0;
@@ -479,7 +531,13 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
           ADD_FAILURE() << "block scale " << i << ": " << gotBlock[i]
                         << " want " << want.blockScaleInv[i];
       EXPECT_EQ(0, std::memcmp(gotInv.data(), want.scaleInv.data(), g * 4));
-      EXPECT_EQ(0, std::memcmp(gotAmax.data(), want.amax.data(), g * 4));
+      if (delayed) // each expert's amax recorded as its state records it
+        for (int64_t e = 0; e < g; ++e)
+          EXPECT_EQ(0, std::memcmp(&gotRecord[e], &states[e].history[0], 4))
+              << "expert " << e << ": " << gotRecord[e] << " want "
+              << states[e].history[0];
+      else
+        EXPECT_EQ(0, std::memcmp(gotAmax.data(), want.amax.data(), g * 4));
       EXPECT_EQ(wrong, 0);
     }
 }
