@@ -295,21 +295,28 @@ NVFP4_MOE = moe_program("""  te.rule "*", "weight" -> #te.nvfp4<block2d>
   te.rule "*", "input" -> #te.nvfp4<>""", 64)
 
 
-def test_mxfp8_grouped_layer_is_each_experts_own_mxfp8_linear():
-    # MXFP8 blocks run along K inside each expert's rows, so the grouped
-    # forward (dequantized operands, bf16 grouped GEMM) equals the dense
-    # MXFP8 te.linear of each expert alone, bit for bit on the CPU backend.
-    m = tejit.compile(MXFP8_MOE)
-    rng = np.random.default_rng(11)
-    x = tejit.float_to_bf16_bits(rng.standard_normal((192, 128)).astype(np.float32))
-    w = tejit.float_to_bf16_bits(rng.standard_normal((3, 64, 128)).astype(np.float32))
-    splits = np.array([64, 0, 96], np.int64)  # 32 padding rows
+def check_grouped_forward_is_each_experts_own(program, xf, wf):
+    """Splits of 64, 0 and 96 rows (32 padding rows) of the float tokens
+    `xf` [192, 128] and stack `wf` [3, N, 128]: each expert's rows equal the
+    dense te.linear of that expert alone, bit for bit on the CPU backend."""
+    m = tejit.compile(program)
+    x = tejit.float_to_bf16_bits(xf)
+    w = tejit.float_to_bf16_bits(wf)
+    splits = np.array([64, 0, 96], np.int64)
     y = m.grouped(x, w, splits)
     np.testing.assert_array_equal(y[0:64], m.dense64(x[0:64], w[0]))
     np.testing.assert_array_equal(y[64:160], m.dense96(x[64:160], w[2]))
     assert not y[160:].any(), "padding rows are zeros"
 
 
+def test_mxfp8_grouped_layer_is_each_experts_own_mxfp8_linear():
+    # MXFP8 blocks run along K inside each expert's rows, so the grouped
+    # forward (dequantized operands, bf16 grouped GEMM) equals the dense
+    # MXFP8 te.linear of each expert alone.
+    rng = np.random.default_rng(11)
+    check_grouped_forward_is_each_experts_own(
+        MXFP8_MOE, rng.standard_normal((192, 128)).astype(np.float32),
+        rng.standard_normal((3, 64, 128)).astype(np.float32))
 
 
 def test_per_tensor_grouped_layer_scales_each_expert_by_its_own_amax():
@@ -317,41 +324,26 @@ def test_per_tensor_grouped_layer_scales_each_expert_by_its_own_amax():
     # and weight get their own amax, so its rows equal the dense per-tensor
     # te.linear of that expert alone. With pow2 scales and K = 128 (one
     # block: the grouped GEMM's one promotion is the dense GEMM's scaling)
-    # that holds bit for bit on the CPU backend.
-    m = tejit.compile(CURRENT_MOE)
+    # that holds bit for bit.
     rng = np.random.default_rng(12)
     xf = rng.standard_normal((192, 128)).astype(np.float32)
     xf[0:64] /= 1000.0  # expert 0's tokens far smaller than expert 2's
     wf = rng.standard_normal((3, 128, 128)).astype(np.float32)
     wf[2] *= 300.0
-    x = tejit.float_to_bf16_bits(xf)
-    w = tejit.float_to_bf16_bits(wf)
-    splits = np.array([64, 0, 96], np.int64)  # 32 padding rows
-    y = m.grouped(x, w, splits)
-    np.testing.assert_array_equal(y[0:64], m.dense64(x[0:64], w[0]))
-    np.testing.assert_array_equal(y[64:160], m.dense96(x[64:160], w[2]))
-    assert not y[160:].any(), "padding rows are zeros"
-
-
+    check_grouped_forward_is_each_experts_own(CURRENT_MOE, xf, wf)
 
 
 def test_nvfp4_grouped_layer_is_each_experts_own_nvfp4_linear():
     # NVFP4's tensor scale is each expert's: the grouped forward (each
     # expert's tokens and weight quantized with their own amax, dequantized,
     # the bf16 grouped GEMM) equals the dense NVFP4 te.linear of each expert
-    # alone (dequantize kernels and a bf16 GEMM on Hopper), bit for bit on
-    # the CPU backend - 16x16 weight blocks included.
-    m = tejit.compile(NVFP4_MOE)
+    # alone (dequantize kernels and a bf16 GEMM on Hopper) - 16x16 weight
+    # blocks included.
     rng = np.random.default_rng(13)
     xf = rng.standard_normal((192, 128)).astype(np.float32)
     xf[64:160] *= 50.0  # expert 2's tokens far larger than expert 0's
-    x = tejit.float_to_bf16_bits(xf)
-    w = tejit.float_to_bf16_bits(rng.standard_normal((3, 64, 128)).astype(np.float32))
-    splits = np.array([64, 0, 96], np.int64)  # 32 padding rows
-    y = m.grouped(x, w, splits)
-    np.testing.assert_array_equal(y[0:64], m.dense64(x[0:64], w[0]))
-    np.testing.assert_array_equal(y[64:160], m.dense96(x[64:160], w[2]))
-    assert not y[160:].any(), "padding rows are zeros"
+    check_grouped_forward_is_each_experts_own(
+        NVFP4_MOE, xf, rng.standard_normal((3, 64, 128)).astype(np.float32))
 
 
 def moe_grad_program(rules):
