@@ -134,6 +134,26 @@ template <Fp8Format F, bool Rowwise, bool Tile2d> struct Fp8BlockDecode {
       return s[Rowwise ? rb * a.scaleCols + cb : cb * a.scaleCols + rb];
     return s[Rowwise ? cb * a.scaleCols + r : rb * a.scaleCols + c];
   }
+  /// The factors of 8 consecutive columns from c0 (8-aligned): columnwise
+  /// 1x128, 8 consecutive floats of a scale row, two 16-byte loads where
+  /// they are aligned.
+  __device__ static void factors8(const DequantArgs &a, i64 r, i64 c0,
+                                  float (&f)[8]) {
+    if constexpr (!Rowwise && !Tile2d) {
+      const float *s =
+          static_cast<const float *>(a.scale) + (r / 128) * a.scaleCols + c0;
+      if ((reinterpret_cast<u64>(s) & 15) == 0) {
+        const float4 lo = reinterpret_cast<const float4 *>(s)[0],
+                     hi = reinterpret_cast<const float4 *>(s)[1];
+        f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w;
+        f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
+        return;
+      }
+    }
+    TE_UNROLL
+    for (int j = 0; j < 8; ++j)
+      f[j] = factor(a, r, c0 + j);
+  }
 };
 
 /// Identity: the stored element (0 bf16, 1 f16, 2 f32), widened.
@@ -349,9 +369,15 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
   static_assert(D::kTransposed, "the tile path reads [K, M] data");
   static_assert(kTileR % D::kFactorRows == 0, "factor rows must tile 128");
   constexpr int kFactorBlocks = kTileR / D::kFactorRows;
+  // Where a tile's rows share one factor per column (FP8 block and
+  // per-tensor: 128-row blocks), a thread's 8 output columns are the same
+  // in all its tasks (blockDim, kDequantizeThreads, is a multiple of 8), so
+  // it reads their factors once per tile into registers; else (NVFP4's
+  // 16-row blocks) the tile's factors are computed once into shared memory.
+  constexpr bool kColumnFactors = D::kFactorRows == kTileR;
   __shared__ __align__(16) u8 codes[kTileR][kTilePitch];
-  // The tile's factors, computed once per (factor block, column).
-  __shared__ __align__(16) float factors[kFactorBlocks][kTileC];
+  __shared__ __align__(
+      16) float factors[kColumnFactors ? 1 : kFactorBlocks][kTileC];
   const u32 tilesC = u32((a.k + kTileC - 1) / kTileC);
   const u32 tiles = tilesC * u32((a.m + kTileR - 1) / kTileR);
   // A block: 4 storage rows by one 4-byte word of each (4 or 8 codes).
@@ -416,9 +442,26 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
         }
       }
     }
-    for (int i = threadIdx.x; i < kTileC * kFactorBlocks; i += blockDim.x)
-      factors[i / kTileC][i % kTileC] =
-          D::factor(a, r0 + (i / kTileC) * D::kFactorRows, c0 + i % kTileC);
+    float columnFactors[8];
+    if constexpr (kColumnFactors) {
+      const i64 c = c0 + (threadIdx.x % 8) * 8;
+      if constexpr (D::kUniformFactor) {
+        const float f = D::factor(a, r0, c);
+        TE_UNROLL
+        for (int j = 0; j < 8; ++j)
+          columnFactors[j] = f;
+      } else if constexpr (HasFactors8<D>::value) {
+        D::factors8(a, r0, c, columnFactors);
+      } else {
+        TE_UNROLL
+        for (int j = 0; j < 8; ++j)
+          columnFactors[j] = D::factor(a, r0, c + j);
+      }
+    } else {
+      for (int i = threadIdx.x; i < kTileC * kFactorBlocks; i += blockDim.x)
+        factors[i / kTileC][i % kTileC] =
+            D::factor(a, r0 + (i / kTileC) * D::kFactorRows, c0 + i % kTileC);
+    }
     __syncthreads();
     // Task: 8 consecutive columns of one row. A warp covers 4 rows by 64
     // columns, so each of its stores writes whole 128-byte lines: rows R,
@@ -435,10 +478,18 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
                 cl = (task % 8) * 8;
       const u32 *src = reinterpret_cast<const u32 *>(&codes[rl][cl]);
       const u32 c8[2] = {src[0], src[1]};
-      const float4 *f =
-          reinterpret_cast<const float4 *>(&factors[rl / D::kFactorRows][cl]);
-      const float4 f0 = f[0], f1 = f[1];
-      float v[8] = {f0.x, f0.y, f0.z, f0.w, f1.x, f1.y, f1.z, f1.w};
+      float v[8];
+      if constexpr (kColumnFactors) {
+        TE_UNROLL
+        for (int j = 0; j < 8; ++j)
+          v[j] = columnFactors[j];
+      } else {
+        const float4 *f =
+            reinterpret_cast<const float4 *>(&factors[rl / D::kFactorRows][cl]);
+        const float4 f0 = f[0], f1 = f[1];
+        v[0] = f0.x, v[1] = f0.y, v[2] = f0.z, v[3] = f0.w;
+        v[4] = f1.x, v[5] = f1.y, v[6] = f1.z, v[7] = f1.w;
+      }
       decodeTimes8<D>(c8, v);
       store8<Out>(out, (r0 + rl) * a.k + c0 + cl, v);
     }
