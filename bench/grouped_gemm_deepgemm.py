@@ -1,7 +1,7 @@
 """DeepGEMM's block-FP8 GEMMs on the shapes of te-grouped-gemm-bench, a
 baseline measured in the same run (docs/Performance.md):
 
-    python3 bench/grouped_gemm_deepgemm.py DEEPGEMM_DIR [iters]
+    python3 bench/grouped_gemm_deepgemm.py DEEPGEMM_DIR [iters] [row]
 
 DEEPGEMM_DIR is a checkout of DeepGEMM's first release line (its Python
 package JIT-compiles the kernels with nvcc; measured with commit c57699a).
@@ -12,7 +12,8 @@ out. The grouped shapes run its contiguous M-grouped kernel, which wants
 every expert's rows padded to a multiple of 128: TFLOP/s are counted over the
 real rows (the padding is part of its cost), the padded rows' rate alongside.
 The last row (G = 1, 8192^3) is its dense kernel. TFLOP/s from the median of
-CUDA-event timed runs (bench/timing.py).
+CUDA-event timed runs (bench/timing.py). `row` (0-based) runs one shape
+only, e.g. under a profiler.
 """
 
 import os
@@ -47,9 +48,13 @@ def main():
         sys.exit(__doc__)
     dg = import_deep_gemm(sys.argv[1])
     iters = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    only = int(sys.argv[3]) if len(sys.argv) > 3 else None
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     print(f"{'G':<4} {'N':<6} {'K':<6} {'tokens':<22} {'DeepGEMM':>9} {'padded rows':>12}")
-    for g, n, k, tokens, per_expert in CASES + [(1, 8192, 8192, 8192, True)]:
+    for row, (g, n, k, tokens, per_expert) in enumerate(
+            CASES + [(1, 8192, 8192, 8192, True)]):
+        if only is not None and row != only:
+            continue
         splits = splits_of(g, tokens, per_expert)
         padded = [(m + 127) // 128 * 128 for m in splits]
         m, mp = sum(splits), sum(padded)

@@ -28,9 +28,15 @@ int64_t stageBytes(const GroupedGemmSpec &s) {
   return kBlockM * 128 + int64_t(s.blockN) * 128 + (s.fp8() ? 640 : 0);
 }
 int64_t fixedBytes(const GroupedGemmSpec &s) {
-  return 2 * 4 * (s.groups + 1) + 1024; // tables, alignment slack
+  // tables, alignment slack, the output boxes of TMA stores
+  return 2 * 4 * (s.groups + 1) + 1024 +
+         (groupedGemmTmaStore(s) ? 2 * 2 * 64 * 128 : 0);
 }
 } // namespace
+
+bool groupedGemmTmaStore(const GroupedGemmSpec &s) {
+  return s.fp8() && s.n % 8 == 0;
+}
 
 std::string Fp8Operands::nameSuffix() const {
   if (a == rt::DType::E4M3 && b == rt::DType::E4M3)
@@ -169,10 +175,11 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << s.kernelName() << "(const __grid_constant__ cute::TmaDescriptor tmX,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmW,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmSX,\n"
+     << "    const __grid_constant__ cute::TmaDescriptor tmY,\n"
      << "    const float *sw, const long long *splits,\n"
      << "    const unsigned short *bias, unsigned short *y, int mTotal) {\n"
-     << "  te::gemm::groupedGemmSm90<Config>(&tmX, &tmW, &tmSX, sw, splits, "
-        "bias, y, mTotal);\n"
+     << "  te::gemm::groupedGemmSm90<Config>(&tmX, &tmW, &tmSX, &tmY, sw, "
+        "splits, bias, y, mTotal);\n"
      << "}\n";
   return os.str();
 }
@@ -191,11 +198,12 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions() {
   return o;
 }
 
-std::array<void *, 8> GroupedGemmLaunch::args() {
-  return {&maps[0], &maps[1], &maps[2], &sw, &splits, &bias, &y, &mTotal};
+std::array<void *, 9> GroupedGemmLaunch::args() {
+  return {&maps[0], &maps[1], &maps[2], &maps[3], &sw,
+          &splits,  &bias,    &y,       &mTotal};
 }
 
-std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &spec,
+std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
                                                   int64_t mTotal) {
   GroupedGemmSpec s = spec.resolved();
   rt::DType elem = s.fp8() ? rt::DType::E4M3 : rt::DType::BF16;
@@ -226,7 +234,7 @@ std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &spec,
                            64,
                            rt::TensorMapSwizzle::B128};
   if (!s.fp8())
-    return {x, w, x};
+    return {x, w, x, x};
   // A box of kBlockM + 4 scales from a 16-byte aligned start (the TMA's
   // rule), so the tile's rows are inside whatever their first row's offset.
   int64_t padded = (mTotal + 3) / 4 * 4;
@@ -237,7 +245,11 @@ std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &spec,
                         1,
                         static_cast<int>(kBlockM + 4),
                         rt::TensorMapSwizzle::None};
-  return {x, w, sx};
+  if (!groupedGemmTmaStore(s))
+    return {x, w, sx, x};
+  rt::TensorMapShape y{rt::DType::BF16,           mTotal, s.n, s.n * 2, 64, 64,
+                       rt::TensorMapSwizzle::B128};
+  return {x, w, sx, y};
 }
 
 rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
@@ -252,10 +264,11 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
     return Status(StatusCode::InvalidArgument,
                   "grouped GEMM: M_total must be 1..2^31-1, got " +
                       std::to_string(b.mTotal));
-  std::array<rt::TensorMapShape, 3> shapes = groupedGemmMaps(s, b.mTotal);
-  uint64_t bases[3] = {b.x, b.w, s.fp8() ? b.sx : b.x};
+  std::array<rt::TensorMapShape, 4> shapes = groupedGemmMaps(s, b.mTotal);
+  uint64_t bases[4] = {b.x, b.w, s.fp8() ? b.sx : b.x,
+                       groupedGemmTmaStore(s) ? b.y : b.x};
   GroupedGemmLaunch l;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     rt::Expected<rt::TensorMap> map = rt::encodeTensorMap(shapes[i], bases[i]);
     if (!map)
       return map.status();
@@ -282,7 +295,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
 
 rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,
                              const rt::Stream &stream) {
-  std::array<void *, 8> args = l.args();
+  std::array<void *, 9> args = l.args();
   return kernel.launch(l.grid, l.block, l.sharedBytes, stream, args.data(),
                        l.cluster);
 }

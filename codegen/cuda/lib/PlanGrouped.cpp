@@ -266,7 +266,7 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   int splits = out.values[size_t(g.splits)].tensor;
   int result = out.values[size_t(g.output)].tensor;
   int bias = g.bias >= 0 ? out.values[size_t(g.bias)].tensor : -1;
-  std::array<rt::TensorMapShape, 3> maps = groupedGemmMaps(spec, x.rows());
+  std::array<rt::TensorMapShape, 4> maps = groupedGemmMaps(spec, x.rows());
 
   KernelPlan kp;
   kp.name = g.name;
@@ -287,6 +287,8 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   ks->args = {rt::ArgDesc::tensorMap(xData, maps[0]),
               rt::ArgDesc::tensorMap(wData, maps[1]),
               rt::ArgDesc::tensorMap(spec.fp8() ? xScale : xData, maps[2]),
+              rt::ArgDesc::tensorMap(groupedGemmTmaStore(spec) ? result : xData,
+                                     maps[3]),
               rt::ArgDesc::ptr(wScale),
               rt::ArgDesc::ptr(splits),
               rt::ArgDesc::ptr(bias),

@@ -72,17 +72,17 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     EXPECT_EQ(ks.cluster.x, cluster);
     EXPECT_EQ(ks.sharedBytes, cg::groupedGemmSharedBytes(spec));
     EXPECT_EQ(kp.flops, uint64_t(2 * m * 256 * 256));
-    // Three descriptors with the emitter's geometry, over x's, w's and
-    // (FP8) x's scale buffers; then w's scales, the splits, the bias, y,
-    // M_total.
+    // Four descriptors with the emitter's geometry, over x's, w's, (FP8)
+    // x's scale and (FP8: TMA stores) y's buffers; then w's scales, the
+    // splits, the bias, y, M_total.
     auto maps = cg::groupedGemmMaps(spec, m);
     const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
     const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
     const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
     int xData = fp8 ? xb.dir[0].data : xb.tensor;
     int wData = fp8 ? wb.dir[dgrad ? 1 : 0].data : wb.tensor;
-    ASSERT_EQ(ks.args.size(), 8u);
-    for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(ks.args.size(), 9u);
+    for (int i = 0; i < 4; ++i) {
       EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
       EXPECT_EQ(ks.args[i].map, maps[i]) << "map " << i;
     }
@@ -90,12 +90,14 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     EXPECT_EQ(ks.args[1].pointer.buffer, wData);
     EXPECT_EQ(ks.args[2].pointer.buffer, fp8 ? xb.dir[0].scale : xData);
     EXPECT_EQ(ks.args[3].pointer.buffer,
+              fp8 ? plan->values[size_t(g.output)].tensor : xData);
+    EXPECT_EQ(ks.args[4].pointer.buffer,
               fp8 ? wb.dir[dgrad ? 1 : 0].scale : -1);
-    EXPECT_EQ(ks.args[4].pointer.buffer, plan->values[size_t(g.splits)].tensor);
-    EXPECT_EQ(ks.args[5].pointer.buffer,
+    EXPECT_EQ(ks.args[5].pointer.buffer, plan->values[size_t(g.splits)].tensor);
+    EXPECT_EQ(ks.args[6].pointer.buffer,
               dgrad ? -1 : plan->values[size_t(g.bias)].tensor);
-    EXPECT_EQ(ks.args[6].pointer.buffer, plan->values[size_t(g.output)].tensor);
-    EXPECT_EQ(ks.args[7].i, m);
+    EXPECT_EQ(ks.args[7].pointer.buffer, plan->values[size_t(g.output)].tensor);
+    EXPECT_EQ(ks.args[8].i, m);
     // The plan survives serialisation (descriptors are encoded on binding).
     rt::Expected<rt::Plan> back = rt::Plan::deserialize(kp.plan.serialize());
     ASSERT_TRUE(back) << back.status().toString();
@@ -152,7 +154,7 @@ TEST(GroupedGemmPlan, PerExpertScalingQuantizesBothOperandsFirst) {
             kp.plan.kernels[1].args[9].pointer.buffer);
   EXPECT_EQ(gemm.args[1].pointer.buffer,
             kp.plan.kernels[3].args[7].pointer.buffer);
-  EXPECT_EQ(gemm.args[3].pointer.buffer,
+  EXPECT_EQ(gemm.args[4].pointer.buffer,
             kp.plan.kernels[3].args[9].pointer.buffer);
   // An f32 layer is refused with the rule's words.
   cg::Program f32 = p;

@@ -100,10 +100,20 @@ struct GroupedGemmConfig
   static constexpr int kSwStride =
       ((WeightColumnwise ? kGroups * kK / 128 : (kK + 127) / 128) + 3) / 4 * 4;
   static constexpr int kTableBytes = 2 * 4 * (kGroups + 1);
+  /// FP8 tiles leave through shared memory and TMA stores (rows of bf16
+  /// whose 16-byte TMA stride needs N a multiple of 8): a warpgroup's 64
+  /// rows as two 64 x 64 boxes, 128-byte swizzled, 16 KB a warpgroup. Its
+  /// 4-byte global stores had throttled the load/store unit (Nsight
+  /// Compute: "lg throttle" stalls, five times DeepGEMM's L2 write
+  /// requests). BF16's 256-wide tiles have no shared memory to spare.
+  static constexpr bool kTmaStore = Fp8Block && N_ % 8 == 0;
+  static constexpr int kOutBoxBytes = 64 * 128;
+  static constexpr int kOutBytes = kTmaStore ? 2 * 2 * kOutBoxBytes : 0;
   /// Dynamic shared memory: the stage ring (1024-aligned for the swizzle),
-  /// the x scales, the barriers, the per-expert tables.
+  /// the output boxes, the x scales, the barriers, the per-expert tables.
   static constexpr int kSharedBytes = kStages * (kStageA + kStageB + kStageSA) +
-                                      2 * 8 * kStages + kTableBytes + 1024;
+                                      kOutBytes + 2 * 8 * kStages +
+                                      kTableBytes + 1024;
 
   static_assert(Fp8Block ? kBlockN == 128 : (kBlockN == 128 || kBlockN == 256),
                 "tile widths: FP8 128 (partial sums and total: two "
@@ -116,6 +126,8 @@ struct GroupedGemmConfig
                 "read along N)");
   static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
   static_assert(BandUnits >= 1, "a band holds at least one row unit");
+  static_assert(!kTmaStore || kBlockN == 128,
+                "a warpgroup's output is two 64-column boxes");
   static_assert(!WeightColumnwise || kK % kBlockK == 0,
                 "a columnwise weight holds whole K blocks per expert (FP8: "
                 "128x128 tiles; BF16: 64-row slabs)");
@@ -247,6 +259,57 @@ pipelinedFp8Blocks(uint64_t descA0, uint64_t descB0,
   }
 }
 
+/// The epilogue of a warpgroup's 64 whole rows of an FP8 tile: + the
+/// expert's bias, bf16, written into its two 64 x 64 output boxes in
+/// shared memory (128-byte swizzle: the 16-byte chunk c of row r at c ^ (r
+/// mod 8), so a warp's 4-byte stores fill the 32 banks once), then one
+/// thread stores them with TMA (columns past N clipped by the map). Named
+/// barrier 1 + WG orders the warpgroup's writes after its previous store
+/// has read the boxes, and the store after the writes.
+template <class C, int WG, int N>
+__device__ __forceinline__ void
+storeThroughShared(const float (&total)[N], unsigned char *boxes,
+                   const cute::TmaDescriptor *tmY, const dev::u16 *bias,
+                   const Tile &tile, int wgRow0, int wgThread, int lane,
+                   int rowInWg, int colInTile) {
+  auto warpgroupSync = [] {
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + WG) : "memory");
+  };
+  if (wgThread == 0)
+    tma_store_wait<0>();
+  warpgroupSync();
+#pragma unroll
+  for (int j = 0; j < C::kBlockN / 8; ++j) {
+    const int col = tile.col0 + j * 8 + colInTile;
+    if (col >= C::kN)
+      continue;
+    float b0 = 0.f, b1 = 0.f;
+    if (bias != nullptr) {
+      unsigned pair = __ldg(reinterpret_cast<const unsigned *>(
+          bias + (long long)tile.expert * C::kN + col));
+      b0 = __uint_as_float(pair << 16);
+      b1 = __uint_as_float(pair & 0xffff0000u);
+    }
+    unsigned char *box = boxes + (j / 8) * C::kOutBoxBytes;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = rowInWg + 8 * h;
+      *reinterpret_cast<unsigned *>(box + r * 128 + (((j % 8) ^ (r % 8)) * 16) +
+                                    (lane % 4) * 4) =
+          dev::floatToBF16x2(total[j * 4 + 2 * h] + b0,
+                             total[j * 4 + 2 * h + 1] + b1);
+    }
+  }
+  tma_store_fence();
+  warpgroupSync();
+  if (wgThread == 0) {
+    SM90_TMA_STORE_2D::copy(tmY, boxes, tile.col0, wgRow0);
+    SM90_TMA_STORE_2D::copy(tmY, boxes + C::kOutBoxBytes, tile.col0 + 64,
+                            wgRow0);
+    tma_store_arrive();
+  }
+}
+
 } // namespace detail
 
 /// Math warpgroup `WG`: rows [64·WG, +64) of each tile. A template
@@ -258,12 +321,21 @@ __device__ __forceinline__ void
 mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
               const int *tileEnd, const int *rowEnd,
               const unsigned char *stageA, const unsigned char *stageB,
-              const unsigned char *stageSX,
+              const unsigned char *stageSX, unsigned char *outShared,
               cutlass::arch::ClusterTransactionBarrier *full,
               cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
-              const dev::u16 *bias, dev::u16 *y, int mTotal) {
+              const dev::u16 *bias, dev::u16 *y, int mTotal,
+              const cute::TmaDescriptor *tmY) {
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
+  // Its TMA stores are complete before the kernel ends.
+  struct DrainStores {
+    bool issuer;
+    __device__ ~DrainStores() {
+      if (C::kTmaStore && issuer)
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
+  } drain{threadIdx.x % 128 == 0};
   using Mma =
       typename detail::MmaFor<C::kFp8Block, C::kBlockN, C::kWeightMnMajor,
                               C::kAE5M2, C::kBE5M2>::type;
@@ -343,6 +415,16 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
     }
     // Epilogue: + the expert's bias (fp32), bf16 (round to nearest even),
     // rows of this expert only.
+    if constexpr (C::kTmaStore) {
+      const int wgRow0 = tile.row0 + WG * 64;
+      if (wgRow0 + 64 <= tile.rowEnd) {
+        detail::storeThroughShared<C, WG>(
+            total, outShared + WG * 2 * C::kOutBoxBytes, tmY, bias, tile,
+            wgRow0, wgThread, lane, rowInWg, colInTile);
+        continue;
+      }
+      // The expert's last rows: stored directly, none past its end.
+    }
     const int r0 = tile.row0 + WG * 64 + rowInWg;
 #pragma unroll
     for (int j = 0; j < C::kBlockN / 8; ++j) {
@@ -372,19 +454,19 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
   }
 }
 
-/// The kernel body. `tmX`/`tmW`/`tmSX` are 2-D tensor maps over X [M_total,
-/// K] (box: kBlockM / kCluster rows), W [G·N, K] or, columnwise, [N, G·K]
-/// (box: kBlockN / kClusterM rows) or, BF16 columnwise, [G·K, N] (box: 64 x
-/// 64) and
-/// (FP8) the x scales [K/128, roundup(M_total,4)]; `sw` the weight scales
-/// (FP8), `splits` G int64 on the device, `bias` null or [G, N] bf16 (added
-/// in fp32 before the rounding), `y` [M_total, N] bf16.
+/// The kernel body. `tmX`/`tmW`/`tmSX`/`tmY` are 2-D tensor maps over X
+/// [M_total, K] (box: kBlockM / kCluster rows), W [G·N, K] or, columnwise,
+/// [N, G·K] (box: kBlockN / kClusterM rows) or, BF16 columnwise, [G·K, N]
+/// (box: 64 x 64), (FP8) the x scales [K/128, roundup(M_total,4)], and
+/// (kTmaStore) Y [M_total, N] (box: 64 x 64, 128-byte swizzle); `sw` the
+/// weight scales (FP8), `splits` G int64 on the device, `bias` null or
+/// [G, N] bf16 (added in fp32 before the rounding), `y` [M_total, N] bf16.
 template <class C>
 __device__ __forceinline__ void
 groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
-                const cute::TmaDescriptor *tmSX, const float *sw,
-                const long long *splits, const dev::u16 *bias, dev::u16 *y,
-                int mTotal) {
+                const cute::TmaDescriptor *tmSX, const cute::TmaDescriptor *tmY,
+                const float *sw, const long long *splits, const dev::u16 *bias,
+                dev::u16 *y, int mTotal) {
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   extern __shared__ __align__(1024) unsigned char sharedRaw[];
@@ -393,7 +475,8 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   unsigned char *shared = detail::alignedShared(sharedRaw);
   unsigned char *stageA = shared;
   unsigned char *stageB = stageA + C::kStages * C::kStageA;
-  unsigned char *stageSX = stageB + C::kStages * C::kStageB;
+  unsigned char *outShared = stageB + C::kStages * C::kStageB;
+  unsigned char *stageSX = outShared + C::kOutBytes;
   Barrier *full =
       reinterpret_cast<Barrier *>(stageSX + C::kStages * C::kStageSA);
   Barrier *empty = full + C::kStages;
@@ -441,6 +524,8 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
       prefetch_tma_descriptor(tmW);
       if (C::kFp8Block)
         prefetch_tma_descriptor(tmSX);
+      if (C::kTmaStore)
+        prefetch_tma_descriptor(tmY);
       constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
       // This CTA's share of the x tile (multicast to the CTAs of its
       // cluster row, which compute the same rows) and of the W tile
@@ -505,12 +590,12 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
     }
   } else if (warpgroup == 0) {
     mathWarpgroup<C, 0>(lane, rank, cluster, clusters, numItems, tileEnd,
-                        rowEnd, stageA, stageB, stageSX, full, empty, sw, bias,
-                        y, mTotal);
+                        rowEnd, stageA, stageB, stageSX, outShared, full, empty,
+                        sw, bias, y, mTotal, tmY);
   } else {
     mathWarpgroup<C, 1>(lane, rank, cluster, clusters, numItems, tileEnd,
-                        rowEnd, stageA, stageB, stageSX, full, empty, sw, bias,
-                        y, mTotal);
+                        rowEnd, stageA, stageB, stageSX, outShared, full, empty,
+                        sw, bias, y, mTotal, tmY);
   }
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C::kClusterSize > 1)

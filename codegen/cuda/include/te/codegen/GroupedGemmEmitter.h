@@ -100,8 +100,13 @@ constexpr unsigned kGroupedGemmThreads = 384;
 /// SM's.
 rt::Status checkGroupedGemm(const GroupedGemmSpec &s);
 
-/// Dynamic shared memory the kernel needs (stages, scales, barriers,
-/// per-expert tables).
+/// Whether the kernel stores its output tiles through shared memory by TMA
+/// (FP8 with N a multiple of 8, the bf16 rows' 16-byte TMA stride) rather
+/// than from registers: its fourth tensor map is then Y's.
+bool groupedGemmTmaStore(const GroupedGemmSpec &s);
+
+/// Dynamic shared memory the kernel needs (stages, output boxes, scales,
+/// barriers, per-expert tables).
 unsigned groupedGemmSharedBytes(const GroupedGemmSpec &s);
 
 /// The kernel's source (entry point s.kernelName()) and NVRTC options
@@ -124,28 +129,28 @@ struct GroupedGemmBuffers {
   uint64_t bias = 0; ///< 0, or [G, N] bf16 added before the rounding
 };
 
-/// The geometry of the kernel's three TMA descriptors for `mTotal` token
+/// The geometry of the kernel's four TMA descriptors for `mTotal` token
 /// rows: x [mTotal, K] (box: a cluster rank's share of the tile rows), w
 /// [G*N, K] or columnwise [N, G*K] (box: one tile of rows, one K block) or,
-/// BF16 columnwise, [G*K, N] (box: 64 rows of K, 64 columns),
-/// and the x scales [ceil(K/128),
-/// roundup(mTotal, 4)] (FP8; the BF16 kernel ignores its third map, which
-/// repeats x's). The one place both the direct launch and plans take them
-/// from.
-std::array<rt::TensorMapShape, 3> groupedGemmMaps(const GroupedGemmSpec &s,
+/// BF16 columnwise, [G*K, N] (box: 64 rows of K, 64 columns), the x scales
+/// [ceil(K/128), roundup(mTotal, 4)] (FP8; the BF16 kernel ignores its
+/// third map, which repeats x's), and y [mTotal, N] (box: 64 x 64, 128-byte
+/// swizzle) where groupedGemmTmaStore, else x's again, unused. The one
+/// place both the direct launch and plans take them from.
+std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &s,
                                                   int64_t mTotal);
 
-/// The launch of one call: its parameter block (three tensor maps, then
+/// The launch of one call: its parameter block (four tensor maps, then
 /// pointers and M_total, in the kernel's order) and its grid.
 struct GroupedGemmLaunch {
-  std::array<rt::TensorMap, 3> maps;
+  std::array<rt::TensorMap, 4> maps;
   uint64_t sw = 0, splits = 0, bias = 0, y = 0;
   int32_t mTotal = 0;
   rt::Dim3 grid, block, cluster;
   unsigned sharedBytes = 0;
   /// Pointers to each parameter, as cuLaunchKernel takes them (point into
   /// this object: do not copy it between args() and the launch).
-  std::array<void *, 8> args();
+  std::array<void *, 9> args();
 };
 
 /// Encodes the tensor maps for `b` and sizes the grid: one CTA per SM of
