@@ -243,6 +243,25 @@ struct HasFactors8<D, decltype(void(
   static constexpr bool value = true;
 };
 
+/// The factors of elements (r, c0 .. c0 + 7), c0 8-aligned: one load where
+/// they are one value, a vector load where the decoder has one, else each.
+template <class D>
+__device__ __forceinline__ void factorsOf8(const DequantArgs &a, i64 r, i64 c0,
+                                           float (&f)[8]) {
+  if constexpr (D::kUniformFactor) {
+    const float one = D::factor(a, r, c0);
+    TE_UNROLL
+    for (int j = 0; j < 8; ++j)
+      f[j] = one;
+  } else if constexpr (HasFactors8<D>::value) {
+    D::factors8(a, r, c0, f);
+  } else {
+    TE_UNROLL
+    for (int j = 0; j < 8; ++j)
+      f[j] = D::factor(a, r, c0 + j);
+  }
+}
+
 /// v[j] = fl(decode(code j) · v[j]) for the 8 codes of `codes`, one a byte.
 template <class D>
 __device__ __forceinline__ void decodeTimes8(const u32 (&codes)[2],
@@ -301,18 +320,7 @@ template <class D> struct Run8 {
                               : D::widen16(u16(raw[j / 2] >> (16 * (j % 2))));
     } else {
       const u32 r = t / runsPerRow, c0 = (t - r * runsPerRow) * 8;
-      if constexpr (D::kUniformFactor) {
-        const float f = D::factor(a, r, c0);
-        TE_UNROLL
-        for (int j = 0; j < 8; ++j)
-          v[j] = f;
-      } else if constexpr (HasFactors8<D>::value) {
-        D::factors8(a, r, c0, v);
-      } else {
-        TE_UNROLL
-        for (int j = 0; j < 8; ++j)
-          v[j] = D::factor(a, r, c0 + j);
-      }
+      factorsOf8<D>(a, r, c0, v);
       decodeTimes8<D>(raw, v);
     }
     store8<Out>(out, i64(t) * 8, v);
@@ -444,19 +452,7 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
     }
     float columnFactors[8];
     if constexpr (kColumnFactors) {
-      const i64 c = c0 + (threadIdx.x % 8) * 8;
-      if constexpr (D::kUniformFactor) {
-        const float f = D::factor(a, r0, c);
-        TE_UNROLL
-        for (int j = 0; j < 8; ++j)
-          columnFactors[j] = f;
-      } else if constexpr (HasFactors8<D>::value) {
-        D::factors8(a, r0, c, columnFactors);
-      } else {
-        TE_UNROLL
-        for (int j = 0; j < 8; ++j)
-          columnFactors[j] = D::factor(a, r0, c + j);
-      }
+      factorsOf8<D>(a, r0, c0 + (threadIdx.x % 8) * 8, columnFactors);
     } else {
       for (int i = threadIdx.x; i < kTileC * kFactorBlocks; i += blockDim.x)
         factors[i / kTileC][i % kTileC] =
