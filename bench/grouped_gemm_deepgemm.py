@@ -6,9 +6,10 @@ baseline measured in the same run (docs/Performance.md):
 DEEPGEMM_DIR is a checkout of DeepGEMM's first release line (its Python
 package JIT-compiles the kernels with nvcc; measured with commit c57699a).
 Its CUTLASS headers are taken from $TE_CUTLASS_DIR where the checkout has
-none. The kernels compute what tejit's generated kernel does: E4M3 x E4M3,
-1x128 x scales, 128x128 weight scales, fp32 promotion per 128-K block, bf16
-out. The grouped shapes run its contiguous M-grouped kernel, which wants
+none. Its kernels take the operands tejit's generated kernel takes (E4M3
+x E4M3, 1x128 x scales, 128x128 weight scales, bf16 out) and promote in
+fp32 per 128-K block; the script checks expert 0's rows with unit scales
+only. The grouped shapes run its contiguous M-grouped kernel, which wants
 every expert's rows padded to a multiple of 128: TFLOP/s are counted over the
 real rows (the padding is part of its cost), the padded rows' rate alongside.
 The last row (G = 1, 8192^3) is its dense kernel. TFLOP/s from the median of
@@ -29,7 +30,7 @@ def import_deep_gemm(path):
     include = os.path.join(path, "deep_gemm", "include")
     cutlass = os.environ.get("TE_CUTLASS_DIR")
     for d in ("cute", "cutlass"):
-        if not os.path.exists(os.path.join(include, d)):
+        if not os.path.lexists(os.path.join(include, d)):
             if not cutlass:
                 sys.exit(f"{include}/{d} is missing: set TE_CUTLASS_DIR")
             os.symlink(os.path.join(cutlass, d), os.path.join(include, d))

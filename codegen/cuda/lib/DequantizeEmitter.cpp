@@ -71,6 +71,9 @@ DequantizePath dequantizePath(int64_t m, int64_t k, bool dataTransposed) {
 
 std::string emitDequantize(const DequantizeKernel &k, const Entry &e,
                            const rt::Target &target) {
+  static_assert(kDequantizeThreads % 8 == 0,
+                "the tile path keeps a thread's 8 output columns, hence their "
+                "factors, the same in all its tasks");
   const Value &in = e.values[k.input];
   const Value &out = e.values[k.output];
   rt::DirectionStorage st = directionStorage(in, k.dir, target);

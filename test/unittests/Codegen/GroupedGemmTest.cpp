@@ -473,6 +473,9 @@ TEST_F(GroupedGemmGpu, NNotAMultipleOfTheTile) {
       spec(GroupedGemmSpec::Operands::Fp8Block, 2, 202, 256)));
   check(spec(GroupedGemmSpec::Operands::Fp8Block, 2, 202, 256), 300,
         {150, 150});
+  // A last tile whose second 64-column box lies wholly past N.
+  check(spec(GroupedGemmSpec::Operands::Fp8Block, 2, 136, 256), 300,
+        {150, 150});
 }
 
 // Bad split sizes are clamped, never read or written out of bounds.

@@ -300,12 +300,15 @@ storeThroughShared(const float (&total)[N], unsigned char *boxes,
                              total[j * 4 + 2 * h + 1] + b1);
     }
   }
-  tma_store_fence();
+  // The writes visible to the async proxy (a compiler barrier too: CuTe's
+  // tma_store_fence has no memory clobber).
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   warpgroupSync();
   if (wgThread == 0) {
     SM90_TMA_STORE_2D::copy(tmY, boxes, tile.col0, wgRow0);
-    SM90_TMA_STORE_2D::copy(tmY, boxes + C::kOutBoxBytes, tile.col0 + 64,
-                            wgRow0);
+    if (tile.col0 + 64 < C::kN) // else wholly past N
+      SM90_TMA_STORE_2D::copy(tmY, boxes + C::kOutBoxBytes, tile.col0 + 64,
+                              wgRow0);
     tma_store_arrive();
   }
 }
@@ -332,8 +335,9 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
   struct DrainStores {
     bool issuer;
     __device__ ~DrainStores() {
-      if (C::kTmaStore && issuer)
-        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      if constexpr (C::kTmaStore)
+        if (issuer)
+          asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
   } drain{threadIdx.x % 128 == 0};
   using Mma =

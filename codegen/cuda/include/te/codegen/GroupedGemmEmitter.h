@@ -124,7 +124,9 @@ struct GroupedGemmBuffers {
   uint64_t w = 0; ///< [G, N, K]
   uint64_t sx = 0, sw = 0;
   uint64_t splits = 0; ///< G int64 on the device, sum <= mTotal
-  uint64_t y = 0;      ///< [mTotal, N] bf16
+  /// [mTotal, N] bf16; 16-byte aligned where groupedGemmTmaStore (the
+  /// TMA store's base).
+  uint64_t y = 0;
   int64_t mTotal = 0;
   uint64_t bias = 0; ///< 0, or [G, N] bf16 added before the rounding
 };
