@@ -39,6 +39,24 @@ namespace ref = te::rt::ref;
 
 namespace {
 
+/// Each expert's delayed-scaling state (expert e's scale base * 2^(step * e
+/// + offset), far from the others'), the pointers the reference takes and
+/// the scales the device pass is given.
+struct ExpertStates {
+  std::vector<ref::DelayedScalingState> states;
+  std::vector<ref::DelayedScalingState *> pointers;
+  std::vector<float> scales;
+  ExpertStates(int64_t g, float base, int step, int offset)
+      : states(static_cast<size_t>(g)) {
+    for (int64_t e = 0; e < g; ++e) {
+      states[e].scale = std::ldexp(base, int(step * e) + offset);
+      states[e].history.assign(4, 0.0f);
+      pointers.push_back(&states[e]);
+      scales.push_back(states[e].scale);
+    }
+  }
+};
+
 std::vector<uint16_t> randomBf16(size_t count, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.f, 1.f);
@@ -216,17 +234,10 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
         spec.needsExpertAmax() || spec.delayed() ? amax.devicePtr() : 0;
     // Delayed scaling: each expert's state (its scale given to the pass,
     // its amax recorded).
-    std::vector<ref::DelayedScalingState> states(static_cast<size_t>(g));
-    std::vector<ref::DelayedScalingState *> statePtrs;
-    std::vector<float> givenScales;
-    for (int64_t e = 0; e < g; ++e) {
-      states[e].scale = std::ldexp(1.25f, int(5 * e) - 6);
-      states[e].history.assign(4, 0.0f);
-      statePtrs.push_back(&states[e]);
-      givenScales.push_back(states[e].scale);
-    }
+    ExpertStates expert(g, 1.25f, 5, -6);
+    std::vector<ref::DelayedScalingState> &states = expert.states;
     if (spec.delayed())
-      ASSERT_TRUE(amax.copyFromHost(givenScales.data(), g * 4, *stream_));
+      ASSERT_TRUE(amax.copyFromHost(expert.scales.data(), g * 4, *stream_));
     if (spec.needsExpertAmax()) {
       const bool rht = scheme.kind == rt::SchemeKind::Nvfp4 && scheme.rht;
       cg::EmittedGroupedAmax r =
@@ -266,7 +277,7 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
 
     ref::GroupedColumnwise want = ref::groupedColumnwiseQuantize(
         x.data(), m, c, splits, scheme, cap, seed, offset,
-        spec.delayed() ? &statePtrs : nullptr);
+        spec.delayed() ? &expert.pointers : nullptr);
     ASSERT_EQ(want.error, "");
     if (spec.delayed()) {
       std::vector<float> gotRecord(g);
@@ -483,17 +494,10 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
                        record = alloc(g * 4, 0);
       // Delayed: each expert's state, its scale far from the others'.
       const bool delayed = spec.delayed();
-      std::vector<ref::DelayedScalingState> states(static_cast<size_t>(g));
-      std::vector<ref::DelayedScalingState *> statePtrs;
-      std::vector<float> givenScales;
-      for (int64_t e = 0; e < g; ++e) {
-        states[e].scale = std::ldexp(1.5f, int(3 * e) - 4);
-        states[e].history.assign(4, 0.0f);
-        statePtrs.push_back(&states[e]);
-        givenScales.push_back(states[e].scale);
-      }
+      ExpertStates expert(g, 1.5f, 3, -4);
+      std::vector<ref::DelayedScalingState> &states = expert.states;
       if (delayed)
-        ASSERT_TRUE(amax.copyFromHost(givenScales.data(), g * 4, stream));
+        ASSERT_TRUE(amax.copyFromHost(expert.scales.data(), g * 4, stream));
       cg::GroupedRowsBuffers buf;
       buf.in = (stack ? wIn : xIn).devicePtr();
       buf.splits = stack ? 0 : sp.devicePtr();
@@ -517,7 +521,7 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       ref::GroupedTensorScaled want = ref::groupedTensorScaledQuantize(
           (stack ? w : x).data(), rows, c,
           stack ? std::vector<int64_t>{} : splits, g, scheme, columnwise,
-          delayed ? &statePtrs : nullptr);
+          delayed ? &expert.pointers : nullptr);
       ASSERT_EQ(want.error, "");
       const int64_t ld = columnwise ? rows : c;
       int64_t wrong = 0;
