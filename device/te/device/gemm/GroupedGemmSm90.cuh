@@ -259,6 +259,20 @@ pipelinedFp8Blocks(uint64_t descA0, uint64_t descB0,
   }
 }
 
+/// Expert `expert`'s bias of output columns col and col + 1, widened from
+/// bf16; zeros without a bias (the accumulators are never -0, so adding
+/// them changes nothing).
+template <class C>
+__device__ __forceinline__ float2 biasPair(const dev::u16 *bias, int expert,
+                                           int col) {
+  if (bias == nullptr)
+    return make_float2(0.f, 0.f);
+  const unsigned pair = __ldg(reinterpret_cast<const unsigned *>(
+      bias + (long long)expert * C::kN + col));
+  return make_float2(__uint_as_float(pair << 16),
+                     __uint_as_float(pair & 0xffff0000u));
+}
+
 /// The epilogue of a warpgroup's 64 whole rows of an FP8 tile: + the
 /// expert's bias, bf16, written into its two 64 x 64 output boxes in
 /// shared memory (128-byte swizzle: the 16-byte chunk c of row r at c ^ (r
@@ -283,21 +297,15 @@ storeThroughShared(const float (&total)[N], unsigned char *boxes,
     const int col = tile.col0 + j * 8 + colInTile;
     if (col >= C::kN)
       continue;
-    float b0 = 0.f, b1 = 0.f;
-    if (bias != nullptr) {
-      unsigned pair = __ldg(reinterpret_cast<const unsigned *>(
-          bias + (long long)tile.expert * C::kN + col));
-      b0 = __uint_as_float(pair << 16);
-      b1 = __uint_as_float(pair & 0xffff0000u);
-    }
+    const float2 b = biasPair<C>(bias, tile.expert, col);
     unsigned char *box = boxes + (j / 8) * C::kOutBoxBytes;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = rowInWg + 8 * h;
       *reinterpret_cast<unsigned *>(box + r * 128 + (((j % 8) ^ (r % 8)) * 16) +
                                     (lane % 4) * 4) =
-          dev::floatToBF16x2(total[j * 4 + 2 * h] + b0,
-                             total[j * 4 + 2 * h + 1] + b1);
+          dev::floatToBF16x2(total[j * 4 + 2 * h] + b.x,
+                             total[j * 4 + 2 * h + 1] + b.y);
     }
   }
   // The writes visible to the async proxy (a compiler barrier too: CuTe's
@@ -436,14 +444,11 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
       if (col >= C::kN)
         continue;
       if (bias != nullptr) {
-        unsigned pair = __ldg(reinterpret_cast<const unsigned *>(
-            bias + (long long)tile.expert * C::kN + col));
-        float b0 = __uint_as_float(pair << 16);
-        float b1 = __uint_as_float(pair & 0xffff0000u);
+        const float2 b = detail::biasPair<C>(bias, tile.expert, col);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          total[j * 4 + 2 * h] += b0;
-          total[j * 4 + 2 * h + 1] += b1;
+          total[j * 4 + 2 * h] += b.x;
+          total[j * 4 + 2 * h + 1] += b.y;
         }
       }
 #pragma unroll
