@@ -115,6 +115,28 @@ template <bool Rowwise> struct Nvfp4Decode {
     u8 sB = Rowwise ? s[r * a.scaleCols + c / 16] : s[c * a.scaleCols + r / 16];
     return nvfp4DequantFactor(sB, *a.amax);
   }
+  /// Columnwise: the factors of column c's 8 blocks of 16 rows from r0
+  /// (16-aligned, all inside the tensor): 8 consecutive scale bytes of the
+  /// transpose's row c, one 8-byte load where aligned.
+  __device__ static void columnFactors8(const DequantArgs &a, i64 r0, i64 c,
+                                        float amax, float (&f)[8]) {
+    static_assert(!Rowwise, "the tile path reads the columnwise direction");
+    const u8 *s = static_cast<const u8 *>(a.scale) + c * a.scaleCols + r0 / 16;
+    u8 sB[8];
+    if ((reinterpret_cast<u64>(s) & 7) == 0) {
+      const uint2 v = *reinterpret_cast<const uint2 *>(s);
+      TE_UNROLL
+      for (int j = 0; j < 8; ++j)
+        sB[j] = u8((j < 4 ? v.x : v.y) >> (8 * (j % 4)));
+    } else {
+      TE_UNROLL
+      for (int j = 0; j < 8; ++j)
+        sB[j] = s[j];
+    }
+    TE_UNROLL
+    for (int j = 0; j < 8; ++j)
+      f[j] = nvfp4DequantFactor(sB[j], amax);
+  }
 };
 
 /// FP8 block scaling (1x128 or 128x128 `Tile2d`): q * scale_inv of the
@@ -381,17 +403,27 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
   // per-tensor: 128-row blocks), a thread's 8 output columns are the same
   // in all its tasks (blockDim, kDequantizeThreads, is a multiple of 8), so
   // it reads their factors once per tile into registers; else (NVFP4's
-  // 16-row blocks) the tile's factors are computed once into shared memory.
+  // 16-row blocks) the tile's factors are computed once into shared memory,
+  // a thread a column (its 8 scale bytes in one load: one load a factor,
+  // each of a different scale row, had been most of the kernel's L1
+  // requests). Rows of 68 floats: a warp's 16-byte reads of two
+  // consecutive blocks' rows fall in different banks.
   constexpr bool kColumnFactors = D::kFactorRows == kTileR;
+  static_assert(kColumnFactors || kFactorBlocks == 8,
+                "16-row blocks: columnFactors8 gives a column's 8 factors");
   __shared__ __align__(16) u8 codes[kTileR][kTilePitch];
   __shared__ __align__(
-      16) float factors[kColumnFactors ? 1 : kFactorBlocks][kTileC];
+      16) float factors[kColumnFactors ? 1 : kFactorBlocks][kTileC + 4];
   const u32 tilesC = u32((a.k + kTileC - 1) / kTileC);
   const u32 tiles = tilesC * u32((a.m + kTileR - 1) / kTileR);
   // A block: 4 storage rows by one 4-byte word of each (4 or 8 codes).
   constexpr int kCodesPerWord = 4 * D::kCodesPerByte;
   constexpr int kWordBlocksR = kTileR / kCodesPerWord; // 32 or 16
   constexpr int kBlocks = (kTileC / 4) * kWordBlocksR;
+  // FP8 rows r of the staged tile hold their words XOR-ed by r / 32.
+  constexpr bool kSwizzled = D::kCodesPerByte == 1;
+  static_assert(!kSwizzled || kWordBlocksR == 32,
+                "a warp reads one 32-word storage line");
   // Whole 16-byte pieces per storage row keep every word aligned.
   const bool aligned =
       (a.m / D::kCodesPerByte) % 16 == 0 && a.m % D::kCodesPerByte == 0;
@@ -411,11 +443,14 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
     }
     __syncthreads(); // the previous tile's readers are done
     for (int b = threadIdx.x; b < kBlocks; b += blockDim.x) {
-      // A warp: 8 consecutive words of 4 storage rows each (32-byte
-      // segments), so its shared stores hit 32 different banks.
+      // FP8: a warp reads the 32 words of a storage row's 128-byte line per
+      // load (one L2 request of four sectors); its shared stores land in 32
+      // banks because word cr of rows 4rr .. 4rr + 3 goes to word cr ^
+      // (rr / 8) (kSwizzled). E2M1: 8 consecutive words of 4 storage rows
+      // each (32-byte segments), 32 banks without a swizzle.
       const int lane = b % 32, w = b / 32;
-      const int rr = (w % (kWordBlocksR / 8)) * 8 + lane % 8;
-      const int cr = (w / (kWordBlocksR / 8)) * 4 + lane / 8;
+      const int rr = kSwizzled ? lane : (w % (kWordBlocksR / 8)) * 8 + lane % 8;
+      const int cr = kSwizzled ? w : (w / (kWordBlocksR / 8)) * 4 + lane / 8;
       u32 rows[4];
       TE_UNROLL
       for (int k = 0; k < 4; ++k)
@@ -426,7 +461,8 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
         transpose4x4(rows);
         TE_UNROLL
         for (int j = 0; j < 4; ++j)
-          *reinterpret_cast<u32 *>(&codes[4 * rr + j][4 * cr]) = rows[j];
+          *reinterpret_cast<u32 *>(&codes[4 * rr + j][4 * (cr ^ (rr / 8))]) =
+              rows[j];
       } else {
         u32 lo[4], hi[4]; // codes of positions 0-3 and 4-7 of each row
         TE_UNROLL
@@ -454,9 +490,13 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
     if constexpr (kColumnFactors) {
       factorsOf8<D>(a, r0, c0 + (threadIdx.x % 8) * 8, columnFactors);
     } else {
-      for (int i = threadIdx.x; i < kTileC * kFactorBlocks; i += blockDim.x)
-        factors[i / kTileC][i % kTileC] =
-            D::factor(a, r0 + (i / kTileC) * D::kFactorRows, c0 + i % kTileC);
+      for (int c = threadIdx.x; c < kTileC; c += blockDim.x) {
+        float f[8];
+        D::columnFactors8(a, r0, c0 + c, *a.amax, f);
+        TE_UNROLL
+        for (int b = 0; b < 8; ++b)
+          factors[b][c] = f[b];
+      }
     }
     __syncthreads();
     // Task: 8 consecutive columns of one row. A warp covers 4 rows by 64
@@ -472,8 +512,9 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
       const int rl = (group / 8) * 32 + (group % 8) * 2 + (q & 1) * 16 +
                      (q >> 1),
                 cl = (task % 8) * 8;
-      const u32 *src = reinterpret_cast<const u32 *>(&codes[rl][cl]);
-      const u32 c8[2] = {src[0], src[1]};
+      const u32 *row = reinterpret_cast<const u32 *>(&codes[rl][0]);
+      const int swz = kSwizzled ? rl / 32 : 0;
+      const u32 c8[2] = {row[(cl / 4) ^ swz], row[(cl / 4 + 1) ^ swz]};
       float v[8];
       if constexpr (kColumnFactors) {
         TE_UNROLL
