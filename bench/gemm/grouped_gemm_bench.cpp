@@ -368,8 +368,10 @@ int main(int argc, char **argv) {
   // --dense: only G = 1 at 8192^3, the generated kernel as a dense block-FP8
   // GEMM against one cuBLASLt call (which te-legalize-target keeps).
   // --backward: only the backward's kernels.
+  // --outboxes: also the FP8 kernel with one output box a warpgroup (and a
+  // stage more), and with two boxes and a stage less.
   bool sweep = false, bands = false, first = false, dense = false,
-       backwardOnly = false;
+       backwardOnly = false, outBoxes = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--sweep")
@@ -382,11 +384,13 @@ int main(int argc, char **argv) {
       dense = true;
     else if (a == "--backward")
       backwardOnly = true;
+    else if (a == "--outboxes")
+      outBoxes = true;
     else
       die(rt::Status(rt::StatusCode::InvalidArgument,
                      "unknown option '" + a +
                          "' (--sweep, --bands, --first, --dense, "
-                         "--backward)"));
+                         "--backward, --outboxes)"));
   }
   if (backwardOnly && (dense || first || sweep))
     die(rt::Status(rt::StatusCode::InvalidArgument,
@@ -442,7 +446,8 @@ int main(int argc, char **argv) {
     check(splitBuf.copyFromHost(splits.data(), c.g * 8, stream));
 
     auto specOf = [&](GroupedGemmSpec::Operands op, int blockN, int cluster,
-                      int clusterM, int band = 0) {
+                      int clusterM, int band = 0, int outBoxes = 0,
+                      int stages = 0) {
       GroupedGemmSpec spec;
       spec.operands = op;
       spec.groups = c.g;
@@ -452,13 +457,17 @@ int main(int argc, char **argv) {
       spec.cluster = cluster;
       spec.clusterM = clusterM;
       spec.band = band;
+      spec.outBoxes = outBoxes;
+      spec.stages = stages;
       spec.mTotal = m;
       return spec.resolved();
     };
     auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,
                             uint64_t w, int blockN = 0, int cluster = 0,
-                            int clusterM = 0, int band = 0) {
-      GroupedGemmSpec spec = specOf(op, blockN, cluster, clusterM, band);
+                            int clusterM = 0, int band = 0, int outBoxes = 0,
+                            int stages = 0) {
+      GroupedGemmSpec spec =
+          specOf(op, blockN, cluster, clusterM, band, outBoxes, stages);
       std::string source = cg::emitGroupedGemm(spec);
       auto t0 = std::chrono::steady_clock::now();
       auto compiled = take(cache.getOrCompile(source, opts));
@@ -511,6 +520,26 @@ int main(int argc, char **argv) {
                      flops / us / 1e6);
       }
     };
+    // --outboxes: the FP8 epilogue through one output box a warpgroup (a
+    // stage more) and, for the ring's depth, two boxes with a stage less.
+    auto sweepOutBoxes = [&] {
+      GroupedGemmSpec two =
+          specOf(GroupedGemmSpec::Operands::Fp8Block, 0, 0, 0, 0, 2);
+      for (auto [boxes, stages] :
+           {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, two.stages - 1}}) {
+        double us =
+            runGenerated(GroupedGemmSpec::Operands::Fp8Block, x8.devicePtr(),
+                         w8.devicePtr(), 0, 0, 0, 0, boxes, stages);
+        std::fprintf(stderr, "  outboxes %s: %.1f TFLOP/s\n",
+                     specOf(GroupedGemmSpec::Operands::Fp8Block, 0, 0, 0, 0,
+                            boxes, stages)
+                         .kernelName()
+                         .c_str(),
+                     flops / us / 1e6);
+      }
+    };
+    if (outBoxes)
+      sweepOutBoxes();
     if (sweep)
       sweepClusters(GroupedGemmSpec::Operands::Fp8Block, 128, x8.devicePtr(),
                     w8.devicePtr());

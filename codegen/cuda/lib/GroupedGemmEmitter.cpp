@@ -30,7 +30,7 @@ int64_t stageBytes(const GroupedGemmSpec &s) {
 int64_t fixedBytes(const GroupedGemmSpec &s) {
   // tables, alignment slack, the output boxes of TMA stores
   return 2 * 4 * (s.groups + 1) + 1024 +
-         (groupedGemmTmaStore(s) ? 2 * 2 * 64 * 128 : 0);
+         (groupedGemmTmaStore(s) ? 2 * int64_t(s.outBoxes) * 64 * 128 : 0);
 }
 } // namespace
 
@@ -88,6 +88,12 @@ GroupedGemmSpec GroupedGemmSpec::resolved() const {
   // 32 up to +26 %, but -10 % at G = 8 with 256 tokens per expert.
   if (s.band == 0)
     s.band = s.fp8() ? 16 : 32;
+  // One output box a warpgroup: the 16 KB it frees make a sixth stage at
+  // 128x128 FP8 tiles, +2-4 % on eight of the nine benchmark shapes, while
+  // four stages lose 4-9 % against five (te-grouped-gemm-bench --outboxes,
+  // docs/Performance.md).
+  if (s.outBoxes == 0)
+    s.outBoxes = 1;
   if (s.stages == 0)
     s.stages =
         static_cast<int>((kMaxShared - fixedBytes(s)) / (stageBytes(s) + 16));
@@ -105,6 +111,8 @@ std::string GroupedGemmSpec::kernelName() const {
     os << "x" << r.clusterM;
   if (r.band != 1)
     os << "_b" << r.band;
+  if (groupedGemmTmaStore(r) && r.outBoxes == 1)
+    os << "_o1";
   os << "_s" << r.stages;
   return os.str();
 }
@@ -150,6 +158,8 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
   if (s.clusterM == 2 && s.weightColumnwise && !s.fp8())
     return bad("row-tile pairs share a K-major W tile, not the BF16 stack "
                "read along N");
+  if (s.outBoxes != 1 && s.outBoxes != 2)
+    return bad("a warpgroup stores through 1 or 2 output boxes");
   if (s.stages < 2 || groupedGemmSharedBytes(s) > kMaxShared)
     return bad("the stage ring (" + std::to_string(s.stages) +
                " stages) does not fit an SM's 227 KiB of shared memory");
@@ -167,7 +177,7 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << ", " << s.stages << ", " << s.n << ", " << s.k << ", " << s.groups
      << ", " << (s.weightColumnwise ? "true" : "false") << ", "
      << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ", "
-     << s.clusterM << ", " << s.band << ">;\n"
+     << s.clusterM << ", " << s.band << ", " << s.outBoxes << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedGemmSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads

@@ -480,8 +480,9 @@ TEST_F(GroupedGemmPlanGpu,
         rt::Status st =
             graph && i > 0 ? runner->replay(*stream_) : runner->run(*stream_);
         ASSERT_TRUE(st) << st.toString();
-        if (graph && i == 0)
+        if (graph && i == 0) {
           ASSERT_TRUE(runner->capture(*stream_));
+        }
         auto cuda = runner->results(*stream_);
         auto cpu = exec::runCpu(p, p.entries[0], args, nullptr, nullptr, &host);
         ASSERT_TRUE(cuda && cpu);

@@ -120,7 +120,7 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   pairs.cluster = 2;
   pairs.clusterM = 2;
   EXPECT_TRUE(cg::checkGroupedGemm(pairs).isOk());
-  EXPECT_NE(pairs.kernelName().find("_t128_c2x2_b16_s"), std::string::npos);
+  EXPECT_NE(pairs.kernelName().find("_t128_c2x2_b16_o1_s"), std::string::npos);
   pairs.clusterM = 3;
   EXPECT_NE(msg(pairs).find("1 or 2 CTAs along M"), std::string::npos);
   GroupedGemmSpec stackPairs = spec(GroupedGemmSpec::Operands::BF16, 4, 256, 128);
@@ -132,7 +132,7 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
   banded.clusterM = 2;
   banded.band = 8;
   EXPECT_TRUE(cg::checkGroupedGemm(banded).isOk());
-  EXPECT_NE(banded.kernelName().find("_c2x2_b8_s"), std::string::npos);
+  EXPECT_NE(banded.kernelName().find("_c2x2_b8_o1_s"), std::string::npos);
   banded.band = 1025;
   EXPECT_NE(msg(banded).find("1..1024 row units"), std::string::npos);
   GroupedGemmSpec wide = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
@@ -159,7 +159,8 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
       spec(GroupedGemmSpec::Operands::Fp8Block, 8, 4096, 7168).resolved();
   EXPECT_EQ(fp8.blockN, 128);
   EXPECT_EQ(fp8.cluster, 2);
-  EXPECT_EQ(fp8.stages, 5); // 32 KB of output boxes
+  EXPECT_EQ(fp8.stages, 6); // 16 KB of output boxes
+  EXPECT_EQ(fp8.outBoxes, 1);
   EXPECT_EQ(fp8.band, 16);
   GroupedGemmSpec bf16 =
       spec(GroupedGemmSpec::Operands::BF16, 8, 768, 7168).resolved();
@@ -198,12 +199,40 @@ TEST(GroupedGemm, Fp8TilesWithAlignedRowsLeaveByTmaStore) {
   EXPECT_FALSE(cg::groupedGemmTmaStore(odd));
   EXPECT_FALSE(cg::groupedGemmTmaStore(bf));
   EXPECT_EQ(cg::groupedGemmSharedBytes(aligned),
-            cg::groupedGemmSharedBytes(odd) + 2 * 2 * 64 * 128);
+            cg::groupedGemmSharedBytes(odd) + 2 * 64 * 128);
   auto maps = cg::groupedGemmMaps(aligned, 300);
   EXPECT_EQ(maps[3], (rt::TensorMapShape{rt::DType::BF16, 300, 200, 400, 64, 64,
                                          rt::TensorMapSwizzle::B128}));
   EXPECT_EQ(cg::groupedGemmMaps(odd, 300)[3], cg::groupedGemmMaps(odd, 300)[0]);
   EXPECT_EQ(cg::groupedGemmMaps(bf, 300)[3], cg::groupedGemmMaps(bf, 300)[0]);
+}
+
+// One output box a warpgroup (the default) halves the boxes' 32 KB, which
+// buys the ring a stage at 128x128 FP8 tiles; it is named, and only 1 or 2
+// boxes exist.
+TEST(GroupedGemm, OneOutputBoxAWarpgroupBuysAStage) {
+  GroupedGemmSpec one =
+      spec(GroupedGemmSpec::Operands::Fp8Block, 8, 4096, 7168);
+  GroupedGemmSpec two = one;
+  two.outBoxes = 2;
+  EXPECT_EQ(one.resolved().outBoxes, 1);
+  EXPECT_EQ(one.resolved().stages, 6);
+  EXPECT_EQ(one.resolved().stages, two.resolved().stages + 1);
+  EXPECT_NE(one.kernelName().find("_o1_s"), std::string::npos)
+      << one.kernelName();
+  EXPECT_EQ(two.kernelName().find("_o1"), std::string::npos);
+  GroupedGemmSpec fixed = two;
+  fixed.stages = 4;
+  GroupedGemmSpec fixedOne = fixed;
+  fixedOne.outBoxes = 1;
+  EXPECT_EQ(cg::groupedGemmSharedBytes(fixed),
+            cg::groupedGemmSharedBytes(fixedOne) + 2 * 64 * 128);
+  GroupedGemmSpec three = two;
+  three.outBoxes = 3;
+  rt::Status st = cg::checkGroupedGemm(three);
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("1 or 2 output boxes"), std::string::npos)
+      << st.message();
 }
 
 namespace {
@@ -495,6 +524,27 @@ TEST_F(GroupedGemmGpu, NNotAMultipleOfTheTile) {
   // A last tile whose second 64-column box lies wholly past N.
   check(spec(GroupedGemmSpec::Operands::Fp8Block, 2, 136, 256), 300,
         {150, 150});
+}
+
+// Two output boxes a warpgroup (the other tests run the default, one): both
+// of a tile's halves leave at once - ragged splits (expert ends stored from
+// registers), a last tile whose second half is partly (N = 200) or wholly
+// (N = 136) past N, a graph replayed with new splits; check() runs clusters
+// of 1 and 2.
+TEST_F(GroupedGemmGpu, TwoOutputBoxesAWarpgroup) {
+  GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 384, 512);
+  s.outBoxes = 2;
+  check(s, 700, {0, 300, 1, 250});
+  check(s, 700, {0, 304, 16, 240}, 4);
+  for (int64_t n : {200, 136}) {
+    GroupedGemmSpec edge = spec(GroupedGemmSpec::Operands::Fp8Block, 2, n, 256);
+    edge.outBoxes = 2;
+    check(edge, 300, {150, 150});
+  }
+  GroupedGemmSpec replay =
+      spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 384);
+  replay.outBoxes = 2;
+  check(replay, 640, {100, 200, 0, 340}, 0, {0, 17, 500, 123});
 }
 
 // Bad split sizes are clamped, never read or written out of bounds.

@@ -236,8 +236,9 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     // its amax recorded).
     ExpertStates expert(g, 1.25f, 5, -6);
     std::vector<ref::DelayedScalingState> &states = expert.states;
-    if (spec.delayed())
+    if (spec.delayed()) {
       ASSERT_TRUE(amax.copyFromHost(expert.scales.data(), g * 4, *stream_));
+    }
     if (spec.needsExpertAmax()) {
       const bool rht = scheme.kind == rt::SchemeKind::Nvfp4 && scheme.rht;
       cg::EmittedGroupedAmax r =
@@ -496,8 +497,9 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       const bool delayed = spec.delayed();
       ExpertStates expert(g, 1.5f, 3, -4);
       std::vector<ref::DelayedScalingState> &states = expert.states;
-      if (delayed)
+      if (delayed) {
         ASSERT_TRUE(amax.copyFromHost(expert.scales.data(), g * 4, stream));
+      }
       cg::GroupedRowsBuffers buf;
       buf.in = (stack ? wIn : xIn).devicePtr();
       buf.splits = stack ? 0 : sp.devicePtr();

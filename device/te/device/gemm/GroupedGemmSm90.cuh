@@ -61,7 +61,8 @@ namespace gemm {
 /// doubles that along M (below).
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
           int Groups_, bool WeightColumnwise = false, bool XE5M2 = false,
-          bool WE5M2 = false, int ClusterM = 1, int BandUnits = 1>
+          bool WE5M2 = false, int ClusterM = 1, int BandUnits = 1,
+          int OutBoxes = 1>
 struct GroupedGemmConfig
     : Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2> {
   using Shape = Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2>;
@@ -102,13 +103,17 @@ struct GroupedGemmConfig
   static constexpr int kTableBytes = 2 * 4 * (kGroups + 1);
   /// FP8 tiles leave through shared memory and TMA stores (rows of bf16
   /// whose 16-byte TMA stride needs N a multiple of 8): a warpgroup's 64
-  /// rows as two 64 x 64 boxes, 128-byte swizzled, 16 KB a warpgroup. Its
+  /// rows as two 64 x 64 halves, 128-byte swizzled boxes of 8 KB. Its
   /// 4-byte global stores had throttled the load/store unit (Nsight
   /// Compute: "lg throttle" stalls, five times DeepGEMM's L2 write
   /// requests). BF16's 256-wide tiles have no shared memory to spare.
+  /// OutBoxes 1: one box a warpgroup, written and stored twice a tile (the
+  /// second half waits for the first's store to read the box), which leaves
+  /// 16 KB more for the stage ring (a sixth stage); 2: both halves at once.
   static constexpr bool kTmaStore = Fp8Block && N_ % 8 == 0;
+  static constexpr int kOutBoxes = OutBoxes;
   static constexpr int kOutBoxBytes = 64 * 128;
-  static constexpr int kOutBytes = kTmaStore ? 2 * 2 * kOutBoxBytes : 0;
+  static constexpr int kOutBytes = kTmaStore ? 2 * kOutBoxes * kOutBoxBytes : 0;
   /// Dynamic shared memory: the stage ring (1024-aligned for the swizzle),
   /// the output boxes, the x scales, the barriers, the per-expert tables.
   static constexpr int kSharedBytes = kStages * (kStageA + kStageB + kStageSA) +
@@ -128,6 +133,8 @@ struct GroupedGemmConfig
   static_assert(BandUnits >= 1, "a band holds at least one row unit");
   static_assert(!kTmaStore || kBlockN == 128,
                 "a warpgroup's output is two 64-column boxes");
+  static_assert(OutBoxes == 1 || OutBoxes == 2,
+                "a warpgroup stores through one or two output boxes");
   static_assert(!WeightColumnwise || kK % kBlockK == 0,
                 "a columnwise weight holds whole K blocks per expert (FP8: "
                 "128x128 tiles; BF16: 64-row slabs)");
@@ -274,12 +281,13 @@ __device__ __forceinline__ float2 biasPair(const dev::u16 *bias, int expert,
 }
 
 /// The epilogue of a warpgroup's 64 whole rows of an FP8 tile: + the
-/// expert's bias, bf16, written into its two 64 x 64 output boxes in
-/// shared memory (128-byte swizzle: the 16-byte chunk c of row r at c ^ (r
-/// mod 8), so a warp's 4-byte stores fill the 32 banks once), then one
-/// thread stores them with TMA (columns past N clipped by the map). Named
-/// barrier 1 + WG orders the warpgroup's writes after its previous store
-/// has read the boxes, and the store after the writes.
+/// expert's bias, bf16, written into 64 x 64 output boxes in shared memory
+/// (128-byte swizzle: the 16-byte chunk c of row r at c ^ (r mod 8), so a
+/// warp's 4-byte stores fill the 32 banks once), then one thread stores
+/// them with TMA (columns past N clipped by the map): both 64-column halves
+/// at once with two boxes, one after the other with one. Named barrier
+/// 1 + WG orders the warpgroup's writes after its previous store has read
+/// the boxes, and the store after the writes.
 template <class C, int WG, int N>
 __device__ __forceinline__ void
 storeThroughShared(const float (&total)[N], unsigned char *boxes,
@@ -289,35 +297,46 @@ storeThroughShared(const float (&total)[N], unsigned char *boxes,
   auto warpgroupSync = [] {
     asm volatile("bar.sync %0, 128;" ::"r"(1 + WG) : "memory");
   };
-  if (wgThread == 0)
-    tma_store_wait<0>();
-  warpgroupSync();
+  constexpr int kPasses = 2 / C::kOutBoxes;
+  constexpr int kGroupsPerPass = C::kBlockN / 8 / kPasses;
 #pragma unroll
-  for (int j = 0; j < C::kBlockN / 8; ++j) {
-    const int col = tile.col0 + j * 8 + colInTile;
-    if (col >= C::kN)
-      continue;
-    const float2 b = biasPair<C>(bias, tile.expert, col);
-    unsigned char *box = boxes + (j / 8) * C::kOutBoxBytes;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    if (tile.col0 + pass * 64 >= C::kN) // the rest lies wholly past N
+      break;
+    if (wgThread == 0)
+      tma_store_wait<0>();
+    warpgroupSync();
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = rowInWg + 8 * h;
-      *reinterpret_cast<unsigned *>(box + r * 128 + (((j % 8) ^ (r % 8)) * 16) +
-                                    (lane % 4) * 4) =
-          dev::floatToBF16x2(total[j * 4 + 2 * h] + b.x,
-                             total[j * 4 + 2 * h + 1] + b.y);
+    for (int jj = 0; jj < kGroupsPerPass; ++jj) {
+      const int j = pass * kGroupsPerPass + jj;
+      const int col = tile.col0 + j * 8 + colInTile;
+      if (col >= C::kN)
+        continue;
+      const float2 b = biasPair<C>(bias, tile.expert, col);
+      unsigned char *box = boxes + (j / 8 - pass) * C::kOutBoxBytes;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = rowInWg + 8 * h;
+        *reinterpret_cast<unsigned *>(
+            box + r * 128 + (((j % 8) ^ (r % 8)) * 16) + (lane % 4) * 4) =
+            dev::floatToBF16x2(total[j * 4 + 2 * h] + b.x,
+                               total[j * 4 + 2 * h + 1] + b.y);
+      }
     }
-  }
-  // The writes visible to the async proxy (a compiler barrier too: CuTe's
-  // tma_store_fence has no memory clobber).
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  warpgroupSync();
-  if (wgThread == 0) {
-    SM90_TMA_STORE_2D::copy(tmY, boxes, tile.col0, wgRow0);
-    if (tile.col0 + 64 < C::kN) // else wholly past N
-      SM90_TMA_STORE_2D::copy(tmY, boxes + C::kOutBoxBytes, tile.col0 + 64,
-                              wgRow0);
-    tma_store_arrive();
+    // The writes visible to the async proxy (a compiler barrier too: CuTe's
+    // tma_store_fence has no memory clobber).
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    warpgroupSync();
+    if (wgThread == 0) {
+#pragma unroll
+      for (int b = 0; b < C::kOutBoxes; ++b) {
+        const int col = tile.col0 + (pass + b) * 64;
+        if (b == 0 || col < C::kN) // else wholly past N
+          SM90_TMA_STORE_2D::copy(tmY, boxes + b * C::kOutBoxBytes, col,
+                                  wgRow0);
+      }
+      tma_store_arrive();
+    }
   }
 }
 
@@ -431,8 +450,8 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
       const int wgRow0 = tile.row0 + WG * 64;
       if (wgRow0 + 64 <= tile.rowEnd) {
         detail::storeThroughShared<C, WG>(
-            total, outShared + WG * 2 * C::kOutBoxBytes, tmY, bias, tile,
-            wgRow0, wgThread, lane, rowInWg, colInTile);
+            total, outShared + WG * C::kOutBoxes * C::kOutBoxBytes, tmY, bias,
+            tile, wgRow0, wgThread, lane, rowInWg, colInTile);
         continue;
       }
       // The expert's last rows: stored directly, none past its end.

@@ -72,6 +72,11 @@ struct GroupedGemmSpec {
   /// items of a band are walked row unit first, so the clusters running at
   /// one time share W tiles and x rows in L2 (1: row by row); 0 picks one.
   int band = 0;
+  /// Output boxes a math warpgroup stores its FP8 tile through (where
+  /// groupedGemmTmaStore): 2, both 64-column halves at once; 1, one half
+  /// after the other, 16 KB less shared memory, which buys a stage at
+  /// 128x128 FP8 tiles; 0 picks one (1).
+  int outBoxes = 0;
   /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
   int stages = 0;
   /// The token rows (M_total) of the layer's static shape, 0 if unknown: not
@@ -86,7 +91,8 @@ struct GroupedGemmSpec {
   GroupedGemmSpec resolved() const;
   /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_b16_s6" ("_wcol"
   /// after "fp8block" for a columnwise weight, then the formats' suffix;
-  /// "_c2x2" for a 2 x 2 cluster, "_b8" for bands of 8 row units).
+  /// "_c2x2" for a 2 x 2 cluster, "_b8" for bands of 8 row units, "_o1" for
+  /// one output box a warpgroup).
   std::string kernelName() const;
 };
 
