@@ -246,10 +246,10 @@ void perExpertScaling(rt::KernelCache &cache, const rt::Stream &stream,
 /// 32768 uneven tokens): grouped quantize of dy [M, N] with db and of x
 /// [M, K] (block FP8 1x128, pow2), then the wgrad GEMM on their output.
 /// With `bands`, the wgrad at every band height (1, 4, 8, 16, 32 row tiles)
-/// before the default.
+/// before the default; with `outBoxes`, with two output boxes a warpgroup.
 void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
               const rt::Device &device, const rt::Stream &stream, int iters,
-              bool bands) {
+              bool bands, bool outBoxes) {
   const int64_t g = 8, n = 4096, k = 7168;
   std::vector<int64_t> splits = unevenSplits(g, 32768);
   const int64_t m = 32768, cap = cg::groupedWgradCapacity(m, g);
@@ -327,13 +327,14 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
                               dw.devicePtr(),
                               m,
                               cap};
-  auto wgrad = [&](int band) {
+  auto wgrad = [&](int band, int outBoxes) {
     cg::GroupedWgradSpec spec;
     spec.operands = GroupedGemmSpec::Operands::Fp8Block;
     spec.groups = g;
     spec.n = n;
     spec.k = k;
     spec.band = band;
+    spec.outBoxes = outBoxes;
     auto compiled =
         take(cache.getOrCompile(cg::emitGroupedWgrad(spec), gemmOpts));
     rt::Kernel kernel =
@@ -350,8 +351,10 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
   };
   if (bands)
     for (int band : {1, 4, 8, 16, 32})
-      wgrad(band);
-  wgrad(0);
+      wgrad(band, 0);
+  if (outBoxes)
+    wgrad(0, 2);
+  wgrad(0, 0);
   perExpertScaling(cache, stream, iters, ceiling, dy, x, splitBuf);
 }
 
@@ -368,8 +371,8 @@ int main(int argc, char **argv) {
   // --dense: only G = 1 at 8192^3, the generated kernel as a dense block-FP8
   // GEMM against one cuBLASLt call (which te-legalize-target keeps).
   // --backward: only the backward's kernels.
-  // --outboxes: also the FP8 kernel with one output box a warpgroup (and a
-  // stage more), and with two boxes and a stage less.
+  // --outboxes: also the FP8 kernel with two output boxes a warpgroup (a
+  // stage less), and with a stage less again; the wgrad with two boxes.
   bool sweep = false, bands = false, first = false, dense = false,
        backwardOnly = false, outBoxes = false;
   for (int i = 2; i < argc; ++i) {
@@ -418,7 +421,7 @@ int main(int argc, char **argv) {
       {32, 4096, 7168, 256, true},    {32, 7168, 2048, 256, true},
       {1, 8192, 8192, 8192, true}};
   if (backwardOnly) {
-    backward(cache, opts, device, stream, iters, bands);
+    backward(cache, opts, device, stream, iters, bands, outBoxes);
     return 0;
   }
   std::printf("%-4s %-6s %-6s %-22s %12s %12s %12s %9s\n", "G", "N", "K",
@@ -619,6 +622,6 @@ int main(int argc, char **argv) {
   }
   std::printf("(TFLOP/s; median of %d runs)\n", iters);
   if (!dense)
-    backward(cache, opts, device, stream, iters, false);
+    backward(cache, opts, device, stream, iters, false, outBoxes);
   return 0;
 }

@@ -21,9 +21,13 @@ int64_t stageBytes(const GroupedWgradSpec &s) {
   return (kTile + s.blockN) * 128 + (s.fp8() ? 2 * 128 * 4 : 0);
 }
 int64_t fixedBytes(const GroupedWgradSpec &s) {
-  return 2 * 4 * s.groups + 1024; // tables, alignment slack
+  // tables, alignment slack, the output boxes of TMA stores
+  return 2 * 4 * s.groups + 1024 +
+         (groupedWgradTmaStore(s) ? 2 * int64_t(s.outBoxes) * 64 * 128 : 0);
 }
 } // namespace
+
+bool groupedWgradTmaStore(const GroupedWgradSpec &s) { return s.k % 4 == 0; }
 
 GroupedWgradSpec GroupedWgradSpec::resolved() const {
   GroupedWgradSpec s = *this;
@@ -34,6 +38,8 @@ GroupedWgradSpec GroupedWgradSpec::resolved() const {
     s.blockN = s.fp8() ? 128 : 256;
   if (s.band == 0)
     s.band = 16;
+  if (s.outBoxes == 0)
+    s.outBoxes = 1;
   if (s.stages == 0)
     s.stages =
         static_cast<int>((kMaxShared - fixedBytes(s)) / (stageBytes(s) + 16));
@@ -48,6 +54,8 @@ std::string GroupedWgradSpec::kernelName() const {
      << "_k" << k << "_t" << r.blockN;
   if (r.band != 1)
     os << "_b" << r.band;
+  if (groupedWgradTmaStore(r))
+    os << "_o" << r.outBoxes;
   os << "_s" << r.stages;
   return os.str();
 }
@@ -78,6 +86,8 @@ Status checkGroupedWgrad(const GroupedWgradSpec &spec) {
   if (s.fp8() ? s.blockN != 128 : (s.blockN != 128 && s.blockN != 256))
     return bad(s.fp8() ? "the FP8 tile width must be 128"
                        : "the BF16 tile width must be 128 or 256");
+  if (s.outBoxes != 1 && s.outBoxes != 2)
+    return bad("a warpgroup stores through 1 or 2 output boxes");
   // After the tile width, which sizes the stages.
   if (s.stages < 2 || groupedWgradSharedBytes(s) > kMaxShared)
     return bad("the stage ring does not fit an SM's shared memory");
@@ -93,7 +103,7 @@ std::string emitGroupedWgrad(const GroupedWgradSpec &spec) {
      << (s.fp8() ? "true" : "false") << ", " << s.stages << ", " << s.n << ", "
      << s.k << ", " << s.groups << ", "
      << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ", "
-     << s.band << ", " << s.blockN << ">;\n"
+     << s.band << ", " << s.blockN << ", " << s.outBoxes << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedWgradSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads
@@ -102,8 +112,9 @@ std::string emitGroupedWgrad(const GroupedWgradSpec &spec) {
      << "    const __grid_constant__ cute::TmaDescriptor tmB,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmSA,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmSB,\n"
+     << "    const __grid_constant__ cute::TmaDescriptor tmD,\n"
      << "    const long long *splits, float *dw, int mTotal) {\n"
-     << "  te::gemm::groupedWgradSm90<Config>(&tmA, &tmB, &tmSA, &tmSB, "
+     << "  te::gemm::groupedWgradSm90<Config>(&tmA, &tmB, &tmSA, &tmSB, &tmD, "
         "splits, dw, mTotal);\n"
      << "}\n";
   return os.str();
@@ -113,7 +124,7 @@ int64_t groupedWgradCapacity(int64_t mTotal, int64_t groups) {
   return (mTotal + kTile - 1) / kTile * kTile + kTile * (groups - 1);
 }
 
-std::array<rt::TensorMapShape, 4> groupedWgradMaps(const GroupedWgradSpec &s,
+std::array<rt::TensorMapShape, 5> groupedWgradMaps(const GroupedWgradSpec &s,
                                                    int64_t capacity) {
   rt::DType elem = s.fp8() ? rt::DType::E4M3 : rt::DType::BF16;
   int64_t rowBytes = capacity * rt::dtypeSize(elem);
@@ -129,8 +140,17 @@ std::array<rt::TensorMapShape, 4> groupedWgradMaps(const GroupedWgradSpec &s,
   };
   rt::TensorMapShape a = operand(s.n, int(kTile)),
                      b = operand(s.k, s.resolved().blockN);
+  rt::TensorMapShape d = groupedWgradTmaStore(s)
+                             ? rt::TensorMapShape{rt::DType::F32,
+                                                  s.groups * s.n,
+                                                  s.k,
+                                                  s.k * 4,
+                                                  64,
+                                                  32,
+                                                  rt::TensorMapSwizzle::B128}
+                             : a;
   if (!s.fp8())
-    return {a, b, a, b};
+    return {a, b, a, b, d};
   auto scales = [&](int64_t cols) {
     int64_t padded = (cols + 3) / 4 * 4;
     return rt::TensorMapShape{rt::DType::F32,
@@ -141,11 +161,12 @@ std::array<rt::TensorMapShape, 4> groupedWgradMaps(const GroupedWgradSpec &s,
                               128,
                               rt::TensorMapSwizzle::None};
   };
-  return {a, b, scales(s.n), scales(s.k)};
+  return {a, b, scales(s.n), scales(s.k), d};
 }
 
-std::array<void *, 7> GroupedWgradLaunch::args() {
-  return {&maps[0], &maps[1], &maps[2], &maps[3], &splits, &dw, &mTotal};
+std::array<void *, 8> GroupedWgradLaunch::args() {
+  return {&maps[0], &maps[1], &maps[2], &maps[3],
+          &maps[4], &splits,  &dw,      &mTotal};
 }
 
 rt::Expected<GroupedWgradLaunch>
@@ -160,10 +181,11 @@ prepareGroupedWgrad(const GroupedWgradSpec &spec, const GroupedWgradBuffers &b,
     return Status(StatusCode::InvalidArgument,
                   "grouped wgrad: the capacity must be a multiple of 128 and "
                   "at least groupedWgradCapacity(M_total, G)");
-  std::array<rt::TensorMapShape, 4> shapes = groupedWgradMaps(s, b.capacity);
-  uint64_t bases[4] = {b.a, b.b, s.fp8() ? b.sa : b.a, s.fp8() ? b.sb : b.b};
+  std::array<rt::TensorMapShape, 5> shapes = groupedWgradMaps(s, b.capacity);
+  uint64_t bases[5] = {b.a, b.b, s.fp8() ? b.sa : b.a, s.fp8() ? b.sb : b.b,
+                       groupedWgradTmaStore(s) ? b.dw : b.a};
   GroupedWgradLaunch l;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     rt::Expected<rt::TensorMap> map = rt::encodeTensorMap(shapes[i], bases[i]);
     if (!map)
       return map.status();
@@ -184,7 +206,7 @@ prepareGroupedWgrad(const GroupedWgradSpec &spec, const GroupedWgradBuffers &b,
 
 rt::Status launchGroupedWgrad(const rt::Kernel &kernel, GroupedWgradLaunch &l,
                               const rt::Stream &stream) {
-  std::array<void *, 7> args = l.args();
+  std::array<void *, 8> args = l.args();
   return kernel.launch(l.grid, l.block, l.sharedBytes, stream, args.data());
 }
 

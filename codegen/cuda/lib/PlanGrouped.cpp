@@ -412,12 +412,14 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
   if (!b)
     return b.status();
 
-  std::array<rt::TensorMapShape, 4> maps = groupedWgradMaps(spec, capacity);
+  std::array<rt::TensorMapShape, 5> maps = groupedWgradMaps(spec, capacity);
   int result = out.values[size_t(g.output)].tensor;
   gemm->args = {ArgDesc::tensorMap(a->data, maps[0]),
                 ArgDesc::tensorMap(b->data, maps[1]),
                 ArgDesc::tensorMap(fp8 ? a->scales : a->data, maps[2]),
                 ArgDesc::tensorMap(fp8 ? b->scales : b->data, maps[3]),
+                ArgDesc::tensorMap(
+                    groupedWgradTmaStore(spec) ? result : a->data, maps[4]),
                 ArgDesc::ptr(splits),
                 ArgDesc::ptr(result),
                 ArgDesc::i32(int32_t(m))};

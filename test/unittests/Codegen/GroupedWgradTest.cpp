@@ -65,6 +65,41 @@ TEST(GroupedWgrad, BothOperandKindsCompileForSm90a) {
   }
 }
 
+// dW tiles leave by TMA store where K is a multiple of 4 (its fp32 rows'
+// 16-byte stride): the boxes' 16 KB (one a warpgroup, the default) or 32
+// KB in the shared memory, named, and a fifth tensor map over dW as
+// [G·N, K] (64 x 32 boxes, 128-byte swizzle); otherwise A's map again.
+TEST(GroupedWgrad, DwTilesLeaveByTmaStoreWhereKAllows) {
+  GroupedWgradSpec s = wgradSpec(true, 8, 4096, 7168);
+  s.stages = 4;
+  GroupedWgradSpec odd = wgradSpec(true, 8, 4096, 7170);
+  odd.stages = 4;
+  EXPECT_TRUE(cg::groupedWgradTmaStore(s));
+  EXPECT_FALSE(cg::groupedWgradTmaStore(odd));
+  EXPECT_EQ(s.resolved().outBoxes, 1);
+  EXPECT_EQ(cg::groupedWgradSharedBytes(s),
+            cg::groupedWgradSharedBytes(odd) + 2 * 64 * 128);
+  GroupedWgradSpec two = s;
+  two.outBoxes = 2;
+  EXPECT_EQ(cg::groupedWgradSharedBytes(two),
+            cg::groupedWgradSharedBytes(odd) + 4 * 64 * 128);
+  EXPECT_NE(s.kernelName().find("_b16_o1_s4"), std::string::npos);
+  EXPECT_NE(two.kernelName().find("_b16_o2_s4"), std::string::npos);
+  EXPECT_NE(odd.kernelName().find("_b16_s4"), std::string::npos);
+  // The default ring keeps its depth with one box: 6 FP8 stages.
+  EXPECT_EQ(wgradSpec(true, 8, 4096, 7168).resolved().stages, 6);
+  auto maps = cg::groupedWgradMaps(s, 4096);
+  EXPECT_EQ(maps[4],
+            (rt::TensorMapShape{rt::DType::F32, 8 * 4096, 7168, 7168 * 4, 64,
+                                32, rt::TensorMapSwizzle::B128}));
+  EXPECT_EQ(cg::groupedWgradMaps(odd, 4096)[4],
+            cg::groupedWgradMaps(odd, 4096)[0]);
+  GroupedWgradSpec three = s;
+  three.outBoxes = 3;
+  EXPECT_NE(cg::checkGroupedWgrad(three).message().find("1 or 2 output boxes"),
+            std::string::npos);
+}
+
 TEST(GroupedWgrad, TheCapacityHoldsEverySplit) {
   // sum ceil(m_g / 128) <= ceil(M / 128) + G - 1 for any split of M.
   std::mt19937 rng(7);
@@ -91,9 +126,10 @@ TEST(GroupedWgrad, TheCapacityHoldsEverySplit) {
   // Bands of the tile order: 16 row tiles by default, named; 1..1024.
   GroupedWgradSpec banded = wgradSpec(true, 8, 4096, 7168);
   EXPECT_EQ(banded.resolved().band, 16);
-  EXPECT_NE(banded.kernelName().find("_k7168_t128_b16_s"), std::string::npos);
+  EXPECT_NE(banded.kernelName().find("_k7168_t128_b16_o1_s"),
+            std::string::npos);
   banded.band = 1;
-  EXPECT_NE(banded.kernelName().find("_k7168_t128_s"), std::string::npos);
+  EXPECT_NE(banded.kernelName().find("_k7168_t128_o1_s"), std::string::npos);
   banded.band = 1025;
   EXPECT_NE(cg::checkGroupedWgrad(banded).message().find("1..1024 row tiles"),
             std::string::npos);
@@ -105,7 +141,7 @@ TEST(GroupedWgrad, TheCapacityHoldsEverySplit) {
             std::string::npos);
   GroupedWgradSpec bf16 = wgradSpec(false, 8, 4096, 7168);
   EXPECT_EQ(bf16.resolved().blockN, 256);
-  EXPECT_NE(bf16.kernelName().find("_t256_b16_s4"), std::string::npos);
+  EXPECT_NE(bf16.kernelName().find("_t256_b16_o1_s4"), std::string::npos);
   bf16.blockN = 192;
   EXPECT_NE(cg::checkGroupedWgrad(bf16).message().find("128 or 256"),
             std::string::npos);
@@ -272,8 +308,24 @@ TEST_F(GroupedWgradGpu, Fp8RaggedSplitsMatchEachExpertAlone) {
   check(wgradSpec(true, 3, 256, 384), 340, {130, 0, 200});
 }
 
+// N = 200: the last row tile's second warpgroup holds rows past N and
+// stores from registers, the first by TMA; K = 136: the last column tile's
+// first part is clipped by dW's map, the other three are not stored.
 TEST_F(GroupedWgradGpu, Fp8NAndKNotMultiplesOfTheTile) {
   check(wgradSpec(true, 2, 200, 136), 300, {1, 299});
+}
+
+// K = 130 (not a multiple of 4): no TMA store (dW's rows are not 16-byte
+// strided), every tile from registers; two output boxes a warpgroup (the
+// default is one): a part's store runs while the next part is written.
+TEST_F(GroupedWgradGpu, DwTilesFromRegistersAndThroughTwoBoxes) {
+  check(wgradSpec(true, 2, 256, 130), 300, {120, 180});
+  for (bool fp8 : {true, false}) {
+    GroupedWgradSpec s = wgradSpec(fp8, 3, 256, 384);
+    s.outBoxes = 2;
+    check(s, 340, {130, 0, 200});
+    check(wgradSpec(fp8, 2, 200, 136), 300, {1, 299});
+  }
 }
 
 // An E5M2 gradient times E4M3 activations (TE's hybrid format).

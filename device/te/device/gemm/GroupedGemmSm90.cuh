@@ -49,6 +49,7 @@
 
 #include "te/device/GroupedSplits.cuh"
 #include "te/device/gemm/Sm90Mma.cuh"
+#include "te/device/gemm/TileStore.cuh"
 
 namespace te {
 namespace gemm {
@@ -112,8 +113,8 @@ struct GroupedGemmConfig
   /// 16 KB more for the stage ring (a sixth stage); 2: both halves at once.
   static constexpr bool kTmaStore = Fp8Block && N_ % 8 == 0;
   static constexpr int kOutBoxes = OutBoxes;
-  static constexpr int kOutBoxBytes = 64 * 128;
-  static constexpr int kOutBytes = kTmaStore ? 2 * kOutBoxes * kOutBoxBytes : 0;
+  static constexpr int kOutBytes =
+      kTmaStore ? 2 * kOutBoxes * detail::kTileStoreBoxBytes : 0;
   /// Dynamic shared memory: the stage ring (1024-aligned for the swizzle),
   /// the output boxes, the x scales, the barriers, the per-expert tables.
   static constexpr int kSharedBytes = kStages * (kStageA + kStageB + kStageSA) +
@@ -280,66 +281,6 @@ __device__ __forceinline__ float2 biasPair(const dev::u16 *bias, int expert,
                      __uint_as_float(pair & 0xffff0000u));
 }
 
-/// The epilogue of a warpgroup's 64 whole rows of an FP8 tile: + the
-/// expert's bias, bf16, written into 64 x 64 output boxes in shared memory
-/// (128-byte swizzle: the 16-byte chunk c of row r at c ^ (r mod 8), so a
-/// warp's 4-byte stores fill the 32 banks once), then one thread stores
-/// them with TMA (columns past N clipped by the map): both 64-column halves
-/// at once with two boxes, one after the other with one. Named barrier
-/// 1 + WG orders the warpgroup's writes after its previous store has read
-/// the boxes, and the store after the writes.
-template <class C, int WG, int N>
-__device__ __forceinline__ void
-storeThroughShared(const float (&total)[N], unsigned char *boxes,
-                   const cute::TmaDescriptor *tmY, const dev::u16 *bias,
-                   const Tile &tile, int wgRow0, int wgThread, int lane,
-                   int rowInWg, int colInTile) {
-  auto warpgroupSync = [] {
-    asm volatile("bar.sync %0, 128;" ::"r"(1 + WG) : "memory");
-  };
-  constexpr int kPasses = 2 / C::kOutBoxes;
-  constexpr int kGroupsPerPass = C::kBlockN / 8 / kPasses;
-#pragma unroll
-  for (int pass = 0; pass < kPasses; ++pass) {
-    if (tile.col0 + pass * 64 >= C::kN) // the rest lies wholly past N
-      break;
-    if (wgThread == 0)
-      tma_store_wait<0>();
-    warpgroupSync();
-#pragma unroll
-    for (int jj = 0; jj < kGroupsPerPass; ++jj) {
-      const int j = pass * kGroupsPerPass + jj;
-      const int col = tile.col0 + j * 8 + colInTile;
-      if (col >= C::kN)
-        continue;
-      const float2 b = biasPair<C>(bias, tile.expert, col);
-      unsigned char *box = boxes + (j / 8 - pass) * C::kOutBoxBytes;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = rowInWg + 8 * h;
-        *reinterpret_cast<unsigned *>(
-            box + r * 128 + (((j % 8) ^ (r % 8)) * 16) + (lane % 4) * 4) =
-            dev::floatToBF16x2(total[j * 4 + 2 * h] + b.x,
-                               total[j * 4 + 2 * h + 1] + b.y);
-      }
-    }
-    // The writes visible to the async proxy (a compiler barrier too: CuTe's
-    // tma_store_fence has no memory clobber).
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    warpgroupSync();
-    if (wgThread == 0) {
-#pragma unroll
-      for (int b = 0; b < C::kOutBoxes; ++b) {
-        const int col = tile.col0 + (pass + b) * 64;
-        if (b == 0 || col < C::kN) // else wholly past N
-          SM90_TMA_STORE_2D::copy(tmY, boxes + b * C::kOutBoxBytes, col,
-                                  wgRow0);
-      }
-      tma_store_arrive();
-    }
-  }
-}
-
 } // namespace detail
 
 /// Math warpgroup `WG`: rows [64·WG, +64) of each tile. A template
@@ -359,14 +300,7 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
   // Its TMA stores are complete before the kernel ends.
-  struct DrainStores {
-    bool issuer;
-    __device__ ~DrainStores() {
-      if constexpr (C::kTmaStore)
-        if (issuer)
-          asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-    }
-  } drain{threadIdx.x % 128 == 0};
+  detail::DrainTileStores drain{C::kTmaStore && threadIdx.x % 128 == 0};
   using Mma =
       typename detail::MmaFor<C::kFp8Block, C::kBlockN, C::kWeightMnMajor,
                               C::kAE5M2, C::kBE5M2>::type;
@@ -449,9 +383,12 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
     if constexpr (C::kTmaStore) {
       const int wgRow0 = tile.row0 + WG * 64;
       if (wgRow0 + 64 <= tile.rowEnd) {
-        detail::storeThroughShared<C, WG>(
-            total, outShared + WG * C::kOutBoxes * C::kOutBoxBytes, tmY, bias,
-            tile, wgRow0, wgThread, lane, rowInWg, colInTile);
+        detail::storeTileThroughShared<WG, C::kBlockN, C::kOutBoxes, false>(
+            total, outShared + WG * C::kOutBoxes * detail::kTileStoreBoxBytes,
+            tmY, tile.col0, wgRow0, C::kN, wgThread, lane, rowInWg, colInTile,
+            [&](int, int col) {
+              return detail::biasPair<C>(bias, tile.expert, col);
+            });
         continue;
       }
       // The expert's last rows: stored directly, none past its end.

@@ -21,7 +21,9 @@
 // A's [R/128][NS] and B's [R/128][KS] (NS, KS: N and K rounded up to 4), each
 // 128-token block's partial sum P promoted as y = fma(P · s_A[n], s_B[k], y),
 // the rule of a 1x128 x 1x128 block-scaled GEMM (docs/Numerics.md §7.3). BF16:
-// plain. Output: dW [G, N, K] fp32; an expert with no tokens gets zeros.
+// plain. Output: dW [G, N, K] fp32; an expert with no tokens gets zeros. The
+// tiles leave through shared memory by TMA store (TileStore.cuh) where the
+// rows' 16-byte TMA stride allows (K a multiple of 4), else from registers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +31,7 @@
 #define TE_DEVICE_GEMM_GROUPEDWGRADSM90_CUH
 
 #include "te/device/GroupedSplits.cuh"
-#include "te/device/gemm/Sm90Mma.cuh"
+#include "te/device/gemm/TileStore.cuh"
 
 namespace te {
 namespace gemm {
@@ -38,9 +40,10 @@ namespace gemm {
 /// 128 rows of dW (n) by BlockN columns (k: 128, or 256 for BF16); a stage
 /// is one 128-byte swizzle row of tokens.
 /// FP8: `AE5M2` / `BE5M2` - dY's / X's codes are E5M2 (else E4M3).
+/// OutBoxes: the output boxes (64 rows x 32 fp32) of a math warpgroup.
 template <bool Fp8Block, int Stages, int N_, int K_, int Groups_,
           bool AE5M2 = false, bool BE5M2 = false, int Band = 1,
-          int BlockN = 128>
+          int BlockN = 128, int OutBoxes = 1>
 struct GroupedWgradConfig
     : Sm90TileShape<Fp8Block, Stages, BlockN, AE5M2, BE5M2> {
   using Shape = Sm90TileShape<Fp8Block, Stages, BlockN, AE5M2, BE5M2>;
@@ -55,14 +58,22 @@ struct GroupedWgradConfig
   /// One stage's 128 scales of A's rows and of B's rows (FP8).
   static constexpr int kStageScales = Fp8Block ? 2 * 128 * 4 : 0;
   static constexpr int kTableBytes = 2 * 4 * kGroups;
+  /// dW tiles leave by TMA store where its rows' stride (4K bytes) is a
+  /// multiple of 16; a box is 64 rows x 32 columns, a tile row 4 or 8 parts.
+  static constexpr bool kTmaStore = K_ % 4 == 0;
+  static constexpr int kOutBoxes = OutBoxes;
+  static constexpr int kOutBytes =
+      kTmaStore ? 2 * OutBoxes * detail::kTileStoreBoxBytes : 0;
   static constexpr int kSharedBytes =
-      kStages * (kStageA + kStageB + kStageScales) + 2 * 8 * kStages +
-      kTableBytes + 1024;
+      kStages * (kStageA + kStageB + kStageScales) + kOutBytes +
+      2 * 8 * kStages + kTableBytes + 1024;
   static_assert(kN % 2 == 0 && kK % 2 == 0, "N and K must be even");
   static_assert(Band >= 1, "a band holds at least one row tile");
   static_assert(Fp8Block ? BlockN == 128 : (BlockN == 128 || BlockN == 256),
                 "tile widths: FP8 128 (scales of 128 columns a stage), BF16 "
                 "128 or 256");
+  static_assert(OutBoxes >= 1 && OutBoxes <= 2,
+                "a warpgroup stores through one or two output boxes");
   static_assert(kSharedBytes <= 232448, "more shared memory than an SM has");
 };
 
@@ -92,11 +103,14 @@ template <class C, int WG>
 __device__ __forceinline__ void
 wgradMath(int lane, const int *segStart, const int *segBlocks,
           const unsigned char *stageA, const unsigned char *stageB,
-          const float *stageScales,
+          const float *stageScales, unsigned char *outShared,
           cutlass::arch::ClusterTransactionBarrier *full,
-          cutlass::arch::ClusterTransactionBarrier *empty, float *dw) {
+          cutlass::arch::ClusterTransactionBarrier *empty, float *dw,
+          const cute::TmaDescriptor *tmD) {
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<232>();
+  // Its TMA stores are complete before the kernel ends.
+  detail::DrainTileStores drain{C::kTmaStore && threadIdx.x % 128 == 0};
   using Mma = typename detail::MmaFor<C::kFp8Block, C::kBlockN, false,
                                       C::kAE5M2, C::kBE5M2>::type;
   constexpr int kAccum = C::kAccum;
@@ -160,7 +174,19 @@ wgradMath(int lane, const int *segStart, const int *segBlocks,
     }
     detail::finishSlabs<C::kFp8Block>(total, stage, C::kStages, stages > 0,
                                       release);
-    // Epilogue: fp32 pairs into dW[expert].
+    // Epilogue: fp32 into dW[expert] - the warpgroup's 64 rows by TMA
+    // store (dW as [G·N, K] rows) where they are all the expert's, else
+    // pairs from registers, no row past N.
+    if constexpr (C::kTmaStore) {
+      const int wgRow0 = row0 + WG * 64;
+      if (wgRow0 + 64 <= C::kN) {
+        detail::storeTileThroughShared<WG, C::kBlockN, C::kOutBoxes, true>(
+            total, outShared + WG * C::kOutBoxes * detail::kTileStoreBoxBytes,
+            tmD, col0, expert * C::kN + wgRow0, C::kK, wgThread, lane, rowInWg,
+            colInTile, detail::NoExtra{});
+        continue;
+      }
+    }
     float *out = dw + (long long)expert * C::kN * C::kK;
     const int r0 = row0 + WG * 64 + rowInWg;
 #pragma unroll
@@ -183,13 +209,15 @@ wgradMath(int lane, const int *segStart, const int *segBlocks,
 /// [K, R] (box: 128 rows of A, kBlockN rows of B, by one stage of tokens),
 /// `tmSA` / `tmSB` (FP8)
 /// over their scales [R/128, NS] and [R/128, KS] (box: 128 floats of one
-/// block row); `splits` G int64 on the device (clamped to M_total rows),
-/// `dw` [G, N, K] fp32.
+/// block row), (kTmaStore) `tmD` over dW as [G·N, K] fp32 (box: 64 rows x
+/// 32 columns, 128-byte swizzle); `splits` G int64 on the device (clamped to
+/// M_total rows), `dw` [G, N, K] fp32.
 template <class C>
 __device__ __forceinline__ void
 groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
                  const cute::TmaDescriptor *tmSA,
-                 const cute::TmaDescriptor *tmSB, const long long *splits,
+                 const cute::TmaDescriptor *tmSB,
+                 const cute::TmaDescriptor *tmD, const long long *splits,
                  float *dw, int mTotal) {
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
@@ -197,8 +225,10 @@ groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
   unsigned char *shared = detail::alignedShared(sharedRaw);
   unsigned char *stageA = shared;
   unsigned char *stageB = stageA + C::kStages * C::kStageA;
-  float *stageScales =
-      reinterpret_cast<float *>(stageB + C::kStages * C::kStageB);
+  // The output boxes after the operand stages (1024-byte aligned, as the
+  // 128-byte swizzle needs).
+  unsigned char *outShared = stageB + C::kStages * C::kStageB;
+  float *stageScales = reinterpret_cast<float *>(outShared + C::kOutBytes);
   Barrier *full = reinterpret_cast<Barrier *>(
       reinterpret_cast<unsigned char *>(stageScales) +
       C::kStages * C::kStageScales);
@@ -231,6 +261,8 @@ groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
     if (threadIdx.x % 128 == 0) {
       prefetch_tma_descriptor(tmA);
       prefetch_tma_descriptor(tmB);
+      if (C::kTmaStore)
+        prefetch_tma_descriptor(tmD);
       if (C::kFp8Block) {
         prefetch_tma_descriptor(tmSA);
         prefetch_tma_descriptor(tmSB);
@@ -269,10 +301,10 @@ groupedWgradSm90(const cute::TmaDescriptor *tmA, const cute::TmaDescriptor *tmB,
   } else {
     if (warpgroup == 0)
       wgradMath<C, 0>(lane, segStart, segBlocks, stageA, stageB, stageScales,
-                      full, empty, dw);
+                      outShared, full, empty, dw, tmD);
     else
       wgradMath<C, 1>(lane, segStart, segBlocks, stageA, stageB, stageScales,
-                      full, empty, dw);
+                      outShared, full, empty, dw, tmD);
   }
 }
 

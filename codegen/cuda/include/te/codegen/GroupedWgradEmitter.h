@@ -38,12 +38,17 @@ struct GroupedWgradSpec {
   /// running at one time share X's tiles and the band's dY rows stay in L2
   /// (1: row by row); 0 picks one.
   int band = 0;
+  /// Output boxes (64 rows x 32 fp32 columns) a math warpgroup stores its dW
+  /// tile through where groupedWgradTmaStore: 1 (a tile row's parts one
+  /// after the other) or 2 (one part's store runs while the next is
+  /// written, 16 KB more shared memory); 0 picks one.
+  int outBoxes = 0;
 
   bool fp8() const { return operands == GroupedGemmSpec::Operands::Fp8Block; }
   GroupedWgradSpec resolved() const;
-  /// e.g. "te_grouped_wgrad_fp8block_g8_n4096_k7168_t128_b16_s6" (the
+  /// e.g. "te_grouped_wgrad_fp8block_g8_n4096_k7168_t128_b16_o1_s6" (the
   /// formats' suffix after "fp8block"; "_t128": the tile width, "_b16":
-  /// bands of 16 row tiles).
+  /// bands of 16 row tiles, "_o1": one output box a warpgroup).
   std::string kernelName() const;
 };
 
@@ -51,6 +56,10 @@ struct GroupedWgradSpec {
 /// that pair, G >= 1, N and K even, the ring within an SM's shared memory.
 rt::Status checkGroupedWgrad(const GroupedWgradSpec &s);
 unsigned groupedWgradSharedBytes(const GroupedWgradSpec &s);
+/// Whether dW's tiles leave through shared memory by TMA store (K a
+/// multiple of 4: the fp32 rows' 16-byte TMA stride); its fifth tensor map
+/// is then dW's.
+bool groupedWgradTmaStore(const GroupedWgradSpec &s);
 /// The kernel's source (entry point s.kernelName()); compile it with
 /// groupedGemmCompileOptions().
 std::string emitGroupedWgrad(const GroupedWgradSpec &s);
@@ -74,18 +83,19 @@ struct GroupedWgradBuffers {
 /// `groups` experts fits: roundup(mTotal, 128) + 128 · (groups - 1).
 int64_t groupedWgradCapacity(int64_t mTotal, int64_t groups);
 
-/// The four TMA descriptors' geometry (A, B, and FP8 the two scale maps;
-/// BF16 repeats A and B).
-std::array<rt::TensorMapShape, 4> groupedWgradMaps(const GroupedWgradSpec &s,
+/// The five TMA descriptors' geometry: A, B, FP8 the two scale maps (BF16
+/// repeats A and B), and dW as [G·n, k] fp32 (box 64 x 32, 128-byte
+/// swizzle) where groupedWgradTmaStore (else A's again, unused).
+std::array<rt::TensorMapShape, 5> groupedWgradMaps(const GroupedWgradSpec &s,
                                                    int64_t capacity);
 
 struct GroupedWgradLaunch {
-  std::array<rt::TensorMap, 4> maps;
+  std::array<rt::TensorMap, 5> maps;
   uint64_t splits = 0, dw = 0;
   int32_t mTotal = 0;
   rt::Dim3 grid, block;
   unsigned sharedBytes = 0;
-  std::array<void *, 7> args();
+  std::array<void *, 8> args();
 };
 
 rt::Expected<GroupedWgradLaunch>
