@@ -96,6 +96,91 @@ template <class C> __device__ __forceinline__ WgradItem wgradItem(int t) {
           inBand / rows * C::kBlockN};
 }
 
+namespace detail {
+
+/// The FP8 reduction of one dW tile over its expert's `blocks` 128-token
+/// blocks, pipelined as the M-grouped kernel's (pipelinedFp8Blocks): block
+/// kb + 1's MMAs are issued into the other partial-sum accumulator before
+/// block kb is promoted, y = fma(P · s_A[row], s_B[col], y), with the
+/// scales read from kb's stage (the column scales a pair at a time, so that
+/// three accumulators fit the registers), which goes back after it. The
+/// block count is dynamic, but ptxas keeps MMAs asynchronous only where no
+/// register copy touches an accumulator in flight (a loop carrying one in
+/// flight copies it at its head: C7514), so every loop trip is a static
+/// sequence whose MMAs are all awaited by its end.
+template <class C, class Mma, int WG, int N, class Release>
+__device__ __forceinline__ void
+pipelinedWgradBlocks(uint64_t descA0, uint64_t descB0, const float *stageScales,
+                     cutlass::arch::ClusterTransactionBarrier *full,
+                     int rowInWg, int colInTile, int blocks, float (&accA)[N],
+                     float (&accB)[N], float (&total)[N], int &stage,
+                     uint32_t &phase, Release release) {
+  auto issue = [&](float(&d)[N]) {
+    full[stage].wait(phase);
+    mmaSlab<Mma>(descPlus(descA0, stage * C::kStageA),
+                 descPlus(descB0, stage * C::kStageB), d, true);
+    if (++stage == C::kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  };
+  // Block kb's MMAs (into `cur`) are in flight: with `Next`, issue kb + 1
+  // into `nxt` first; wait for kb, promote it and hand its stage back.
+  auto step = [&](auto next, float(&cur)[N], float(&nxt)[N]) {
+    const int curStage = stage == 0 ? C::kStages - 1 : stage - 1;
+    if constexpr (decltype(next)::value) {
+      issue(nxt);
+      warpgroup_wait<1>();
+    } else {
+      warpgroup_wait<0>();
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      warpgroup_fence_operand(cur[i]);
+    const float *sa = stageScales + curStage * 256 + WG * 64;
+    const float *sb = stageScales + curStage * 256 + 128;
+    const float lo = sa[rowInWg], hi = sa[rowInWg + 8];
+    // Accumulator i: row r (i & 2 == 0) or r + 8, column
+    // 8 (i / 4) + colInTile + (i & 1).
+#pragma unroll
+    for (int j = 0; j < N / 4; ++j) {
+      const float2 cs =
+          *reinterpret_cast<const float2 *>(sb + j * 8 + colInTile);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = 4 * j + e;
+        total[i] =
+            fmaf(cur[i] * ((e & 2) ? hi : lo), (e & 1) ? cs.y : cs.x, total[i]);
+      }
+    }
+    release(curStage);
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      warpgroup_fence_operand(cur[i]);
+    // Block kb + 1 completes before the next step issues into `cur`.
+    if constexpr (decltype(next)::value)
+      warpgroup_wait<0>();
+  };
+  using Issue = cute::true_type;
+  using Last = cute::false_type;
+  // Pairs of blocks, nothing in flight between pairs: the first block's
+  // promotion runs under the second's MMAs. Longer static runs (3, 4 or 8
+  // blocks, each promoted under the next's MMAs) made ptxas spill 0.4-1.5
+  // KB of registers, and at 8 serialise the MMAs.
+  int kb = 0;
+  for (; kb + 2 <= blocks; kb += 2) {
+    issue(accA);
+    step(Issue{}, accA, accB);
+    step(Last{}, accB, accA);
+  }
+  if (kb < blocks) {
+    issue(accA);
+    step(Last{}, accA, accB);
+  }
+}
+
+} // namespace detail
+
 /// Math warpgroup `WG`: rows [64·WG, +64) of each dW tile. (A template
 /// parameter `WG`: the MMA descriptors are then uniform as the compiler sees
 /// them, as in GroupedGemmSm90.cuh.)
@@ -127,6 +212,9 @@ wgradMath(int lane, const int *segStart, const int *segBlocks,
       empty[stage].arrive();
   };
   float acc[kAccum]; // FP8: one block's partial sums
+  // FP8: a second partial-sum accumulator, so that the MMAs of block kb + 1
+  // run while block kb is promoted (pipelinedWgradBlocks).
+  float acc2[C::kFp8Block ? kAccum : 1];
   float total[kAccum];
   int stage = 0;
   uint32_t phase = 0;
@@ -139,41 +227,24 @@ wgradMath(int lane, const int *segStart, const int *segBlocks,
 #pragma unroll
     for (int i = 0; i < kAccum; ++i)
       total[i] = 0.f;
-    for (int kb = 0; kb < stages; ++kb) {
-      full[stage].wait(phase);
-      // FP8: the block's scales, A's for this thread's two rows and B's for
-      // its columns, go into registers before the stage goes back.
-      const float *sa = stageScales + stage * 256 + WG * 64;
-      const float *sb = stageScales + stage * 256 + 128;
-      float lo = 0.f, hi = 0.f, colScale[kAccum / 2];
-      detail::mathSlab<C::kFp8Block, Mma>(
-          detail::descPlus(descA0, stage * C::kStageA),
-          detail::descPlus(descB0, stage * C::kStageB), acc, total, kb == 0,
-          stage, C::kStages,
-          [&] {
-            lo = sa[rowInWg], hi = sa[rowInWg + 8];
-#pragma unroll
-            for (int j = 0; j < kAccum / 4; ++j) {
-              colScale[2 * j] = sb[j * 8 + colInTile];
-              colScale[2 * j + 1] = sb[j * 8 + colInTile + 1];
-            }
-          },
-          release,
-          [&] {
-      // Accumulator i: row r (i & 2 == 0) or r + 8, column
-      // 8 (i / 4) + colInTile + (i & 1).
-#pragma unroll
-            for (int i = 0; i < kAccum; ++i)
-              total[i] = fmaf(acc[i] * ((i & 2) ? hi : lo),
-                              colScale[(i / 4) * 2 + (i & 1)], total[i]);
-          });
-      if (++stage == C::kStages) {
-        stage = 0;
-        phase ^= 1;
+    if constexpr (C::kFp8Block) {
+      detail::pipelinedWgradBlocks<C, Mma, WG>(
+          descA0, descB0, stageScales, full, rowInWg, colInTile, stages, acc,
+          acc2, total, stage, phase, release);
+    } else {
+      for (int kb = 0; kb < stages; ++kb) {
+        full[stage].wait(phase);
+        detail::mathSlab<false, Mma>(
+            detail::descPlus(descA0, stage * C::kStageA),
+            detail::descPlus(descB0, stage * C::kStageB), acc, total, kb == 0,
+            stage, C::kStages, [] {}, release, [] {});
+        if (++stage == C::kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
       }
+      detail::finishSlabs<false>(total, stage, C::kStages, stages > 0, release);
     }
-    detail::finishSlabs<C::kFp8Block>(total, stage, C::kStages, stages > 0,
-                                      release);
     // Epilogue: fp32 into dW[expert] - the warpgroup's 64 rows by TMA
     // store (dW as [G·N, K] rows) where they are all the expert's, else
     // pairs from registers, no row past N.
