@@ -229,25 +229,14 @@ pipelinedFp8Blocks(uint64_t descA0, uint64_t descB0,
   auto step = [&](auto next, int kb, float(&cur)[N], float(&nxt)[N]) {
     const int curStage = stage == 0 ? C::kStages - 1 : stage - 1;
     const float lo = sxLo * sw, hi = sxHi * sw;
-    if constexpr (decltype(next)::value) {
-      issue(kb + 1, nxt, sxLo, sxHi, sw);
-      warpgroup_wait<1>();
-    } else {
-      warpgroup_wait<0>();
-    }
+    pipelineStep(
+        next, cur, nxt, [&](float(&d)[N]) { issue(kb + 1, d, sxLo, sxHi, sw); },
+        [&](float(&c)[N]) {
+          release(curStage);
 #pragma unroll
-    for (int i = 0; i < N; ++i)
-      warpgroup_fence_operand(cur[i]);
-    release(curStage);
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-      total[i] = fmaf(cur[i], (i & 2) ? hi : lo, total[i]);
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-      warpgroup_fence_operand(cur[i]);
-    // Block kb + 1 completes before the next step issues into `cur`.
-    if constexpr (decltype(next)::value)
-      warpgroup_wait<0>();
+          for (int i = 0; i < N; ++i)
+            total[i] = fmaf(c[i], (i & 2) ? hi : lo, total[i]);
+        });
   };
   using Issue = cute::true_type;
   using Last = cute::false_type;
@@ -339,11 +328,11 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
       pad[i] = 0u;
   }
 
-  float acc[kAccum];
   float total[kAccum];
-  // FP8: a second partial-sum accumulator, so that the MMAs of K block
-  // kb + 1 run while block kb is promoted (pipelinedFp8Blocks).
-  float acc2[C::kFp8Block ? kAccum : 1];
+  // FP8: two partial-sum accumulators, so that the MMAs of K block kb + 1
+  // run while block kb is promoted (pipelinedFp8Blocks); BF16 accumulates
+  // into the total.
+  float acc[C::kFp8Block ? kAccum : 1], acc2[C::kFp8Block ? kAccum : 1];
   int stage = 0;
   uint32_t phase = 0;
   for (int t = cluster; t < numItems; t += clusters) {
@@ -365,18 +354,8 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
                                          tile.row0, WG, rowInWg, swTile, acc,
                                          acc2, total, stage, phase, release);
     } else {
-      for (int kb = 0; kb < C::kKBlocks; ++kb) {
-        full[stage].wait(phase);
-        detail::mathSlab<false, Mma>(
-            detail::descPlus(descA0, stage * C::kStageA),
-            detail::descPlus(descB0, stage * C::kStageB), acc, total, kb == 0,
-            stage, C::kStages, [] {}, release, [] {});
-        if (++stage == C::kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      detail::finishSlabs<false>(total, stage, C::kStages, true, release);
+      detail::bf16Slabs<C, Mma>(descA0, descB0, full, C::kKBlocks, total, stage,
+                                phase, release);
     }
     // Epilogue: + the expert's bias (fp32), bf16 (round to nearest even),
     // rows of this expert only.

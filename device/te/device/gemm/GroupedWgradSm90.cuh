@@ -128,38 +128,25 @@ pipelinedWgradBlocks(uint64_t descA0, uint64_t descB0, const float *stageScales,
   // into `nxt` first; wait for kb, promote it and hand its stage back.
   auto step = [&](auto next, float(&cur)[N], float(&nxt)[N]) {
     const int curStage = stage == 0 ? C::kStages - 1 : stage - 1;
-    if constexpr (decltype(next)::value) {
-      issue(nxt);
-      warpgroup_wait<1>();
-    } else {
-      warpgroup_wait<0>();
-    }
+    pipelineStep(next, cur, nxt, issue, [&](float(&c)[N]) {
+      const float *sa = stageScales + curStage * 256 + WG * 64;
+      const float *sb = stageScales + curStage * 256 + 128;
+      const float lo = sa[rowInWg], hi = sa[rowInWg + 8];
+      // Accumulator i: row r (i & 2 == 0) or r + 8, column
+      // 8 (i / 4) + colInTile + (i & 1).
 #pragma unroll
-    for (int i = 0; i < N; ++i)
-      warpgroup_fence_operand(cur[i]);
-    const float *sa = stageScales + curStage * 256 + WG * 64;
-    const float *sb = stageScales + curStage * 256 + 128;
-    const float lo = sa[rowInWg], hi = sa[rowInWg + 8];
-    // Accumulator i: row r (i & 2 == 0) or r + 8, column
-    // 8 (i / 4) + colInTile + (i & 1).
+      for (int j = 0; j < N / 4; ++j) {
+        const float2 cs =
+            *reinterpret_cast<const float2 *>(sb + j * 8 + colInTile);
 #pragma unroll
-    for (int j = 0; j < N / 4; ++j) {
-      const float2 cs =
-          *reinterpret_cast<const float2 *>(sb + j * 8 + colInTile);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = 4 * j + e;
-        total[i] =
-            fmaf(cur[i] * ((e & 2) ? hi : lo), (e & 1) ? cs.y : cs.x, total[i]);
+        for (int e = 0; e < 4; ++e) {
+          const int i = 4 * j + e;
+          total[i] =
+              fmaf(c[i] * ((e & 2) ? hi : lo), (e & 1) ? cs.y : cs.x, total[i]);
+        }
       }
-    }
-    release(curStage);
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-      warpgroup_fence_operand(cur[i]);
-    // Block kb + 1 completes before the next step issues into `cur`.
-    if constexpr (decltype(next)::value)
-      warpgroup_wait<0>();
+      release(curStage);
+    });
   };
   using Issue = cute::true_type;
   using Last = cute::false_type;
@@ -211,10 +198,10 @@ wgradMath(int lane, const int *segStart, const int *segBlocks,
     if (wgThread == 0)
       empty[stage].arrive();
   };
-  float acc[kAccum]; // FP8: one block's partial sums
-  // FP8: a second partial-sum accumulator, so that the MMAs of block kb + 1
-  // run while block kb is promoted (pipelinedWgradBlocks).
-  float acc2[C::kFp8Block ? kAccum : 1];
+  // FP8: two partial-sum accumulators, so that the MMAs of block kb + 1 run
+  // while block kb is promoted (pipelinedWgradBlocks); BF16 accumulates
+  // into the total.
+  float acc[C::kFp8Block ? kAccum : 1], acc2[C::kFp8Block ? kAccum : 1];
   float total[kAccum];
   int stage = 0;
   uint32_t phase = 0;
@@ -232,18 +219,8 @@ wgradMath(int lane, const int *segStart, const int *segBlocks,
           descA0, descB0, stageScales, full, rowInWg, colInTile, stages, acc,
           acc2, total, stage, phase, release);
     } else {
-      for (int kb = 0; kb < stages; ++kb) {
-        full[stage].wait(phase);
-        detail::mathSlab<false, Mma>(
-            detail::descPlus(descA0, stage * C::kStageA),
-            detail::descPlus(descB0, stage * C::kStageB), acc, total, kb == 0,
-            stage, C::kStages, [] {}, release, [] {});
-        if (++stage == C::kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      detail::finishSlabs<false>(total, stage, C::kStages, stages > 0, release);
+      detail::bf16Slabs<C, Mma>(descA0, descB0, full, stages, total, stage,
+                                phase, release);
     }
     // Epilogue: fp32 into dW[expert] - the warpgroup's 64 rows by TMA
     // store (dW as [G·N, K] rows) where they are all the expert's, else

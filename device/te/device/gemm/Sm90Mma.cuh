@@ -224,6 +224,36 @@ mathSlab(uint64_t a, uint64_t b, float (&acc)[N], float (&total)[N], bool first,
   }
 }
 
+/// One step of a promotion pipeline over two partial-sum accumulators (the
+/// FP8 kernels' pipelinedFp8Blocks and pipelinedWgradBlocks): block kb's
+/// MMAs, into `cur`, are in flight. With `Next` (cute::true_type),
+/// `issueNext(nxt)` first issues block kb + 1's into `nxt`; then the step
+/// waits for kb and `promote(cur)` folds it into the running total (and
+/// hands its stage back), while kb + 1 runs; with `Next` it waits for
+/// kb + 1 before returning, so that no step writes an accumulator an MMA
+/// in flight still writes - ptxas then keeps the MMAs asynchronous (else
+/// C7514), as long as the callers name the accumulators statically.
+template <class Next, int N, class IssueNext, class Promote>
+__device__ __forceinline__ void
+pipelineStep(Next, float (&cur)[N], float (&nxt)[N], IssueNext issueNext,
+             Promote promote) {
+  if constexpr (Next::value) {
+    issueNext(nxt);
+    warpgroup_wait<1>();
+  } else {
+    warpgroup_wait<0>();
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    warpgroup_fence_operand(cur[i]);
+  promote(cur);
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    warpgroup_fence_operand(cur[i]);
+  if constexpr (Next::value)
+    warpgroup_wait<0>();
+}
+
 /// After the last mathSlab of a tile (`stage`: the next one, `any`: whether
 /// there was a slab): BF16 awaits the batch in flight and releases its stage.
 template <bool Fp8, int N, class Release>
@@ -238,6 +268,29 @@ __device__ __forceinline__ void finishSlabs(float (&total)[N], int stage,
     warpgroup_fence_operand(total[i]);
   if (any)
     release(stage == 0 ? stages - 1 : stage - 1);
+}
+
+/// The BF16 reduction of a tile over `slabs` K slabs of the stage ring
+/// (the kernels' config C: kStages, kStageA, kStageB), accumulated in place
+/// into `total`, each stage handed back once the next slab's MMAs are
+/// issued.
+template <class C, class Mma, int N, class Release>
+__device__ __forceinline__ void
+bf16Slabs(uint64_t descA0, uint64_t descB0,
+          cutlass::arch::ClusterTransactionBarrier *full, int slabs,
+          float (&total)[N], int &stage, uint32_t &phase, Release release) {
+  for (int kb = 0; kb < slabs; ++kb) {
+    full[stage].wait(phase);
+    mathSlab<false, Mma>(
+        descPlus(descA0, stage * C::kStageA),
+        descPlus(descB0, stage * C::kStageB), total, total, kb == 0, stage,
+        C::kStages, [] {}, release, [] {});
+    if (++stage == C::kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+  finishSlabs<false>(total, stage, C::kStages, slabs > 0, release);
 }
 
 } // namespace detail
