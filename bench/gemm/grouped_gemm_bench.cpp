@@ -462,7 +462,6 @@ int main(int argc, char **argv) {
       spec.band = band;
       spec.outBoxes = outBoxes;
       spec.stages = stages;
-      spec.mTotal = m;
       return spec.resolved();
     };
     auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,

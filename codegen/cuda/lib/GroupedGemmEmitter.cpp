@@ -19,8 +19,6 @@ using rt::StatusCode;
 namespace {
 constexpr int64_t kBlockM = 128;
 constexpr unsigned kMaxShared = 232448; // an H100 SM's opt-in maximum
-// Experts averaging at most this many rows run FP8 without a cluster.
-constexpr int64_t kClusterMaxRowsPerExpert = 512;
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t blockK(const GroupedGemmSpec &s) { return s.fp8() ? 128 : 64; }
 int64_t stageBytes(const GroupedGemmSpec &s) {
@@ -65,20 +63,13 @@ GroupedGemmSpec GroupedGemmSpec::resolved() const {
   // accumulators (two partial sums in flight, the total): 128 wide only.
   if (s.blockN == 0)
     s.blockN = s.fp8() ? 128 : 256;
-  // FP8 shares the x tile between 2-CTA clusters where the column blocks
-  // pair up, unless the experts average at most 512 rows: at 256 rows per
-  // expert one CTA per cluster was 5-9 % faster, from 1024 the pair 5-6 %
-  // faster. BF16, whose 256-wide tiles already halve the W traffic, runs
-  // without: with the banded tile order one CTA per cluster was faster on
-  // eight of the nine benchmark shapes (te-grouped-gemm-bench --sweep,
-  // docs/Performance.md).
-  if (s.cluster == 0) {
-    bool fewRows =
-        s.mTotal > 0 && s.mTotal <= kClusterMaxRowsPerExpert * s.groups;
-    s.cluster =
-        (s.fp8() && !fewRows && s.n > 0 && ceilDiv(s.n, s.blockN) % 2 == 0) ? 2
-                                                                            : 1;
-  }
+  // One CTA per cluster. A 2-CTA cluster sharing the x tile (TMA multicast)
+  // had been 5-6 % faster for FP8 from 1024 rows per expert; since the
+  // sixth stage (one output box a warpgroup) one CTA is 3-11 % faster on
+  // all nine benchmark shapes, as it was for BF16's 256-wide tiles with the
+  // banded tile order (te-grouped-gemm-bench --sweep, docs/Performance.md).
+  if (s.cluster == 0)
+    s.cluster = 1;
   if (s.clusterM == 0)
     s.clusterM = 1;
   // Bands of the tile order (te-grouped-gemm-bench --bands, one H100 run,

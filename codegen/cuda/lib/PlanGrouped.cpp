@@ -242,7 +242,6 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   spec.groups = w.shape[0];
   spec.n = y.shape[1];
   spec.k = x.shape[1];
-  spec.mTotal = x.shape[0];
   spec.weightColumnwise = g.weightColumnwise;
   spec = spec.resolved();
   if (rt::Status st = checkGroupedGemm(spec); !st.isOk())

@@ -79,10 +79,6 @@ struct GroupedGemmSpec {
   int outBoxes = 0;
   /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
   int stages = 0;
-  /// The token rows (M_total) of the layer's static shape, 0 if unknown: not
-  /// part of the kernel (the split sizes are read on the device), but its
-  /// rows per expert pick the FP8 cluster when `cluster` is 0.
-  int64_t mTotal = 0;
 
   bool fp8() const { return operands == Operands::Fp8Block; }
   /// CTAs per cluster, N x M (of a resolved spec): what the launch passes.
