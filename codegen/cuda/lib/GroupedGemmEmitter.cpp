@@ -32,9 +32,7 @@ int64_t fixedBytes(const GroupedGemmSpec &s) {
 }
 } // namespace
 
-bool groupedGemmTmaStore(const GroupedGemmSpec &s) {
-  return s.fp8() && s.n % 8 == 0;
-}
+bool groupedGemmTmaStore(const GroupedGemmSpec &s) { return s.n % 8 == 0; }
 
 std::string Fp8Operands::nameSuffix() const {
   if (a == rt::DType::E4M3 && b == rt::DType::E4M3)
@@ -234,8 +232,17 @@ std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
                            boxK,
                            64,
                            rt::TensorMapSwizzle::B128};
+  rt::TensorMapShape y = groupedGemmTmaStore(s)
+                             ? rt::TensorMapShape{rt::DType::BF16,
+                                                  mTotal,
+                                                  s.n,
+                                                  s.n * 2,
+                                                  64,
+                                                  64,
+                                                  rt::TensorMapSwizzle::B128}
+                             : x;
   if (!s.fp8())
-    return {x, w, x, x};
+    return {x, w, x, y};
   // A box of kBlockM + 4 scales from a 16-byte aligned start (the TMA's
   // rule), so the tile's rows are inside whatever their first row's offset.
   int64_t padded = (mTotal + 3) / 4 * 4;
@@ -246,10 +253,6 @@ std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
                         1,
                         static_cast<int>(kBlockM + 4),
                         rt::TensorMapSwizzle::None};
-  if (!groupedGemmTmaStore(s))
-    return {x, w, sx, x};
-  rt::TensorMapShape y{rt::DType::BF16,           mTotal, s.n, s.n * 2, 64, 64,
-                       rt::TensorMapSwizzle::B128};
   return {x, w, sx, y};
 }
 

@@ -175,27 +175,28 @@ TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
           .isOk());
 }
 
-// FP8 tiles leave by TMA store where the bf16 rows' stride allows one (N a
-// multiple of 8): 32 KB of output boxes in the shared memory, and the
-// fourth tensor map is y's (64 x 64 boxes, 128-byte swizzle); otherwise,
-// and for BF16, the fourth map repeats x's and is unused.
-TEST(GroupedGemm, Fp8TilesWithAlignedRowsLeaveByTmaStore) {
-  GroupedGemmSpec aligned =
-      spec(GroupedGemmSpec::Operands::Fp8Block, 2, 200, 256);
-  aligned.stages = 4;
-  GroupedGemmSpec odd = aligned;
-  odd.n = 202;
-  GroupedGemmSpec bf = spec(GroupedGemmSpec::Operands::BF16, 2, 200, 256);
-  EXPECT_TRUE(cg::groupedGemmTmaStore(aligned));
-  EXPECT_FALSE(cg::groupedGemmTmaStore(odd));
-  EXPECT_FALSE(cg::groupedGemmTmaStore(bf));
-  EXPECT_EQ(cg::groupedGemmSharedBytes(aligned),
-            cg::groupedGemmSharedBytes(odd) + 2 * 64 * 128);
-  auto maps = cg::groupedGemmMaps(aligned, 300);
-  EXPECT_EQ(maps[3], (rt::TensorMapShape{rt::DType::BF16, 300, 200, 400, 64, 64,
-                                         rt::TensorMapSwizzle::B128}));
-  EXPECT_EQ(cg::groupedGemmMaps(odd, 300)[3], cg::groupedGemmMaps(odd, 300)[0]);
-  EXPECT_EQ(cg::groupedGemmMaps(bf, 300)[3], cg::groupedGemmMaps(bf, 300)[0]);
+// Tiles leave by TMA store where the bf16 rows' stride allows one (N a
+// multiple of 8), FP8 and BF16 alike: 16 KB of output boxes (one a
+// warpgroup) in the shared memory, and the fourth tensor map is y's (64 x
+// 64 boxes, 128-byte swizzle); otherwise the fourth map repeats x's and is
+// unused.
+TEST(GroupedGemm, TilesWithAlignedRowsLeaveByTmaStore) {
+  for (auto op :
+       {GroupedGemmSpec::Operands::Fp8Block, GroupedGemmSpec::Operands::BF16}) {
+    GroupedGemmSpec aligned = spec(op, 2, 200, 256);
+    aligned.stages = 4;
+    GroupedGemmSpec odd = aligned;
+    odd.n = 202;
+    EXPECT_TRUE(cg::groupedGemmTmaStore(aligned));
+    EXPECT_FALSE(cg::groupedGemmTmaStore(odd));
+    EXPECT_EQ(cg::groupedGemmSharedBytes(aligned),
+              cg::groupedGemmSharedBytes(odd) + 2 * 64 * 128);
+    auto maps = cg::groupedGemmMaps(aligned, 300);
+    EXPECT_EQ(maps[3], (rt::TensorMapShape{rt::DType::BF16, 300, 200, 400, 64,
+                                           64, rt::TensorMapSwizzle::B128}));
+    EXPECT_EQ(cg::groupedGemmMaps(odd, 300)[3],
+              cg::groupedGemmMaps(odd, 300)[0]);
+  }
 }
 
 // One output box a warpgroup (the default) halves the boxes' 32 KB, which

@@ -102,16 +102,16 @@ struct GroupedGemmConfig
   static constexpr int kSwStride =
       ((WeightColumnwise ? kGroups * kK / 128 : (kK + 127) / 128) + 3) / 4 * 4;
   static constexpr int kTableBytes = 2 * 4 * (kGroups + 1);
-  /// FP8 tiles leave through shared memory and TMA stores (rows of bf16
-  /// whose 16-byte TMA stride needs N a multiple of 8): a warpgroup's 64
-  /// rows as two 64 x 64 halves, 128-byte swizzled boxes of 8 KB. Its
-  /// 4-byte global stores had throttled the load/store unit (Nsight
-  /// Compute: "lg throttle" stalls, five times DeepGEMM's L2 write
-  /// requests). BF16's 256-wide tiles have no shared memory to spare.
-  /// OutBoxes 1: one box a warpgroup, written and stored twice a tile (the
-  /// second half waits for the first's store to read the box), which leaves
-  /// 16 KB more for the stage ring (a sixth stage); 2: both halves at once.
-  static constexpr bool kTmaStore = Fp8Block && N_ % 8 == 0;
+  /// Tiles leave through shared memory and TMA stores (rows of bf16 whose
+  /// 16-byte TMA stride needs N a multiple of 8): a warpgroup's 64 rows in
+  /// 64-column parts, 128-byte swizzled boxes of 8 KB (TileStore.cuh). The
+  /// 4-byte global stores of the register epilogue had throttled the
+  /// load/store unit (Nsight Compute: "lg throttle" stalls, five times
+  /// DeepGEMM's L2 write requests). OutBoxes 1: one box a warpgroup, each
+  /// part waiting for the previous part's store to read it, which leaves 16
+  /// KB more for the stage ring (FP8: a sixth stage); 2: a part's store
+  /// runs while the next is written.
+  static constexpr bool kTmaStore = N_ % 8 == 0;
   static constexpr int kOutBoxes = OutBoxes;
   static constexpr int kOutBytes =
       kTmaStore ? 2 * kOutBoxes * detail::kTileStoreBoxBytes : 0;
@@ -132,8 +132,6 @@ struct GroupedGemmConfig
                 "read along N)");
   static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
   static_assert(BandUnits >= 1, "a band holds at least one row unit");
-  static_assert(!kTmaStore || kBlockN == 128,
-                "a warpgroup's output is two 64-column boxes");
   static_assert(OutBoxes == 1 || OutBoxes == 2,
                 "a warpgroup stores through one or two output boxes");
   static_assert(!WeightColumnwise || kK % kBlockK == 0,

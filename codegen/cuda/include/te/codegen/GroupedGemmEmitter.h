@@ -72,10 +72,10 @@ struct GroupedGemmSpec {
   /// items of a band are walked row unit first, so the clusters running at
   /// one time share W tiles and x rows in L2 (1: row by row); 0 picks one.
   int band = 0;
-  /// Output boxes a math warpgroup stores its FP8 tile through (where
-  /// groupedGemmTmaStore): 2, both 64-column halves at once; 1, one half
-  /// after the other, 16 KB less shared memory, which buys a stage at
-  /// 128x128 FP8 tiles; 0 picks one (1).
+  /// Output boxes (64 rows x 64 columns) a math warpgroup stores its tile
+  /// through (where groupedGemmTmaStore), a 64-column part at a time: 2, a
+  /// part's store runs while the next is written; 1, 16 KB less shared
+  /// memory, which buys a stage at 128x128 FP8 tiles; 0 picks one (1).
   int outBoxes = 0;
   /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
   int stages = 0;
@@ -103,8 +103,8 @@ constexpr unsigned kGroupedGemmThreads = 384;
 rt::Status checkGroupedGemm(const GroupedGemmSpec &s);
 
 /// Whether the kernel stores its output tiles through shared memory by TMA
-/// (FP8 with N a multiple of 8, the bf16 rows' 16-byte TMA stride) rather
-/// than from registers: its fourth tensor map is then Y's.
+/// (N a multiple of 8, the bf16 rows' 16-byte TMA stride) rather than from
+/// registers: its fourth tensor map is then Y's.
 bool groupedGemmTmaStore(const GroupedGemmSpec &s);
 
 /// Dynamic shared memory the kernel needs (stages, output boxes, scales,
