@@ -81,6 +81,8 @@ Status checkGroupedWgrad(const GroupedWgradSpec &spec) {
     return bad("N and K must be even and positive");
   if (s.groups * s.n * s.k >= (int64_t(1) << 40))
     return bad("dW is too large");
+  if (groupedWgradTmaStore(s) && s.groups * s.n >= (int64_t(1) << 31))
+    return bad("G*N must be below 2^31 (dW's rows are a TMA coordinate)");
   if (s.band < 1 || s.band > 1024)
     return bad("a band of the tile order holds 1..1024 row tiles");
   if (s.fp8() ? s.blockN != 128 : (s.blockN != 128 && s.blockN != 256))

@@ -376,8 +376,9 @@ __device__ __forceinline__ void dequantizeRows(const DequantArgs &a,
 /// shared memory transposed, `codes[r][c]` one code a byte, so that a
 /// thread reads its 8 output columns with two 4-byte loads: each thread
 /// loads 4 storage rows x 4 bytes and transposes the 4 x 4 block in
-/// registers. The pitch, 17 words, keeps the stores free of bank conflicts
-/// (E2M1: with the halves alternated between lanes, below).
+/// registers. The stores are free of bank conflicts through the 17-word
+/// pitch with, for FP8, the staged words XOR-swizzled by row / 32, and for
+/// E2M1 the halves alternated between lanes (below).
 constexpr int kTileR = 128, kTileC = 64, kTilePitch = kTileC + 4;
 
 /// rows[k] holds 4 codes (bytes) of storage row k; afterwards rows[j]

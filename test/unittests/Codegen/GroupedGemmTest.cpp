@@ -518,11 +518,11 @@ TEST_F(GroupedGemmGpu, NNotAMultipleOfTheTile) {
         {150, 150});
 }
 
-// Two output boxes a warpgroup (the other tests run the default, one): both
-// of a tile's halves leave at once - ragged splits (expert ends stored from
-// registers), a last tile whose second half is partly (N = 200) or wholly
-// (N = 136) past N, a graph replayed with new splits; check() runs clusters
-// of 1 and 2.
+// Two output boxes a warpgroup (the other tests run the default, one): a
+// part's store runs while the next part is written - ragged splits (expert
+// ends stored from registers), a last tile whose second half is partly
+// (N = 200) or wholly (N = 136) past N, a graph replayed with new splits;
+// check() runs clusters of 1 and 2.
 TEST_F(GroupedGemmGpu, TwoOutputBoxesAWarpgroup) {
   GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Fp8Block, 4, 384, 512);
   s.outBoxes = 2;
@@ -537,6 +537,18 @@ TEST_F(GroupedGemmGpu, TwoOutputBoxesAWarpgroup) {
       spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 384);
   replay.outBoxes = 2;
   check(replay, 640, {100, 200, 0, 340}, 0, {0, 17, 500, 123});
+  // One or two CTAs walking every tile, so that a last column tile of an
+  // odd number of parts - ending on the first box - is followed by the
+  // next tile (FP8 N = 136: one part; BF16 N = 296: one of its 256-wide
+  // tile's four, N = 400: three).
+  for (auto [op, n] : {std::pair{GroupedGemmSpec::Operands::Fp8Block, 136},
+                       std::pair{GroupedGemmSpec::Operands::BF16, 296},
+                       std::pair{GroupedGemmSpec::Operands::BF16, 400}}) {
+    GroupedGemmSpec edge = spec(op, 2, n, 256);
+    edge.outBoxes = 2;
+    check(edge, 300, {150, 150}, 1);
+    check(edge, 300, {150, 150}, 2);
+  }
 }
 
 // Bad split sizes are clamped, never read or written out of bounds.

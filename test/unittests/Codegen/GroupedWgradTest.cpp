@@ -98,6 +98,13 @@ TEST(GroupedWgrad, DwTilesLeaveByTmaStoreWhereKAllows) {
   three.outBoxes = 3;
   EXPECT_NE(cg::checkGroupedWgrad(three).message().find("1 or 2 output boxes"),
             std::string::npos);
+  // dW's rows are a TMA coordinate: G*N below 2^31 where it is stored so.
+  GroupedWgradSpec tall = wgradSpec(true, 4096, int64_t(1) << 19, 4);
+  EXPECT_NE(cg::checkGroupedWgrad(tall).message().find("G*N must be below"),
+            std::string::npos);
+  tall.k = 6; // no TMA store
+  EXPECT_TRUE(cg::checkGroupedWgrad(tall).isOk())
+      << cg::checkGroupedWgrad(tall).message();
 }
 
 TEST(GroupedWgrad, TheCapacityHoldsEverySplit) {
@@ -317,14 +324,21 @@ TEST_F(GroupedWgradGpu, Fp8NAndKNotMultiplesOfTheTile) {
 
 // K = 130 (not a multiple of 4): no TMA store (dW's rows are not 16-byte
 // strided), every tile from registers; two output boxes a warpgroup (the
-// default is one): a part's store runs while the next part is written.
+// default is one): a part's store runs while the next part is written,
+// also where a tile ends on either box (K = 136: one part of the last
+// column tile; K = 200: three) and the next tile, of an expert without
+// tokens, stores at once.
 TEST_F(GroupedWgradGpu, DwTilesFromRegistersAndThroughTwoBoxes) {
   check(wgradSpec(true, 2, 256, 130), 300, {120, 180});
   for (bool fp8 : {true, false}) {
     GroupedWgradSpec s = wgradSpec(fp8, 3, 256, 384);
     s.outBoxes = 2;
     check(s, 340, {130, 0, 200});
-    check(wgradSpec(fp8, 2, 200, 136), 300, {1, 299});
+    for (int64_t k : {136, 200}) {
+      GroupedWgradSpec edge = wgradSpec(fp8, 3, 200, k);
+      edge.outBoxes = 2;
+      check(edge, 300, {1, 299, 0});
+    }
   }
 }
 

@@ -360,12 +360,20 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
     if constexpr (C::kTmaStore) {
       const int wgRow0 = tile.row0 + WG * 64;
       if (wgRow0 + 64 <= tile.rowEnd) {
-        detail::storeTileThroughShared<WG, C::kBlockN, C::kOutBoxes, false>(
-            total, outShared + WG * C::kOutBoxes * detail::kTileStoreBoxBytes,
-            tmY, tile.col0, wgRow0, C::kN, wgThread, lane, rowInWg, colInTile,
-            [&](int, int col) {
-              return detail::biasPair<C>(bias, tile.expert, col);
-            });
+        // Without a bias nothing is added (not even +0: a -0 stays -0, as
+        // in the register path).
+        unsigned char *boxes =
+            outShared + WG * C::kOutBoxes * detail::kTileStoreBoxBytes;
+        if (bias != nullptr)
+          detail::storeTileThroughShared<WG, C::kBlockN, C::kOutBoxes, false>(
+              total, boxes, tmY, tile.col0, wgRow0, C::kN, wgThread, lane,
+              rowInWg, colInTile, [&](int, int col) {
+                return detail::biasPair<C>(bias, tile.expert, col);
+              });
+        else
+          detail::storeTileThroughShared<WG, C::kBlockN, C::kOutBoxes, false>(
+              total, boxes, tmY, tile.col0, wgRow0, C::kN, wgThread, lane,
+              rowInWg, colInTile, detail::NoExtra{});
         continue;
       }
       // The expert's last rows: stored directly, none past its end.

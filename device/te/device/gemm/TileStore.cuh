@@ -44,9 +44,10 @@ template <> struct AddsExtra<NoExtra> { static constexpr bool value = false; };
 /// proxy and stored by TMA from one thread (columns past the map's end are
 /// clipped). Before a box is written again, that thread waits until the
 /// store that last read it has (cp.async.bulk.wait_group.read: with two
-/// boxes the previous part's store may still run). Named barrier 1 + WG
-/// orders the warpgroup around it. Columns from colEnd on are not written;
-/// parts wholly past it are not stored.
+/// boxes the previous part's store may still run - but not at a tile's
+/// first part, since the previous tile may have ended on either box). Named
+/// barrier 1 + WG orders the warpgroup around it. Columns from colEnd on are
+/// not written; parts wholly past it are not stored.
 template <int WG, int BlockN, int Boxes, bool F32, int N, class Extra>
 __device__ __forceinline__ void
 storeTileThroughShared(const float (&total)[N], unsigned char *boxes,
@@ -67,8 +68,12 @@ storeTileThroughShared(const float (&total)[N], unsigned char *boxes,
     if (col0 + p * kPartCols >= colEnd) // the rest lies wholly past colEnd
       break;
     unsigned char *box = boxes + (p % Boxes) * kTileStoreBoxBytes;
-    if (wgThread == 0)
-      cute::tma_store_wait<Boxes - 1>();
+    if (wgThread == 0) {
+      if (p == 0)
+        cute::tma_store_wait<0>();
+      else
+        cute::tma_store_wait<Boxes - 1>();
+    }
     warpgroupSync();
 #pragma unroll
     for (int jj = 0; jj < kGroupsPerPart; ++jj) {

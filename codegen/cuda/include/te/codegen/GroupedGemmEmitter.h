@@ -85,10 +85,10 @@ struct GroupedGemmSpec {
   unsigned clusterSize() const { return unsigned(cluster * clusterM); }
   /// The spec with every 0 replaced by the choice made for it.
   GroupedGemmSpec resolved() const;
-  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c2_b16_s6" ("_wcol"
-  /// after "fp8block" for a columnwise weight, then the formats' suffix;
-  /// "_c2x2" for a 2 x 2 cluster, "_b8" for bands of 8 row units, "_o1" for
-  /// one output box a warpgroup).
+  /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c1_b16_o1_s6"
+  /// ("_wcol" after "fp8block" for a columnwise weight, then the formats'
+  /// suffix; "_c2x2" for a 2 x 2 cluster, "_b8" for bands of 8 row units,
+  /// "_o1" for one output box a warpgroup where tiles leave by TMA store).
   std::string kernelName() const;
 };
 

@@ -74,7 +74,9 @@ struct GroupedWgradBuffers {
   uint64_t a = 0, b = 0;
   uint64_t sa = 0, sb = 0; ///< FP8 only
   uint64_t splits = 0;     ///< G int64, clamped to mTotal rows
-  uint64_t dw = 0;         ///< [G, n, k] f32
+  /// [G, n, k] f32; 16-byte aligned where groupedWgradTmaStore (the TMA
+  /// store's base).
+  uint64_t dw = 0;
   int64_t mTotal = 0;
   int64_t capacity = 0;
 };
