@@ -255,8 +255,8 @@ pipelinedFp8Blocks(uint64_t descA0, uint64_t descB0,
 }
 
 /// Expert `expert`'s bias of output columns col and col + 1, widened from
-/// bf16; zeros without a bias (the accumulators are never -0, so adding
-/// them changes nothing).
+/// bf16; zeros without a bias (the epilogues add nothing then, not even +0,
+/// which would turn a -0 total into +0).
 template <class C>
 __device__ __forceinline__ float2 biasPair(const dev::u16 *bias, int expert,
                                            int col) {

@@ -192,38 +192,6 @@ __device__ __forceinline__ void mmaSlab(uint64_t a, uint64_t b, float (&d)[N],
   warpgroup_commit_batch();
 }
 
-/// One K slab of a math warpgroup's main loop, in the two ways the engine's
-/// kernels accumulate:
-///  * FP8 (block-scaled): the slab's partial sums go into `acc` (zeroed
-///    first) and are awaited; `takeScales()` reads what the promotion needs
-///    from the stage into registers, `release(stage)` hands the stage back,
-///    and `promote()` folds `acc` into the running `total`.
-///  * BF16: the slab accumulates into `total` in place (zeroing it when
-///    `first`); it stays in flight while the stage the previous slab read
-///    goes back (finishSlabs releases the last one).
-template <bool Fp8, class Mma, int N, class TakeScales, class Release,
-          class Promote>
-__device__ __forceinline__ void
-mathSlab(uint64_t a, uint64_t b, float (&acc)[N], float (&total)[N], bool first,
-         int stage, int stages, TakeScales takeScales, Release release,
-         Promote promote) {
-  if (Fp8) {
-    mmaSlab<Mma>(a, b, acc, true);
-    warpgroup_wait<0>();
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-      warpgroup_fence_operand(acc[i]);
-    takeScales();
-    release(stage);
-    promote();
-  } else {
-    mmaSlab<Mma>(a, b, total, first);
-    warpgroup_wait<1>();
-    if (!first)
-      release(stage == 0 ? stages - 1 : stage - 1);
-  }
-}
-
 /// One step of a promotion pipeline over two partial-sum accumulators (the
 /// FP8 kernels' pipelinedFp8Blocks and pipelinedWgradBlocks): block kb's
 /// MMAs, into `cur`, are in flight. With `Next` (cute::true_type),
@@ -254,43 +222,36 @@ pipelineStep(Next, float (&cur)[N], float (&nxt)[N], IssueNext issueNext,
     warpgroup_wait<0>();
 }
 
-/// After the last mathSlab of a tile (`stage`: the next one, `any`: whether
-/// there was a slab): BF16 awaits the batch in flight and releases its stage.
-template <bool Fp8, int N, class Release>
-__device__ __forceinline__ void finishSlabs(float (&total)[N], int stage,
-                                            int stages, bool any,
-                                            Release release) {
-  if (Fp8)
-    return;
-  warpgroup_wait<0>();
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    warpgroup_fence_operand(total[i]);
-  if (any)
-    release(stage == 0 ? stages - 1 : stage - 1);
-}
-
 /// The BF16 reduction of a tile over `slabs` K slabs of the stage ring
 /// (the kernels' config C: kStages, kStageA, kStageB), accumulated in place
-/// into `total`, each stage handed back once the next slab's MMAs are
-/// issued.
+/// into `total` (zeroed by the first slab). One slab's MMAs stay in flight
+/// while the stage the previous slab read goes back; the last stage goes
+/// back once every MMA is done.
 template <class C, class Mma, int N, class Release>
 __device__ __forceinline__ void
 bf16Slabs(uint64_t descA0, uint64_t descB0,
           cutlass::arch::ClusterTransactionBarrier *full, int slabs,
           float (&total)[N], int &stage, uint32_t &phase, Release release) {
+  auto previous = [](int s) { return s == 0 ? C::kStages - 1 : s - 1; };
   for (int kb = 0; kb < slabs; ++kb) {
     full[stage].wait(phase);
-    mathSlab<false, Mma>(
-        descPlus(descA0, stage * C::kStageA),
-        descPlus(descB0, stage * C::kStageB), total, total, kb == 0, stage,
-        C::kStages, [] {}, release, [] {});
+    const bool first = kb == 0;
+    mmaSlab<Mma>(descPlus(descA0, stage * C::kStageA),
+                 descPlus(descB0, stage * C::kStageB), total, first);
+    warpgroup_wait<1>();
+    if (!first)
+      release(previous(stage));
     if (++stage == C::kStages) {
       stage = 0;
       phase ^= 1;
     }
   }
-  finishSlabs<false>(total, stage, C::kStages, slabs > 0, release);
+  warpgroup_wait<0>();
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    warpgroup_fence_operand(total[i]);
+  if (slabs > 0)
+    release(previous(stage));
 }
 
 } // namespace detail
