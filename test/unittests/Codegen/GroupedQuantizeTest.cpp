@@ -330,6 +330,72 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
   }
 }
 
+// Each expert's bias gradient, its partials summed in block order: experts
+// without rows before, between and after the ones with rows get +0 (all of
+// them when no expert has rows), and an expert of 35 blocks takes two
+// batches of the ordered sum.
+TEST_F(GroupedQuantizeGpu, BiasGradientsOfEmptyAndLongExperts) {
+  const int64_t m = 4400, c = 136, g = 5;
+  const int64_t cap = cg::groupedWgradCapacity(m, g);
+  std::vector<uint16_t> x = randomBf16(m * c, 7);
+  rt::DeviceBuffer in = upload(x);
+  const Scheme scheme = Scheme::fp8Block(DType::E4M3, 1, 128, true);
+  cg::GroupedQuantizeSpec spec{scheme, g, c, true};
+  cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(spec);
+  rt::KernelCache cache;
+  auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
+  ASSERT_TRUE(compiled) << compiled.status().message();
+  rt::Expected<rt::Kernel> main =
+      rt::Kernel::load((*compiled)->cubin, e.mainEntry);
+  rt::Expected<rt::Kernel> bias =
+      rt::Kernel::load((*compiled)->cubin, e.biasEntry);
+  ASSERT_TRUE(main && bias);
+  auto alloc = [&](int64_t bytes) {
+    rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
+    EXPECT_TRUE(b);
+    return std::move(*b);
+  };
+  rt::DeviceBuffer out = alloc(c * cap), scales = alloc(cap / 128 * c * 4),
+                   partial = alloc(cap / 128 * c * 4), db = alloc(g * c * 4);
+  const std::vector<std::vector<int64_t>> cases = {{0, 0, 4400, 0, 0},
+                                                   {0, 0, 0, 0, 0},
+                                                   {0, 1000, 0, 0, 3000},
+                                                   {4400, 0, 0, 0, 9}};
+  for (const std::vector<int64_t> &splits : cases) {
+    SCOPED_TRACE(::testing::PrintToString(splits));
+    rt::DeviceBuffer sp = upload(splits);
+    ASSERT_TRUE(db.fill(0xA5, *stream_)); // poison
+    uint64_t inP = in.devicePtr(), spP = sp.devicePtr(), outP = out.devicePtr(),
+             scP = scales.devicePtr(), paP = partial.devicePtr(), amP = 0,
+             recP = 0, dbP = db.devicePtr();
+    long long mm = m, cc = c, capacity = cap;
+    float eps = 0.0f;
+    unsigned long long sd = 0, off = 0;
+    void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP, &scP,
+                    &eps, &paP, &amP, &sd,  &off,      &recP};
+    ASSERT_TRUE(main->launch(
+        cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
+        cg::groupedQuantizeSharedBytes(spec), *stream_, args));
+    void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
+    ASSERT_TRUE(bias->launch(cg::groupedBiasGrid(g, c),
+                             {cg::kGroupedBiasThreads, 1, 1}, 0, *stream_,
+                             bargs));
+    std::vector<float> gotDb(g * c);
+    ASSERT_TRUE(db.copyToHost(gotDb.data(), gotDb.size() * 4, *stream_));
+    ASSERT_TRUE(stream_->synchronize());
+    ref::GroupedColumnwise want =
+        ref::groupedColumnwiseQuantize(x.data(), m, c, splits, scheme, cap);
+    ASSERT_EQ(want.error, "");
+    int wrong = 0;
+    for (size_t i = 0; i < gotDb.size(); ++i)
+      if (std::memcmp(&gotDb[i], &want.biasGrad[i], 4) && wrong++ < 5)
+        ADD_FAILURE() << "bias gradient of expert " << i / c << " column "
+                      << i % c << ": " << gotDb[i] << " want "
+                      << want.biasGrad[i];
+    EXPECT_EQ(wrong, 0);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Per-tensor FP8 with one amax per expert (the grouped GEMM's own quantize)
 //===----------------------------------------------------------------------===//
