@@ -74,6 +74,9 @@ std::string emitDequantize(const DequantizeKernel &k, const Entry &e,
   static_assert(kDequantizeThreads % 8 == 0,
                 "the tile path keeps a thread's 8 output columns, hence their "
                 "factors, the same in all its tasks");
+  static_assert(kDequantizeThreads >= 64,
+                "the tile path gives each of a tile's 64 columns a thread "
+                "(NVFP4's factors)");
   const Value &in = e.values[k.input];
   const Value &out = e.values[k.output];
   rt::DirectionStorage st = directionStorage(in, k.dir, target);

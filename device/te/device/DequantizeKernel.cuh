@@ -115,27 +115,27 @@ template <bool Rowwise> struct Nvfp4Decode {
     u8 sB = Rowwise ? s[r * a.scaleCols + c / 16] : s[c * a.scaleCols + r / 16];
     return nvfp4DequantFactor(sB, *a.amax);
   }
-  /// Columnwise: the factors of column c's 8 blocks of 16 rows from r0
-  /// (16-aligned, all inside the tensor): 8 consecutive scale bytes of the
-  /// transpose's row c, one 8-byte load where aligned.
-  __device__ static void columnFactors8(const DequantArgs &a, i64 r0, i64 c,
-                                        float amax, float (&f)[8]) {
+  /// Columnwise: the scale bytes of column c's 8 blocks of 16 rows from r0
+  /// (16-aligned, all inside the tensor), 8 consecutive bytes of the
+  /// transpose's row c (byte j in bits 8j of the pair), one 8-byte load
+  /// where aligned. Loads only: columnFactors8 turns them into factors once
+  /// they have arrived.
+  __device__ static uint2 columnScales8(const DequantArgs &a, i64 r0, i64 c) {
     static_assert(!Rowwise, "the tile path reads the columnwise direction");
     const u8 *s = static_cast<const u8 *>(a.scale) + c * a.scaleCols + r0 / 16;
-    u8 sB[8];
-    if ((reinterpret_cast<u64>(s) & 7) == 0) {
-      const uint2 v = *reinterpret_cast<const uint2 *>(s);
-      TE_UNROLL
-      for (int j = 0; j < 8; ++j)
-        sB[j] = u8((j < 4 ? v.x : v.y) >> (8 * (j % 4)));
-    } else {
-      TE_UNROLL
-      for (int j = 0; j < 8; ++j)
-        sB[j] = s[j];
-    }
+    if ((reinterpret_cast<u64>(s) & 7) == 0)
+      return *reinterpret_cast<const uint2 *>(s);
+    uint2 v{0u, 0u};
     TE_UNROLL
     for (int j = 0; j < 8; ++j)
-      f[j] = nvfp4DequantFactor(sB[j], amax);
+      (j < 4 ? v.x : v.y) |= u32(s[j]) << (8 * (j % 4));
+    return v;
+  }
+  /// The factors of columnScales8's 8 scale bytes.
+  __device__ static void columnFactors8(uint2 s, float amax, float (&f)[8]) {
+    TE_UNROLL
+    for (int j = 0; j < 8; ++j)
+      f[j] = nvfp4DequantFactor(u8((j < 4 ? s.x : s.y) >> (8 * (j % 4))), amax);
   }
 };
 
@@ -442,6 +442,19 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
       }
       continue;
     }
+    // The factors' loads go first, so that they are in flight with the
+    // codes' (after the codes' shared stores, which a load through a
+    // generic pointer may not pass, each tile waited for memory twice);
+    // NVFP4's arithmetic waits until the codes are staged.
+    float columnFactors[8];
+    uint2 scaleBytes{0u, 0u};
+    float amax = 0.0f;
+    if constexpr (kColumnFactors) {
+      factorsOf8<D>(a, r0, c0 + (threadIdx.x % 8) * 8, columnFactors);
+    } else if (threadIdx.x < kTileC) { // blockDim >= 64 (DequantizeEmitter)
+      scaleBytes = D::columnScales8(a, r0, c0 + threadIdx.x);
+      amax = *a.amax;
+    }
     __syncthreads(); // the previous tile's readers are done
     for (int b = threadIdx.x; b < kBlocks; b += blockDim.x) {
       // FP8: a warp reads the 32 words of a storage row's 128-byte line per
@@ -487,16 +500,13 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
         }
       }
     }
-    float columnFactors[8];
-    if constexpr (kColumnFactors) {
-      factorsOf8<D>(a, r0, c0 + (threadIdx.x % 8) * 8, columnFactors);
-    } else {
-      for (int c = threadIdx.x; c < kTileC; c += blockDim.x) {
+    if constexpr (!kColumnFactors) {
+      if (threadIdx.x < kTileC) {
         float f[8];
-        D::columnFactors8(a, r0, c0 + c, *a.amax, f);
+        D::columnFactors8(scaleBytes, amax, f);
         TE_UNROLL
         for (int b = 0; b < 8; ++b)
-          factors[b][c] = f[b];
+          factors[b][threadIdx.x] = f[b];
       }
     }
     __syncthreads();
