@@ -66,6 +66,29 @@ std::vector<uint16_t> randomBf16(size_t count, unsigned seed) {
   return v;
 }
 
+/// The grouped quantize's block pass and, with a bias gradient, its
+/// reduction, compiled and loaded.
+struct GroupedQuantizeKernels {
+  rt::Kernel main, bias;
+};
+rt::Expected<GroupedQuantizeKernels>
+loadGroupedQuantize(rt::KernelCache &cache,
+                    const cg::GroupedQuantizeSpec &spec) {
+  cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(spec);
+  auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
+  if (!compiled)
+    return compiled.status();
+  rt::Expected<rt::Kernel> main =
+      rt::Kernel::load((*compiled)->cubin, e.mainEntry);
+  if (!main)
+    return main.status();
+  rt::Expected<rt::Kernel> bias =
+      rt::Kernel::load((*compiled)->cubin, e.biasEntry);
+  if (!bias)
+    return bias.status();
+  return GroupedQuantizeKernels{std::move(*main), std::move(*bias)};
+}
+
 const Scheme kSchemes[] = {Scheme::fp8Block(DType::E4M3, 1, 128),
                            Scheme::fp8Block(DType::E4M3, 1, 128, true),
                            Scheme::fp8Block(DType::E5M2, 1, 128, false, 1e-3),
@@ -202,14 +225,10 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     const bool fp8 = scheme.kind == rt::SchemeKind::Fp8Block ||
                      scheme.kind == rt::SchemeKind::Fp8Current ||
                      scheme.kind == rt::SchemeKind::Fp8Delayed;
-    cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(spec);
-    auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
-    ASSERT_TRUE(compiled) << compiled.status().message();
-    rt::Expected<rt::Kernel> main =
-        rt::Kernel::load((*compiled)->cubin, e.mainEntry);
-    rt::Expected<rt::Kernel> bias =
-        rt::Kernel::load((*compiled)->cubin, e.biasEntry);
-    ASSERT_TRUE(main && bias);
+    rt::Expected<GroupedQuantizeKernels> kernels =
+        loadGroupedQuantize(cache, spec);
+    ASSERT_TRUE(kernels) << kernels.status().message();
+    rt::Kernel &main = kernels->main, &bias = kernels->bias;
     auto alloc = [&](int64_t bytes) {
       rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
       EXPECT_TRUE(b);
@@ -261,13 +280,13 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     uint64_t recP = spec.delayed() ? record.devicePtr() : 0;
     void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP, &scP,
                     &eps, &paP, &amP, &sd,  &off,      &recP};
-    ASSERT_TRUE(main->launch(
+    ASSERT_TRUE(main.launch(
         cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
         cg::groupedQuantizeSharedBytes(spec), *stream_, args));
     void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
-    ASSERT_TRUE(bias->launch(cg::groupedBiasGrid(g, c),
-                             {cg::kGroupedBiasThreads, 1, 1}, 0, *stream_,
-                             bargs));
+    ASSERT_TRUE(bias.launch(cg::groupedBiasGrid(g, c),
+                            {cg::kGroupedBiasThreads, 1, 1}, 0, *stream_,
+                            bargs));
     std::vector<uint8_t> gotData(c * cap * (fp8 ? 1 : 2));
     std::vector<float> gotScales(cap / 128 * colsPad), gotDb(g * c);
     ASSERT_TRUE(out.copyToHost(gotData.data(), gotData.size(), *stream_));
@@ -341,15 +360,11 @@ TEST_F(GroupedQuantizeGpu, BiasGradientsOfEmptyAndLongExperts) {
   rt::DeviceBuffer in = upload(x);
   const Scheme scheme = Scheme::fp8Block(DType::E4M3, 1, 128, true);
   cg::GroupedQuantizeSpec spec{scheme, g, c, true};
-  cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(spec);
   rt::KernelCache cache;
-  auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
-  ASSERT_TRUE(compiled) << compiled.status().message();
-  rt::Expected<rt::Kernel> main =
-      rt::Kernel::load((*compiled)->cubin, e.mainEntry);
-  rt::Expected<rt::Kernel> bias =
-      rt::Kernel::load((*compiled)->cubin, e.biasEntry);
-  ASSERT_TRUE(main && bias);
+  rt::Expected<GroupedQuantizeKernels> kernels =
+      loadGroupedQuantize(cache, spec);
+  ASSERT_TRUE(kernels) << kernels.status().message();
+  rt::Kernel &main = kernels->main, &bias = kernels->bias;
   auto alloc = [&](int64_t bytes) {
     rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
     EXPECT_TRUE(b);
@@ -373,13 +388,13 @@ TEST_F(GroupedQuantizeGpu, BiasGradientsOfEmptyAndLongExperts) {
     unsigned long long sd = 0, off = 0;
     void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP, &scP,
                     &eps, &paP, &amP, &sd,  &off,      &recP};
-    ASSERT_TRUE(main->launch(
+    ASSERT_TRUE(main.launch(
         cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
         cg::groupedQuantizeSharedBytes(spec), *stream_, args));
     void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
-    ASSERT_TRUE(bias->launch(cg::groupedBiasGrid(g, c),
-                             {cg::kGroupedBiasThreads, 1, 1}, 0, *stream_,
-                             bargs));
+    ASSERT_TRUE(bias.launch(cg::groupedBiasGrid(g, c),
+                            {cg::kGroupedBiasThreads, 1, 1}, 0, *stream_,
+                            bargs));
     std::vector<float> gotDb(g * c);
     ASSERT_TRUE(db.copyToHost(gotDb.data(), gotDb.size() * 4, *stream_));
     ASSERT_TRUE(stream_->synchronize());
