@@ -66,27 +66,73 @@ std::vector<uint16_t> randomBf16(size_t count, unsigned seed) {
   return v;
 }
 
-/// The grouped quantize's block pass and, with a bias gradient, its
-/// reduction, compiled and loaded.
-struct GroupedQuantizeKernels {
-  rt::Kernel main, bias;
+/// Two kernels of one generated source, compiled through `cache`.
+struct KernelPair {
+  rt::Kernel first, second;
 };
-rt::Expected<GroupedQuantizeKernels>
+rt::Expected<KernelPair> loadPair(rt::KernelCache &cache,
+                                  const std::string &source,
+                                  const std::string &first,
+                                  const std::string &second) {
+  auto compiled = cache.getOrCompile(source, rt::CompileOptions{});
+  if (!compiled)
+    return compiled.status();
+  rt::Expected<rt::Kernel> a = rt::Kernel::load((*compiled)->cubin, first);
+  if (!a)
+    return a.status();
+  rt::Expected<rt::Kernel> b = rt::Kernel::load((*compiled)->cubin, second);
+  if (!b)
+    return b.status();
+  return KernelPair{std::move(*a), std::move(*b)};
+}
+
+/// Device addresses of a grouped quantize's buffers (0: none).
+struct GroupedQuantizeBuffers {
+  uint64_t in = 0, splits = 0, out = 0, scales = 0, partial = 0, amax = 0,
+           record = 0, db = 0;
+};
+
+/// The block pass of `spec` over M = m rows into a `cap`-row grouped
+/// layout, then (with db) the bias reduction.
+rt::Status launchGroupedQuantize(KernelPair &k,
+                                 const cg::GroupedQuantizeSpec &spec, int64_t m,
+                                 int64_t cap, GroupedQuantizeBuffers b,
+                                 float eps, unsigned long long seed,
+                                 unsigned long long offset,
+                                 const rt::Stream &s) {
+  long long mm = m, cc = spec.cols, capacity = cap;
+  void *args[] = {&b.in,  &mm,       &cc,      &b.splits,  &capacity,
+                  &b.out, &b.scales, &eps,     &b.partial, &b.amax,
+                  &seed,  &offset,   &b.record};
+  rt::Status st = k.first.launch(cg::groupedQuantizeGrid(cap, spec.cols),
+                                 {cg::kGroupedQuantizeThreads, 1, 1},
+                                 cg::groupedQuantizeSharedBytes(spec), s, args);
+  if (!st.isOk() || !b.db)
+    return st;
+  void *bargs[] = {&b.partial, &mm, &cc, &b.splits, &b.db};
+  return k.second.launch(cg::groupedBiasGrid(spec.groups, spec.cols),
+                         {cg::kGroupedBiasThreads, 1, 1}, 0, s, bargs);
+}
+
+/// Counts (and reports the first few of) the bias gradients `got` [G, c]
+/// that differ from `want` in any bit.
+int64_t wrongBiasGradients(const std::vector<float> &got,
+                           const std::vector<float> &want, int64_t c) {
+  int64_t wrong = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], 4) && wrong++ < 5)
+      ADD_FAILURE() << "bias gradient of expert " << i / c << " column "
+                    << i % c << ": " << got[i] << " want " << want[i];
+  return wrong;
+}
+
+/// The grouped quantize's block pass (first) and, with a bias gradient,
+/// its reduction (second).
+rt::Expected<KernelPair>
 loadGroupedQuantize(rt::KernelCache &cache,
                     const cg::GroupedQuantizeSpec &spec) {
   cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(spec);
-  auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
-  if (!compiled)
-    return compiled.status();
-  rt::Expected<rt::Kernel> main =
-      rt::Kernel::load((*compiled)->cubin, e.mainEntry);
-  if (!main)
-    return main.status();
-  rt::Expected<rt::Kernel> bias =
-      rt::Kernel::load((*compiled)->cubin, e.biasEntry);
-  if (!bias)
-    return bias.status();
-  return GroupedQuantizeKernels{std::move(*main), std::move(*bias)};
+  return loadPair(cache, e.source, e.mainEntry, e.biasEntry);
 }
 
 const Scheme kSchemes[] = {Scheme::fp8Block(DType::E4M3, 1, 128),
@@ -225,10 +271,8 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     const bool fp8 = scheme.kind == rt::SchemeKind::Fp8Block ||
                      scheme.kind == rt::SchemeKind::Fp8Current ||
                      scheme.kind == rt::SchemeKind::Fp8Delayed;
-    rt::Expected<GroupedQuantizeKernels> kernels =
-        loadGroupedQuantize(cache, spec);
+    rt::Expected<KernelPair> kernels = loadGroupedQuantize(cache, spec);
     ASSERT_TRUE(kernels) << kernels.status().message();
-    rt::Kernel &main = kernels->main, &bias = kernels->bias;
     auto alloc = [&](int64_t bytes) {
       rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
       EXPECT_TRUE(b);
@@ -242,7 +286,7 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
     uint64_t inP = in.devicePtr(), spP = sp.devicePtr(), outP = out.devicePtr(),
              scP = scales.devicePtr(), paP = partial.devicePtr(),
              dbP = db.devicePtr();
-    long long mm = m, cc = c, capacity = cap;
+    long long mm = m, cc = c;
     float eps = static_cast<float>(scheme.eps);
     // Per-tensor FP8 and NVFP4: each expert's amax first (the amax pass the
     // plan runs; with the Hadamard transform, of the transformed runs).
@@ -276,17 +320,10 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
                                      {cg::kGroupedRowsThreads, 1, 1}, 0,
                                      *stream_, amaxArgs));
     }
-    unsigned long long sd = seed, off = offset;
     uint64_t recP = spec.delayed() ? record.devicePtr() : 0;
-    void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP, &scP,
-                    &eps, &paP, &amP, &sd,  &off,      &recP};
-    ASSERT_TRUE(main.launch(
-        cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
-        cg::groupedQuantizeSharedBytes(spec), *stream_, args));
-    void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
-    ASSERT_TRUE(bias.launch(cg::groupedBiasGrid(g, c),
-                            {cg::kGroupedBiasThreads, 1, 1}, 0, *stream_,
-                            bargs));
+    ASSERT_TRUE(launchGroupedQuantize(
+        *kernels, spec, m, cap, {inP, spP, outP, scP, paP, amP, recP, dbP}, eps,
+        seed, offset, *stream_));
     std::vector<uint8_t> gotData(c * cap * (fp8 ? 1 : 2));
     std::vector<float> gotScales(cap / 128 * colsPad), gotDb(g * c);
     ASSERT_TRUE(out.copyToHost(gotData.data(), gotData.size(), *stream_));
@@ -340,11 +377,7 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
         }
       }
     }
-    for (size_t i = 0; i < gotDb.size(); ++i)
-      if (std::memcmp(&gotDb[i], &want.biasGrad[i], 4) && wrong++ < 5)
-        ADD_FAILURE() << "bias gradient of expert " << i / c << " column "
-                      << i % c << ": " << gotDb[i] << " want "
-                      << want.biasGrad[i];
+    wrong += wrongBiasGradients(gotDb, want.biasGrad, c);
     EXPECT_EQ(wrong, 0);
   }
 }
@@ -361,10 +394,8 @@ TEST_F(GroupedQuantizeGpu, BiasGradientsOfEmptyAndLongExperts) {
   const Scheme scheme = Scheme::fp8Block(DType::E4M3, 1, 128, true);
   cg::GroupedQuantizeSpec spec{scheme, g, c, true};
   rt::KernelCache cache;
-  rt::Expected<GroupedQuantizeKernels> kernels =
-      loadGroupedQuantize(cache, spec);
+  rt::Expected<KernelPair> kernels = loadGroupedQuantize(cache, spec);
   ASSERT_TRUE(kernels) << kernels.status().message();
-  rt::Kernel &main = kernels->main, &bias = kernels->bias;
   auto alloc = [&](int64_t bytes) {
     rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
     EXPECT_TRUE(b);
@@ -383,31 +414,16 @@ TEST_F(GroupedQuantizeGpu, BiasGradientsOfEmptyAndLongExperts) {
     uint64_t inP = in.devicePtr(), spP = sp.devicePtr(), outP = out.devicePtr(),
              scP = scales.devicePtr(), paP = partial.devicePtr(), amP = 0,
              recP = 0, dbP = db.devicePtr();
-    long long mm = m, cc = c, capacity = cap;
-    float eps = 0.0f;
-    unsigned long long sd = 0, off = 0;
-    void *args[] = {&inP, &mm,  &cc,  &spP, &capacity, &outP, &scP,
-                    &eps, &paP, &amP, &sd,  &off,      &recP};
-    ASSERT_TRUE(main.launch(
-        cg::groupedQuantizeGrid(cap, c), {cg::kGroupedQuantizeThreads, 1, 1},
-        cg::groupedQuantizeSharedBytes(spec), *stream_, args));
-    void *bargs[] = {&paP, &mm, &cc, &spP, &dbP};
-    ASSERT_TRUE(bias.launch(cg::groupedBiasGrid(g, c),
-                            {cg::kGroupedBiasThreads, 1, 1}, 0, *stream_,
-                            bargs));
+    ASSERT_TRUE(launchGroupedQuantize(
+        *kernels, spec, m, cap, {inP, spP, outP, scP, paP, amP, recP, dbP},
+        0.0f, 0, 0, *stream_));
     std::vector<float> gotDb(g * c);
     ASSERT_TRUE(db.copyToHost(gotDb.data(), gotDb.size() * 4, *stream_));
     ASSERT_TRUE(stream_->synchronize());
     ref::GroupedColumnwise want =
         ref::groupedColumnwiseQuantize(x.data(), m, c, splits, scheme, cap);
     ASSERT_EQ(want.error, "");
-    int wrong = 0;
-    for (size_t i = 0; i < gotDb.size(); ++i)
-      if (std::memcmp(&gotDb[i], &want.biasGrad[i], 4) && wrong++ < 5)
-        ADD_FAILURE() << "bias gradient of expert " << i / c << " column "
-                      << i % c << ": " << gotDb[i] << " want "
-                      << want.biasGrad[i];
-    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(wrongBiasGradients(gotDb, want.biasGrad, c), 0);
   }
 }
 
@@ -515,26 +531,12 @@ TEST(GroupedRowsQuantize, TheReferenceIsEachExpertAlone) {
           << t << " " << kb;
 }
 
-/// The amax pass and the cast of `spec`, compiled through `cache`.
-struct GroupedRowsKernels {
-  rt::Kernel amax, cast;
-};
-rt::Expected<GroupedRowsKernels>
+/// The amax pass (first) and the cast (second) of `spec`.
+rt::Expected<KernelPair>
 loadGroupedRows(rt::KernelCache &cache,
                 const cg::GroupedRowsQuantizeSpec &spec) {
   cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(spec);
-  auto compiled = cache.getOrCompile(e.source, rt::CompileOptions{});
-  if (!compiled)
-    return compiled.status();
-  rt::Expected<rt::Kernel> amax =
-      rt::Kernel::load((*compiled)->cubin, e.amaxEntry);
-  if (!amax)
-    return amax.status();
-  rt::Expected<rt::Kernel> cast =
-      rt::Kernel::load((*compiled)->cubin, e.quantizeEntry);
-  if (!cast)
-    return cast.status();
-  return GroupedRowsKernels{std::move(*amax), std::move(*cast)};
+  return loadPair(cache, e.source, e.amaxEntry, e.quantizeEntry);
 }
 
 /// Runs the per-expert per-tensor quantizes of tokens `x` [m, c] under
@@ -561,7 +563,7 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       cg::GroupedRowsQuantizeSpec spec{scheme, g, c, stack, columnwise};
       SCOPED_TRACE(spec.kernelName());
       const int64_t rows = stack ? g * n : m;
-      rt::Expected<GroupedRowsKernels> k = loadGroupedRows(cache, spec);
+      rt::Expected<KernelPair> k = loadGroupedRows(cache, spec);
       ASSERT_TRUE(k) << k.status().message();
       auto alloc = [&](int64_t bytes, int byte) {
         rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
@@ -590,8 +592,8 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       buf.blockScales = block.devicePtr();
       buf.rows = rows;
       buf.amaxRecord = delayed ? record.devicePtr() : 0;
-      ASSERT_TRUE(
-          cg::launchGroupedRowsQuantize(spec, k->amax, k->cast, buf, stream));
+      ASSERT_TRUE(cg::launchGroupedRowsQuantize(spec, k->first, k->second, buf,
+                                                stream));
       std::vector<uint8_t> gotCodes(rows * c);
       std::vector<float> gotBlock(scales), gotInv(g), gotAmax(g), gotRecord(g);
       ASSERT_TRUE(record.copyToHost(gotRecord.data(), g * 4, stream));
@@ -683,7 +685,7 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
     SCOPED_TRACE(spec.kernelName());
     ASSERT_TRUE(cg::checkGroupedRowsQuantize(spec).isOk());
     const int64_t rows = stack ? g * n : m;
-    rt::Expected<GroupedRowsKernels> k = loadGroupedRows(cache, spec);
+    rt::Expected<KernelPair> k = loadGroupedRows(cache, spec);
     ASSERT_TRUE(k) << k.status().message();
     rt::Expected<rt::DeviceBuffer> amax = rt::DeviceBuffer::allocate(g * 4);
     rt::Expected<rt::DeviceBuffer> out =
@@ -700,7 +702,7 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
     buf.seed = seed;
     buf.offset = offset;
     ASSERT_TRUE(
-        cg::launchGroupedRowsQuantize(spec, k->amax, k->cast, buf, stream));
+        cg::launchGroupedRowsQuantize(spec, k->first, k->second, buf, stream));
     std::vector<uint16_t> got(rows * c);
     std::vector<float> gotAmax(g);
     ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 2, stream));
