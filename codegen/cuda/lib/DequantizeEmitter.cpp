@@ -71,9 +71,10 @@ DequantizePath dequantizePath(int64_t m, int64_t k, bool dataTransposed) {
 
 std::string emitDequantize(const DequantizeKernel &k, const Entry &e,
                            const rt::Target &target) {
-  static_assert(kDequantizeThreads % 8 == 0,
+  static_assert(kDequantizeThreads % 256 == 0,
                 "the tile path keeps a thread's 8 output columns, hence their "
-                "factors, the same in all its tasks");
+                "factors, the same in all its tasks, and steps its tasks by "
+                "whole rows");
   static_assert(kDequantizeThreads >= 64,
                 "the tile path gives each of a tile's 64 columns a thread "
                 "(NVFP4's factors)");

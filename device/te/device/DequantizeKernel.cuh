@@ -235,13 +235,17 @@ __device__ __forceinline__ void unpackE2M1x8(u32 x, u32 (&w)[2]) {
 
 /// Writes 8 values as `Out` (0 bf16, 1 f16, 2 f32, round to nearest even)
 /// at element `i` of the row-major output (8-element aligned): one 16-byte
-/// store (two for f32).
+/// store (two for f32). The stores are explicit vector instructions: where
+/// the compiler cannot see that `i` is a multiple of 8 (the tile path) it
+/// split a uint4 store into four 4-byte ones.
 template <int Out>
 __device__ __forceinline__ void store8(void *out, i64 i, const float (&v)[8]) {
   if (Out == 2) {
-    float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(out) + i);
-    p[0] = make_float4(v[0], v[1], v[2], v[3]);
-    p[1] = make_float4(v[4], v[5], v[6], v[7]);
+    float *p = static_cast<float *>(out) + i;
+    storeGlobal16(p, U32x4{floatToBits(v[0]), floatToBits(v[1]),
+                           floatToBits(v[2]), floatToBits(v[3])});
+    storeGlobal16(p + 4, U32x4{floatToBits(v[4]), floatToBits(v[5]),
+                               floatToBits(v[6]), floatToBits(v[7])});
     return;
   }
   u32 w[4];
@@ -250,8 +254,7 @@ __device__ __forceinline__ void store8(void *out, i64 i, const float (&v)[8]) {
     w[j] = Out == 1 ? u32(floatToF16(v[2 * j])) |
                           (u32(floatToF16(v[2 * j + 1])) << 16)
                     : floatToBF16x2(v[2 * j], v[2 * j + 1]);
-  *reinterpret_cast<uint4 *>(static_cast<u16 *>(out) + i) =
-      make_uint4(w[0], w[1], w[2], w[3]);
+  storeGlobal16(static_cast<u16 *>(out) + i, U32x4{w[0], w[1], w[2], w[3]});
 }
 
 /// Whether the decoder loads 8 columns' factors at once.
@@ -465,12 +468,16 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
       const int lane = b % 32, w = b / 32;
       const int rr = kSwizzled ? lane : (w % (kWordBlocksR / 8)) * 8 + lane % 8;
       const int cr = kSwizzled ? w : (w / (kWordBlocksR / 8)) * 4 + lane / 8;
+      // Unsigned offsets (a full tile's M is a multiple of the codes a
+      // byte): the divisions are shifts, with no sign fix-ups.
+      const u8 *src = a.data + (u64(c0 + 4 * cr) * u64(a.m) +
+                                u64(r0 + rr * kCodesPerWord)) /
+                                   D::kCodesPerByte;
+      const u64 rowBytes = u64(a.m) / D::kCodesPerByte;
       u32 rows[4];
       TE_UNROLL
       for (int k = 0; k < 4; ++k)
-        rows[k] = *reinterpret_cast<const u32 *>(
-            a.data + ((c0 + 4 * cr + k) * a.m + r0 + rr * kCodesPerWord) /
-                         D::kCodesPerByte);
+        rows[k] = *reinterpret_cast<const u32 *>(src + k * rowBytes);
       if (D::kCodesPerByte == 1) {
         transpose4x4(rows);
         TE_UNROLL
@@ -515,14 +522,19 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
     // R + 16 (lanes 0-15) and R + 1, R + 17 (lanes 16-31), whose 16 code
     // words fill the 32 banks once per half-warp at the 17-word pitch (the
     // 8-byte reads of rows R..R + 3 met in bank 0: 1.5x the wavefronts).
+    // Task t + i * blockDim.x (blockDim.x a multiple of 256: DequantizeEmitter)
+    // is task t's row plus i * blockDim.x / 8, in the same columns: the
+    // output offset steps by whole rows (its index arithmetic had been a
+    // third of the loop's instructions).
     static_assert(kTilePitch == 68 && kTileC / 8 == 8 && kTileR % 32 == 0,
                   "the bank mapping assumes 17-word rows of 8 tasks");
-    for (int task = threadIdx.x; task < kTileR * (kTileC / 8);
-         task += blockDim.x) {
-      const int group = task / 32, q = (task % 32) / 8;
-      const int rl = (group / 8) * 32 + (group % 8) * 2 + (q & 1) * 16 +
-                     (q >> 1),
-                cl = (task % 8) * 8;
+    const int group = threadIdx.x / 32, q = (threadIdx.x % 32) / 8;
+    const int cl = (threadIdx.x % 8) * 8, rowStep = blockDim.x / 8;
+    const int rl0 =
+        (group / 8) * 32 + (group % 8) * 2 + (q & 1) * 16 + (q >> 1);
+    const u64 outStep = u64(rowStep) * u64(a.k);
+    u64 o = u64(r0 + rl0) * u64(a.k) + u64(c0 + cl);
+    for (int rl = rl0; rl < kTileR; rl += rowStep, o += outStep) {
       const u32 *row = reinterpret_cast<const u32 *>(&codes[rl][0]);
       const int swz = kSwizzled ? rl / 32 : 0;
       const u32 c8[2] = {row[(cl / 4) ^ swz], row[(cl / 4 + 1) ^ swz]};
@@ -539,7 +551,7 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
         v[4] = f1.x, v[5] = f1.y, v[6] = f1.z, v[7] = f1.w;
       }
       decodeTimes8<D>(c8, v);
-      store8<Out>(out, (r0 + rl) * a.k + c0 + cl, v);
+      store8<Out>(out, i64(o), v);
     }
   }
 }
