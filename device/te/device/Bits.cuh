@@ -61,6 +61,20 @@ TE_HD float absBitwise(float x) {
   return bitsToFloat(floatToBits(x) & kF32AbsMask);
 }
 
+/// __byte_perm(a, b, s) on host and device: byte n of the result is byte
+/// (s >> 4n) & 7 of the eight bytes {b, a} (a's bytes 0-3, b's 4-7).
+TE_HD u32 permuteBytes(u32 a, u32 b, u32 s) {
+#if TE_DEVICE_CODE
+  return __byte_perm(a, b, s);
+#else
+  u64 both = (u64(b) << 32) | a;
+  u32 r = 0;
+  for (int n = 0; n < 4; ++n)
+    r |= (u32(both >> (8 * ((s >> (4 * n)) & 7u))) & 0xFFu) << (8 * n);
+  return r;
+#endif
+}
+
 TE_HD float infinity() { return bitsToFloat(kF32InfBits); }
 /// FLT_MAX without <cfloat>.
 TE_HD float maxFiniteF32() { return 0x1.fffffep127f; }

@@ -55,9 +55,11 @@ enum class DequantPath { Rows = 0, Tiles = 1, Elements = 2 };
 //   kFactorRows    - (transposed data) aligned rows of one column that
 //                    share a factor, a divisor of 128;
 //   decode(code)   - the code's value;
-//   decode2(pair)  - two codes' values (bits 0-7, 8-15), as decode gives
-//                    them except that a NaN may differ in sign and payload:
-//                    every use multiplies, which canonicalises NaN;
+//   decode2(pair)  - (one code a byte) two codes' values (bits 0-7, 8-15),
+//                    as decode gives them except that a NaN may differ in
+//                    sign and payload: every use multiplies, which
+//                    canonicalises NaN (E2M1 codes are held as E4M3 codes:
+//                    HeldCodes);
 //   factor(a,r,c)  - what element (r, c)'s decoded code is multiplied by.
 
 /// Per-tensor FP8: q * scale_inv; `Transposed`: data is K x M.
@@ -107,9 +109,6 @@ template <bool Rowwise> struct Nvfp4Decode {
   static constexpr bool kTransposed = !Rowwise, kUniformFactor = Rowwise;
   static constexpr int kCodesPerByte = 2, kFactorRows = 16;
   __device__ static float decode(u8 code) { return decodeE2M1(code); }
-  __device__ static void decode2(u32 pair, float &first, float &second) {
-    decodeE2M1x2(pair, first, second);
-  }
   __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
     const u8 *s = static_cast<const u8 *>(a.scale);
     u8 sB = Rowwise ? s[r * a.scaleCols + c / 16] : s[c * a.scaleCols + r / 16];
@@ -225,13 +224,17 @@ __device__ __forceinline__ void storeOne(void *out, i64 i, float v) {
     static_cast<u16 *>(out)[i] = Out == 1 ? floatToF16(v) : floatToBF16(v);
 }
 
-/// The 8 E2M1 codes of 4 packed bytes, one a byte: byte i's low nibble is
-/// code 2i, its high nibble code 2i + 1.
-__device__ __forceinline__ void unpackE2M1x8(u32 x, u32 (&w)[2]) {
-  u32 lo = x & 0x0F0F0F0Fu, hi = (x >> 4) & 0x0F0F0F0Fu;
-  w[0] = __byte_perm(lo, hi, 0x5140);
-  w[1] = __byte_perm(lo, hi, 0x7362);
-}
+/// The codes as the kernels hold them, one a byte: E2M1 codes as their E4M3
+/// codes (e2m1x8ToE4M3, on loading), so that two decode in one hardware
+/// pair conversion.
+template <class D> struct HeldCodes {
+  __device__ static void decode2(u32 pair, float &first, float &second) {
+    if constexpr (D::kCodesPerByte == 2)
+      decodeFp8x2<Fp8Format::E4M3>(u16(pair), first, second);
+    else
+      D::decode2(pair, first, second);
+  }
+};
 
 /// Writes 8 values as `Out` (0 bf16, 1 f16, 2 f32, round to nearest even)
 /// at element `i` of the row-major output (8-element aligned): one 16-byte
@@ -287,14 +290,15 @@ __device__ __forceinline__ void factorsOf8(const DequantArgs &a, i64 r, i64 c0,
   }
 }
 
-/// v[j] = fl(decode(code j) · v[j]) for the 8 codes of `codes`, one a byte.
+/// v[j] = fl(decode(code j) · v[j]) for the 8 held codes of `codes`, one a
+/// byte (HeldCodes).
 template <class D>
 __device__ __forceinline__ void decodeTimes8(const u32 (&codes)[2],
                                              float (&v)[8]) {
   TE_UNROLL
   for (int p = 0; p < 4; ++p) {
     float first, second;
-    D::decode2(codes[p / 2] >> (16 * (p % 2)), first, second);
+    HeldCodes<D>::decode2(codes[p / 2] >> (16 * (p % 2)), first, second);
     v[2 * p] = mulRn(first, v[2 * p]);
     v[2 * p + 1] = mulRn(second, v[2 * p + 1]);
   }
@@ -327,7 +331,8 @@ template <class D> struct Run8 {
       uint2 v = *reinterpret_cast<const uint2 *>(a.data + i);
       raw[0] = v.x, raw[1] = v.y;
     } else {
-      unpackE2M1x8(*reinterpret_cast<const u32 *>(a.data + i / 2), raw);
+      e2m1x8ToE4M3(*reinterpret_cast<const u32 *>(a.data + i / 2), raw[0],
+                   raw[1]);
     }
   }
 
@@ -487,11 +492,8 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
       } else {
         u32 lo[4], hi[4]; // codes of positions 0-3 and 4-7 of each row
         TE_UNROLL
-        for (int k = 0; k < 4; ++k) {
-          u32 w2[2];
-          unpackE2M1x8(rows[k], w2);
-          lo[k] = w2[0], hi[k] = w2[1];
-        }
+        for (int k = 0; k < 4; ++k)
+          e2m1x8ToE4M3(rows[k], lo[k], hi[k]);
         transpose4x4(lo);
         transpose4x4(hi);
         // Rows 8rr and 8(rr + 4) share banks at the 17-word pitch, so the

@@ -82,17 +82,38 @@ TE_HD float decodeE2M1(u8 code4) {
 /// E4M3 value, so a byte permutation maps the magnitudes to E4M3 codes and
 /// the FP8 pair conversion does the rest (half the integer decode's
 /// instructions).
+/// The E4M3 codes of the E2M1 magnitudes 0, 0.5, 1, 1.5 (bytes 0-3) and 2,
+/// 3, 4, 6 (bytes 0-3 of the second word): the byte tables of the decoders
+/// below.
+constexpr u32 kE2M1AsE4M3Low = 0x3C383000u;
+constexpr u32 kE2M1AsE4M3High = 0x4C484440u;
+
 TE_HD void decodeE2M1x2(u32 pair, float &first, float &second) {
 #if TE_DEVICE_HW_FP8
-  // E4M3 codes of 0, 0.5, 1, 1.5 and of 2, 3, 4, 6.
-  const u32 low = 0x3C383000u, high = 0x4C484440u;
   u32 select = (pair & 0x7u) | ((pair >> 4) & 0x70u);
-  u32 e4m3 = __byte_perm(low, high, select) | ((pair & 0x0808u) << 4);
+  u32 e4m3 = __byte_perm(kE2M1AsE4M3Low, kE2M1AsE4M3High, select) |
+             ((pair & 0x0808u) << 4);
   decodeFp8x2<Fp8Format::E4M3>(u16(e4m3), first, second);
 #else
   first = decodeE2M1(u8(pair & 0xFu));
   second = decodeE2M1(u8((pair >> 8) & 0xFu));
 #endif
+}
+
+/// The E4M3 codes of eight E2M1 codes packed two a byte as the NVFP4 data
+/// holds them (code i in bits 4i .. 4i + 3 of `x`): codes 0-3 in bytes 0-3
+/// of `lo`, 4-7 in those of `hi`. Every E2M1 value is an E4M3 value, so a
+/// byte permutation over the E4M3 codes of the eight magnitudes gives four
+/// magnitudes at once and another four signs (code i's sign is the top bit
+/// of byte i / 2 of x << 4 for even i, of x for odd i: the top bit of an
+/// E4M3 code); decodeFp8x2<E4M3> then decodes two codes in one conversion.
+TE_HD void e2m1x8ToE4M3(u32 x, u32 &lo, u32 &hi) {
+  constexpr u32 kSigns = 0x80808080u;
+  const u32 shifted = x << 4;
+  lo = permuteBytes(kE2M1AsE4M3Low, kE2M1AsE4M3High, x & 0x7777u) |
+       (permuteBytes(shifted, x, 0x5140u) & kSigns);
+  hi = permuteBytes(kE2M1AsE4M3Low, kE2M1AsE4M3High, (x >> 16) & 0x7777u) |
+       (permuteBytes(shifted, x, 0x7362u) & kSigns);
 }
 
 /// Two codes in a byte: the even element in the low nibble (docs/Numerics.md

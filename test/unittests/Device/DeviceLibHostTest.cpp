@@ -282,6 +282,35 @@ TEST(DeviceLibHost, E2M1PackingOnEveryPair) {
   }
 }
 
+TEST(DeviceLibHost, E2M1ToE4M3OnEveryFourCodes) {
+  // Every pattern of four codes in each half of the word, the other half
+  // holding another pattern: byte i of the result is the E4M3 code of code
+  // i's value.
+  Tally tally("e2m1x8ToE4M3 on every 4 codes of each half");
+  for (uint32_t p = 0; p < 0x10000; ++p) {
+    uint32_t other = (p * 0x9E37u + 0x5A5Au) & 0xFFFFu;
+    for (int half = 0; half < 2; ++half) {
+      uint32_t x = half ? (p << 16) | other : p | (other << 16);
+      uint32_t lo = 0, hi = 0;
+      dev::e2m1x8ToE4M3(x, lo, hi);
+      uint32_t got = half ? hi : lo;
+      for (int i = 0; i < 4; ++i) {
+        uint8_t code = static_cast<uint8_t>((p >> (4 * i)) & 0xFu);
+        tally.code(std::to_string(x) + " code " + std::to_string(4 * half + i),
+                   static_cast<uint8_t>(got >> (8 * i)),
+                   ref::encodeE4M3(ref::decodeE2M1(code)));
+      }
+    }
+  }
+}
+
+TEST(DeviceLibHost, PermuteBytesSelectsFromBothWords) {
+  // __byte_perm's selection, which the host emulates.
+  EXPECT_EQ(dev::permuteBytes(0x44332211u, 0x88776655u, 0x3210u), 0x44332211u);
+  EXPECT_EQ(dev::permuteBytes(0x44332211u, 0x88776655u, 0x7654u), 0x88776655u);
+  EXPECT_EQ(dev::permuteBytes(0x44332211u, 0x88776655u, 0x0407u), 0x11551188u);
+}
+
 //===----------------------------------------------------------------------===//
 // E8M0 encoding
 //===----------------------------------------------------------------------===//
