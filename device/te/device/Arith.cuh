@@ -84,6 +84,41 @@ TE_HD float fmaRn(float a, float b, float c) {
 #endif
 }
 
+/// The smaller / larger of a and b where a NaN operand, quiet or signaling,
+/// yields the other one: PTX min.f32 / max.f32 (no flush of subnormals
+/// under any compile flags). On the host spelled out, since the C library's
+/// fmin / fmax return NaN for a signaling NaN.
+TE_HD float minNum(float a, float b) {
+#if TE_DEVICE_CODE
+  float result;
+  asm("min.f32 %0, %1, %2;" : "=f"(result) : "f"(a), "f"(b));
+  return result;
+#else
+  return isNaN(a) ? b : isNaN(b) ? a : (b < a ? b : a);
+#endif
+}
+TE_HD float maxNum(float a, float b) {
+#if TE_DEVICE_CODE
+  float result;
+  asm("max.f32 %0, %1, %2;" : "=f"(result) : "f"(a), "f"(b));
+  return result;
+#else
+  return isNaN(a) ? b : isNaN(b) ? a : (a < b ? b : a);
+#endif
+}
+
+/// |x| as a float operation (abs.f32, which the GPU folds into the
+/// instruction that reads it; absBitwise is an integer operation).
+TE_HD float absF32(float x) {
+#if TE_DEVICE_CODE
+  float result;
+  asm("abs.f32 %0, %1;" : "=f"(result) : "f"(x));
+  return result;
+#else
+  return std::fabs(x);
+#endif
+}
+
 /// fminf(x, FLT_MAX): NaN and +Inf become FLT_MAX, everything else is kept.
 TE_HD float minWithMaxFinite(float x) {
   float maxFinite = maxFiniteF32();

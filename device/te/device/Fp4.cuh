@@ -31,39 +31,41 @@ namespace dev {
 /// The grid has step 0.5 on [0, 2), 1 on [2, 4) and 2 from 4, and a code's
 /// parity is its mantissa bit, so on each piece the code is an integer
 /// rounding: rint(2a), rint(a) + 2, rint(a / 2) + 4. Each piece's formula is
-/// <= the others exactly on that piece, so the code is their minimum (and 7).
+/// <= the others exactly on that piece, so the code is their minimum.
 /// Each rint is one fma against 2^23 (+ the offset): the integer lands in
-/// the low mantissa bits, rounded to nearest even. Clamping a to 16 first
-/// keeps the sums below 2^24 and sends NaN to the saturated code.
+/// the low mantissa bits, rounded to nearest even. y is first clamped to
+/// [-6, 6] with NaN going to +6 (min / max return the number), which
+/// saturates (a > 6 and +-Inf give +-6's code 7, NaN +6's) and caps the
+/// codes at 7; the sign is then the clamped value's.
 TE_HD u8 encodeE2M1(float y) {
-  u32 bits = floatToBits(y);
-  float a = absBitwise(y);
-  a = a < 16.0f ? a : 16.0f; // NaN compares false: 16
+  float c = maxNum(minNum(y, 6.0f), -6.0f);
+  float a = absF32(c);
   u32 c1 = floatToBits(fmaRn(a, 2.0f, 0x1p23f));
   u32 c2 = floatToBits(fmaRn(a, 1.0f, 0x1p23f + 2.0f));
   u32 c3 = floatToBits(fmaRn(a, 0.5f, 0x1p23f + 4.0f));
   u32 code = c1 < c2 ? c1 : c2;
   code = code < c3 ? code : c3;
-  code = (code < 0x4B000007u ? code : 0x4B000007u) & 0x7u;
-  return u8(code | (isNaNBits(bits) ? 0u : (bits >> 28) & 0x8u));
+  return u8((code & 0x7u) | ((floatToBits(c) >> 28) & 0x8u));
 }
 
 /// Stochastic rounding as TE's software emulation of cvt.rs.satfinite.e2m1x4
 /// (docs/Numerics.md §1.4): u = (rbits & 0xFF) / 256, t = fmaf(u, step(|x|),
 /// |x|), then |x| becomes the largest grid value <= t, clamped to 6. NaN ->
 /// code 7.
+///
+/// x is first clamped to [-6, 6] with NaN going to +6, as in encodeE2M1:
+/// from |x| = 6 every t gives code 7, as for any larger |x|. Then t < 8, and
+/// from 1 on the grid is every value with one mantissa bit, so the code is
+/// read off t's exponent and top mantissa bit (t >> 22, less 252 for 1.0's
+/// code 2); below 1 the grid is 0 and 0.5.
 TE_HD u8 encodeE2M1Stochastic(float x, u32 rbits) {
-  u32 bits = floatToBits(x);
-  if (isNaNBits(bits))
-    return 0x7;
+  float c = maxNum(minNum(x, 6.0f), -6.0f);
+  float a = absF32(c);
   float u = float(rbits & 0xFFu) * 0x1p-8f; // exact
-  float a = absBitwise(x);
   float step = a >= 4.0f ? 2.0f : (a >= 2.0f ? 1.0f : 0.5f);
   float t = fmaRn(u, step, a);
-  // floor(t / step(t)) * step(t) clamped to 6 == the grid values <= t.
-  u32 code = u32(t >= 0.5f) + u32(t >= 1.0f) + u32(t >= 1.5f) + u32(t >= 2.0f) +
-             u32(t >= 3.0f) + u32(t >= 4.0f) + u32(t >= 6.0f);
-  return u8(code | ((bits >> 28) & 0x8u));
+  u32 code = t < 1.0f ? u32(t >= 0.5f) : (floatToBits(t) >> 22) - 252u;
+  return u8(code | ((floatToBits(c) >> 28) & 0x8u));
 }
 
 /// 4-bit code (high nibble ignored) -> fp32, exact.
