@@ -34,6 +34,7 @@
 
 #include <cuda_runtime.h>
 
+#include "Support/HeldE2M1.h"
 #include "Support/Tally.h"
 #include "Support/TestSupport.h"
 #include <cfloat>
@@ -513,10 +514,6 @@ TEST_F(DeviceCodecsGpu, DecodersOnEveryCode) {
   }
 }
 
-// The paired decoders (the hardware f16x2 conversion on sm_90): every value
-// bit for bit, the low byte first; a NaN code gives a NaN (its sign and
-// payload are left open: the dequantize kernels multiply it). E2M1 reads
-// the low nibble of each byte (the high one must not matter).
 /// e2m1x8ToE4M3 on the device (__byte_perm itself, which the host emulates).
 struct HeldE2M1 {
   uint32_t lo, hi;
@@ -530,24 +527,17 @@ struct E2M1ToE4M3 {
 };
 
 TEST_F(DeviceCodecsGpu, E2M1ToE4M3OnEveryFourCodes) {
-  std::vector<uint32_t> words;
-  for (uint32_t p = 0; p < 0x10000; ++p) {
-    uint32_t other = (p * 0x9E37u + 0x5A5Au) & 0xFFFFu;
-    words.push_back(p | (other << 16));
-    words.push_back((p << 16) | other);
-  }
+  std::vector<uint32_t> words = te::test::e2m1WordsOfEveryFourCodes();
   std::vector<HeldE2M1> got = runOnDevice<HeldE2M1>(words, E2M1ToE4M3{});
   Tally tally("e2m1x8ToE4M3 on every 4 codes of each half");
   for (size_t w = 0; w < words.size(); ++w)
-    for (int i = 0; i < 8; ++i) {
-      uint8_t code = static_cast<uint8_t>((words[w] >> (4 * i)) & 0xFu);
-      uint32_t held = i < 4 ? got[w].lo : got[w].hi;
-      tally.code(std::to_string(words[w]) + " code " + std::to_string(i),
-                 static_cast<uint8_t>(held >> (8 * (i % 4))),
-                 ref::encodeE4M3(ref::decodeE2M1(code)));
-    }
+    te::test::checkHeldE2M1(tally, words[w], got[w].lo, got[w].hi);
 }
 
+// The paired decoders (the hardware f16x2 conversion on sm_90): every value
+// bit for bit, the low byte first; a NaN code gives a NaN (its sign and
+// payload are left open: the dequantize kernels multiply it). E2M1 reads
+// the low nibble of each byte (the high one must not matter).
 TEST_F(DeviceCodecsGpu, PairedDecodersOnEveryPair) {
   std::vector<uint32_t> pairs(0x10000);
   for (uint32_t c = 0; c < 0x10000; ++c)

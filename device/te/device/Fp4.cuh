@@ -79,17 +79,17 @@ TE_HD float decodeE2M1(u8 code4) {
   return bitsToFloat(sign | magnitude);
 }
 
+/// The E4M3 codes of the E2M1 magnitudes 0, 0.5, 1, 1.5 (bytes 0-3) and 2,
+/// 3, 4, 6 (bytes 0-3 of the second word): the byte tables of the two
+/// conversions below.
+constexpr u32 kE2M1AsE4M3Low = 0x3C383000u;
+constexpr u32 kE2M1AsE4M3High = 0x4C484440u;
+
 /// Two codes at once (`pair`: bits 0-3 the first, bits 8-11 the second, the
 /// rest ignored), exactly as decodeE2M1. sm_89+: every E2M1 value is an
 /// E4M3 value, so a byte permutation maps the magnitudes to E4M3 codes and
 /// the FP8 pair conversion does the rest (half the integer decode's
 /// instructions).
-/// The E4M3 codes of the E2M1 magnitudes 0, 0.5, 1, 1.5 (bytes 0-3) and 2,
-/// 3, 4, 6 (bytes 0-3 of the second word): the byte tables of the decoders
-/// below.
-constexpr u32 kE2M1AsE4M3Low = 0x3C383000u;
-constexpr u32 kE2M1AsE4M3High = 0x4C484440u;
-
 TE_HD void decodeE2M1x2(u32 pair, float &first, float &second) {
 #if TE_DEVICE_HW_FP8
   u32 select = (pair & 0x7u) | ((pair >> 4) & 0x70u);

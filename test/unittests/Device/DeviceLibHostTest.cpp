@@ -29,6 +29,7 @@
 
 #include "gtest/gtest.h"
 
+#include "Support/HeldE2M1.h"
 #include "Support/Tally.h"
 #include "Support/TestSupport.h"
 #include <cfloat>
@@ -283,24 +284,13 @@ TEST(DeviceLibHost, E2M1PackingOnEveryPair) {
 }
 
 TEST(DeviceLibHost, E2M1ToE4M3OnEveryFourCodes) {
-  // Every pattern of four codes in each half of the word, the other half
-  // holding another pattern: byte i of the result is the E4M3 code of code
-  // i's value.
+  // The words and the check the GPU test uses (Support/HeldE2M1.h), on the
+  // host's emulation of __byte_perm.
   Tally tally("e2m1x8ToE4M3 on every 4 codes of each half");
-  for (uint32_t p = 0; p < 0x10000; ++p) {
-    uint32_t other = (p * 0x9E37u + 0x5A5Au) & 0xFFFFu;
-    for (int half = 0; half < 2; ++half) {
-      uint32_t x = half ? (p << 16) | other : p | (other << 16);
-      uint32_t lo = 0, hi = 0;
-      dev::e2m1x8ToE4M3(x, lo, hi);
-      uint32_t got = half ? hi : lo;
-      for (int i = 0; i < 4; ++i) {
-        uint8_t code = static_cast<uint8_t>((p >> (4 * i)) & 0xFu);
-        tally.code(std::to_string(x) + " code " + std::to_string(4 * half + i),
-                   static_cast<uint8_t>(got >> (8 * i)),
-                   ref::encodeE4M3(ref::decodeE2M1(code)));
-      }
-    }
+  for (uint32_t x : te::test::e2m1WordsOfEveryFourCodes()) {
+    uint32_t lo = 0, hi = 0;
+    dev::e2m1x8ToE4M3(x, lo, hi);
+    te::test::checkHeldE2M1(tally, x, lo, hi);
   }
 }
 
