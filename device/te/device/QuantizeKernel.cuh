@@ -107,29 +107,34 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
 /// writes its four high and four low halves in place, swizzled. Only the
 /// warp reads its rows, so no block barrier is needed before the split;
 /// the caller's barrier publishes the tile. Edge and unaligned pieces are
-/// read through registers (zero outside the tensor). Measured against
-/// loadTileF32Staged on the H100: +3 to +16 points of the copy ceiling
+/// read through registers (zero outside the tensor), and with `Ranged`
+/// only a master shard's elements load (the rest as zero). Measured against
+/// two 16-byte loads per 8 elements, four chunks in flight, on the H100:
+/// +3 to +16 points of the copy ceiling, +5 to +16 for master shards
 /// (docs/Performance.md).
-__device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
-                                            const float *x, i64 m, i64 k,
-                                            i64 r0, i64 c0, int tid) {
+template <bool Ranged = false>
+__device__ __forceinline__ void
+loadTileF32(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k, i64 r0,
+            i64 c0, int tid, LoadRange<Ranged> range = {}) {
   constexpr int kWarps = kTileThreads / 32;
   constexpr int kRowsPerWarp = kTileRows / kWarps;
   static_assert(kTileCols == 4 * 32, "one 16-byte piece of a row per lane");
   int warp = tid / 32, lane = tid % 32, tc = 4 * lane;
   TilePlane &half = lane < 16 ? s.x : lo;
-  bool vector = k % 4 == 0 && aligned(x, 16);
+  bool vector = k % 4 == 0 && range.template vectors<4>(x);
   TE_UNROLL
   for (int i = 0; i < kRowsPerWarp; ++i) {
     int tr = i * kWarps + warp;
     i64 r = r0 + tr, c = c0 + tc;
     u32 *piece = reinterpret_cast<u32 *>(&half[tr][0]) + 4 * (lane % 16);
-    if (vector && r < m && c + 4 <= k) {
-      cpAsync16(piece, x + r * k + c);
+    if (vector && r < m && c + 4 <= k && range.holds(r * k + c, 4)) {
+      cpAsync16(piece, x + range.index(r * k + c));
     } else {
       u32 b[4];
       for (int e = 0; e < 4; ++e)
-        b[e] = r < m && c + e < k ? floatToBits(x[r * k + c + e]) : 0u;
+        b[e] = r < m && c + e < k && range.holds(r * k + c + e, 1)
+                   ? floatToBits(x[range.index(r * k + c + e)])
+                   : 0u;
       *reinterpret_cast<U32x4 *>(piece) = U32x4{b[0], b[1], b[2], b[3]};
     }
     cpAsyncCommit();
@@ -146,75 +151,6 @@ __device__ __forceinline__ void loadTileF32(TileSmem &s, TilePlane &lo,
         U32x2{splitHi(w.x, w.y), splitHi(w.z, w.w)};
     *reinterpret_cast<U32x2 *>(&lo[tr][pc]) =
         U32x2{splitLo(w.x, w.y), splitLo(w.z, w.w)};
-  }
-}
-
-/// Phase 1 for a master shard's f32 tile (ShardedQuantizeKernel.cuh): each
-/// 8-element chunk is read as two 16-byte loads and split into its high
-/// halves (TileSmem::x) and low halves (`lo`), four chunks in flight.
-/// (One 16-byte quad per thread and step, a warp per 512-byte row piece,
-/// measured 15 % slower on the H100.) The sharded kernels keep this load:
-/// with loadTileF32's whole tile in flight, or with 8 or 16 chunks in
-/// flight through registers, two sharded GPU cases fail (an NVFP4 scale
-/// store out of bounds, one wrong E5M2 code), also without the register
-/// cap, and not when the stores are instrumented - not understood yet
-/// (docs/Performance.md, "Quantizing from master shards").
-template <bool Ranged = false>
-__device__ __forceinline__ void
-loadTileF32Staged(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k,
-                  i64 r0, i64 c0, int tid, LoadRange<Ranged> range = {}) {
-  constexpr int kChunksPerRow = kTileCols / 8;
-  constexpr int kPerThread = kTileRows * kChunksPerRow / kTileThreads;
-  // Four chunks' loads issued before any is split and stored: 32 KB of a
-  // CTA in flight at once (one chunk at a time left the f32 kernel short
-  // of memory-level parallelism at three CTAs per SM).
-  constexpr int kBatch = 4;
-  bool vector = k % 4 == 0 && range.template vectors<4>(x);
-  TE_UNROLL
-  for (int i0 = 0; i0 < kPerThread; i0 += kBatch) {
-    U32x4 p[kBatch], q[kBatch];
-    bool whole[kBatch];
-    TE_UNROLL
-    for (int u = 0; u < kBatch; ++u) {
-      int id = (i0 + u) * kTileThreads + tid;
-      int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
-      i64 r = r0 + tr, c = c0 + tc;
-      whole[u] = vector && r < m && c + 8 <= k && range.holds(r * k + c, 8);
-      if (whole[u]) {
-        p[u] = loadGlobal16(x + range.index(r * k + c));
-        q[u] = loadGlobal16(x + range.index(r * k + c + 4));
-      }
-    }
-    TE_UNROLL
-    for (int u = 0; u < kBatch; ++u) {
-      int id = (i0 + u) * kTileThreads + tid;
-      int tr = id / kChunksPerRow, tc = 8 * (id % kChunksPerRow);
-      i64 r = r0 + tr, c = c0 + tc;
-      u32 b[8];
-      if (whole[u]) {
-        u32 w[8] = {p[u].x, p[u].y, p[u].z, p[u].w,
-                    q[u].x, q[u].y, q[u].z, q[u].w};
-        TE_UNROLL
-        for (int e = 0; e < 8; ++e)
-          b[e] = w[e];
-      } else {
-        for (int e = 0; e < 8; ++e)
-          b[e] = r < m && c + e < k && range.holds(r * k + c + e, 1)
-                     ? floatToBits(x[range.index(r * k + c + e)])
-                     : 0u;
-      }
-      u32 hi[4], lw[4];
-      TE_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        hi[e] = splitHi(b[2 * e], b[2 * e + 1]);
-        lw[e] = splitLo(b[2 * e], b[2 * e + 1]);
-      }
-      int pc = swizzledColumn(tr, tc);
-      *reinterpret_cast<U32x4 *>(&s.x[tr][pc]) =
-          U32x4{hi[0], hi[1], hi[2], hi[3]};
-      *reinterpret_cast<U32x4 *>(&lo[tr][pc]) =
-          U32x4{lw[0], lw[1], lw[2], lw[3]};
-    }
   }
 }
 

@@ -98,8 +98,8 @@ loadRankTile(TileSmem &s, TilePlane *low, const void *x, i64 m, i64 k, i64 r0,
              i64 c0, i64 lo, i64 hi, int tid) {
   LoadRange<true> range{lo, hi};
   if (Src == SourceType::F32)
-    loadTileF32Staged<true>(s, *low, static_cast<const float *>(x), m, k, r0,
-                            c0, tid, range);
+    loadTileF32<true>(s, *low, static_cast<const float *>(x), m, k, r0, c0, tid,
+                      range);
   else
     loadTile16<true>(s, static_cast<const u16 *>(x), m, k, r0, c0, tid, range);
   if (tid == 0)
