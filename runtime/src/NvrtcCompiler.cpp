@@ -11,11 +11,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 namespace te::rt {
 
 std::vector<std::string> canonicalOptions(const CompileOptions &opts) {
   std::vector<std::string> extra = opts.flags;
+  // Line tables for profiling (Nsight Compute, nvdisasm -g): SASS mapped to
+  // the device library's lines. Part of the options, so of the cache key.
+  if (const char *l = std::getenv("TE_NVRTC_LINEINFO"); l && *l && *l != '0')
+    extra.push_back("-lineinfo");
   std::sort(extra.begin(), extra.end());
   extra.erase(std::unique(extra.begin(), extra.end()), extra.end());
   std::vector<std::string> out = {"-std=c++17",

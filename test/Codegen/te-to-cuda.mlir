@@ -9,7 +9,7 @@
 // CHECK: // launch te_fused_quantize_0 grid 2 block 256
 // CHECK: // launch te_fused_quantize_0_dbias grid 2 block 64
 // CHECK: #include "te/device/QuantizeKernel.cuh"
-// CHECK: extern "C" __global__ void __launch_bounds__(256, 5)
+// CHECK: extern "C" __global__ void __launch_bounds__(256, 4)
 // CHECK-NEXT: te_fused_quantize_0(const void *x, long long m, long long k,
 // CHECK: te::dev::quantizeTile<te::dev::SourceType::BF16, true,
 // CHECK-NEXT: te::dev::Mxfp8Stage<te::dev::Fp8Format::E4M3, true>,

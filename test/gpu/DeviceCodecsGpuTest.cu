@@ -278,14 +278,14 @@ TE_UNARY_FUNCTOR(EncE2M1x2, FloatPair, uint8_t,
 /// All 65536 codes through every decoder; lower 8 / 4 bits for the narrow
 /// formats.
 struct Decoded {
-  float bf16, f16, e4m3, e5m2, e8m0, e8m0Rcp, e2m1;
+  float bf16, f16, e4m3, e5m2, e8m0, e8m0Rcp, e2m1, e4m3NotNaN;
 };
 TE_UNARY_FUNCTOR(
     DecodeAll, uint32_t, Decoded,
     (Decoded{dev::bf16ToFloat(uint16_t(x)), dev::f16ToFloat(uint16_t(x)),
              dev::decodeE4M3(uint8_t(x)), dev::decodeE5M2(uint8_t(x)),
              dev::decodeE8M0(uint8_t(x)), dev::e8m0ReciprocalScale(uint8_t(x)),
-             dev::decodeE2M1(uint8_t(x))}));
+             dev::decodeE2M1(uint8_t(x)), dev::decodeE4M3NotNaN(uint8_t(x))}));
 
 /// Both paired FP8 decoders on one pair of codes.
 struct PairDecoded {
@@ -316,6 +316,18 @@ TE_UNARY_FUNCTOR(EncBf16Scaled, Bf16Scaled, Bf16ScaledCodes, ([&] {
                                           dev::encodeE5M2(y),
                                           dev::encodeE2M1(y), 0};
                  }()));
+
+/// Eight elements, their scale and (stochastic rounding) two random words.
+struct E2M1x8Input {
+  float v[8];
+  float mult;
+  uint32_t rbits[2];
+};
+TE_UNARY_FUNCTOR(EncE2M1x8, E2M1x8Input, uint32_t,
+                 dev::encodeE2M1x8(x.v, x.mult));
+TE_UNARY_FUNCTOR(EncE2M1x8Sr, E2M1x8Input, uint32_t,
+                 dev::encodeE2M1x8Stochastic(x.v, x.mult, x.rbits[0],
+                                             x.rbits[1]));
 
 struct SrInput {
   float x;
@@ -491,6 +503,42 @@ TEST_F(DeviceCodecsGpu, Bf16TimesScaleMultipliedOnTheDevice) {
   }
 }
 
+/// Every encoder input in each of two positions of an eight-element group,
+/// under four scales; stochastic rounding on random groups and words.
+TEST_F(DeviceCodecsGpu, EightE2M1CodesAtOnce) {
+  const std::vector<float> &all = encoderInputs();
+  SplitMix64 rng(13);
+  std::vector<E2M1x8Input> in;
+  for (float mult : {1.0f, 0.75f, 3.0f, 0x1p-20f})
+    for (size_t i = 0; i < all.size(); i += 4) {
+      E2M1x8Input g{};
+      for (float &x : g.v)
+        x = all[rng.next() % all.size()];
+      g.v[(i / 4) % 8] = all[i];
+      g.v[(i / 4 + 3) % 8] = all[(i + 1) % all.size()];
+      g.mult = mult;
+      g.rbits[0] = rng.next32();
+      g.rbits[1] = rng.next32();
+      in.push_back(g);
+    }
+  std::vector<uint32_t> rn = runOnDevice<uint32_t>(in, EncE2M1x8{});
+  std::vector<uint32_t> sr = runOnDevice<uint32_t>(in, EncE2M1x8Sr{});
+  Tally tRn("encodeE2M1x8"), tSr("encodeE2M1x8Stochastic");
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint32_t wantRn = 0, wantSr = 0;
+    for (int e = 0; e < 8; ++e) {
+      float y = in[i].v[e] * in[i].mult;
+      wantRn |= uint32_t(ref::encodeE2M1(y)) << (4 * e);
+      wantSr |=
+          uint32_t(ref::encodeE2M1Stochastic(
+              y, static_cast<uint8_t>(in[i].rbits[e / 4] >> (8 * (e % 4)))))
+          << (4 * e);
+    }
+    tRn.code(describe(in[i].v[0]), rn[i], wantRn);
+    tSr.code(describe(in[i].v[0]), sr[i], wantSr);
+  }
+}
+
 TEST_F(DeviceCodecsGpu, DecodersOnEveryCode) {
   std::vector<uint32_t> codes(0x10000);
   for (uint32_t c = 0; c < 0x10000; ++c)
@@ -511,6 +559,8 @@ TEST_F(DeviceCodecsGpu, DecodersOnEveryCode) {
     narrow.bits(in, got[c].e8m0, ref::decodeE8M0(b));
     narrow.bits(in, got[c].e8m0Rcp, ref::e8m0ReciprocalScale(b));
     narrow.bits(in, got[c].e2m1, ref::decodeE2M1(b));
+    if ((b & 0x7F) != 0x7F)
+      narrow.bits(in, got[c].e4m3NotNaN, ref::decodeE4M3(b));
   }
 }
 

@@ -75,6 +75,16 @@ TE_HD u32 permuteBytes(u32 a, u32 b, u32 s) {
 #endif
 }
 
+/// (hi << 4) | (lo >> 28): hi shifted one nibble left, taking in lo's top
+/// nibble (one funnel shift on the device).
+TE_HD u32 shiftInTopNibble(u32 hi, u32 lo) {
+#if TE_DEVICE_CODE
+  return __funnelshift_l(lo, hi, 4);
+#else
+  return (hi << 4) | (lo >> 28);
+#endif
+}
+
 TE_HD float infinity() { return bitsToFloat(kF32InfBits); }
 /// FLT_MAX without <cfloat>.
 TE_HD float maxFiniteF32() { return 0x1.fffffep127f; }

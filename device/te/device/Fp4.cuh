@@ -37,15 +37,46 @@ namespace dev {
 /// [-6, 6] with NaN going to +6 (min / max return the number), which
 /// saturates (a > 6 and +-Inf give +-6's code 7, NaN +6's) and caps the
 /// codes at 7; the sign is then the clamped value's.
-TE_HD u8 encodeE2M1(float y) {
-  float c = maxNum(minNum(y, 6.0f), -6.0f);
+TE_HD float clampToE2M1Range(float y) { return maxNum(minNum(y, 6.0f), -6.0f); }
+
+/// The bits of 2^23 (kE2M1MagnitudeBase): encodeE2M1's roundings hold the
+/// code in the low bits of a float in [2^23, 2^23 + 8).
+constexpr u32 kE2M1MagnitudeBase = 0x4B000000u;
+
+/// kE2M1MagnitudeBase + the magnitude code (0-7) of c, a clamped value.
+TE_HD u32 e2m1MagnitudeBits(float c) {
   float a = absF32(c);
   u32 c1 = floatToBits(fmaRn(a, 2.0f, 0x1p23f));
   u32 c2 = floatToBits(fmaRn(a, 1.0f, 0x1p23f + 2.0f));
   u32 c3 = floatToBits(fmaRn(a, 0.5f, 0x1p23f + 4.0f));
   u32 code = c1 < c2 ? c1 : c2;
-  code = code < c3 ? code : c3;
-  return u8((code & 0x7u) | ((floatToBits(c) >> 28) & 0x8u));
+  return code < c3 ? code : c3;
+}
+
+TE_HD u8 encodeE2M1(float y) {
+  float c = clampToE2M1Range(y);
+  return u8((e2m1MagnitudeBits(c) & 0x7u) | ((floatToBits(c) >> 28) & 0x8u));
+}
+
+/// Eight elements fl(v[i] * mult) as encodeE2M1 codes, packed as the NVFP4
+/// data holds them (element i in bits 4i .. 4i + 3), at one instruction an
+/// element for the
+/// packing where a code at a time takes four: the magnitudes go in by
+/// word * 16 + e2m1MagnitudeBits, which adds every element's
+/// kE2M1MagnitudeBase too - a constant sum, taken off once at the end; the
+/// signs by shifting each clamped value's top nibble (its sign and three
+/// exponent bits) into a second word, of whose nibbles only the top bit
+/// is kept.
+TE_HD u32 encodeE2M1x8(const float *v, float mult) {
+  constexpr u32 kBases = kE2M1MagnitudeBase * 0x11111111u; // mod 2^32
+  u32 magnitudes = 0u, tops = 0u;
+  TE_UNROLL
+  for (int i = 7; i >= 0; --i) {
+    float c = clampToE2M1Range(mulRn(v[i], mult));
+    magnitudes = magnitudes * 16u + e2m1MagnitudeBits(c);
+    tops = shiftInTopNibble(tops, floatToBits(c));
+  }
+  return (magnitudes - kBases) | (tops & 0x88888888u);
 }
 
 /// Stochastic rounding as TE's software emulation of cvt.rs.satfinite.e2m1x4
@@ -58,14 +89,34 @@ TE_HD u8 encodeE2M1(float y) {
 /// from 1 on the grid is every value with one mantissa bit, so the code is
 /// read off t's exponent and top mantissa bit (t >> 22, less 252 for 1.0's
 /// code 2); below 1 the grid is 0 and 0.5.
-TE_HD u8 encodeE2M1Stochastic(float x, u32 rbits) {
-  float c = maxNum(minNum(x, 6.0f), -6.0f);
+TE_HD u32 e2m1StochasticMagnitude(float c, u32 rbits) {
   float a = absF32(c);
   float u = float(rbits & 0xFFu) * 0x1p-8f; // exact
   float step = a >= 4.0f ? 2.0f : (a >= 2.0f ? 1.0f : 0.5f);
   float t = fmaRn(u, step, a);
-  u32 code = t < 1.0f ? u32(t >= 0.5f) : (floatToBits(t) >> 22) - 252u;
-  return u8(code | ((floatToBits(c) >> 28) & 0x8u));
+  return t < 1.0f ? u32(t >= 0.5f) : (floatToBits(t) >> 22) - 252u;
+}
+
+TE_HD u8 encodeE2M1Stochastic(float x, u32 rbits) {
+  float c = clampToE2M1Range(x);
+  return u8(e2m1StochasticMagnitude(c, rbits) |
+            ((floatToBits(c) >> 28) & 0x8u));
+}
+
+/// Eight elements fl(v[i] * mult) as encodeE2M1Stochastic codes, packed as
+/// encodeE2M1x8 packs them: element i draws byte i % 4 of `rbitsLow` (i <
+/// 4) or `rbitsHigh` (as encodeE2M1x4Stochastic, docs/Numerics.md §1.4).
+TE_HD u32 encodeE2M1x8Stochastic(const float *v, float mult, u32 rbitsLow,
+                                 u32 rbitsHigh) {
+  u32 magnitudes = 0u, tops = 0u;
+  TE_UNROLL
+  for (int i = 7; i >= 0; --i) {
+    float c = clampToE2M1Range(mulRn(v[i], mult));
+    u32 rbits = (i < 4 ? rbitsLow : rbitsHigh) >> (8 * (i % 4));
+    magnitudes = magnitudes * 16u + e2m1StochasticMagnitude(c, rbits);
+    tops = shiftInTopNibble(tops, floatToBits(c));
+  }
+  return magnitudes | (tops & 0x88888888u);
 }
 
 /// 4-bit code (high nibble ignored) -> fp32, exact.

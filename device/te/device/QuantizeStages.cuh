@@ -232,25 +232,13 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
     Philox4x32 rnd{};
     if (Stochastic)
       rnd = srRandomBlock(a.seed, a.offset, first / 16);
+    // Element e draws byte e % 4 of Philox word e / 4.
     TE_UNROLL
-    for (int q = 0; q < 2; ++q) {
-      u32 word = 0;
-      TE_UNROLL
-      for (int i = 0; i < 8; i += 2) {
-        int e = 8 * q + i;
-        u32 codes;
-        if (Stochastic) {
-          u32 bits = philoxWord(rnd, u32(e / 4)) >> (8 * (e % 4));
-          codes =
-              packE2M1(encodeE2M1Stochastic(mulRn(v[e], enc), bits),
-                       encodeE2M1Stochastic(mulRn(v[e + 1], enc), bits >> 8));
-        } else {
-          codes = encodeE2M1x2(mulRn(v[e], enc), mulRn(v[e + 1], enc));
-        }
-        word |= codes << (4 * i);
-      }
-      w[q] = word;
-    }
+    for (int q = 0; q < 2; ++q)
+      w[q] = Stochastic ? encodeE2M1x8Stochastic(v + 8 * q, enc,
+                                                 philoxWord(rnd, 2u * q),
+                                                 philoxWord(rnd, 2u * q + 1))
+                        : encodeE2M1x8(v + 8 * q, enc);
   }
 
   /// The tensor's encode / decode scales from its amax (`in`), which is

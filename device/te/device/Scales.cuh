@@ -128,9 +128,10 @@ TE_HD u8 nvfp4BlockScale(float blockAmax, float sEnc) {
 }
 
 /// Per-block encode factor fminf(div_rn(1, fl(e4m3(sB) * sDec)), FLT_MAX);
-/// elements are quantized as e2m1(fl(x * factor)).
+/// elements are quantized as e2m1(fl(x * factor)). sB is nvfp4BlockScale's,
+/// never a NaN code.
 TE_HD float nvfp4BlockEncodeFactor(u8 sB, float sDec) {
-  float blockDecode = mulRn(decodeE4M3(sB), sDec);
+  float blockDecode = mulRn(decodeE4M3NotNaN(sB), sDec);
   return minWithMaxFinite(rcpRn(blockDecode)); // == div_rn(1, x)
 }
 

@@ -223,6 +223,60 @@ TEST(DeviceLibHost, PairedEncodersPutTheFirstElementInTheLowByte) {
   }
 }
 
+/// Every input of the encoder tests in every position of an eight-element
+/// group (its neighbours drawn from the same inputs), scaled by `mult`
+/// inside encodeE2M1x8 as the NVFP4 stages scale it.
+TEST(DeviceLibHost, EightE2M1CodesPackedAsEncodeE2M1) {
+  std::vector<float> inputs = e2m1Edges();
+  for (const std::vector<float> &more : {fp32Sweep(), e4m3Edges()})
+    inputs.insert(inputs.end(), more.begin(), more.end());
+  SplitMix64 rng(11);
+  Tally tally("encodeE2M1x8, every input in every position");
+  for (float mult : {1.0f, 0.75f, 0x1p-20f})
+    for (size_t i = 0; i < inputs.size(); ++i)
+      for (int pos = 0; pos < 8; ++pos) {
+        float v[8];
+        for (float &x : v)
+          x = inputs[rng.next() % inputs.size()];
+        v[pos] = inputs[i];
+        uint32_t want = 0;
+        for (int e = 0; e < 8; ++e)
+          want |= uint32_t(ref::encodeE2M1(v[e] * mult)) << (4 * e);
+        tally.code(describe(inputs[i]) + " at " + std::to_string(pos),
+                   dev::encodeE2M1x8(v, mult), want);
+      }
+}
+
+TEST(DeviceLibHost, EightStochasticE2M1CodesUseOneByteEach) {
+  std::vector<float> inputs = e2m1Edges();
+  SplitMix64 rng(12);
+  for (int i = 0; i < 4096; ++i)
+    inputs.push_back(rng.uniform(-8.0f, 8.0f));
+  inputs.push_back(std::numeric_limits<float>::quiet_NaN());
+  inputs.push_back(-std::numeric_limits<float>::quiet_NaN());
+  inputs.push_back(std::numeric_limits<float>::infinity());
+  inputs.push_back(-std::numeric_limits<float>::infinity());
+  Tally tally("encodeE2M1x8Stochastic byte mapping");
+  for (float mult : {1.0f, 0.5f, 1.75f})
+    for (size_t i = 0; i < inputs.size(); ++i)
+      for (int round = 0; round < 16; ++round) {
+        float v[8];
+        for (float &x : v)
+          x = inputs[rng.next() % inputs.size()];
+        v[i % 8] = inputs[i];
+        uint32_t words[2] = {rng.next32(), rng.next32()};
+        uint32_t want = 0;
+        for (int e = 0; e < 8; ++e)
+          want |= uint32_t(ref::encodeE2M1Stochastic(
+                      v[e] * mult,
+                      static_cast<uint8_t>(words[e / 4] >> (8 * (e % 4)))))
+                  << (4 * e);
+        tally.code(describe(inputs[i]),
+                   dev::encodeE2M1x8Stochastic(v, mult, words[0], words[1]),
+                   want);
+      }
+}
+
 //===----------------------------------------------------------------------===//
 // Decoders and packing
 //===----------------------------------------------------------------------===//
@@ -234,6 +288,8 @@ TEST(DeviceLibHost, DecodersOnEveryCode) {
       uint8_t code = static_cast<uint8_t>(c);
       std::string in = std::to_string(c);
       tally.bits(in, dev::decodeE4M3(code), ref::decodeE4M3(code));
+      if ((code & 0x7F) != 0x7F)
+        tally.bits(in, dev::decodeE4M3NotNaN(code), ref::decodeE4M3(code));
       tally.bits(in, dev::decodeE5M2(code), ref::decodeE5M2(code));
       tally.bits(in, dev::decodeFp8(dev::Fp8Format::E4M3, code),
                  ref::decodeE4M3(code));

@@ -31,11 +31,12 @@ constexpr unsigned kQuantizeThreads = 256;
 /// Threads per CTA of the bias gradient's finishing launch (one column a
 /// thread): small CTAs spread its few thousand threads over every SM.
 constexpr unsigned kBiasFinalizeThreads = 64;
-/// CTAs per SM the tile kernel is register-limited to: its 41 KB of shared
-/// memory allow five on sm_90, which caps it at 48 registers (no spills in
-/// any stage combination we generate); occupancy is what hides the latency
-/// of the load -> reduce -> store phases of each CTA.
-constexpr unsigned kQuantizeMinBlocksPerSm = 5;
+/// CTAs per SM the tile kernel is register-limited to (64 registers). Its
+/// 41 KB of shared memory would allow five, but at five (48 registers) the
+/// NVFP4 stages spill and the kernel, issue-bound there, ran 3 % slower;
+/// four measured as fast or faster for every scheme on the H100
+/// (docs/Performance.md, "Fewer instructions an element").
+constexpr unsigned kQuantizeMinBlocksPerSm = 4;
 /// An f32 tile adds a 32 KB plane of low halves (dynamic shared memory), so
 /// three CTAs fit per SM; their register cap is set to match.
 constexpr unsigned kQuantizeMinBlocksPerSmF32 = 3;
