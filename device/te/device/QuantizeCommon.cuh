@@ -63,15 +63,33 @@ __device__ __forceinline__ void storeGlobal16(void *p, U32x4 v) {
                : "memory");
 }
 
+/// The 32-bit shared-memory address of `p`. NVRTC, unlike nvcc, keeps
+/// shared-memory pointers 64 bits wide, so the address arithmetic of hot
+/// shared accesses is 64-bit integer math unless it is done on this.
+__device__ __forceinline__ u32 sharedAddress(const void *p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes from shared memory at a 32-bit address (16-byte aligned).
+__device__ __forceinline__ U32x4 loadShared16(u32 address) {
+  U32x4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(address)
+               : "memory");
+  return v;
+}
+
 /// Asynchronous 16-byte global -> shared copy (cp.async, sm_80+): the tile
 /// load needs no staging registers, which keeps the kernel's register count
 /// low enough for four to five CTAs per SM. Complete with cpAsyncWaitAll().
-__device__ __forceinline__ void cpAsync16(void *smem, const void *gmem) {
-  u64 shared;
-  asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(u32(shared)),
+__device__ __forceinline__ void cpAsync16(u32 sharedAddr, const void *gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sharedAddr),
                "l"(gmem)
                : "memory");
+}
+__device__ __forceinline__ void cpAsync16(void *smem, const void *gmem) {
+  cpAsync16(sharedAddress(smem), gmem);
 }
 
 __device__ __forceinline__ void cpAsyncWaitAll() {

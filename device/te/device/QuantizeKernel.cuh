@@ -83,14 +83,17 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
   const int rowsLeft = int(m - r0 < kTileRows ? m - r0 : kTileRows) - tr0;
   const bool vector = k % 8 == 0 && c + 8 <= k && range.template vectors<2>(x);
   i64 f = (r0 + tr0) * k + c;
+  const u32 tile = sharedAddress(&s.x[0][0]);
   TE_UNROLL
   for (int i = 0; i < kPerThread; ++i, f += rowStride) {
     int tr = tr0 + i * kRowStep;
     i64 r = r0 + tr;
-    u16 *dst = s.at(tr, tc);
     if (vector && i * kRowStep < rowsLeft && range.holds(f, 8)) {
-      cpAsync16(dst, x + range.index(f));
+      cpAsync16(tile + u32(tr) * u32(sizeof(s.x[0])) +
+                    2u * u32(swizzledColumn(tr, tc)),
+                x + range.index(f));
     } else {
+      u16 *dst = s.at(tr, tc);
       u32 h[8];
       for (int e = 0; e < 8; ++e)
         h[e] = r < m && c + e < k && range.holds(r * k + c + e, 1)

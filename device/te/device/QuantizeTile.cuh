@@ -142,10 +142,11 @@ __device__ __forceinline__ void unpack8(const U32x4 &w, float *v) {
 __device__ __forceinline__ void loadRowWords(const TilePlane &x, int r, int j,
                                              U32x4 &a, U32x4 &b) {
   int first = (j >> 2) & 1;
-  U32x4 p = *reinterpret_cast<const U32x4 *>(
-      &x[r][swizzledColumn(r, kSegment * j + 8 * first)]);
-  U32x4 q = *reinterpret_cast<const U32x4 *>(
-      &x[r][swizzledColumn(r, kSegment * j + 8 * (first ^ 1))]);
+  u32 row = sharedAddress(&x[0][0]) + u32(r) * u32(sizeof(x[0]));
+  U32x4 p =
+      loadShared16(row + 2u * u32(swizzledColumn(r, kSegment * j + 8 * first)));
+  U32x4 q = loadShared16(
+      row + 2u * u32(swizzledColumn(r, kSegment * j + 8 * (first ^ 1))));
   a = first ? q : p;
   b = first ? p : q;
 }
@@ -211,14 +212,17 @@ __device__ __forceinline__ float valueAt(const Tile &t, int r, int c) {
 
 /// Rows [16s, 16s+16) of columns c, c+1 (c even) of a plane, one packed
 /// word per row (column c in the low half): half the registers of widened
-/// values.
+/// values. The swizzle depends on the row only through row / 16, so the
+/// segment's rows share one physical column: one address, the rows at
+/// constant offsets. (NVRTC keeps shared-memory pointers 64-bit, unlike
+/// nvcc; computed row by row, each address cost a 64-bit multiply-add and
+/// the swizzle again: 6 of the NVFP4 quantize's 48 instructions an element.)
 __device__ __forceinline__ void loadColumnWords(const TilePlane &x, int seg,
                                                 int c, u32 *w) {
+  const u16 *column = &x[kSegment * seg][swizzledColumn(kSegment * seg, c)];
   TE_UNROLL
-  for (int i = 0; i < kSegment; ++i) {
-    int r = kSegment * seg + i;
-    w[i] = *reinterpret_cast<const u32 *>(&x[r][swizzledColumn(r, c)]);
-  }
+  for (int i = 0; i < kSegment; ++i)
+    w[i] = *reinterpret_cast<const u32 *>(column + i * kTileCols);
 }
 __device__ __forceinline__ void loadColumnWords(const TileSmem &s, int seg,
                                                 int c, u32 *w) {
@@ -233,14 +237,24 @@ __device__ __forceinline__ void unpackColumn(const u32 *w, int q, float *v) {
     v[i] = q ? widenHi<F16>(w[i]) : widenLo<F16>(w[i]);
 }
 
-/// max |x| of n packed words, both halves kept apart (see absMax2).
+/// max |x| of n packed words, both halves kept apart (see absMax2), at one
+/// instruction a word: max.xorsign.abs takes the larger magnitude (with
+/// absMax2's NaN rule) and a sign the final mask drops.
 template <bool F16, int N>
 __device__ __forceinline__ u32 absMaxWords(const u32 *w) {
   u32 acc = 0u;
   TE_UNROLL
-  for (int i = 0; i < N; ++i)
-    acc = absMax2<F16>(acc, w[i]);
-  return acc;
+  for (int i = 0; i < N; ++i) {
+    if (F16)
+      asm("max.xorsign.abs.f16x2 %0, %1, %2;"
+          : "=r"(acc)
+          : "r"(acc), "r"(w[i]));
+    else
+      asm("max.xorsign.abs.bf16x2 %0, %1, %2;"
+          : "=r"(acc)
+          : "r"(acc), "r"(w[i]));
+  }
+  return acc & 0x7FFF7FFFu;
 }
 
 //===----------------------------------------------------------------------===//
