@@ -375,7 +375,7 @@ __device__ __forceinline__ float accumulateRhtAmax(float a, const float *v) {
   rht16Bf16(v, y);
   TE_UNROLL
   for (int i = 0; i < 16; ++i)
-    a = amaxAccumulate(a, y[i]);
+    a = amaxAccumulateF32(a, y[i]);
   return a;
 }
 
@@ -407,7 +407,7 @@ __device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
     if (TensorAmax) {
       TE_UNROLL
       for (int i = 0; i < 16; ++i)
-        t = amaxAccumulate(t, v[i]);
+        t = amaxAccumulateF32(t, v[i]);
     }
     a = accumulateRhtAmax(a, v);
   }

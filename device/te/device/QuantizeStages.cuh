@@ -367,7 +367,7 @@ template <bool Stochastic, bool Block2d> struct Nvfp4RhtColumnStage {
     float amax = 0.0f;
     TE_UNROLL
     for (int i = 0; i < kSegment; ++i)
-      amax = amaxAccumulate(amax, y[i]);
+      amax = amaxAccumulateF32(amax, y[i]);
     return amax;
   }
 };
