@@ -59,14 +59,13 @@ TE_HD u8 encodeE2M1(float y) {
 }
 
 /// Eight elements fl(v[i] * mult) as encodeE2M1 codes, packed as the NVFP4
-/// data holds them (element i in bits 4i .. 4i + 3), at one instruction an
-/// element for the
-/// packing where a code at a time takes four: the magnitudes go in by
-/// word * 16 + e2m1MagnitudeBits, which adds every element's
-/// kE2M1MagnitudeBase too - a constant sum, taken off once at the end; the
-/// signs by shifting each clamped value's top nibble (its sign and three
-/// exponent bits) into a second word, of whose nibbles only the top bit
-/// is kept.
+/// data holds them (element i in bits 4i .. 4i + 3). The packing costs two
+/// instructions an element where a code at a time took four: the
+/// magnitudes go in by word * 16 + e2m1MagnitudeBits, which adds every
+/// element's kE2M1MagnitudeBase too - a constant sum, taken off once at the
+/// end; the signs by shifting each clamped value's top nibble (its sign and
+/// three exponent bits) into a second word, of whose nibbles only the top
+/// bit is kept.
 TE_HD u32 encodeE2M1x8(const float *v, float mult) {
   constexpr u32 kBases = kE2M1MagnitudeBase * 0x11111111u; // mod 2^32
   u32 magnitudes = 0u, tops = 0u;
