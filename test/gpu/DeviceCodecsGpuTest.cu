@@ -335,14 +335,6 @@ struct SrInput {
 };
 TE_UNARY_FUNCTOR(EncE2M1Sr, SrInput, uint8_t,
                  dev::encodeE2M1Stochastic(x.x, x.rbits));
-struct Sr4Input {
-  float x[4];
-  uint32_t rbits;
-};
-TE_UNARY_FUNCTOR(EncE2M1Sr4, Sr4Input, uint16_t,
-                 dev::encodeE2M1x4Stochastic(x.x[0], x.x[1], x.x[2], x.x[3],
-                                             x.rbits));
-
 struct ScaleParams {
   float fp8Max;
   bool pow2;
@@ -639,26 +631,6 @@ TEST_F(DeviceCodecsGpu, StochasticE2M1ForEveryRbits) {
     tally.code(
         describe(in[i].x) + " rbits " + std::to_string(in[i].rbits), got[i],
         ref::encodeE2M1Stochastic(in[i].x, static_cast<uint8_t>(in[i].rbits)));
-
-  std::vector<Sr4Input> in4;
-  for (int i = 0; i < 100000; ++i) {
-    Sr4Input v;
-    for (float &x : v.x)
-      x = rng.uniform(-7.0f, 7.0f);
-    v.rbits = rng.next32();
-    in4.push_back(v);
-  }
-  std::vector<uint16_t> got4 = runOnDevice<uint16_t>(in4, EncE2M1Sr4{});
-  Tally tally4("encodeE2M1x4Stochastic byte mapping");
-  for (size_t i = 0; i < in4.size(); ++i) {
-    auto sr = [&](int k) {
-      return ref::encodeE2M1Stochastic(
-          in4[i].x[k], static_cast<uint8_t>(in4[i].rbits >> (8 * k)));
-    };
-    tally4.code(describe(in4[i].x[0]), got4[i],
-                ref::packE2M1(sr(0), sr(1)) |
-                    (ref::packE2M1(sr(2), sr(3)) << 8));
-  }
 }
 
 TEST_F(DeviceCodecsGpu, ScaleFunctions) {

@@ -104,7 +104,7 @@ TE_HD u8 encodeE2M1Stochastic(float x, u32 rbits) {
 
 /// Eight elements fl(v[i] * mult) as encodeE2M1Stochastic codes, packed as
 /// encodeE2M1x8 packs them: element i draws byte i % 4 of `rbitsLow` (i <
-/// 4) or `rbitsHigh` (as encodeE2M1x4Stochastic, docs/Numerics.md §1.4).
+/// 4) or `rbitsHigh` (docs/Numerics.md §1.4).
 TE_HD u32 encodeE2M1x8Stochastic(const float *v, float mult, u32 rbitsLow,
                                  u32 rbitsHigh) {
   u32 magnitudes = 0u, tops = 0u;
@@ -179,18 +179,6 @@ TE_HD u8 unpackE2M1High(u8 byte) { return u8((byte >> 4) & 0xFu); }
 /// Encodes and packs two consecutive elements (`even` at the lower index).
 TE_HD u8 encodeE2M1x2(float even, float odd) {
   return packE2M1(encodeE2M1(even), encodeE2M1(odd));
-}
-
-/// Stochastically rounds four consecutive elements with one 32-bit random
-/// word, element i using bits [8i, 8i+8) (docs/Numerics.md §1.4); returns the
-/// two packed bytes, x0/x1 in the low byte.
-TE_HD u16 encodeE2M1x4Stochastic(float x0, float x1, float x2, float x3,
-                                 u32 rbits) {
-  u32 lo = packE2M1(encodeE2M1Stochastic(x0, rbits),
-                    encodeE2M1Stochastic(x1, rbits >> 8));
-  u32 hi = packE2M1(encodeE2M1Stochastic(x2, rbits >> 16),
-                    encodeE2M1Stochastic(x3, rbits >> 24));
-  return u16(lo | (hi << 8));
 }
 
 } // namespace dev

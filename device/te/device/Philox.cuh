@@ -79,8 +79,8 @@ TE_HD u32 philoxWord(const Philox4x32 &block, u32 index) {
 
 /// The 16 random bytes of elements 16 * group .. 16 * group + 15 under the
 /// RNG state (seed, offset). Word j's byte k (bits [8k, 8k+8)) belongs to
-/// element 16 * group + 4 * j + k, so a word feeds encodeE2M1x4Stochastic
-/// for four consecutive elements directly.
+/// element 16 * group + 4 * j + k, so two words feed encodeE2M1x8Stochastic
+/// for eight consecutive elements directly.
 TE_HD Philox4x32 srRandomBlock(u64 seed, u64 offset, u64 group) {
   Philox4x32 counter{u32(offset), u32(offset >> 32), u32(group),
                      u32(group >> 32)};

@@ -492,25 +492,6 @@ TEST(DeviceLibHost, StochasticE2M1OnEdgesForEveryRbits) {
     }
 }
 
-TEST(DeviceLibHost, StochasticE2M1x4UsesOneBytePerElement) {
-  SplitMix64 rng(5);
-  Tally tally("encodeE2M1x4Stochastic byte mapping");
-  for (int i = 0; i < 100000; ++i) {
-    float x[4];
-    for (float &v : x)
-      v = rng.uniform(-7.0f, 7.0f);
-    uint32_t word = rng.next32();
-    auto sr = [&](int k) {
-      return ref::encodeE2M1Stochastic(x[k],
-                                       static_cast<uint8_t>(word >> (8 * k)));
-    };
-    uint16_t want = static_cast<uint16_t>(ref::packE2M1(sr(0), sr(1)) |
-                                          (ref::packE2M1(sr(2), sr(3)) << 8));
-    tally.code(describe(x[0]) + "...",
-               dev::encodeE2M1x4Stochastic(x[0], x[1], x[2], x[3], word), want);
-  }
-}
-
 //===----------------------------------------------------------------------===//
 // Scales
 //===----------------------------------------------------------------------===//

@@ -198,8 +198,9 @@ extern "C" __global__ void everyFunction(const u16 *bf16In, const float *f32In,
   u8 r = srRandomByte(seed, offset, i);
   c[5] = packE2M1(encodeE2M1(s), encodeE2M1Stochastic(y, r));
   u32 w = srRandomWord(seed, offset, 4 * i);
-  u16 sr4 = encodeE2M1x4Stochastic(x, y, s, scale, w);
-  c[6] = u8(sr4) ^ unpackE2M1Low(u8(sr4 >> 8)) ^ unpackE2M1High(u8(sr4));
+  float eight[8] = {x, y, s, scale, x, y, s, scale};
+  u32 sr8 = encodeE2M1x8Stochastic(eight, 1.0f, w, w) ^ encodeE2M1x8(eight, y);
+  c[6] = u8(sr8) ^ unpackE2M1Low(u8(sr8 >> 8)) ^ unpackE2M1High(u8(sr8));
   c[7] = encodeE8M0(y);
   c[8] = mxfp8BlockExponent(y, Fp8Format::E5M2);
   float sEnc = nvfp4GlobalEncodeScale(y);
