@@ -45,17 +45,19 @@ namespace dev {
 
 /// The elements a tile loads: those of the tensor, and with `Ranged` only
 /// those at row-major offsets [lo, hi) (a master shard's,
-/// ShardedQuantizeKernel.cuh); the rest load as zero. A ranged source
-/// pointer is the shard's first element, lo: element f is at index f - lo.
-/// (The pointer is never moved before the shard: that pointer would point
-/// outside its allocation, undefined behaviour the optimizer may exploit.)
+/// ShardedQuantizeKernel.cuh); the rest load as zero. The source pointer is
+/// element lo (0 for a whole tensor, a master shard's first element): element
+/// f is at index f - lo. (The pointer is never moved before the shard: that
+/// pointer would point outside its allocation, undefined behaviour the
+/// optimizer may exploit.) A tile wholly inside a shard loads unranged with
+/// the shard's lo: the whole-tensor load, bounds checks and all.
 template <bool Ranged> struct LoadRange {
   i64 lo = 0, hi = 0;
   __device__ bool holds(i64 first, int n) const {
     return !Ranged || (first >= lo && first + n <= hi);
   }
   /// The source index of row-major element f.
-  __device__ i64 index(i64 f) const { return Ranged ? f - lo : f; }
+  __device__ i64 index(i64 f) const { return f - lo; }
   /// Whether element f of a source `x` of `Bytes`-byte elements is 16-byte
   /// aligned for every f that is a multiple of 16 / Bytes: where element 0
   /// would be (computed as an integer) is.
@@ -243,19 +245,22 @@ __device__ __forceinline__ void tileCorner(i64 tile, i64 k, i64 &r0, i64 &c0) {
 
 /// The tile at (r0, c0) loaded into `smem` (and, for f32, the dynamic
 /// low-half plane), the tile amax reset, all threads past the barrier:
-/// phase 1 of every tile kernel.
-template <SourceType Src>
+/// phase 1 of every tile kernel. `range` as in loadTileF32.
+template <SourceType Src, bool Ranged = false>
 __device__ __forceinline__ Tile loadTileAt(TileSmem &smem, const void *x, i64 m,
-                                           i64 k, i64 r0, i64 c0) {
+                                           i64 k, i64 r0, i64 c0,
+                                           LoadRange<Ranged> range = {}) {
   extern __shared__ __align__(16) u8 dynamicSmem[];
   TilePlane *lo = Src == SourceType::F32
                       ? reinterpret_cast<TilePlane *>(dynamicSmem)
                       : nullptr;
   int tid = int(threadIdx.x);
   if (Src == SourceType::F32)
-    loadTileF32(smem, *lo, static_cast<const float *>(x), m, k, r0, c0, tid);
+    loadTileF32<Ranged>(smem, *lo, static_cast<const float *>(x), m, k, r0, c0,
+                        tid, range);
   else
-    loadTile16(smem, static_cast<const u16 *>(x), m, k, r0, c0, tid);
+    loadTile16<Ranged>(smem, static_cast<const u16 *>(x), m, k, r0, c0, tid,
+                       range);
   if (tid == 0)
     smem.tileAmax = 0u;
   cpAsyncWaitAll();
@@ -272,19 +277,30 @@ __device__ __forceinline__ Tile loadCtaTile(TileSmem &smem, const void *x,
   return loadTileAt<Src>(smem, x, m, k, r0, c0);
 }
 
-/// Quantizes the tile at (r0, c0): load, reduce, every stage's emit.
-/// `args[i]` belongs to the i-th stage.
+/// Quantizes the tile at (r0, c0) in `smem`: load, reduce, every stage's
+/// emit. `args[i]` belongs to the i-th stage; `x` is element `source.lo`
+/// (LoadRange).
 template <SourceType Src, bool BiasGrad, class... Stages>
 __device__ __forceinline__ void
-quantizeTileAt(const void *x, i64 m, i64 k, i64 r0, i64 c0,
-               const StageArgs *args, float *biasPartial) {
+quantizeTileIn(TileSmem &smem, const void *x, i64 m, i64 k, i64 r0, i64 c0,
+               const StageArgs *args, float *biasPartial,
+               LoadRange<false> source = {}) {
   using List = StageList<Stages...>;
-  __shared__ TileSmem smem;
-  Tile t = loadTileAt<Src>(smem, x, m, k, r0, c0);
+  Tile t = loadTileAt<Src>(smem, x, m, k, r0, c0, source);
   reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
              List::kNeedsTileAmax, BiasGrad>(t, biasPartial);
   __syncthreads();
   List::template emit<Src>(t, args);
+}
+
+/// quantizeTileIn with the kernel's own tile memory.
+template <SourceType Src, bool BiasGrad, class... Stages>
+__device__ __forceinline__ void
+quantizeTileAt(const void *x, i64 m, i64 k, i64 r0, i64 c0,
+               const StageArgs *args, float *biasPartial) {
+  __shared__ TileSmem smem;
+  quantizeTileIn<Src, BiasGrad, Stages...>(smem, x, m, k, r0, c0, args,
+                                           biasPartial);
 }
 
 /// The whole kernel: launch kTileThreads threads and one CTA per 128 x 128

@@ -58,13 +58,15 @@ template <int R> struct MasterShards {
   i64 boundaryCount;
 };
 
-/// Whether the tile (r0, c0) of `rows` x `cols` holds any element of the
-/// row-major range [lo, hi), and whether it holds only such elements.
+/// Whether the tile at (r0, c0) of an M x K tensor holds any element of
+/// the row-major range [lo, hi), and whether it holds only such elements.
 struct TileOverlap {
   bool any, all;
 };
-__device__ __forceinline__ TileOverlap overlap(i64 k, i64 r0, i64 c0, int rows,
-                                               int cols, i64 lo, i64 hi) {
+__device__ __forceinline__ TileOverlap overlap(i64 m, i64 k, i64 r0, i64 c0,
+                                               i64 lo, i64 hi) {
+  int rows = int(m - r0 < kTileRows ? m - r0 : kTileRows);
+  int cols = int(k - c0 < kTileCols ? k - c0 : kTileCols);
   i64 first = r0 * k + c0, last = (r0 + rows - 1) * k + c0 + cols - 1;
   if (lo <= first && last < hi)
     return {true, true};
@@ -86,26 +88,6 @@ __device__ __forceinline__ i64 tableSlot(const i64 *boundaryRows, i64 count,
     if (boundaryRows[i] == r0 / kTileRows)
       return i * tilesAcross + c0 / kTileCols;
   return -1;
-}
-
-/// Phase 1 for a rank: its elements of the tile (row-major offsets [lo,
-/// hi), element f at x[f - lo]: LoadRange::index), zeros elsewhere, then the
-/// barrier. Chunks wholly the rank's load as 16-byte vectors where the shard's
-/// offset keeps them aligned.
-template <SourceType Src>
-__device__ __forceinline__ void
-loadRankTile(TileSmem &s, TilePlane *low, const void *x, i64 m, i64 k, i64 r0,
-             i64 c0, i64 lo, i64 hi, int tid) {
-  LoadRange<true> range{lo, hi};
-  if (Src == SourceType::F32)
-    loadTileF32<true>(s, *low, static_cast<const float *>(x), m, k, r0, c0, tid,
-                      range);
-  else
-    loadTile16<true>(s, static_cast<const u16 *>(x), m, k, r0, c0, tid, range);
-  if (tid == 0)
-    s.tileAmax = 0u;
-  cpAsyncWaitAll();
-  __syncthreads();
 }
 
 /// The tile of CTA `cta` of a rank's launch: tile rows from the one holding
@@ -130,7 +112,6 @@ template <SourceType Src, int R>
 __device__ __forceinline__ void shardAmaxes(const MasterShards<R> &sh,
                                             int firstRank, i64 m, i64 k,
                                             float *table) {
-  extern __shared__ __align__(16) u8 dynamicSmem[];
   __shared__ TileSmem smem;
   int rank = firstRank + int(blockIdx.y), tid = int(threadIdx.x);
   i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
@@ -140,15 +121,11 @@ __device__ __forceinline__ void shardAmaxes(const MasterShards<R> &sh,
   if (last && tileRow == lo / k / kTileRows)
     return; // one tile row: the first half of the grid covers it
   i64 r0 = tileRow * kTileRows, c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
-  Tile t = Tile::at(smem, m, k, r0, c0, tid, nullptr);
-  TileOverlap o = overlap(k, r0, c0, t.rows, t.cols, lo, hi);
+  TileOverlap o = overlap(m, k, r0, c0, lo, hi);
   if (!o.any || o.all)
     return;
-  TilePlane *low = Src == SourceType::F32
-                       ? reinterpret_cast<TilePlane *>(dynamicSmem)
-                       : nullptr;
-  t.lo = low;
-  loadRankTile<Src>(smem, low, sh.x[rank], m, k, r0, c0, lo, hi, tid);
+  Tile t =
+      loadTileAt<Src>(smem, sh.x[rank], m, k, r0, c0, LoadRange<true>{lo, hi});
   reduceTile<Src, true, true, true, false>(t, nullptr);
   __syncthreads();
   float *slot =
@@ -174,52 +151,106 @@ __device__ __forceinline__ void tensorAmaxRanks(const MasterShards<R> &sh,
   tensorAmax<Src>(sh.x[rank], sh.lo[rank + 1] - sh.lo[rank], table);
 }
 
+/// Phase B's tile memory. At namespace scope, not in the kernel, so that
+/// quantizePartialTile, which is not inlined, still addresses it as shared
+/// memory (through a reference it would be generic loads and stores).
+__shared__ TileSmem shardTileSmem;
+
+/// The stages' arguments, passed by value.
+template <int N> struct StagePack { StageArgs a[N]; };
+
+/// Phase B of a partial tile (rank `rank`'s elements [lo, hi) of the tile
+/// at (r0, c0)): its amaxes come from the reduced table, and it stores only
+/// the rank's elements.
+///
+/// Out of line on purpose. Inlined beside the whole-tile path, the kernel
+/// was large enough that ptxas (CUDA 13.0) juggled its convergence
+/// barriers through registers (BMOV.32.CLEAR Bn, then a BSYNC on Bn with
+/// an inner region's mask) while lanes that had skipped a task - an edge
+/// tile's invalid segments - were waiting on Bn: they were released early,
+/// the warp reached the next __syncthreads split (compute-sanitizer
+/// synccheck: "Divergent thread(s) in warp") and wrong codes or illegal
+/// addresses followed (docs/Performance.md, "Master shards: a
+/// reconvergence hazard"). Compiled as its own function, neither this nor
+/// the whole-tile path has such a pattern (the KernelsHaveNoReconvergence-
+/// Hazard tests scan every sharded kernel's SASS: test/unittests/Codegen/
+/// SassHazards.h).
+///
+/// Everything comes by value (the stages' arguments in a StagePack): an
+/// address the kernel passed would put the kernel's own copy in local
+/// memory, and the whole-tile path would read it from there.
+template <SourceType Src, class... Stages>
+__device__ __noinline__ void
+quantizePartialTile(const void *x, i64 lo, i64 hi, i64 m, i64 k, i64 r0, i64 c0,
+                    StagePack<int(sizeof...(Stages))> args, const float *slot) {
+  using List = StageList<Stages...>;
+  TileSmem &smem = shardTileSmem;
+  int tid = int(threadIdx.x);
+  Tile t = loadTileAt<Src>(smem, x, m, k, r0, c0, LoadRange<true>{lo, hi});
+  if (tid == 0)
+    smem.tileAmax = floatToBits(slot[0]);
+  // Whole rounds of the CTA: no thread-dependent trip count, so no
+  // divergent loop.
+  static_assert(kTileRows * kRowSegments % kTileThreads == 0 &&
+                    kColSegments * kTileCols % kTileThreads == 0,
+                "the amax copies take whole rounds");
+  if (List::kNeedsRowSegments) {
+    TE_UNROLL
+    for (int i = 0; i < kTileRows * kRowSegments / kTileThreads; ++i) {
+      int e = i * kTileThreads + tid;
+      smem.rowAmax[e / kRowSegments][e % kRowSegments] = slot[kSlotRow + e];
+    }
+  }
+  if (List::kNeedsColSegments) {
+    TE_UNROLL
+    for (int i = 0; i < kColSegments * kTileCols / kTileThreads; ++i) {
+      int e = i * kTileThreads + tid;
+      smem.colAmax[e / kTileCols][e % kTileCols] = slot[kSlotCol + e];
+    }
+  }
+  t.partial = true;
+  t.ownLo = lo;
+  t.ownHi = hi;
+  __syncthreads();
+  List::template emit<Src>(t, args.a);
+}
+
 /// Phase B: CTA (blockIdx.x, rank blockIdx.y) quantizes tile blockIdx.x of
-/// the rank's tiles (rankTile) into the whole tensor's buffers; a partial
-/// tile takes its amaxes from the reduced table and stores only the rank's
-/// elements.
+/// the rank's tiles (rankTile) into the whole tensor's buffers: a tile
+/// wholly the rank's as a whole tensor's is, a partial one by
+/// quantizePartialTile.
 template <SourceType Src, int R, class... Stages>
 __device__ __forceinline__ void
 shardedQuantizeTile(const MasterShards<R> &sh, int firstRank, i64 m, i64 k,
                     const StageArgs *args, const float *table) {
-  using List = StageList<Stages...>;
-  extern __shared__ __align__(16) u8 dynamicSmem[];
-  __shared__ TileSmem smem;
-  int rank = firstRank + int(blockIdx.y), tid = int(threadIdx.x);
+  TileSmem &smem = shardTileSmem;
+  int rank = firstRank + int(blockIdx.y);
   i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
   i64 r0, c0;
   rankTile(blockIdx.x, k, lo, r0, c0);
   if (r0 >= m)
     return;
-  TilePlane *low = Src == SourceType::F32
-                       ? reinterpret_cast<TilePlane *>(dynamicSmem)
-                       : nullptr;
-  Tile t = Tile::at(smem, m, k, r0, c0, tid, low);
-  TileOverlap o = overlap(k, r0, c0, t.rows, t.cols, lo, hi);
+  TileOverlap o = overlap(m, k, r0, c0, lo, hi);
   if (!o.any)
     return;
-  loadRankTile<Src>(smem, low, sh.x[rank], m, k, r0, c0, lo, hi, tid);
   if (o.all) {
-    reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
-               List::kNeedsTileAmax, false>(t, nullptr);
-  } else {
-    const float *slot =
-        table + kShardTableHeader +
-        tableSlot(sh.boundaryRows, sh.boundaryCount, k, r0, c0) * kSlotFloats;
-    if (tid == 0)
-      smem.tileAmax = floatToBits(slot[0]);
-    for (int i = tid; i < kTileRows * kRowSegments && List::kNeedsRowSegments;
-         i += kTileThreads)
-      smem.rowAmax[i / kRowSegments][i % kRowSegments] = slot[kSlotRow + i];
-    for (int i = tid; i < kColSegments * kTileCols && List::kNeedsColSegments;
-         i += kTileThreads)
-      smem.colAmax[i / kTileCols][i % kTileCols] = slot[kSlotCol + i];
-    t.partial = true;
-    t.ownLo = lo;
-    t.ownHi = hi;
+    // Wholly the rank's: the whole-tensor tile kernel's code, with no
+    // per-element range test and no partial-store paths (measured: with
+    // them, the tiles of one shard ran at 70 % of copy, not 89 %).
+    quantizeTileIn<Src, false, Stages...>(smem, sh.x[rank], m, k, r0, c0, args,
+                                          nullptr, LoadRange<false>{lo, hi});
+    return;
   }
-  __syncthreads();
-  List::template emit<Src>(t, args);
+  constexpr int N = int(sizeof...(Stages));
+  StagePack<N> pack;
+  TE_UNROLL
+  for (int i = 0; i < N; ++i)
+    pack.a[i] = args[i];
+  quantizePartialTile<Src, Stages...>(
+      sh.x[rank], lo, hi, m, k, r0, c0, pack,
+      table + kShardTableHeader +
+          tableSlot(sh.boundaryRows, sh.boundaryCount, k, r0, c0) *
+              kSlotFloats);
 }
 
 } // namespace dev

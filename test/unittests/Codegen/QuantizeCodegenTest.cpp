@@ -22,6 +22,7 @@
 
 #include "BackendComparison.h"
 #include "ProgramHelpers.h"
+#include "SassHazards.h"
 #include "SchemeCases.h"
 #include "Support/TestSupport.h"
 
@@ -272,6 +273,13 @@ TEST_P(QuantizeCodegen, KernelsDoNotSpillUnderTheirRegisterCap) {
                              << k->log;
       }
   }
+}
+
+/// SassHazards.h on the tile kernels of both inputs (ragged, so edge
+/// tasks are skipped); runs where nvdisasm is found.
+TEST_P(QuantizeCodegen, KernelsHaveNoReconvergenceHazard) {
+  for (DType input : {DType::BF16, DType::F32})
+    test::expectNoReconvergenceHazards(programFor(GetParam(), 288, 224, input));
 }
 
 TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {

@@ -20,6 +20,7 @@
 #include "BackendComparison.h"
 #include "ProgramHelpers.h"
 #include "RankRuns.h"
+#include "SassHazards.h"
 #include "SchemeCases.h"
 
 #include "te/codegen/PlanBuilder.h"
@@ -247,6 +248,13 @@ void expectCompiles(const cg::Program &p) {
 
 TEST_P(ShardedQuantize, CompilesWithNvrtc) {
   expectCompiles(shardedProgram(GetParam()));
+}
+
+/// What ptxas made of the sharded kernels: no BSYNC that releases lanes
+/// waiting on its barrier early (SassHazards.h; the cause of wrong codes
+/// and illegal addresses here once). Runs where nvdisasm is found.
+TEST_P(ShardedQuantize, KernelsHaveNoReconvergenceHazard) {
+  test::expectNoReconvergenceHazards(shardedProgram(GetParam()));
 }
 
 TEST_P(ShardedQuantize, GpuMatchesTheCpuBitForBit) {
