@@ -82,7 +82,7 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
   // column was 3 of the NVFP4 quantize's 55 instructions an element).
   const int tr0 = tid / kChunksPerRow, tc = 8 * (tid % kChunksPerRow);
   const i64 c = c0 + tc, rowStride = kRowStep * k;
-  const int rowsLeft = int(m - r0 < kTileRows ? m - r0 : kTileRows) - tr0;
+  const int rowsLeft = tileExtent(m - r0, kTileRows) - tr0;
   const bool vector = k % 8 == 0 && c + 8 <= k && range.template vectors<2>(x);
   i64 f = (r0 + tr0) * k + c;
   const u32 tile = sharedAddress(&s.x[0][0]);

@@ -81,6 +81,12 @@ struct alignas(16) TileSmem {
   }
 };
 
+/// The rows (or columns) of a tile that lie in the tensor: `left` of them
+/// remain from the tile's first, at most `full`.
+__device__ __forceinline__ int tileExtent(i64 left, int full) {
+  return int(left < full ? left : full);
+}
+
 /// A tile in flight: where it sits in the tensor and its valid extent.
 struct Tile {
   TileSmem &s;
@@ -98,14 +104,13 @@ struct Tile {
   /// The tile at (r0, c0) of an M x K tensor, clipped at its edges.
   __device__ static Tile at(TileSmem &s, i64 m, i64 k, i64 r0, i64 c0, int tid,
                             TilePlane *lo) {
-    i64 rowsLeft = m - r0, colsLeft = k - c0;
     return Tile{s,
                 m,
                 k,
                 r0,
                 c0,
-                int(rowsLeft < kTileRows ? rowsLeft : kTileRows),
-                int(colsLeft < kTileCols ? colsLeft : kTileCols),
+                tileExtent(m - r0, kTileRows),
+                tileExtent(k - c0, kTileCols),
                 tid,
                 lo};
   }

@@ -65,8 +65,8 @@ struct TileOverlap {
 };
 __device__ __forceinline__ TileOverlap overlap(i64 m, i64 k, i64 r0, i64 c0,
                                                i64 lo, i64 hi) {
-  int rows = int(m - r0 < kTileRows ? m - r0 : kTileRows);
-  int cols = int(k - c0 < kTileCols ? k - c0 : kTileCols);
+  int rows = tileExtent(m - r0, kTileRows),
+      cols = tileExtent(k - c0, kTileCols);
   i64 first = r0 * k + c0, last = (r0 + rows - 1) * k + c0 + cols - 1;
   if (lo <= first && last < hi)
     return {true, true};
