@@ -8,12 +8,26 @@
 //
 //   te-run bench/moe_mxfp8_32768.mlir --random-inputs 1 --bench 20 --entry mxfp8_grad
 //   te-run bench/moe_mxfp8_32768.mlir --random-inputs 1 --bench 20 --entry bf16_grad
+//
+// and the forward (quantize x; the stack quantized on the first call, then
+// kept; the grouped fprop):
+//
+//   te-run bench/moe_mxfp8_32768.mlir --random-inputs 1 --bench 20 --entry mxfp8_fprop
 
 te.recipe @mxfp8 {
   te.rule "*", "*" -> #te.mxfp8<e4m3>
 }
 te.recipe @bf16 {
   te.rule "*", "*" -> #te.identity<bf16>
+}
+
+func.func @mxfp8_fprop(%x: tensor<32768x7168xbf16>,
+                       %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                       %splits: tensor<8xi64>) -> tensor<32768x4096xbf16> {
+  %y = te.grouped_linear %x, %w, %splits {recipe = @mxfp8}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+        -> tensor<32768x4096xbf16>
+  return %y : tensor<32768x4096xbf16>
 }
 
 func.func @mxfp8_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf16>,

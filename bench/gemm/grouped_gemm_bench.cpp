@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // te-grouped-gemm-bench [iters] [--sweep] [--bands] [--first] [--dense]
-// [--backward]:
+// [--backward] [--mxfp8]:
 // the M-grouped GEMMs of an MoE layer (DeepSeek-V3-like experts: N=4096 K=7168
 // and N=7168 K=2048; G = 8 and 32; 32768 tokens split unevenly, and 256 tokens
 // per expert; last, G = 1 at 8192^3: the generated kernel as a dense GEMM)
@@ -20,6 +20,9 @@
 // against the copy ceiling, and the K-grouped FP8 wgrad GEMM; then the
 // per-tensor FP8 quantizes with one amax per expert (tokens, stack, the
 // stack's columnwise copy, the wgrad's dy) against the copy ceiling.
+// --mxfp8 adds the generated MXFP8 x MXFP8 kernel on every shape, and at
+// G = 1 a dense BF16 cuBLASLt GEMM (the bar an MXFP8 recipe on Hopper has
+// to beat), on one more line per shape.
 // Times: median of `iters` CUDA-event-timed runs after 10 warm-up runs.
 //
 //===----------------------------------------------------------------------===//
@@ -373,8 +376,9 @@ int main(int argc, char **argv) {
   // --backward: only the backward's kernels.
   // --outboxes: also the FP8 kernel with two output boxes a warpgroup (a
   // stage less), and with a stage less again; the wgrad with two boxes.
+  // --mxfp8: also the MXFP8 kernel (and at G = 1 a BF16 cuBLASLt GEMM).
   bool sweep = false, bands = false, first = false, dense = false,
-       backwardOnly = false, outBoxes = false;
+       backwardOnly = false, outBoxes = false, mxfp8 = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--sweep")
@@ -389,11 +393,13 @@ int main(int argc, char **argv) {
       backwardOnly = true;
     else if (a == "--outboxes")
       outBoxes = true;
+    else if (a == "--mxfp8")
+      mxfp8 = true;
     else
       die(rt::Status(rt::StatusCode::InvalidArgument,
                      "unknown option '" + a +
                          "' (--sweep, --bands, --first, --dense, "
-                         "--backward, --outboxes)"));
+                         "--backward, --outboxes, --mxfp8)"));
   }
   if (backwardOnly && (dense || first || sweep))
     die(rt::Status(rt::StatusCode::InvalidArgument,
@@ -617,6 +623,44 @@ int main(int argc, char **argv) {
                 static_cast<long long>(c.g), static_cast<long long>(c.n),
                 static_cast<long long>(c.k), tokens, tf(fp8), tf(loop),
                 tf(bf16), loop / fp8);
+    if (mxfp8) {
+      // E8M0 scales of x and of the stack, [roundup(rows,128)][K/32]:
+      // 2^0 (the speed does not depend on them).
+      auto ones = [&](int64_t rows) {
+        std::vector<uint8_t> host((rows + 127) / 128 * 128 * (c.k / 32), 127);
+        rt::DeviceBuffer b = take(rt::DeviceBuffer::allocate(host.size()));
+        check(b.copyFromHost(host.data(), host.size(), stream));
+        return b;
+      };
+      rt::DeviceBuffer mxSx = ones(m), mxSw = ones(c.g * c.n);
+      GroupedGemmSpec spec = specOf(GroupedGemmSpec::Operands::Mxfp8, 0, 0, 0);
+      auto compiled = take(cache.getOrCompile(cg::emitGroupedGemm(spec), opts));
+      rt::Kernel kernel =
+          take(rt::Kernel::load(compiled->cubin, spec.kernelName()));
+      cg::GroupedGemmLaunch l = take(cg::prepareGroupedGemm(
+          spec,
+          {x8.devicePtr(), w8.devicePtr(), mxSx.devicePtr(), mxSw.devicePtr(),
+           splitBuf.devicePtr(), y.devicePtr(), m},
+          device, kernel));
+      double mx = medianMicros(stream, iters, [&] {
+        check(cg::launchGroupedGemm(kernel, l, stream));
+      });
+      std::printf("     %-54s mxfp8 %8.1f  (%.2fx tejit bf16)",
+                  spec.kernelName().c_str(), tf(mx), bf16 / mx);
+      if (c.g == 1) {
+        rt::GemmProblem p;
+        p.m = m;
+        p.n = c.n;
+        p.k = c.k;
+        p.a = {rt::DType::BF16, rt::GemmScaling::None, x16.devicePtr(), 0};
+        p.b = {rt::DType::BF16, rt::GemmScaling::None, w16.devicePtr(), 0};
+        p.out = y.devicePtr();
+        double lib =
+            medianMicros(stream, iters, [&] { check(lt.gemm(p, stream)); });
+        std::printf("  cuBLASLt bf16 %8.1f (mxfp8 %.2fx)", tf(lib), lib / mx);
+      }
+      std::printf("\n");
+    }
     std::fflush(stdout);
   }
   std::printf("(TFLOP/s; median of %d runs)\n", iters);

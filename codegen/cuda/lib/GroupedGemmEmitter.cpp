@@ -22,8 +22,12 @@ constexpr unsigned kMaxShared = 232448; // an H100 SM's opt-in maximum
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t blockK(const GroupedGemmSpec &s) { return s.fp8() ? 128 : 64; }
 int64_t stageBytes(const GroupedGemmSpec &s) {
-  // x tile, w tile, x scales (kBlockM + 4 floats in a 128-byte slot).
-  return kBlockM * 128 + int64_t(s.blockN) * 128 + (s.fp8() ? 640 : 0);
+  // x tile, w tile, and the scales: block FP8 kBlockM + 4 x scales in a
+  // 128-byte slot; MXFP8 fp32 [4][128] of x and of w.
+  return kBlockM * 128 + int64_t(s.blockN) * 128 +
+         (s.mxfp8() ? 4096
+          : s.fp8() ? 640
+                    : 0);
 }
 int64_t fixedBytes(const GroupedGemmSpec &s) {
   // tables, alignment slack, the output boxes of TMA stores
@@ -92,7 +96,10 @@ GroupedGemmSpec GroupedGemmSpec::resolved() const {
 std::string GroupedGemmSpec::kernelName() const {
   GroupedGemmSpec r = resolved();
   std::ostringstream os;
-  os << "te_grouped_gemm_" << (fp8() ? "fp8block" : "bf16")
+  os << "te_grouped_gemm_"
+     << (mxfp8() ? "mxfp8"
+         : fp8() ? "fp8block"
+                 : "bf16")
      << (weightColumnwise ? "_wcol" : "")
      << (fp8() ? fp8Formats.nameSuffix() : "") << "_g" << groups << "_n" << n
      << "_k" << k << "_t" << r.blockN << "_c" << r.cluster;
@@ -147,6 +154,10 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
   if (s.clusterM == 2 && s.weightColumnwise && !s.fp8())
     return bad("row-tile pairs share a K-major W tile, not the BF16 stack "
                "read along N");
+  if (s.mxfp8() && s.weightColumnwise)
+    return bad("the MXFP8 kernel reads both operands rowwise (the fprop)");
+  if (s.mxfp8() && s.clusterSize() != 1)
+    return bad("the MXFP8 kernel runs one CTA a cluster");
   if (s.outBoxes != 1 && s.outBoxes != 2)
     return bad("a warpgroup stores through 1 or 2 output boxes");
   if (s.stages < 2 || groupedGemmSharedBytes(s) > kMaxShared)
@@ -166,7 +177,8 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << ", " << s.stages << ", " << s.n << ", " << s.k << ", " << s.groups
      << ", " << (s.weightColumnwise ? "true" : "false") << ", "
      << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ", "
-     << s.clusterM << ", " << s.band << ", " << s.outBoxes << ">;\n"
+     << s.clusterM << ", " << s.band << ", " << s.outBoxes << ", "
+     << (s.mxfp8() ? "true" : "false") << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedGemmSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads
@@ -175,9 +187,9 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << "    const __grid_constant__ cute::TmaDescriptor tmW,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmSX,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmY,\n"
-     << "    const float *sw, const long long *splits,\n"
+     << "    const void *sw, const void *sx, const long long *splits,\n"
      << "    const unsigned short *bias, unsigned short *y, int mTotal) {\n"
-     << "  te::gemm::groupedGemmSm90<Config>(&tmX, &tmW, &tmSX, &tmY, sw, "
+     << "  te::gemm::groupedGemmSm90<Config>(&tmX, &tmW, &tmSX, &tmY, sw, sx, "
         "splits, bias, y, mTotal);\n"
      << "}\n";
   return os.str();
@@ -197,9 +209,9 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions() {
   return o;
 }
 
-std::array<void *, 9> GroupedGemmLaunch::args() {
+std::array<void *, 10> GroupedGemmLaunch::args() {
   return {&maps[0], &maps[1], &maps[2], &maps[3], &sw,
-          &splits,  &bias,    &y,       &mTotal};
+          &sx,      &splits,  &bias,    &y,       &mTotal};
 }
 
 std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
@@ -241,7 +253,7 @@ std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
                                                   64,
                                                   rt::TensorMapSwizzle::B128}
                              : x;
-  if (!s.fp8())
+  if (!s.fp8() || s.mxfp8())
     return {x, w, x, y};
   // A box of kBlockM + 4 scales from a 16-byte aligned start (the TMA's
   // rule), so the tile's rows are inside whatever their first row's offset.
@@ -269,7 +281,8 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
                   "grouped GEMM: M_total must be 1..2^31-1, got " +
                       std::to_string(b.mTotal));
   std::array<rt::TensorMapShape, 4> shapes = groupedGemmMaps(s, b.mTotal);
-  uint64_t bases[4] = {b.x, b.w, s.fp8() ? b.sx : b.x,
+  const bool scaleMap = s.fp8() && !s.mxfp8();
+  uint64_t bases[4] = {b.x, b.w, scaleMap ? b.sx : b.x,
                        groupedGemmTmaStore(s) ? b.y : b.x};
   GroupedGemmLaunch l;
   for (int i = 0; i < 4; ++i) {
@@ -279,6 +292,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
     l.maps[i] = *map;
   }
   l.sw = b.sw;
+  l.sx = s.mxfp8() ? b.sx : 0;
   l.splits = b.splits;
   l.bias = b.bias;
   l.y = b.y;
@@ -299,7 +313,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
 
 rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,
                              const rt::Stream &stream) {
-  std::array<void *, 9> args = l.args();
+  std::array<void *, 10> args = l.args();
   return kernel.launch(l.grid, l.block, l.sharedBytes, stream, args.data(),
                        l.cluster);
 }

@@ -214,6 +214,43 @@ std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
   return y;
 }
 
+std::vector<float> mxfp8Gemm(const Mxfp8Operand &x, const Mxfp8Operand &w,
+                             const float *bias, std::string *error) {
+  auto fail = [&](const std::string &why) {
+    if (error)
+      *error = why;
+    return std::vector<float>{};
+  };
+  if (x.k != w.k || x.k % 32 != 0)
+    return fail("MXFP8 operands need one K, a multiple of 32");
+  for (const Mxfp8Operand *op : {&x, &w})
+    if (op->codes.size() < size_t(op->rows * op->k) ||
+        op->scaleStride < op->k / 32 ||
+        op->scales.size() < size_t(op->rows * op->scaleStride))
+      return fail("an MXFP8 operand's codes or scales are too small");
+  const int64_t m = x.rows, n = w.rows, k = x.k;
+  std::vector<float> xv(x.codes.size()), wv(w.codes.size());
+  for (size_t i = 0; i < xv.size(); ++i)
+    xv[i] = decodeFp8(x.format, x.codes[i]);
+  for (size_t i = 0; i < wv.size(); ++i)
+    wv[i] = decodeFp8(w.format, w.codes[i]);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  forEachRow(m, [&](int64_t i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < k / 32; ++b) {
+        float partial = 0.0f;
+        for (int64_t kk = 32 * b; kk < 32 * b + 32; ++kk)
+          partial = partial + xv[i * k + kk] * wv[j * k + kk];
+        acc = std::fma(partial * decodeE8M0(x.scales[i * x.scaleStride + b]),
+                       decodeE8M0(w.scales[j * w.scaleStride + b]), acc);
+      }
+      y[i * n + j] = bias ? acc + bias[j] : acc;
+    }
+  });
+  return y;
+}
+
 std::vector<int64_t> clampSplits(const std::vector<int64_t> &splits,
                                  int64_t mTotal) {
   std::vector<int64_t> out(splits.size());

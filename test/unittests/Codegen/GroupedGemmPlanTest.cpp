@@ -80,7 +80,7 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
     int xData = fp8 ? xb.dir[0].data : xb.tensor;
     int wData = fp8 ? wb.dir[dgrad ? 1 : 0].data : wb.tensor;
-    ASSERT_EQ(ks.args.size(), 9u);
+    ASSERT_EQ(ks.args.size(), 10u);
     for (int i = 0; i < 4; ++i) {
       EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
       EXPECT_EQ(ks.args[i].map, maps[i]) << "map " << i;
@@ -91,11 +91,12 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     EXPECT_EQ(ks.args[3].pointer.buffer, plan->values[size_t(g.output)].tensor);
     EXPECT_EQ(ks.args[4].pointer.buffer,
               fp8 ? wb.dir[dgrad ? 1 : 0].scale : -1);
-    EXPECT_EQ(ks.args[5].pointer.buffer, plan->values[size_t(g.splits)].tensor);
-    EXPECT_EQ(ks.args[6].pointer.buffer,
+    EXPECT_EQ(ks.args[5].pointer.buffer, -1); // MXFP8's x scales only
+    EXPECT_EQ(ks.args[6].pointer.buffer, plan->values[size_t(g.splits)].tensor);
+    EXPECT_EQ(ks.args[7].pointer.buffer,
               dgrad ? -1 : plan->values[size_t(g.bias)].tensor);
-    EXPECT_EQ(ks.args[7].pointer.buffer, plan->values[size_t(g.output)].tensor);
-    EXPECT_EQ(ks.args[8].i, m);
+    EXPECT_EQ(ks.args[8].pointer.buffer, plan->values[size_t(g.output)].tensor);
+    EXPECT_EQ(ks.args[9].i, m);
     // The plan survives serialisation (descriptors are encoded on binding).
     rt::Expected<rt::Plan> back = rt::Plan::deserialize(kp.plan.serialize());
     ASSERT_TRUE(back) << back.status().toString();

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Without a GPU: the generated kernels (BF16 and FP8 block-scaled) compile
+// Without a GPU: the generated kernels (BF16, FP8 block-scaled, MXFP8) compile
 // with NVRTC for sm_90a on CUTLASS/CuTe, and shapes without a kernel are
 // refused with the rule. On a Hopper GPU: each expert's rows of the grouped
 // result equal the reference GEMM of that expert alone, bit for bit, and
@@ -12,6 +12,10 @@
 // every 128-element partial sum is exact whatever order the tensor cores
 // add in; FP8 scales are not powers of two, so the promotion rule
 // (docs/Numerics.md §7.3: y = fma(P, s_x·s_w, y)) shows in every bit.
+// MXFP8: every 32-element partial sum is exact likewise, and the E8M0
+// scales (2^-3 .. 2^3, and 2^-127, an fp32 subnormal) are promoted by the
+// rule of docs/Numerics.md §5.4, y = fma(P · s_x, s_w, y), which the
+// reference (ref::mxfp8Gemm) states.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,6 +88,55 @@ TEST(GroupedGemm, EveryKernelKindCompilesForSm90a) {
     std::printf("[   info   ] %s: NVRTC %.0f ms (cold), %zu-byte CUBIN\n",
                 s.kernelName().c_str(), k->compileMillis, k->cubin.size());
   }
+}
+
+// The MXFP8 kernel (and its E5M2 x E4M3 form) compiles without serialised
+// MMAs. (Its math warpgroups hold three 64x128 accumulators; ptxas spills a
+// few epilogue addresses, reloaded once a tile, none in the K loop.)
+TEST(GroupedGemm, Mxfp8KernelCompilesForSm90a) {
+  if (!rt::nvrtcVersion())
+    GTEST_SKIP() << rt::nvrtcVersion().status().message();
+  for (bool e5m2 : {false, true}) {
+    GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Mxfp8, 8, 4096, 7168);
+    if (e5m2)
+      s.fp8Formats = {rt::DType::E5M2, rt::DType::E4M3};
+    s = s.resolved();
+    rt::CompileOptions opts = *cg::groupedGemmCompileOptions();
+    opts.flags.push_back("--ptxas-options=-v");
+    rt::Expected<rt::CompiledKernel> k =
+        rt::compileCuda(cg::emitGroupedGemm(s), s.kernelName() + ".cu", opts);
+    ASSERT_TRUE(k) << k.status().message();
+    EXPECT_EQ(k->log.find("wgmma.mma_async instructions are serialized"),
+              std::string::npos)
+        << k->log;
+    std::printf("[   info   ] %s: NVRTC %.0f ms (cold), %zu-byte CUBIN\n",
+                s.kernelName().c_str(), k->compileMillis, k->cubin.size());
+  }
+}
+
+TEST(GroupedGemm, Mxfp8ShapesWithoutAKernelAreRefusedWithTheRule) {
+  GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Mxfp8, 4, 256, 512);
+  EXPECT_TRUE(cg::checkGroupedGemm(s).isOk());
+  EXPECT_NE(s.kernelName().find("te_grouped_gemm_mxfp8_g4_n256_k512_t128_c1"),
+            std::string::npos)
+      << s.kernelName();
+  // 128 KB of operand tiles and 4 KB of fp32 scales a stage: five stages.
+  EXPECT_EQ(s.resolved().stages, 5);
+  GroupedGemmSpec wcol = s;
+  wcol.weightColumnwise = true;
+  EXPECT_NE(
+      cg::checkGroupedGemm(wcol).message().find("reads both operands rowwise"),
+      std::string::npos);
+  GroupedGemmSpec pair = s;
+  pair.cluster = 2;
+  EXPECT_NE(cg::checkGroupedGemm(pair).message().find("one CTA a cluster"),
+            std::string::npos);
+  GroupedGemmSpec ragged = s;
+  ragged.k = 480;
+  EXPECT_NE(cg::checkGroupedGemm(ragged).message().find("multiple of 128"),
+            std::string::npos);
+  // No scale map: the third tensor map repeats x's.
+  EXPECT_EQ(cg::groupedGemmMaps(s, 300)[2], cg::groupedGemmMaps(s, 300)[0]);
 }
 
 TEST(GroupedGemm, ShapesWithoutAKernelAreRefusedWithTheRule) {
@@ -282,6 +335,21 @@ protected:
     rt::DeviceBuffer w =
         s.fp8() ? upload(fp8Codes(wv, s.fp8Formats.b)) : upload(bf16(wv));
     rt::DeviceBuffer sxBuf = upload(sx), swBuf = upload(sw);
+    if (s.mxfp8()) {
+      // E8M0 scales [roundup(rows,128)][K/32]: 2^-3 .. 2^3, every 11th
+      // 2^-127 (the fp32 subnormal the decode must keep).
+      std::uniform_int_distribution<int> exponent(124, 130);
+      auto scales = [&](int64_t rows) {
+        std::vector<uint8_t> v((rows + 127) / 128 * 128 * (k / 32));
+        for (size_t i = 0; i < v.size(); ++i)
+          v[i] = i % 11 == 5 ? 0 : uint8_t(exponent(rng));
+        return v;
+      };
+      mxSx_ = scales(mTotal);
+      mxSw_ = scales(g * n);
+      sxBuf = upload(mxSx_);
+      swBuf = upload(mxSw_);
+    }
     rt::DeviceBuffer splitBuf = upload(splits);
     rt::Expected<rt::DeviceBuffer> y =
         rt::DeviceBuffer::allocate(mTotal * n * 2);
@@ -355,22 +423,48 @@ protected:
   }
 
 private:
+  /// MXFP8: the E8M0 scales of x and of the stack, as uploaded.
+  std::vector<uint8_t> mxSx_, mxSw_;
+
   static std::vector<uint16_t> bf16(const std::vector<float> &v) {
     return bf16Codes(v);
   }
 
   /// Expert `e`'s rows [row0, row0 + m) as their own GEMM, rounded to bf16.
-  static std::vector<uint16_t>
-  expected(const GroupedGemmSpec &s, const std::vector<float> &xv,
-           const std::vector<float> &wv, const std::vector<float> &sx,
-           const std::vector<float> &sw, int64_t row0, int64_t m, int64_t e) {
+  std::vector<uint16_t> expected(const GroupedGemmSpec &s,
+                                 const std::vector<float> &xv,
+                                 const std::vector<float> &wv,
+                                 const std::vector<float> &sx,
+                                 const std::vector<float> &sw, int64_t row0,
+                                 int64_t m, int64_t e) const {
     const int64_t n = s.n, k = s.k, kb = (k + 127) / 128;
     const int64_t mTotalPad = static_cast<int64_t>(sx.size()) / kb;
     const int64_t nb = (n + 127) / 128, kbPad = (kb + 3) / 4 * 4;
     if (m == 0)
       return {};
     std::vector<float> out;
-    if (!s.fp8()) {
+    if (s.mxfp8()) {
+      const int64_t stride = k / 32;
+      ref::Mxfp8Operand xo, wo;
+      xo.rows = m;
+      wo.rows = n;
+      xo.k = wo.k = k;
+      xo.scaleStride = wo.scaleStride = stride;
+      xo.format = fp8Format(s.fp8Formats.a);
+      wo.format = fp8Format(s.fp8Formats.b);
+      xo.codes = fp8Codes({xv.begin() + row0 * k, xv.begin() + (row0 + m) * k},
+                          s.fp8Formats.a);
+      wo.codes =
+          fp8Codes({wv.begin() + e * n * k, wv.begin() + (e + 1) * n * k},
+                   s.fp8Formats.b);
+      xo.scales.assign(mxSx_.begin() + row0 * stride,
+                       mxSx_.begin() + (row0 + m) * stride);
+      wo.scales.assign(mxSw_.begin() + e * n * stride,
+                       mxSw_.begin() + (e + 1) * n * stride);
+      std::string error;
+      out = ref::mxfp8Gemm(xo, wo, nullptr, &error);
+      EXPECT_EQ(error, "");
+    } else if (!s.fp8()) {
       // fprop: W [G·N, K]; dgrad: the [G, K, N] stack, read along N.
       out =
           ref::referenceGemm(xv.data() + row0 * k, false, wv.data() + e * n * k,
@@ -494,6 +588,25 @@ TEST_F(GroupedGemmGpu, BandsOfRowUnitsCoverEveryTile) {
   pairs.clusterM = 2;
   pairs.band = 2;
   check(pairs, 1600, {0, 130, 900, 400, 128}, 4);
+}
+
+// MXFP8 x MXFP8 (E4M3, and an E5M2 x against E4M3 weights): ragged
+// splits with an expert without tokens, a one-row expert and padding rows;
+// few CTAs (each walks many tiles through the stage ring, so the scale
+// warp's stage and phase wrap); a graph replayed with new split sizes; N
+// not a multiple of the tile (columns past N get scale 1, never stored) and
+// not a multiple of 8 (stored from registers); G = 1, a plain GEMM.
+TEST_F(GroupedGemmGpu, Mxfp8MatchesEachExpertAloneUnderItsPromotionRule) {
+  GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Mxfp8, 4, 384, 512);
+  check(s, 700, {0, 300, 1, 250});
+  check(s, 700, {0, 300, 1, 250}, 3);
+  check(s, 640, {100, 200, 0, 340}, 0, {0, 17, 500, 123});
+  GroupedGemmSpec e5m2 = s;
+  e5m2.fp8Formats = {rt::DType::E5M2, rt::DType::E4M3};
+  check(e5m2, 700, {0, 300, 1, 250});
+  check(spec(GroupedGemmSpec::Operands::Mxfp8, 2, 200, 256), 300, {150, 150});
+  check(spec(GroupedGemmSpec::Operands::Mxfp8, 2, 202, 384), 300, {150, 149});
+  check(spec(GroupedGemmSpec::Operands::Mxfp8, 1, 256, 1024), 333, {333});
 }
 
 // One expert with every token; G = 1 is a plain GEMM.

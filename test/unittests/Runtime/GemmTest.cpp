@@ -321,6 +321,48 @@ TEST(BlockScaledGemm, LinearLayerGemmsFromBothDirections) {
 // Output cast and bias gradient
 //===----------------------------------------------------------------------===//
 
+// The MXFP8 rule (docs/Numerics.md §5.4): each 32-element block's partial
+// product P is taken as fma(P · s_x, s_w, y) in block order, each block
+// with its own pair of scales: two blocks whose scaled products cancel,
+// then a third whose x scale is 2^-127 (E8M0 0x00, the fp32 subnormal,
+// not zero).
+TEST(Mxfp8Gemm, PromotesEachBlockWithBothScales) {
+  Mxfp8Operand x, w;
+  x.rows = w.rows = 1;
+  x.k = w.k = 96;
+  x.scaleStride = w.scaleStride = 3;
+  x.codes.assign(96, encodeFp8(Fp8Format::E4M3, 1.0f));
+  w.codes.assign(96, encodeFp8(Fp8Format::E4M3, 1.0f));
+  for (int k = 32; k < 64; ++k)
+    w.codes[k] = encodeFp8(Fp8Format::E4M3, -1.0f);
+  // Block 0: P = 32, scales 2^20 x 2^0; block 1: P = -32, 2^0 x 2^20;
+  // block 2: P = 32, 2^-127 x 2^100.
+  x.scales = {127 + 20, 127, 0};
+  w.scales = {127, 127 + 20, 127 + 100};
+  std::string error;
+  std::vector<float> y = mxfp8Gemm(x, w, nullptr, &error);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0], 32.0f * std::ldexp(1.0f, -27));
+  // With a bias, added after the blocks in fp32.
+  float bias = 1.0f;
+  EXPECT_EQ(mxfp8Gemm(x, w, &bias)[0], 1.0f + 32.0f * std::ldexp(1.0f, -27));
+  // E5M2 codes decode as E5M2.
+  Mxfp8Operand x5 = x;
+  x5.format = Fp8Format::E5M2;
+  x5.codes.assign(96, encodeFp8(Fp8Format::E5M2, 2.0f));
+  EXPECT_EQ(mxfp8Gemm(x5, w)[0], 64.0f * std::ldexp(1.0f, -27));
+  // Bad operands are refused with the reason.
+  Mxfp8Operand shortK = w;
+  shortK.k = 64;
+  mxfp8Gemm(x, shortK, nullptr, &error);
+  EXPECT_NE(error.find("one K"), std::string::npos) << error;
+  Mxfp8Operand fewScales = w;
+  fewScales.scales.resize(2);
+  EXPECT_TRUE(mxfp8Gemm(x, fewScales, nullptr, &error).empty());
+  EXPECT_NE(error.find("too small"), std::string::npos) << error;
+}
+
 TEST(GemmHelpers, RoundToBf16) {
   std::vector<uint16_t> r = roundToBF16({1.0f, 1.0f + 0x1p-8f, 1.0f + 0x3p-9f});
   // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: even -> 1.0 (0x3F80);

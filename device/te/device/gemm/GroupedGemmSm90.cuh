@@ -27,7 +27,9 @@
 // Operands: BF16 x BF16, or FP8 block-scaled, each side E4M3 or E5M2 (not
 // both E5M2: an E5M2 gradient's dgrad) (X 1x128 blocks, scales in the
 // GEMM_READY layout [K/128][roundup(M_total,4)]; W 128x128 tiles, scales
-// [G][ceil(N/128)][roundup(K/128,4)]), docs/Numerics.md §7.
+// [G][ceil(N/128)][roundup(K/128,4)]), docs/Numerics.md §7; or MXFP8 x
+// MXFP8 (fprop; both read rowwise, 1x32 blocks along K, E8M0 scales in the
+// compact layout [rows][K/32], docs/Numerics.md §5.4).
 //
 // Schedule: persistent CTAs (one per SM) walk the tiles of every expert
 // (BLOCK_M x BLOCK_N output tiles that never cross an expert boundary) in
@@ -39,14 +41,19 @@
 // the tensor cores into a fresh partial sum P, then promoted in fp32 as
 // y = fma(P, s_x · s_w, y), the rule cuBLASLt's block-scaled GEMM follows
 // on the H100 (docs/Numerics.md §7.3), while the next block's MMAs run
-// (pipelinedFp8Blocks). Clusters of 2 CTAs along N share the x tile; 2 x 2
-// clusters (ClusterM = 2) also share the W tile between row-tile pairs.
+// (pipelinedFp8Blocks). MXFP8: every 32-element K step is its own partial
+// sum, promoted as y = fma(P · s_x, s_w, y) with the two E8M0 scales of
+// its row and column (pipelinedMxSteps); the producer's other three warps
+// turn the stages' E8M0 bytes into fp32 scales in shared memory. Clusters of 2
+// CTAs along N share the x tile; 2 x 2 clusters (ClusterM = 2) also share the W
+// tile between row-tile pairs.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH
 #define TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH
 
+#include "te/device/E8M0.cuh"
 #include "te/device/GroupedSplits.cuh"
 #include "te/device/gemm/Sm90Mma.cuh"
 #include "te/device/gemm/TileStore.cuh"
@@ -63,7 +70,7 @@ namespace gemm {
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
           int Groups_, bool WeightColumnwise = false, bool XE5M2 = false,
           bool WE5M2 = false, int ClusterM = 1, int BandUnits = 1,
-          int OutBoxes = 1>
+          int OutBoxes = 1, bool Mx = false>
 struct GroupedGemmConfig
     : Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2> {
   using Shape = Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2>;
@@ -95,8 +102,18 @@ struct GroupedGemmConfig
   /// aligned, so kBlockM + 4 floats from the row rounded down to a multiple
   /// of 4 (a 128-byte aligned slot each).
   static constexpr int kScaleBox = kBlockM + 4;
+  /// MXFP8 (both operands 1x32 E8M0 blocks along K): the stage's scales as
+  /// fp32, [4 K steps][128 x rows] then [4][128 W rows] - decoded once by
+  /// the scale warp, not by every math thread at every K step.
+  static constexpr bool kMx = Mx;
+  static constexpr bool kScaleTma = Fp8Block && !Mx;
   static constexpr int kStageSA =
-      Fp8Block ? (kScaleBox * 4 + 127) / 128 * 128 : 0;
+      Mx ? 2 * 4 * 128 * 4 : (Fp8Block ? (kScaleBox * 4 + 127) / 128 * 128 : 0);
+  /// Bytes between the rows of an MXFP8 scale matrix ([rows][K/32] E8M0).
+  static constexpr int kMxScaleStride = K_ / 32;
+  /// Arrivals that fill a stage: the TMA thread's, and (MXFP8) every lane
+  /// of the scale warp that publishes it, after its stores.
+  static constexpr int kFullArrivals = Mx ? 1 + 32 : 1;
   /// Row stride of the weight scales: roundup(ceil(K/128), 4), or, read
   /// columnwise, roundup(G·K/128, 4).
   static constexpr int kSwStride =
@@ -131,6 +148,10 @@ struct GroupedGemmConfig
                 "row-tile pairs share a K-major W tile (not the BF16 stack "
                 "read along N)");
   static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
+  static_assert(!Mx || (Fp8Block && !WeightColumnwise && Cluster == 1 &&
+                        ClusterM == 1),
+                "MXFP8: FP8 data, both operands read rowwise, one CTA a "
+                "cluster");
   static_assert(BandUnits >= 1, "a band holds at least one row unit");
   static_assert(OutBoxes == 1 || OutBoxes == 2,
                 "a warpgroup stores through one or two output boxes");
@@ -184,6 +205,92 @@ __device__ __forceinline__ Tile locate(int t, int rank, const int *tileEnd,
   const int rankN = rank % C::kCluster, rankM = rank / C::kCluster;
   return {lo, firstRow + unit * C::kRowUnit + rankM * C::kBlockM, rowEnd[lo],
           (item * C::kCluster + rankN) * C::kBlockN};
+}
+
+/// MXFP8: the scale warps (the producer warpgroup's other three) follow
+/// the TMA thread through the stage ring, warp w taking every third stage
+/// from the w-th. For a stage a warp reads the E8M0 scales of the tile's 128
+/// x rows and 128 W rows over the stage's 128 K (one 32-bit word a row: four
+/// 1x32 blocks), decodes them to fp32 (dev::decodeE8M0, which keeps 2^-127
+/// and NaN) and stores them as [4][128] x scales then [4][128] W scales;
+/// each lane arrives on the stage's full barrier after its stores. A warp
+/// loads its next stage's words before it waits for and publishes its
+/// current one, so three stages' loads are in flight: one warp, waiting for
+/// each stage's loads in turn, held the kernel to a third of its speed
+/// (measured on the H100; docs/Performance.md). Rows past M_total and
+/// columns past N (never stored) get scale 1.
+/// Warps of the producer warpgroup that load MXFP8 scales (all but the
+/// TMA thread's).
+constexpr int kMxScaleWarps = 3;
+
+template <class C>
+__device__ __forceinline__ void
+mxScaleWarp(int warp, int lane, int rank, int cluster, int clusters,
+            int numItems, const int *tileEnd, const int *rowEnd,
+            unsigned char *stageScales,
+            cutlass::arch::ClusterTransactionBarrier *full,
+            cutlass::arch::ClusterTransactionBarrier *empty, const dev::u8 *sx,
+            const dev::u8 *sw, int mTotal) {
+  constexpr unsigned kOnes = 0x7F7F7F7Fu; // four E8M0 1.0
+  constexpr long long kStride = C::kMxScaleStride;
+  // The stage and phase of the next stage of the sequence, and of the one
+  // this warp has loaded and not yet published.
+  int stage = 0, pendingStage = 0;
+  uint32_t phase = 0, pendingPhase = 0;
+  unsigned words[8];
+  bool pending = false;
+  auto publish = [&] {
+    empty[pendingStage].wait(pendingPhase ^ 1);
+    float *dst =
+        reinterpret_cast<float *>(stageScales + pendingStage * C::kStageSA);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        dst[(i / 4) * 512 + j * 128 + (i % 4) * 32 + lane] =
+            dev::decodeE8M0(dev::u8(words[i] >> (8 * j)));
+    full[pendingStage].arrive();
+  };
+  int turn = 0; // whose stage the next one is
+  for (int t = cluster; t < numItems; t += clusters) {
+    const Tile tile = locate<C>(t, rank, tileEnd, rowEnd);
+    const dev::u8 *wRows = sw + (long long)tile.expert * C::kN * kStride;
+    for (int kb = 0; kb < C::kKBlocks; ++kb) {
+      const int thisStage = stage;
+      const uint32_t thisPhase = phase;
+      if (++stage == C::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+      const bool mine = turn == warp;
+      if (++turn == kMxScaleWarps)
+        turn = 0;
+      if (!mine)
+        continue;
+      unsigned next[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = tile.row0 + lane + 32 * i;
+        const int col = tile.col0 + lane + 32 * i;
+        next[i] = row < mTotal ? __ldg(reinterpret_cast<const unsigned *>(
+                                     sx + row * kStride + kb * 4))
+                               : kOnes;
+        next[4 + i] = col < C::kN ? __ldg(reinterpret_cast<const unsigned *>(
+                                        wRows + col * kStride + kb * 4))
+                                  : kOnes;
+      }
+      if (pending)
+        publish();
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        words[i] = next[i];
+      pending = true;
+      pendingStage = thisStage;
+      pendingPhase = thisPhase;
+    }
+  }
+  if (pending)
+    publish();
 }
 
 /// The FP8 K loop of one tile, software-pipelined over two partial-sum
@@ -252,6 +359,82 @@ pipelinedFp8Blocks(uint64_t descA0, uint64_t descB0,
   } else {
     step(Last{}, kBlocks - 1, accA, accB);
   }
+}
+
+/// The MXFP8 K loop of one tile: every 32-element K step (one MMA) is its
+/// own partial sum P, promoted as y = fma(P · s_x, s_w, y) with the fp32
+/// scales of its row and column that the scale warp wrote into the stage
+/// (docs/Numerics.md §5.4), pipelined over two accumulators as the FP8
+/// block kernel's blocks are: step q + 1's MMA runs while step q is
+/// promoted. The four steps of a stage are unrolled, so that every offset
+/// and every wait is static; a stage goes back once its last step is
+/// promoted (the scales are read then).
+template <class C, class Mma, int N, class Release>
+__device__ __forceinline__ void pipelinedMxSteps(
+    uint64_t descA0, uint64_t descB0, const unsigned char *stageScales,
+    cutlass::arch::ClusterTransactionBarrier *full, int wg, int rowInWg,
+    int colInTile, float (&accA)[N], float (&accB)[N], float (&total)[N],
+    int &stage, uint32_t &phase, Release release) {
+  // The stage of the step being promoted (`stage`: of the one issued).
+  int promoteStage = stage;
+  auto issue = [&](auto j, float(&d)[N]) {
+    if constexpr (decltype(j)::value == 0)
+      full[stage].wait(phase);
+    constexpr int kOffset = 32 * decltype(j)::value;
+    mmaStep<Mma>(descPlus(descA0, stage * C::kStageA + kOffset),
+                 descPlus(descB0, stage * C::kStageB + kOffset), d);
+    if constexpr (decltype(j)::value == 3) {
+      if (++stage == C::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  };
+  auto promote = [&](auto j, float(&c)[N]) {
+    const float *scales = reinterpret_cast<const float *>(
+                              stageScales + promoteStage * C::kStageSA) +
+                          decltype(j)::value * 128;
+    const float sx0 = scales[wg * 64 + rowInWg];
+    const float sx1 = scales[wg * 64 + rowInWg + 8];
+    const float *sw = scales + 4 * 128 + colInTile;
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) {
+      const float2 w = *reinterpret_cast<const float2 *>(sw + 8 * i);
+      total[4 * i] = fmaf(c[4 * i] * sx0, w.x, total[4 * i]);
+      total[4 * i + 1] = fmaf(c[4 * i + 1] * sx0, w.y, total[4 * i + 1]);
+      total[4 * i + 2] = fmaf(c[4 * i + 2] * sx1, w.x, total[4 * i + 2]);
+      total[4 * i + 3] = fmaf(c[4 * i + 3] * sx1, w.y, total[4 * i + 3]);
+    }
+    if constexpr (decltype(j)::value == 3) {
+      release(promoteStage);
+      if (++promoteStage == C::kStages)
+        promoteStage = 0;
+    }
+  };
+  using Issue = cute::true_type;
+  using Last = cute::false_type;
+  // Step j of a stage (in `cur`) is in flight: issue step j + 1 (the next
+  // stage's first after j = 3) into `nxt` unless `next` is Last, promote j.
+  auto step = [&](auto next, auto j, float(&cur)[N], float(&nxt)[N]) {
+    pipelineStep(
+        next, cur, nxt,
+        [&](float(&d)[N]) {
+          issue(cute::Int<(decltype(j)::value + 1) % 4>{}, d);
+        },
+        [&](float(&c)[N]) { promote(j, c); });
+  };
+  using cute::Int;
+  issue(Int<0>{}, accA);
+  for (int kb = 0; kb + 1 < C::kKBlocks; ++kb) {
+    step(Issue{}, Int<0>{}, accA, accB);
+    step(Issue{}, Int<1>{}, accB, accA);
+    step(Issue{}, Int<2>{}, accA, accB);
+    step(Issue{}, Int<3>{}, accB, accA);
+  }
+  step(Issue{}, Int<0>{}, accA, accB);
+  step(Issue{}, Int<1>{}, accB, accA);
+  step(Issue{}, Int<2>{}, accA, accB);
+  step(Last{}, Int<3>{}, accB, accA);
 }
 
 /// Expert `expert`'s bias of output columns col and col + 1, widened from
@@ -338,7 +521,8 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
     // The tile's 128x128 weight-scale row (FP8 tiles are 128 wide); read
     // columnwise, the expert's blocks start at column g·K/128 of it.
     const float *swTile =
-        C::kWeightColumnwise
+        C::kMx ? nullptr
+        : C::kWeightColumnwise
             ? sw + (long long)(tile.col0 / 128) * C::kSwStride +
                   tile.expert * (C::kK / 128)
             : sw + ((long long)tile.expert * ((C::kN + 127) / 128) +
@@ -347,7 +531,11 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
 #pragma unroll
     for (int i = 0; i < kAccum; ++i)
       total[i] = 0.f;
-    if constexpr (C::kFp8Block) {
+    if constexpr (C::kMx) {
+      detail::pipelinedMxSteps<C, Mma>(descA0, descB0, stageSX, full, WG,
+                                       rowInWg, colInTile, acc, acc2, total,
+                                       stage, phase, release);
+    } else if constexpr (C::kFp8Block) {
       detail::pipelinedFp8Blocks<C, Mma>(descA0, descB0, stageSX, full,
                                          tile.row0, WG, rowInWg, swTile, acc,
                                          acc2, total, stage, phase, release);
@@ -409,14 +597,17 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
 /// [N, G·K] (box: kBlockN / kClusterM rows) or, BF16 columnwise, [G·K, N]
 /// (box: 64 x 64), (FP8) the x scales [K/128, roundup(M_total,4)], and
 /// (kTmaStore) Y [M_total, N] (box: 64 x 64, 128-byte swizzle); `sw` the
-/// weight scales (FP8), `splits` G int64 on the device, `bias` null or
-/// [G, N] bf16 (added in fp32 before the rounding), `y` [M_total, N] bf16.
+/// weight scales (block FP8: fp32 128x128 tile scales; MXFP8: E8M0
+/// [roundup(G·N,128)][K/32]), `sx` (MXFP8) the x scales [roundup(M_total,
+/// 128)][K/32] E8M0 (block FP8 reads its x scales through `tmSX`),
+/// `splits` G int64 on the device, `bias` null or [G, N] bf16 (added in fp32
+/// before the rounding), `y` [M_total, N] bf16.
 template <class C>
 __device__ __forceinline__ void
 groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                 const cute::TmaDescriptor *tmSX, const cute::TmaDescriptor *tmY,
-                const float *sw, const long long *splits, const dev::u16 *bias,
-                dev::u16 *y, int mTotal) {
+                const void *sw, const void *sx, const long long *splits,
+                const dev::u16 *bias, dev::u16 *y, int mTotal) {
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   extern __shared__ __align__(1024) unsigned char sharedRaw[];
@@ -443,7 +634,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   const int clusters = gridDim.x / C::kClusterSize;
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::kStages; ++s) {
-      full[s].init(1);
+      full[s].init(C::kFullArrivals);
       // Every math warpgroup of the cluster frees a stage: multicast
       // writes into every CTA's copy of it.
       empty[s].init(C::kMathWarpgroups * C::kClusterSize);
@@ -472,7 +663,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
     if (threadIdx.x % 128 == 0) {
       prefetch_tma_descriptor(tmX);
       prefetch_tma_descriptor(tmW);
-      if (C::kFp8Block)
+      if (C::kScaleTma)
         prefetch_tma_descriptor(tmSX);
       if (C::kTmaStore)
         prefetch_tma_descriptor(tmY);
@@ -500,7 +691,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
           empty[stage].wait(phase ^ 1);
           uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
           full[stage].arrive_and_expect_tx(
-              C::kStageA + C::kStageB + (C::kFp8Block ? C::kScaleBox * 4 : 0));
+              C::kStageA + C::kStageB + (C::kScaleTma ? C::kScaleBox * 4 : 0));
           unsigned char *a =
               stageA + stage * C::kStageA + rankN * kRowsPerCta * 128;
           if (C::kCluster == 1)
@@ -527,7 +718,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                 stageB + stage * C::kStageB + rankM * kWRowsPerCta * 128,
                 wCol0 + kb * C::kBlockK, wRow + rankM * kWRowsPerCta);
           }
-          if (C::kFp8Block)
+          if (C::kScaleTma)
             SM90_TMA_LOAD_2D::copy(tmSX, bar, kEvictNormal,
                                    stageSX + stage * C::kStageSA,
                                    tile.row0 & ~3, kb);
@@ -537,15 +728,20 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
           }
         }
       }
+    } else if (C::kMx && threadIdx.x / 32 % 4 != 0) {
+      detail::mxScaleWarp<C>(threadIdx.x / 32 % 4 - 1, lane, rank, cluster,
+                             clusters, numItems, tileEnd, rowEnd, stageSX, full,
+                             empty, static_cast<const dev::u8 *>(sx),
+                             static_cast<const dev::u8 *>(sw), mTotal);
     }
   } else if (warpgroup == 0) {
     mathWarpgroup<C, 0>(lane, rank, cluster, clusters, numItems, tileEnd,
                         rowEnd, stageA, stageB, stageSX, outShared, full, empty,
-                        sw, bias, y, mTotal, tmY);
+                        static_cast<const float *>(sw), bias, y, mTotal, tmY);
   } else {
     mathWarpgroup<C, 1>(lane, rank, cluster, clusters, numItems, tileEnd,
                         rowEnd, stageA, stageB, stageSX, outShared, full, empty,
-                        sw, bias, y, mTotal, tmY);
+                        static_cast<const float *>(sw), bias, y, mTotal, tmY);
   }
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C::kClusterSize > 1)

@@ -192,6 +192,19 @@ __device__ __forceinline__ void mmaSlab(uint64_t a, uint64_t b, float (&d)[N],
   warpgroup_commit_batch();
 }
 
+/// One warpgroup MMA of a single K step (32 bytes of a K-major row) into a
+/// fresh `d` (zeroed by the MMA), committed as its own batch: the MXFP8
+/// kernels promote every 32-element step (docs/Numerics.md §5.4).
+template <class Mma, int N>
+__device__ __forceinline__ void mmaStep(uint64_t a, uint64_t b, float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    warpgroup_fence_operand(d[i]);
+  warpgroup_arrive();
+  gmma<Mma>(a, b, d, GMMA::ScaleOut::Zero, make_index_sequence<N>{});
+  warpgroup_commit_batch();
+}
+
 /// One step of a promotion pipeline over two partial-sum accumulators (the
 /// FP8 kernels' pipelinedFp8Blocks and pipelinedWgradBlocks): block kb's
 /// MMAs, into `cur`, are in flight. With `Next` (cute::true_type),

@@ -45,11 +45,14 @@ struct Fp8Operands {
 /// What one grouped GEMM kernel is specialised for.
 struct GroupedGemmSpec {
   enum class Operands {
-    BF16,    ///< bf16 x bf16
-    Fp8Block ///< E4M3 x with 1x128 scales, E4M3 W with 128x128 scales
+    BF16,     ///< bf16 x bf16
+    Fp8Block, ///< E4M3 x with 1x128 scales, E4M3 W with 128x128 scales
+    /// MXFP8 x and W, both rowwise (1x32 blocks along K, E8M0 scales in
+    /// the compact layout [rows][K/32]): the fprop only, one CTA a cluster.
+    Mxfp8
   };
   Operands operands = Operands::BF16;
-  /// Block FP8: the formats of x's (a) and w's (b) codes.
+  /// FP8 (block or MXFP8): the formats of x's (a) and w's (b) codes.
   Fp8Operands fp8Formats;
   int64_t groups = 1; ///< G experts
   int64_t n = 0;      ///< output columns per expert
@@ -80,7 +83,9 @@ struct GroupedGemmSpec {
   /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
   int stages = 0;
 
-  bool fp8() const { return operands == Operands::Fp8Block; }
+  /// FP8 codes (block-scaled or MXFP8): 128-element K stages, FP8 MMAs.
+  bool fp8() const { return operands != Operands::BF16; }
+  bool mxfp8() const { return operands == Operands::Mxfp8; }
   /// CTAs per cluster, N x M (of a resolved spec): what the launch passes.
   unsigned clusterSize() const { return unsigned(cluster * clusterM); }
   /// The spec with every 0 replaced by the choice made for it.
@@ -116,11 +121,13 @@ unsigned groupedGemmSharedBytes(const GroupedGemmSpec &s);
 std::string emitGroupedGemm(const GroupedGemmSpec &s);
 rt::Expected<rt::CompileOptions> groupedGemmCompileOptions();
 
-/// The device buffers of one call. fp8: x and w are FP8 codes, sx the
+/// The device buffers of one call. Block FP8: x and w are FP8 codes, sx the
 /// 1x128 scales [ceil(K/128)][roundup(mTotal,4)] f32, sw the 128x128
 /// scales [G][ceil(N/128)][roundup(ceil(K/128),4)] f32 (columnwise weight:
-/// w [N, G·K], sw as GroupedGemmSpec::weightColumnwise says); bf16: sx, sw
-/// unused.
+/// w [N, G·K], sw as GroupedGemmSpec::weightColumnwise says). MXFP8: sx
+/// the E8M0 scales of x [roundup(mTotal,128)][K/32], sw those of the stack
+/// as one [G·N, K] tensor, [roundup(G·N,128)][K/32] (the compact rowwise
+/// layout of docs/Numerics.md §5.2). BF16: sx, sw unused.
 struct GroupedGemmBuffers {
   uint64_t x = 0; ///< [mTotal, K]
   uint64_t w = 0; ///< [G, N, K]
@@ -137,9 +144,9 @@ struct GroupedGemmBuffers {
 /// rows: x [mTotal, K] (box: a cluster rank's share of the tile rows), w
 /// [G*N, K] or columnwise [N, G*K] (box: one tile of rows, one K block) or,
 /// BF16 columnwise, [G*K, N] (box: 64 rows of K, 64 columns), the x scales
-/// [ceil(K/128), roundup(mTotal, 4)] (FP8; the BF16 kernel ignores its
-/// third map, which repeats x's), and y [mTotal, N] (box: 64 x 64, 128-byte
-/// swizzle) where groupedGemmTmaStore, else x's again, unused. The one
+/// [ceil(K/128), roundup(mTotal, 4)] (block FP8; the BF16 and MXFP8 kernels
+/// ignore their third map, which repeats x's), and y [mTotal, N] (box: 64 x 64,
+/// 128-byte swizzle) where groupedGemmTmaStore, else x's again, unused. The one
 /// place both the direct launch and plans take them from.
 std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &s,
                                                   int64_t mTotal);
@@ -148,13 +155,14 @@ std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &s,
 /// pointers and M_total, in the kernel's order) and its grid.
 struct GroupedGemmLaunch {
   std::array<rt::TensorMap, 4> maps;
-  uint64_t sw = 0, splits = 0, bias = 0, y = 0;
+  /// sx: MXFP8's x scales (the block-FP8 kernel reads them by TMA), else 0.
+  uint64_t sw = 0, sx = 0, splits = 0, bias = 0, y = 0;
   int32_t mTotal = 0;
   rt::Dim3 grid, block, cluster;
   unsigned sharedBytes = 0;
   /// Pointers to each parameter, as cuLaunchKernel takes them (point into
   /// this object: do not copy it between args() and the launch).
-  std::array<void *, 9> args();
+  std::array<void *, 10> args();
 };
 
 /// Encodes the tensor maps for `b` and sizes the grid: one CTA per SM of

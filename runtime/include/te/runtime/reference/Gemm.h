@@ -81,6 +81,27 @@ std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
                                    const float *bias = nullptr,
                                    std::string *error = nullptr);
 
+/// One operand of an MXFP8 GEMM in TN form: `rows` x `k` FP8 codes with K
+/// contiguous (k a multiple of 32), and the E8M0 scale of (row, kk) at
+/// scales[row * scaleStride + kk / 32] - the compact rowwise layout of
+/// docs/Numerics.md §5.2.
+struct Mxfp8Operand {
+  std::vector<uint8_t> codes, scales;
+  int64_t rows = 0, k = 0;
+  int64_t scaleStride = 0;
+  Fp8Format format = Fp8Format::E4M3;
+};
+
+/// y (x.rows x w.rows) = x * w^T as tejit's generated Hopper MXFP8 GEMM
+/// computes it (docs/Numerics.md §5.4): for each 32-element K block j
+///   P = sum of decode(qx) * decode(qw) over the block, fp32, k in order;
+///   y = fma(P * 2^(Ex-127), 2^(Ew-127), y)   (E8M0 decoded by decodeE8M0)
+/// starting from y = +0, then y = y + bias[n] in fp32 if `bias` is given.
+/// On bad operands `error` (if given) is set and the result is empty.
+std::vector<float> mxfp8Gemm(const Mxfp8Operand &x, const Mxfp8Operand &w,
+                             const float *bias = nullptr,
+                             std::string *error = nullptr);
+
 /// The split sizes of a grouped GEMM as the kernels apply them: each
 /// clamped to [0, rows left of mTotal] (docs/Numerics.md §7.4).
 std::vector<int64_t> clampSplits(const std::vector<int64_t> &splits,
