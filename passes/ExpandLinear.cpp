@@ -328,8 +328,8 @@ LogicalResult expandPerExpertScaled(GroupedLinearOp lin) {
       lin.getInput(), lin.getWeight(), splits, bias,
       /*weight_columnwise=*/UnitAttr(), *x, *w,
       expertState(b, lin.getLayerAttr(), schemes, "input", Direction::rowwise),
-      expertState(b, lin.getLayerAttr(), schemes, "weight",
-                  Direction::rowwise));
+      expertState(b, lin.getLayerAttr(), schemes, "weight", Direction::rowwise),
+      GemmPathAttr());
   lin.getResult().replaceAllUsesWith(g.getResult());
   lin.erase();
   return success();
@@ -369,7 +369,7 @@ LogicalResult expand(GroupedLinearOp lin) {
   auto g = GroupedGemmOp::create(
       e.b, loc, result, *x, *wq, splits, lin.getBias(),
       /*weight_columnwise=*/UnitAttr(), SchemeAttrInterface(),
-      SchemeAttrInterface(), StringAttr(), StringAttr());
+      SchemeAttrInterface(), StringAttr(), StringAttr(), GemmPathAttr());
   lin.getResult().replaceAllUsesWith(g.getResult());
   lin.erase();
   return success();
@@ -449,7 +449,8 @@ LogicalResult expand(GroupedLinearGradOp grad) {
           : StringAttr(),
       dyCurrent
           ? expertState(e.b, layer, schemes, "weight", Direction::columnwise)
-          : StringAttr());
+          : StringAttr(),
+      GemmPathAttr());
 
   auto dyScheme = cast<SchemeAttrInterface>(schemes.get("grad_output"));
   FailureOr<SchemeAttrInterface> xScheme = roleScheme(grad, schemes, "input");

@@ -63,6 +63,36 @@ static GemmPath pathOf(GemmOp gemm, int sm) {
   }
 }
 
+/// How the grouped GEMM `op` runs on Hopper: `generated` where the engine's
+/// kernel reads its operands as stored, `emulated` where they are
+/// dequantized first. MXFP8 x MXFP8 (the fprop) is a choice, made by
+/// comparing the two on measured H100 rates (docs/Performance.md, "A
+/// generated MXFP8 GEMM"): the MXFP8 kernel at ~410 TFLOP/s, against the
+/// bf16 kernel at ~700 plus dequantizing x and the whole stack at ~2.8 TB/s
+/// (1 byte read, 2 written an element). Dequantizing wins with many tokens
+/// per expert, the direct kernel where the stack's pass dominates (below
+/// ~600 tokens per expert at N = 4096).
+static GemmPath groupedPathOf(GroupedGemmOp op) {
+  Type x = op.getInput().getType(), w = op.getWeight().getType();
+  Direction wDir = op.getWeightDirection();
+  if (!GroupedGemmOp::engineReads(x, w, wDir))
+    return GemmPath::emulated;
+  if (!GroupedGemmOp::bothMxfp8(x, w, wDir))
+    return GemmPath::generated;
+  constexpr double kMxfp8Flops = 410e12, kBf16Flops = 700e12,
+                   kDequantBytes = 2.8e12;
+  // Both are MXFP8 qtensors here.
+  ArrayRef<int64_t> xs = cast<QTensorType>(x).getShape(),
+                    ws = cast<QTensorType>(w).getShape();
+  const double m = double(xs[0]), k = double(xs[1]), g = double(ws[0]),
+               n = double(ws[1]);
+  const double flops = 2 * m * n * k;
+  const double direct = flops / kMxfp8Flops;
+  const double dequantized =
+      flops / kBf16Flops + 3 * (m * k + g * n * k) / kDequantBytes;
+  return direct < dequantized ? GemmPath::generated : GemmPath::emulated;
+}
+
 namespace {
 struct TeLegalizeTargetPass
     : mlir::te::impl::TeLegalizeTargetPassBase<TeLegalizeTargetPass> {
@@ -98,11 +128,19 @@ struct TeLegalizeTargetPass
           failed = true;
         }
       }
-      if (isa<GroupedGemmOp>(op) && sm != 90) {
-        op->emitError() << "te.grouped_gemm runs on the GEMM engine's Hopper "
-                           "kernel (sm_90a) only, but the target is "
-                        << target.getArch();
-        failed = true;
+      if (auto grouped = dyn_cast<GroupedGemmOp>(op)) {
+        if (sm != 90) {
+          op->emitError() << "te.grouped_gemm runs on the GEMM engine's "
+                             "Hopper kernel (sm_90a) only, but the target is "
+                          << target.getArch();
+          failed = true;
+        } else {
+          GemmPath path = groupedPathOf(grouped);
+          LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] te.grouped_gemm at "
+                                  << grouped.getLoc() << ": "
+                                  << stringifyGemmPath(path) << "\n");
+          grouped.setPathAttr(GemmPathAttr::get(ctx, path));
+        }
       }
       if (auto gemm = dyn_cast<GemmOp>(op)) {
         GemmPath path = pathOf(gemm, sm);

@@ -127,13 +127,18 @@ static bool isEmulated(GemmOp g) {
 }
 
 /// A grouped GEMM whose operands the engine's kernel cannot read
-/// (te::GroupedGemmOp::engineReads): its quantized operands are dequantized
-/// to bf16 first and the bf16 kernel runs, as for an emulated te.gemm.
+/// (te::GroupedGemmOp::engineReads), or where te-legalize-target chose to
+/// dequantize them (`path`): its quantized operands are dequantized to
+/// bf16 first and the bf16 kernel runs, as for an emulated te.gemm.
+/// MXFP8 operands are read directly only where te-legalize-target chose it.
 static bool isEmulated(GroupedGemmOp g) {
-  return !GroupedGemmOp::engineReads(g.getInput().getType(),
-                                     Direction::rowwise) ||
-         !GroupedGemmOp::engineReads(g.getWeight().getType(),
-                                     g.getWeightDirection());
+  std::optional<GemmPath> path = g.getPath();
+  Type x = g.getInput().getType(), w = g.getWeight().getType();
+  if (path == GemmPath::emulated ||
+      !GroupedGemmOp::engineReads(x, w, g.getWeightDirection()))
+    return true;
+  return GroupedGemmOp::bothMxfp8(x, w, g.getWeightDirection()) &&
+         path != GemmPath::generated;
 }
 
 /// Whether `op` is a GEMM whose quantized operands get dequantize kernels.

@@ -55,7 +55,9 @@ def Te_AdamMode : I32EnumAttr<"AdamMode", "weight decay flavour of Adam", [
 def Te_GemmPath : I32EnumAttr<"GemmPath",
     "how a te.gemm runs on the target", [
     I32EnumAttrCase<"cublaslt", 0>,  // a native cuBLASLt kernel
-    I32EnumAttrCase<"emulated", 1>   // dequantize to bf16, then a bf16 GEMM
+    I32EnumAttrCase<"emulated", 1>,  // dequantize to bf16, then a bf16 GEMM
+    I32EnumAttrCase<"generated", 2>  // the GEMM engine's kernel reads the
+                                     // operands as stored
   ]> {
   let cppNamespace = "::mlir::te";
   let genSpecializedAttr = 0;

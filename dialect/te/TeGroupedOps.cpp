@@ -67,12 +67,26 @@ LogicalResult GroupedGemmOp::verify() {
                            getWeightStateAttr(), "weight_state");
 }
 
-bool GroupedGemmOp::engineReads(Type operand, Direction dir) {
+/// The scheme family of `operand` read in `dir` (Identity for a tensor).
+static rt::SchemeKind kindRead(Type operand, Direction dir) {
   auto q = llvm::dyn_cast<QTensorType>(operand);
-  if (!q)
-    return true;
-  rt::SchemeKind kind = q.getScheme().getRuntimeScheme(dir).kind;
-  return kind == rt::SchemeKind::Identity || kind == rt::SchemeKind::Fp8Block;
+  return q ? q.getScheme().getRuntimeScheme(dir).kind
+           : rt::SchemeKind::Identity;
+}
+
+bool GroupedGemmOp::bothMxfp8(Type input, Type weight, Direction weightDir) {
+  return kindRead(input, Direction::rowwise) == rt::SchemeKind::Mxfp8 &&
+         kindRead(weight, weightDir) == rt::SchemeKind::Mxfp8;
+}
+
+bool GroupedGemmOp::engineReads(Type input, Type weight, Direction weightDir) {
+  if (bothMxfp8(input, weight, weightDir))
+    return weightDir == Direction::rowwise;
+  for (rt::SchemeKind kind :
+       {kindRead(input, Direction::rowwise), kindRead(weight, weightDir)})
+    if (kind != rt::SchemeKind::Identity && kind != rt::SchemeKind::Fp8Block)
+      return false;
+  return true;
 }
 
 LogicalResult GroupedGemmOp::verifyTypes(

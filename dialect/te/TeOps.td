@@ -287,6 +287,14 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     expert g casts with the scale of the state `<name>.expert<g>` and records
     its amax there (each expert keeps its own amax history).
 
+    `te-legalize-target` records in `path` how it runs: `generated` (the
+    GEMM engine's kernel reads the operands as stored) or `emulated`
+    (quantized operands dequantized to bf16 first, then the bf16 kernel).
+    MXFP8 x MXFP8 with the weight read rowwise is the one pairing where
+    this is a choice: the direct kernel costs more per FLOP than the bf16
+    one, dequantizing costs bytes, and the pass picks the cheaper for the
+    shape.
+
     ```mlir
     func.func @grouped_gemm_per_expert(%x: tensor<512x256xbf16>,
                                        %w: tensor<4x128x256xbf16>,
@@ -321,7 +329,8 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
                        OptionalAttr<Te_AnySchemeAttr>:$input_scheme,
                        OptionalAttr<Te_AnySchemeAttr>:$weight_scheme,
                        OptionalAttr<StrAttr>:$input_state,
-                       OptionalAttr<StrAttr>:$weight_state);
+                       OptionalAttr<StrAttr>:$weight_state,
+                       OptionalAttr<Te_GemmPathAttr>:$path);
   let results = (outs Te_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $split_sizes (`bias` $bias^)? attr-dict `:`
@@ -345,11 +354,19 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
       return getWeightColumnwise() ? Direction::columnwise
                                    : Direction::rowwise;
     }
-    /// Whether the GEMM engine's grouped kernel reads `operand`, read in
-    /// direction `dir`, as it is: a high-precision tensor or block FP8.
-    /// te-lower-to-kernels dequantizes other operands (MXFP8) to bf16
-    /// first; tek.grouped_gemm takes only what the kernel reads.
-    static bool engineReads(::mlir::Type operand, Direction dir);
+    /// Whether the GEMM engine's grouped kernel reads the operands as they
+    /// are (the weight read in direction `weightDir`): high-precision
+    /// tensors and block FP8, each on its own; MXFP8 x MXFP8 with the weight
+    /// read rowwise (the fprop). te-lower-to-kernels dequantizes other
+    /// operands to bf16 first, and those where te-legalize-target chose the
+    /// `emulated` path; tek.grouped_gemm takes only what the kernel reads.
+    static bool engineReads(::mlir::Type input, ::mlir::Type weight,
+                            Direction weightDir);
+    /// Whether both operands are MXFP8 in the directions read: the pairing
+    /// where reading them directly is a choice (te-legalize-target's
+    /// `path`), since the kernel is slower than the bf16 one per FLOP.
+    static bool bothMxfp8(::mlir::Type input, ::mlir::Type weight,
+                          Direction weightDir);
   }];
 }
 

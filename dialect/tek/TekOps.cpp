@@ -232,17 +232,18 @@ LogicalResult GroupedGemmOp::verify() {
           bias ? bias.getType() : Type(), getResult().getType(),
           getWeightColumnwise(), getInputSchemeAttr(), getWeightSchemeAttr())))
     return failure();
-  for (auto [name, value, dir] :
-       {std::tuple<const char *, Value, Direction>{"input", getInput(),
-                                                   Direction::rowwise},
-        {"weight", getWeight(),
-         getWeightColumnwise() ? Direction::columnwise : Direction::rowwise}})
-    if (!te::GroupedGemmOp::engineReads(value.getType(), dir))
-      return emitOpError()
-             << name << " is " << value.getType()
-             << ", which the GEMM engine's kernel does not read (it reads "
-                "high-precision tensors and block FP8); te-lower-to-kernels "
-                "dequantizes such operands first";
+  const Direction weightDir =
+      getWeightColumnwise() ? Direction::columnwise : Direction::rowwise;
+  if (!te::GroupedGemmOp::engineReads(getInput().getType(),
+                                      getWeight().getType(), weightDir))
+    return emitOpError()
+           << "operands " << getInput().getType() << " and "
+           << getWeight().getType() << " (the weight read "
+           << stringifyDirection(weightDir)
+           << ") are not what the GEMM engine's kernel reads "
+              "(high-precision tensors and block FP8, or MXFP8 x MXFP8 with "
+              "the weight read rowwise); te-lower-to-kernels dequantizes "
+              "such operands first";
   auto emit = [&] { return emitOpError(); };
   if (failed(te::verifyExpertState(emit, getInputSchemeAttr(),
                                    Direction::rowwise, getInputStateAttr(),

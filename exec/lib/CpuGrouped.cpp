@@ -126,7 +126,8 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
 }
 
 /// A grouped GEMM with the reference (ref::groupedBlockScaledGemm for block
-/// FP8 and operands quantized per expert, ref::groupedGemm otherwise) and the
+/// FP8 and operands quantized per expert, ref::groupedMxfp8Gemm for MXFP8,
+/// ref::groupedGemm otherwise) and the
 /// GEMM bound per output, each expert's |a||b| sums from its own rows and
 /// weight. Padding rows are exact zeros.
 rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
@@ -157,7 +158,18 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
     w = logical(g.w, g.weightDirection());
     if (x.empty() || w.empty())
       return fail(g.name + ": the reference could not dequantize an operand");
-    if (xv.isQuantized()) {
+    const std::optional<rt::Scheme> &xScheme = xv.scheme(Direction::Rowwise);
+    if (xv.isQuantized() && xScheme->kind == rt::SchemeKind::Mxfp8) {
+      // The engine's MXFP8 kernel (both read rowwise): its rule exactly.
+      std::string error;
+      d = ref::groupedMxfp8Gemm(
+          ref::mxfp8Operand(*values[g.x].quantized.rowwise, *xScheme),
+          ref::mxfp8Operand(*values[g.w].quantized.rowwise,
+                            *wv.scheme(Direction::Rowwise)),
+          splits, &error);
+      if (d.empty())
+        return fail(g.name + ": " + error);
+    } else if (xv.isQuantized()) {
       auto operand = [&](int index, Direction dir) {
         const Value &v = e.values[index];
         const ref::QuantizedTensor &q = values[index].quantized;

@@ -295,28 +295,40 @@ NVFP4_MOE = moe_program("""  te.rule "*", "weight" -> #te.nvfp4<block2d>
   te.rule "*", "input" -> #te.nvfp4<>""", 64)
 
 
-def check_grouped_forward_is_each_experts_own(program, xf, wf):
+def check_grouped_forward_is_each_experts_own(program, xf, wf, exact=True):
     """Splits of 64, 0 and 96 rows (32 padding rows) of the float tokens
     `xf` [192, 128] and stack `wf` [3, N, 128]: each expert's rows equal the
-    dense te.linear of that expert alone, bit for bit on the CPU backend."""
+    dense te.linear of that expert alone on the CPU backend - bit for bit, or
+    (`exact` False: the two run different kernels) to one bf16 ulp."""
     m = tejit.compile(program)
     x = tejit.float_to_bf16_bits(xf)
     w = tejit.float_to_bf16_bits(wf)
     splits = np.array([64, 0, 96], np.int64)
     y = m.grouped(x, w, splits)
-    np.testing.assert_array_equal(y[0:64], m.dense64(x[0:64], w[0]))
-    np.testing.assert_array_equal(y[64:160], m.dense96(x[64:160], w[2]))
+    for rows, dense in ((slice(0, 64), m.dense64(x[0:64], w[0])),
+                        (slice(64, 160), m.dense96(x[64:160], w[2]))):
+        if exact:
+            np.testing.assert_array_equal(y[rows], dense)
+            continue
+        got = tejit.bf16_bits_to_float(y[rows])
+        want = tejit.bf16_bits_to_float(dense)
+        ulp = np.maximum(np.abs(got), np.abs(want)) * 2.0**-7
+        assert np.all(np.abs(got - want) <= ulp), \
+            np.max(np.abs(got - want) / np.maximum(ulp, 1e-30))
     assert not y[160:].any(), "padding rows are zeros"
 
 
 def test_mxfp8_grouped_layer_is_each_experts_own_mxfp8_linear():
     # MXFP8 blocks run along K inside each expert's rows, so the grouped
-    # forward (dequantized operands, bf16 grouped GEMM) equals the dense
-    # MXFP8 te.linear of each expert alone.
+    # forward equals the dense MXFP8 te.linear of each expert alone. At this
+    # shape te-legalize-target reads the operands directly (the engine's
+    # MXFP8 kernel, docs/Numerics.md 5.4) while the dense layer on Hopper
+    # dequantizes them: the two sum in different orders and agree to one
+    # bf16 ulp.
     rng = np.random.default_rng(11)
     check_grouped_forward_is_each_experts_own(
         MXFP8_MOE, rng.standard_normal((192, 128)).astype(np.float32),
-        rng.standard_normal((3, 64, 128)).astype(np.float32))
+        rng.standard_normal((3, 64, 128)).astype(np.float32), exact=False)
 
 
 def test_per_tensor_grouped_layer_scales_each_expert_by_its_own_amax():

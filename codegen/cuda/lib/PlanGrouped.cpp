@@ -220,8 +220,8 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
                        p.arch);
   if (!x.isQuantized() &&
       (x.dtype != rt::DType::BF16 || w.dtype != rt::DType::BF16))
-    return unsupported("the grouped GEMM kernel reads bf16 tensors or block "
-                       "FP8 operands, not " +
+    return unsupported("the grouped GEMM kernel reads bf16 tensors, block "
+                       "FP8 or MXFP8 operands, not " +
                        std::string(rt::dtypeName(x.dtype)));
   if (y.dtype != rt::DType::BF16)
     return unsupported("the grouped GEMM kernel writes a bf16 result, not " +
@@ -231,7 +231,11 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   // NVFP4's dequantized values for the BF16 one.
   const bool perExpertFp8 =
       g.quantizesPerExpert() && g.xScheme->kind != SchemeKind::Nvfp4;
-  spec.operands = x.isQuantized() || perExpertFp8
+  const bool mxfp8 =
+      x.isQuantized() &&
+      x.scheme(rt::Direction::Rowwise)->kind == rt::SchemeKind::Mxfp8;
+  spec.operands = mxfp8 ? GroupedGemmSpec::Operands::Mxfp8
+                  : x.isQuantized() || perExpertFp8
                       ? GroupedGemmSpec::Operands::Fp8Block
                       : GroupedGemmSpec::Operands::BF16;
   if (perExpertFp8)
@@ -285,15 +289,16 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   }
   ks->args = {rt::ArgDesc::tensorMap(xData, maps[0]),
               rt::ArgDesc::tensorMap(wData, maps[1]),
-              rt::ArgDesc::tensorMap(spec.fp8() ? xScale : xData, maps[2]),
+              // Block FP8 reads its x scales by TMA, MXFP8 through a
+              // pointer (the kernel's sx).
+              rt::ArgDesc::tensorMap(
+                  spec.fp8() && !spec.mxfp8() ? xScale : xData, maps[2]),
               rt::ArgDesc::tensorMap(groupedGemmTmaStore(spec) ? result : xData,
                                      maps[3]),
               rt::ArgDesc::ptr(wScale),
-              rt::ArgDesc::ptr(-1),
-              rt::ArgDesc::ptr(splits),
-              rt::ArgDesc::ptr(bias),
-              rt::ArgDesc::ptr(result),
-              rt::ArgDesc::i32(int32_t(x.rows()))};
+              rt::ArgDesc::ptr(spec.mxfp8() ? xScale : -1),
+              rt::ArgDesc::ptr(splits), rt::ArgDesc::ptr(bias),
+              rt::ArgDesc::ptr(result), rt::ArgDesc::i32(int32_t(x.rows()))};
   kp.addLaunch(std::move(*ks));
   for (int b : {xData, xScale, wData, wScale, splits, bias, result})
     kp.bytesMoved += table.bytes(b);

@@ -288,11 +288,26 @@ static std::string validateGroupedGemm(const Entry &e,
     return sc && sc->kind == rt::SchemeKind::Fp8Block && sc->tileRows == rows &&
            sc->tileCols == 128;
   };
+  auto mxfp8 = [](const Value &v, rt::Direction d) {
+    const std::optional<rt::Scheme> &sc = v.scheme(d);
+    return sc && sc->kind == rt::SchemeKind::Mxfp8;
+  };
+  if (mxfp8(x, rt::Direction::Rowwise) && !g.weightColumnwise &&
+      mxfp8(w, rt::Direction::Rowwise)) {
+    // The engine's MXFP8 kernel (te-legalize-target's `generated` path).
+    if (w.shape[2] % 128 != 0)
+      return "K must be a multiple of 128: the MXFP8 kernel contracts whole "
+             "128-element stages";
+    return rt::gemmOperandsError(
+        {x.scheme(rt::Direction::Rowwise), rt::Direction::Rowwise},
+        {w.scheme(rt::Direction::Rowwise), rt::Direction::Rowwise});
+  }
   if (!blockFp8(x, rt::Direction::Rowwise, 1) ||
       !blockFp8(w, g.weightDirection(), 128))
     return std::string("quantized operands must be block FP8, x 1x128 read "
                        "rowwise and w 128x128 read ") +
-           rt::directionName(g.weightDirection());
+           rt::directionName(g.weightDirection()) +
+           ", or MXFP8 both read rowwise";
   if (w.shape[1] % 128 != 0)
     return "N must be a multiple of 128: each expert's 128x128 weight tiles "
            "are its own";

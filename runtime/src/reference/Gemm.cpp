@@ -214,39 +214,94 @@ std::vector<float> blockScaledGemm(const BlockScaledOperand &x,
   return y;
 }
 
-std::vector<float> mxfp8Gemm(const Mxfp8Operand &x, const Mxfp8Operand &w,
-                             const float *bias, std::string *error) {
-  auto fail = [&](const std::string &why) {
-    if (error)
-      *error = why;
-    return std::vector<float>{};
-  };
+/// Why x and w cannot form an MXFP8 GEMM, or "".
+static std::string checkMxfp8(const Mxfp8Operand &x, const Mxfp8Operand &w) {
   if (x.k != w.k || x.k % 32 != 0)
-    return fail("MXFP8 operands need one K, a multiple of 32");
+    return "MXFP8 operands need one K, a multiple of 32";
   for (const Mxfp8Operand *op : {&x, &w})
     if (op->codes.size() < size_t(op->rows * op->k) ||
         op->scaleStride < op->k / 32 ||
         op->scales.size() < size_t(op->rows * op->scaleStride))
-      return fail("an MXFP8 operand's codes or scales are too small");
-  const int64_t m = x.rows, n = w.rows, k = x.k;
-  std::vector<float> xv(x.codes.size()), wv(w.codes.size());
-  for (size_t i = 0; i < xv.size(); ++i)
-    xv[i] = decodeFp8(x.format, x.codes[i]);
-  for (size_t i = 0; i < wv.size(); ++i)
-    wv[i] = decodeFp8(w.format, w.codes[i]);
+      return "an MXFP8 operand's codes or scales are too small";
+  return "";
+}
+
+static std::vector<float> decodeCodes(const Mxfp8Operand &op) {
+  std::vector<float> v(op.codes.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = decodeFp8(op.format, op.codes[i]);
+  return v;
+}
+
+/// Row i of x against row j of w (decoded codes xv, wv): docs/Numerics.md
+/// §5.4.
+static float mxfp8Dot(const Mxfp8Operand &x, const Mxfp8Operand &w,
+                      const std::vector<float> &xv,
+                      const std::vector<float> &wv, int64_t i, int64_t j) {
+  const int64_t k = x.k;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / 32; ++b) {
+    float partial = 0.0f;
+    for (int64_t kk = 32 * b; kk < 32 * b + 32; ++kk)
+      partial = partial + xv[i * k + kk] * wv[j * k + kk];
+    acc = std::fma(partial * decodeE8M0(x.scales[i * x.scaleStride + b]),
+                   decodeE8M0(w.scales[j * w.scaleStride + b]), acc);
+  }
+  return acc;
+}
+
+std::vector<float> mxfp8Gemm(const Mxfp8Operand &x, const Mxfp8Operand &w,
+                             const float *bias, std::string *error) {
+  if (std::string why = checkMxfp8(x, w); !why.empty()) {
+    if (error)
+      *error = why;
+    return {};
+  }
+  const int64_t m = x.rows, n = w.rows;
+  std::vector<float> xv = decodeCodes(x), wv = decodeCodes(w);
   std::vector<float> y(static_cast<size_t>(m * n));
   forEachRow(m, [&](int64_t i) {
     for (int64_t j = 0; j < n; ++j) {
-      float acc = 0.0f;
-      for (int64_t b = 0; b < k / 32; ++b) {
-        float partial = 0.0f;
-        for (int64_t kk = 32 * b; kk < 32 * b + 32; ++kk)
-          partial = partial + xv[i * k + kk] * wv[j * k + kk];
-        acc = std::fma(partial * decodeE8M0(x.scales[i * x.scaleStride + b]),
-                       decodeE8M0(w.scales[j * w.scaleStride + b]), acc);
-      }
+      float acc = mxfp8Dot(x, w, xv, wv, i, j);
       y[i * n + j] = bias ? acc + bias[j] : acc;
     }
+  });
+  return y;
+}
+
+Mxfp8Operand mxfp8Operand(const QuantizedDirection &q, const Scheme &scheme) {
+  Mxfp8Operand op;
+  op.codes = q.data.bytes;
+  op.rows = q.data.desc.rows;
+  op.k = q.data.desc.cols;
+  op.scales = q.scaleInv.bytes;
+  op.scaleStride = q.scaleInv.desc.cols;
+  op.format = scheme.element == DType::E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
+  return op;
+}
+
+std::vector<float> groupedMxfp8Gemm(const Mxfp8Operand &x,
+                                    const Mxfp8Operand &w,
+                                    const std::vector<int64_t> &splits,
+                                    std::string *error) {
+  std::string why = checkMxfp8(x, w);
+  const int64_t groups = static_cast<int64_t>(splits.size());
+  if (why.empty() && (groups < 1 || w.rows % groups != 0))
+    why = "the stacked weight's rows are not G experts' N rows";
+  if (!why.empty()) {
+    if (error)
+      *error = why;
+    return {};
+  }
+  const int64_t m = x.rows, n = w.rows / groups;
+  std::vector<int64_t> expert = expertOfRows(splits, m);
+  std::vector<float> xv = decodeCodes(x), wv = decodeCodes(w);
+  std::vector<float> y(static_cast<size_t>(m * n), 0.0f);
+  forEachRow(m, [&](int64_t i) {
+    if (expert[i] < 0)
+      return;
+    for (int64_t j = 0; j < n; ++j)
+      y[i * n + j] = mxfp8Dot(x, w, xv, wv, i, expert[i] * n + j);
   });
   return y;
 }

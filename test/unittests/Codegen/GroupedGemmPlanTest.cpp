@@ -107,6 +107,50 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
 // Operands quantized per expert: for x and then w, a zeroed amax, the amax
 // pass and the cast into the plan's workspaces; the GEMM reads those as
 // block-scaled operands.
+// MXFP8 x MXFP8 (the engine's MXFP8 kernel): no scale map (the third map
+// repeats x's), the x scales through the kernel's pointer, the weight's
+// beside them; the launch survives serialisation.
+TEST(GroupedGemmPlan, Mxfp8ReadsBothScaleBuffersThroughPointers) {
+  if (!rt::cutlassIncludeDir())
+    GTEST_SKIP() << "the CUTLASS headers are not installed "
+                    "(scripts/install-deps.sh)";
+  cg::Program p = groupedProgram(300, 256, 3, 256, true, false, true,
+                                 rt::DType::E4M3, true);
+  const cg::Entry &e = p.entries[0];
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  const cg::KernelPlan &kp = plan->kernels.back();
+  ASSERT_EQ(kp.plan.kernels.size(), 1u);
+  const rt::KernelSpec &ks = kp.plan.kernels[0];
+  EXPECT_EQ(ks.entry.rfind("te_grouped_gemm_mxfp8_g3_n256_k256_", 0), 0u)
+      << ks.entry;
+  const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
+  const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
+  const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
+  ASSERT_EQ(ks.args.size(), 10u);
+  EXPECT_EQ(ks.args[0].pointer.buffer, xb.dir[0].data);
+  EXPECT_EQ(ks.args[1].pointer.buffer, wb.dir[0].data);
+  EXPECT_EQ(ks.args[2].pointer.buffer, xb.dir[0].data);
+  EXPECT_EQ(ks.args[2].map, ks.args[0].map);
+  EXPECT_EQ(ks.args[4].pointer.buffer, wb.dir[0].scale);
+  EXPECT_EQ(ks.args[5].pointer.buffer, xb.dir[0].scale);
+  EXPECT_EQ(ks.args[7].pointer.buffer, plan->values[size_t(g.bias)].tensor);
+  EXPECT_EQ(kp.engine, "generated");
+  rt::Expected<rt::Plan> back = rt::Plan::deserialize(kp.plan.serialize());
+  ASSERT_TRUE(back) << back.status().toString();
+  EXPECT_EQ(back->kernels[0].args, ks.args);
+  // The dgrad (weight read columnwise) has no MXFP8 kernel: the program
+  // check says which operands the kernel reads.
+  cg::Program dgrad = groupedProgram(300, 256, 3, 256, true, true, false,
+                                     rt::DType::E4M3, true);
+  rt::Expected<cg::EntryPlan> refused =
+      cg::buildEntryPlan(dgrad, dgrad.entries[0]);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("or MXFP8 both read rowwise"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 TEST(GroupedGemmPlan, PerExpertScalingQuantizesBothOperandsFirst) {
   if (!rt::cutlassIncludeDir())
     GTEST_SKIP() << "the CUTLASS headers are not installed "
@@ -367,6 +411,28 @@ TEST_F(GroupedGemmPlanGpu, RunsAndReplaysWithNewSplitSizesWithinTheBound) {
     // the same device tensor computes those.
     replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
   }
+}
+
+// MXFP8 x MXFP8 through the engine's MXFP8 kernel (a bias, M_total not a
+// multiple of 128, ragged splits with an empty expert), within the bound of
+// the CPU backend (ref::groupedMxfp8Gemm), and after new split sizes in a
+// replayed graph.
+TEST_F(GroupedGemmPlanGpu, Mxfp8RunsAndReplaysWithinTheBound) {
+  rt::KernelCache cache("");
+  const int64_t m = 700, k = 384, g = 4, n = 256;
+  cg::Program p =
+      groupedProgram(m, k, g, n, true, false, true, rt::DType::E4M3, true);
+  const std::vector<std::vector<int64_t>> splits = {
+      {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
+  std::vector<std::vector<uint8_t>> args = {
+      bf16Bytes(normals(size_t(m * k), 1)),
+      bf16Bytes(normals(size_t(g * n * k), 2)), i64Bytes(splits[0]),
+      bf16Bytes(normals(size_t(g * n), 3))};
+  exec::Comparison first =
+      test::gpuVersusCpu(p, args, *device_, *stream_, cache);
+  EXPECT_EQ(first.difference, "");
+  EXPECT_EQ(first.boundedBuffers, 1u);
+  replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
 }
 
 // Per-tensor FP8 current scaling with one amax per expert (E5M2 tokens,

@@ -65,11 +65,13 @@ inline std::vector<uint8_t> i64Bytes(const std::vector<int64_t> &v) {
 /// operands quantized first when `fp8` (x 1x128, w 128x128, rowwise); with
 /// `dgrad`, y = x [m, n] times each expert's weight read columnwise; with
 /// `bias`, a fourth argument [g, n] is each expert's bias. `xElement`: the
-/// FP8 format of x's codes (an E5M2 gradient's dgrad), w's are E4M3.
+/// FP8 format of x's codes (an E5M2 gradient's dgrad), w's are E4M3. With
+/// `mxfp8` (and `fp8`) both are MXFP8 instead (the engine's MXFP8 kernel).
 inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
                                   bool fp8, bool dgrad = false,
                                   bool bias = false,
-                                  rt::DType xElement = rt::DType::E4M3) {
+                                  rt::DType xElement = rt::DType::E4M3,
+                                  bool mxfp8 = false) {
   // fprop: x [m, k], y [m, n]; dgrad (w read columnwise): x [m, n], y [m, k].
   cg::Entry e;
   e.name = "moe";
@@ -90,8 +92,10 @@ inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
   }
   if (fp8) {
     for (int i = 0; i < 2; ++i) {
-      rt::Scheme s = rt::Scheme::fp8Block(i == 0 ? xElement : rt::DType::E4M3,
-                                          i == 0 ? 1 : 128, 128);
+      const rt::DType element = i == 0 ? xElement : rt::DType::E4M3;
+      rt::Scheme s = mxfp8
+                         ? rt::Scheme::mxfp8(element)
+                         : rt::Scheme::fp8Block(element, i == 0 ? 1 : 128, 128);
       rt::Direction d =
           i == 1 && dgrad ? rt::Direction::Columnwise : rt::Direction::Rowwise;
       cg::Value q = e.values[i];

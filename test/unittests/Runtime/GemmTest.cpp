@@ -363,6 +363,51 @@ TEST(Mxfp8Gemm, PromotesEachBlockWithBothScales) {
   EXPECT_NE(error.find("too small"), std::string::npos) << error;
 }
 
+// The grouped form: each expert's rows are mxfp8Gemm of those rows against
+// the expert's own rows of the stacked weight, padding rows +0, split sizes
+// clamped.
+TEST(Mxfp8Gemm, GroupedRowsAreEachExpertsOwnGemm) {
+  const int64_t m = 7, n = 3, g = 2, k = 64;
+  auto operand = [&](int64_t rows, uint32_t seed) {
+    Mxfp8Operand op;
+    op.rows = rows;
+    op.k = k;
+    op.scaleStride = 4; // roundup(K/32, 4)
+    for (int64_t i = 0; i < rows * k; ++i)
+      op.codes.push_back(uint8_t((i * 37 + seed * 11) % 0x7E)); // finite
+    for (int64_t i = 0; i < rows * 4; ++i)
+      op.scales.push_back(uint8_t(120 + (i * 5 + seed) % 15));
+    return op;
+  };
+  Mxfp8Operand x = operand(m, 1), w = operand(g * n, 2);
+  std::string error;
+  std::vector<float> y = groupedMxfp8Gemm(x, w, {4, 9}, &error); // 4, then 3
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(y.size(), size_t(m * n));
+  for (int64_t e = 0; e < g; ++e) {
+    const int64_t row0 = e == 0 ? 0 : 4, rows = e == 0 ? 4 : 3;
+    Mxfp8Operand xe = x, we = w;
+    xe.rows = rows;
+    xe.codes.assign(x.codes.begin() + row0 * k,
+                    x.codes.begin() + (row0 + rows) * k);
+    xe.scales.assign(x.scales.begin() + row0 * 4,
+                     x.scales.begin() + (row0 + rows) * 4);
+    we.rows = n;
+    we.codes.assign(w.codes.begin() + e * n * k,
+                    w.codes.begin() + (e + 1) * n * k);
+    we.scales.assign(w.scales.begin() + e * n * 4,
+                     w.scales.begin() + (e + 1) * n * 4);
+    std::vector<float> alone = mxfp8Gemm(xe, we);
+    for (int64_t i = 0; i < rows * n; ++i)
+      EXPECT_EQ(y[size_t(row0 * n + i)], alone[size_t(i)]) << e << " " << i;
+  }
+  std::vector<float> padded = groupedMxfp8Gemm(x, w, {2, 1});
+  for (int64_t i = 3 * n; i < m * n; ++i)
+    EXPECT_EQ(padded[size_t(i)], 0.0f);
+  EXPECT_TRUE(groupedMxfp8Gemm(x, operand(5, 3), {4, 3}, &error).empty());
+  EXPECT_NE(error.find("G experts' N rows"), std::string::npos) << error;
+}
+
 TEST(GemmHelpers, RoundToBf16) {
   std::vector<uint16_t> r = roundToBF16({1.0f, 1.0f + 0x1p-8f, 1.0f + 0x3p-9f});
   // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: even -> 1.0 (0x3F80);

@@ -102,6 +102,20 @@ std::vector<float> mxfp8Gemm(const Mxfp8Operand &x, const Mxfp8Operand &w,
                              const float *bias = nullptr,
                              std::string *error = nullptr);
 
+/// The GEMM operand view of an MXFP8 direction produced by quantize() with
+/// compact scales: rows x k = the stored data shape. Rowwise only: the
+/// columnwise direction's 32x1 blocks run across rows.
+Mxfp8Operand mxfp8Operand(const QuantizedDirection &q, const Scheme &scheme);
+
+/// The M-grouped GEMM (as groupedBlockScaledGemm) on MXFP8 operands: x's
+/// mTotal rows sorted by expert, w the stacked [G·N, K] rows; every row of
+/// expert g is mxfp8Gemm's rule against w's rows g·N .. g·N + N - 1, rows
+/// past the experts' +0. Result [mTotal, N].
+std::vector<float> groupedMxfp8Gemm(const Mxfp8Operand &x,
+                                    const Mxfp8Operand &w,
+                                    const std::vector<int64_t> &splits,
+                                    std::string *error = nullptr);
+
 /// The split sizes of a grouped GEMM as the kernels apply them: each
 /// clamped to [0, rows left of mTotal] (docs/Numerics.md §7.4).
 std::vector<int64_t> clampSplits(const std::vector<int64_t> &splits,

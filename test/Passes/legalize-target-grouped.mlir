@@ -1,0 +1,38 @@
+// RUN: te-opt %s --te-legalize-target | FileCheck %s
+// RUN: te-opt %s --te-legalize-target | te-opt | FileCheck %s
+
+// Tests the path te-legalize-target records on grouped GEMMs (sm_90):
+// `generated` where the GEMM engine's kernel reads the operands as stored
+// (bf16, block FP8), `emulated` where it cannot (an MXFP8 weight read
+// columnwise); for MXFP8 x MXFP8 read rowwise, the cheaper of the two by
+// the cost model of docs/Performance.md ("A generated MXFP8 GEMM"): the
+// direct kernel with 256 tokens per expert, the dequantized path with 4096
+// at N = 4096 (and the direct kernel again at N = 128, where dequantizing
+// the tokens costs more than the slower kernel).
+
+// CHECK-LABEL: func.func @grouped_paths
+func.func @grouped_paths(
+    %xb: tensor<2048x1024xbf16>, %wb: tensor<8x4096x1024xbf16>,
+    %xq: !te.qtensor<2048x1024xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>,
+    %wq: !te.qtensor<8x4096x1024xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>,
+    %xm: !te.qtensor<2048x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
+    %wm: !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
+    %xl: !te.qtensor<32768x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
+    %wn: !te.qtensor<8x128x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
+    %dy: !te.qtensor<2048x4096xbf16, #te.mxfp8<e4m3>, rowwise>,
+    %wc: !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, columnwise>,
+    %s: tensor<8xi64>) {
+  // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<generated>{{.*}} : tensor<2048x1024xbf16>
+  %0 = te.grouped_gemm %xb, %wb, %s : tensor<2048x1024xbf16>, tensor<8x4096x1024xbf16>, tensor<8xi64> -> tensor<2048x4096xbf16>
+  // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<generated>{{.*}}fp8_block
+  %1 = te.grouped_gemm %xq, %wq, %s : !te.qtensor<2048x1024xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>, !te.qtensor<8x4096x1024xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<8xi64> -> tensor<2048x4096xbf16>
+  // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<generated>{{.*}} : !te.qtensor<2048x1024xbf16, #te.mxfp8
+  %2 = te.grouped_gemm %xm, %wm, %s : !te.qtensor<2048x1024xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<8xi64> -> tensor<2048x4096xbf16>
+  // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}} : !te.qtensor<32768x1024xbf16, #te.mxfp8
+  %3 = te.grouped_gemm %xl, %wm, %s : !te.qtensor<32768x1024xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<8xi64> -> tensor<32768x4096xbf16>
+  // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<generated>{{.*}} : !te.qtensor<32768x1024xbf16, #te.mxfp8{{.*}}8x128x1024
+  %4 = te.grouped_gemm %xl, %wn, %s : !te.qtensor<32768x1024xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x128x1024xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<8xi64> -> tensor<32768x128xbf16>
+  // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}}weight_columnwise
+  %5 = te.grouped_gemm %dy, %wc, %s {weight_columnwise} : !te.qtensor<2048x4096xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, columnwise>, tensor<8xi64> -> tensor<2048x1024xbf16>
+  return
+}
