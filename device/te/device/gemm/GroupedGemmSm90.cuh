@@ -390,16 +390,36 @@ __device__ __forceinline__ void pipelinedMxSteps(
       }
     }
   };
-  auto promote = [&](auto j, float(&c)[N]) {
+  // A step's scales, read from the stage before the wait for its MMA (the
+  // wait orders shared-memory reads after it, so a load placed after it
+  // stalls the first multiply): the row scales and the first kEarly column
+  // pairs; the promotion loads the rest while it multiplies.
+  constexpr int kEarly = 8;
+  struct Scales {
+    float sx0, sx1;
+    float2 w[kEarly];
+    const float *sw;
+  };
+  auto load = [&](auto j) {
     const float *scales = reinterpret_cast<const float *>(
                               stageScales + promoteStage * C::kStageSA) +
                           decltype(j)::value * 128;
-    const float sx0 = scales[wg * 64 + rowInWg];
-    const float sx1 = scales[wg * 64 + rowInWg + 8];
-    const float *sw = scales + 4 * 128 + colInTile;
+    Scales s;
+    s.sx0 = scales[wg * 64 + rowInWg];
+    s.sx1 = scales[wg * 64 + rowInWg + 8];
+    s.sw = scales + 4 * 128 + colInTile;
+#pragma unroll
+    for (int i = 0; i < kEarly; ++i)
+      s.w[i] = *reinterpret_cast<const float2 *>(s.sw + 8 * i);
+    return s;
+  };
+  auto promote = [&](auto j, const Scales &s, float(&c)[N]) {
+    const float sx0 = s.sx0, sx1 = s.sx1;
 #pragma unroll
     for (int i = 0; i < N / 4; ++i) {
-      const float2 w = *reinterpret_cast<const float2 *>(sw + 8 * i);
+      const float2 w = i < kEarly
+                           ? s.w[i < kEarly ? i : 0]
+                           : *reinterpret_cast<const float2 *>(s.sw + 8 * i);
       total[4 * i] = fmaf(c[4 * i] * sx0, w.x, total[4 * i]);
       total[4 * i + 1] = fmaf(c[4 * i + 1] * sx0, w.y, total[4 * i + 1]);
       total[4 * i + 2] = fmaf(c[4 * i + 2] * sx1, w.x, total[4 * i + 2]);
@@ -416,12 +436,13 @@ __device__ __forceinline__ void pipelinedMxSteps(
   // Step j of a stage (in `cur`) is in flight: issue step j + 1 (the next
   // stage's first after j = 3) into `nxt` unless `next` is Last, promote j.
   auto step = [&](auto next, auto j, float(&cur)[N], float(&nxt)[N]) {
+    const Scales s = load(j);
     pipelineStep(
         next, cur, nxt,
         [&](float(&d)[N]) {
           issue(cute::Int<(decltype(j)::value + 1) % 4>{}, d);
         },
-        [&](float(&c)[N]) { promote(j, c); });
+        [&](float(&c)[N]) { promote(j, s, c); });
   };
   using cute::Int;
   issue(Int<0>{}, accA);
