@@ -80,8 +80,9 @@ bool GroupedGemmOp::bothMxfp8(Type input, Type weight, Direction weightDir) {
 }
 
 bool GroupedGemmOp::engineReads(Type input, Type weight, Direction weightDir) {
+  // MXFP8: the fprop, over whole 128-element K stages.
   if (bothMxfp8(input, weight, weightDir))
-    return weightDir == Direction::rowwise;
+    return weightDir == Direction::rowwise && shapeOf(input).back() % 128 == 0;
   for (rt::SchemeKind kind :
        {kindRead(input, Direction::rowwise), kindRead(weight, weightDir)})
     if (kind != rt::SchemeKind::Identity && kind != rt::SchemeKind::Fp8Block)

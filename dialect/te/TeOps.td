@@ -357,7 +357,7 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     /// Whether the GEMM engine's grouped kernel reads the operands as they
     /// are (the weight read in direction `weightDir`): high-precision
     /// tensors and block FP8, each on its own; MXFP8 x MXFP8 with the weight
-    /// read rowwise (the fprop). te-lower-to-kernels dequantizes other
+    /// read rowwise (the fprop) and K a multiple of 128. te-lower-to-kernels dequantizes other
     /// operands to bf16 first, and those where te-legalize-target chose the
     /// `emulated` path; tek.grouped_gemm takes only what the kernel reads.
     static bool engineReads(::mlir::Type input, ::mlir::Type weight,

@@ -242,8 +242,8 @@ LogicalResult GroupedGemmOp::verify() {
            << stringifyDirection(weightDir)
            << ") are not what the GEMM engine's kernel reads "
               "(high-precision tensors and block FP8, or MXFP8 x MXFP8 with "
-              "the weight read rowwise); te-lower-to-kernels dequantizes "
-              "such operands first";
+              "the weight read rowwise and K a multiple of 128); "
+              "te-lower-to-kernels dequantizes such operands first";
   auto emit = [&] { return emitOpError(); };
   if (failed(te::verifyExpertState(emit, getInputSchemeAttr(),
                                    Direction::rowwise, getInputStateAttr(),

@@ -160,7 +160,9 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
       return fail(g.name + ": the reference could not dequantize an operand");
     const std::optional<rt::Scheme> &xScheme = xv.scheme(Direction::Rowwise);
     if (xv.isQuantized() && xScheme->kind == rt::SchemeKind::Mxfp8) {
-      // The engine's MXFP8 kernel (both read rowwise): its rule exactly.
+      // The engine's MXFP8 kernel (both read rowwise, validated): its rule
+      // (the tensor cores' order inside a 32-element block may differ; the
+      // bound below covers it).
       std::string error;
       d = ref::groupedMxfp8Gemm(
           ref::mxfp8Operand(*values[g.x].quantized.rowwise, *xScheme),

@@ -89,8 +89,16 @@ func.func @tek_rules(%x: tensor<64x64xbf16>, %w: tensor<2x32x64xbf16>, %s: tenso
 // -----
 
 func.func @tek_reads_what_the_kernel_reads(%x: !te.qtensor<64x32xbf16, #te.mxfp8<e4m3>, rowwise>, %w: !te.qtensor<2x32x64xbf16, #te.mxfp8<e4m3>, columnwise>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'tek.grouped_gemm' op operands '!te.qtensor<64x32xbf16, #te.mxfp8<e4m3>, rowwise>' and '!te.qtensor<2x32x64xbf16, #te.mxfp8<e4m3>, columnwise>' (the weight read columnwise) are not what the GEMM engine's kernel reads (high-precision tensors and block FP8, or MXFP8 x MXFP8 with the weight read rowwise); te-lower-to-kernels dequantizes such operands first}}
+  // expected-error @+1 {{'tek.grouped_gemm' op operands '!te.qtensor<64x32xbf16, #te.mxfp8<e4m3>, rowwise>' and '!te.qtensor<2x32x64xbf16, #te.mxfp8<e4m3>, columnwise>' (the weight read columnwise) are not what the GEMM engine's kernel reads (high-precision tensors and block FP8, or MXFP8 x MXFP8 with the weight read rowwise and K a multiple of 128); te-lower-to-kernels dequantizes such operands first}}
   %y = tek.grouped_gemm "g" %x, %w, %s {weight_columnwise} : !te.qtensor<64x32xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<2x32x64xbf16, #te.mxfp8<e4m3>, columnwise>, tensor<2xi64> -> tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @tek_mxfp8_whole_stages(%x: !te.qtensor<64x96xbf16, #te.mxfp8<e4m3>, rowwise>, %w: !te.qtensor<2x32x96xbf16, #te.mxfp8<e4m3>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{are not what the GEMM engine's kernel reads (high-precision tensors and block FP8, or MXFP8 x MXFP8 with the weight read rowwise and K a multiple of 128)}}
+  %y = tek.grouped_gemm "g" %x, %w, %s : !te.qtensor<64x96xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<2x32x96xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<2xi64> -> tensor<64x32xbf16>
   return
 }
 

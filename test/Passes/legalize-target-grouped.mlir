@@ -8,7 +8,8 @@
 // the cost model of docs/Performance.md ("A generated MXFP8 GEMM"): the
 // direct kernel with 256 tokens per expert, the dequantized path with 4096
 // at N = 4096 (and the direct kernel again at N = 128, where dequantizing
-// the tokens costs more than the slower kernel).
+// the tokens costs more than the slower kernel); K not a multiple of 128
+// (the kernel's stages) is always dequantized.
 
 // CHECK-LABEL: func.func @grouped_paths
 func.func @grouped_paths(
@@ -21,6 +22,8 @@ func.func @grouped_paths(
     %wn: !te.qtensor<8x128x1024xbf16, #te.mxfp8<e4m3>, rowwise>,
     %dy: !te.qtensor<2048x4096xbf16, #te.mxfp8<e4m3>, rowwise>,
     %wc: !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, columnwise>,
+    %xk: !te.qtensor<2048x192xbf16, #te.mxfp8<e4m3>, rowwise>,
+    %wk: !te.qtensor<8x128x192xbf16, #te.mxfp8<e4m3>, rowwise>,
     %s: tensor<8xi64>) {
   // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<generated>{{.*}} : tensor<2048x1024xbf16>
   %0 = te.grouped_gemm %xb, %wb, %s : tensor<2048x1024xbf16>, tensor<8x4096x1024xbf16>, tensor<8xi64> -> tensor<2048x4096xbf16>
@@ -34,5 +37,7 @@ func.func @grouped_paths(
   %4 = te.grouped_gemm %xl, %wn, %s : !te.qtensor<32768x1024xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x128x1024xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<8xi64> -> tensor<32768x128xbf16>
   // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}}weight_columnwise
   %5 = te.grouped_gemm %dy, %wc, %s {weight_columnwise} : !te.qtensor<2048x4096xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, columnwise>, tensor<8xi64> -> tensor<2048x1024xbf16>
+  // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}} : !te.qtensor<2048x192xbf16
+  %6 = te.grouped_gemm %xk, %wk, %s : !te.qtensor<2048x192xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x128x192xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<8xi64> -> tensor<2048x128xbf16>
   return
 }

@@ -158,6 +158,10 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
     return bad("the MXFP8 kernel reads both operands rowwise (the fprop)");
   if (s.mxfp8() && s.clusterSize() != 1)
     return bad("the MXFP8 kernel runs one CTA a cluster");
+  if (s.mxfp8() && s.stages < 3)
+    return bad("the MXFP8 kernel needs three stages or more: a scale warp "
+               "publishes every third stage and tells a stage's phases apart "
+               "by parity");
   if (s.outBoxes != 1 && s.outBoxes != 2)
     return bad("a warpgroup stores through 1 or 2 output boxes");
   if (s.stages < 2 || groupedGemmSharedBytes(s) > kMaxShared)

@@ -127,6 +127,10 @@ TEST(GroupedGemm, Mxfp8ShapesWithoutAKernelAreRefusedWithTheRule) {
   pair.cluster = 2;
   EXPECT_NE(cg::checkGroupedGemm(pair).message().find("one CTA a cluster"),
             std::string::npos);
+  GroupedGemmSpec shallow = s;
+  shallow.stages = 2;
+  EXPECT_NE(cg::checkGroupedGemm(shallow).message().find("three stages"),
+            std::string::npos);
   GroupedGemmSpec ragged = s;
   ragged.k = 480;
   EXPECT_NE(cg::checkGroupedGemm(ragged).message().find("multiple of 128"),

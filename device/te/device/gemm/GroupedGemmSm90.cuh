@@ -114,6 +114,10 @@ struct GroupedGemmConfig
   /// Arrivals that fill a stage: the TMA thread's, and (MXFP8) every lane
   /// of the scale warp that publishes it, after its stores.
   static constexpr int kFullArrivals = Mx ? 1 + 32 : 1;
+  /// Arrivals of one math warpgroup that free a stage: its thread 0 once
+  /// the stage's MMAs are done, or (MXFP8, whose promotions read the
+  /// stage's scales after the MMAs) each of its warps.
+  static constexpr int kReleasesPerWarpgroup = Mx ? 4 : 1;
   /// Row stride of the weight scales: roundup(ceil(K/128), 4), or, read
   /// columnwise, roundup(G·K/128, 4).
   static constexpr int kSwStride =
@@ -149,9 +153,10 @@ struct GroupedGemmConfig
                 "read along N)");
   static_assert(!Fp8Block || kBlockK == 128, "one FP8 scale block per stage");
   static_assert(!Mx || (Fp8Block && !WeightColumnwise && Cluster == 1 &&
-                        ClusterM == 1),
+                        ClusterM == 1 && Stages >= 3),
                 "MXFP8: FP8 data, both operands read rowwise, one CTA a "
-                "cluster");
+                "cluster, three stages or more (a scale warp's wait on a "
+                "stage tells phases apart by parity only)");
   static_assert(BandUnits >= 1, "a band holds at least one row unit");
   static_assert(OutBoxes == 1 || OutBoxes == 2,
                 "a warpgroup stores through one or two output boxes");
@@ -509,8 +514,14 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
       C::kWeightMnMajor ? detail::mnMajorSw128Desc(bAddr, detail::kMnAtomBytes)
                         : detail::kMajorSw128Desc(bAddr);
   // Hands a stage back to every producer that writes into it.
+  // Block FP8 and BF16: thread 0 of the warpgroup, once the stage's MMAs
+  // are done (every warp read its scales before issuing them). MXFP8: each
+  // warp, after its own promotion of the stage's last step has read the
+  // stage's scales (another warp of the warpgroup may still be reading).
   auto release = [&](int stage) {
-    if (wgThread == 0) {
+    if constexpr (C::kMx)
+      __syncwarp();
+    if (C::kMx ? lane == 0 : wgThread == 0) {
       if (C::kClusterSize == 1)
         empty[stage].arrive();
       else
@@ -656,9 +667,10 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::kStages; ++s) {
       full[s].init(C::kFullArrivals);
-      // Every math warpgroup of the cluster frees a stage: multicast
-      // writes into every CTA's copy of it.
-      empty[s].init(C::kMathWarpgroups * C::kClusterSize);
+      // Every math warpgroup of the cluster frees a stage (MXFP8: every
+      // math warp): multicast writes into every CTA's copy of it.
+      empty[s].init(C::kMathWarpgroups * C::kReleasesPerWarpgroup *
+                    C::kClusterSize);
     }
     cutlass::arch::fence_barrier_init();
     // The experts' row ranges and tile counts (split sizes clamped).
