@@ -118,8 +118,8 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == python ]]; then
   }
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == gemm ]]; then
-  run "grouped-gemm-bench" "$PACK/bin/te-grouped-gemm-bench" 20
-  run "moe-bench" sh -c "for e in up up_grad; do $PACK/bin/te-run bench/moe_block_fp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in mxfp8_grad bf16_grad; do $PACK/bin/te-run bench/moe_mxfp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in current block current_grad block_grad nvfp4 bf16 nvfp4_grad bf16_grad current_step delayed_step; do $PACK/bin/te-run bench/moe_fp8_current_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
+  run "grouped-gemm-bench" "$PACK/bin/te-grouped-gemm-bench" 20 --mxfp8
+  run "moe-bench" sh -c "for e in up up_grad; do $PACK/bin/te-run bench/moe_block_fp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in mxfp8_fprop mxfp8_grad bf16_grad; do $PACK/bin/te-run bench/moe_mxfp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; $PACK/bin/te-run bench/moe_mxfp8_fprop_8192.mlir --random-inputs 1 --bench 20 | grep -E 'bench|copy'; for e in current block current_grad block_grad nvfp4 bf16 nvfp4_grad bf16_grad current_step delayed_step; do $PACK/bin/te-run bench/moe_fp8_current_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
   run "grouped_gemm_torch.py" python3 bench/grouped_gemm_torch.py 20
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == ranks ]] && (( GPUS >= 2 )); then
