@@ -591,16 +591,22 @@ static rt::Expected<KernelPlan> planGemm(const Program &p, const Entry &e,
        {call.a, call.aScale, call.b, call.bScale, call.out, call.bias})
     kp.bytesMoved += table.bytes(r.buffer);
   kp.flops = uint64_t(2 * pr.m * pr.n * pr.k);
-  auto dequantized = [&](int value) {
-    for (const Kernel &k : e.kernels)
-      if (auto *d = std::get_if<DequantizeKernel>(&k); d && d->output == value)
-        return true;
-    return false;
-  };
-  kp.engine = dequantized(g.a) || dequantized(g.b)
-                  ? "cuBLASLt, dequantized operands"
-                  : "cuBLASLt";
+  kp.engine = detail::gemmEngine(e, "cuBLASLt", g.a, g.b);
   return kp;
+}
+
+bool detail::isDequantized(const Entry &e, int value) {
+  for (const Kernel &k : e.kernels)
+    if (auto *d = std::get_if<DequantizeKernel>(&k); d && d->output == value)
+      return true;
+  return false;
+}
+
+std::string detail::gemmEngine(const Entry &e, const char *library, int a,
+                               int b, bool mxfp8) {
+  if (isDequantized(e, a) || isDequantized(e, b))
+    return std::string(library) + ", dequantized operands";
+  return std::string(library) + (mxfp8 ? ", MXFP8 operands" : "");
 }
 
 rt::Expected<EntryPlan> buildEntryPlan(const Program &p, const Entry &e,

@@ -164,6 +164,17 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
                                              BufferTable &table,
                                              EntryPlan &out);
 
+/// Whether value `value` of `e` is the output of a dequantize kernel (a GEMM
+/// operand te-lower-to-kernels dequantized for the bf16 GEMM).
+bool isDequantized(const Entry &e, int value);
+
+/// A GEMM's engine for `te-run --bench`: `library` ("cuBLASLt" or
+/// "generated"), and what it read where that is not the operands as
+/// stored: ", dequantized operands" after dequantize kernels; for the
+/// generated MXFP8 kernel ", MXFP8 operands".
+std::string gemmEngine(const Entry &e, const char *library, int a, int b,
+                       bool mxfp8 = false);
+
 /// A grouped GEMM (fprop or dgrad): one persistent launch of the generated
 /// Hopper kernel.
 rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,

@@ -303,7 +303,7 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   for (int b : {xData, xScale, wData, wScale, splits, bias, result})
     kp.bytesMoved += table.bytes(b);
   kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
-  kp.engine = "generated";
+  kp.engine = gemmEngine(e, "generated", g.x, g.w, spec.mxfp8());
   return kp;
 }
 
