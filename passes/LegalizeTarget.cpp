@@ -72,13 +72,17 @@ static GemmPath pathOf(GemmOp gemm, int sm) {
 /// (1 byte read, 2 written an element). Dequantizing wins with many tokens
 /// per expert, the direct kernel where the stack's pass dominates (below
 /// ~600 tokens per expert at N = 4096).
-static GemmPath groupedPathOf(GroupedGemmOp op) {
+/// `mxfp8` (the pass's grouped-mxfp8 option): "auto", "direct" or
+/// "dequantize".
+static GemmPath groupedPathOf(GroupedGemmOp op, StringRef mxfp8) {
   Type x = op.getInput().getType(), w = op.getWeight().getType();
   Direction wDir = op.getWeightDirection();
   if (!GroupedGemmOp::engineReads(x, w, wDir))
     return GemmPath::emulated;
   if (!GroupedGemmOp::bothMxfp8(x, w, wDir))
     return GemmPath::generated;
+  if (mxfp8 != "auto")
+    return mxfp8 == "direct" ? GemmPath::generated : GemmPath::emulated;
   constexpr double kMxfp8Flops = 410e12, kBf16Flops = 700e12,
                    kDequantBytes = 2.8e12;
   // Both are MXFP8 qtensors here.
@@ -116,6 +120,14 @@ struct TeLegalizeTargetPass
     }
     module->setAttr(kTargetAttrName, target);
     int sm = target.getSmVersion();
+    if (groupedMxfp8 != "auto" && groupedMxfp8 != "direct" &&
+        groupedMxfp8 != "dequantize") {
+      mlir::emitError(module.getLoc())
+          << "te-legalize-target: grouped-mxfp8 is auto, direct or "
+             "dequantize, not '"
+          << groupedMxfp8 << "'";
+      return signalPassFailure();
+    }
 
     bool failed = false;
     module.walk([&](Operation *op) {
@@ -135,7 +147,7 @@ struct TeLegalizeTargetPass
                           << target.getArch();
           failed = true;
         } else {
-          GemmPath path = groupedPathOf(grouped);
+          GemmPath path = groupedPathOf(grouped, groupedMxfp8);
           LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] te.grouped_gemm at "
                                   << grouped.getLoc() << ": "
                                   << stringifyGemmPath(path) << "\n");

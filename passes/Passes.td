@@ -169,10 +169,18 @@ def TeLegalizeTargetPass : Pass<"te-legalize-target", "::mlir::ModuleOp"> {
       only there), emulated elsewhere;
     - MXFP8, NVFP4: cuBLASLt on sm_100 and newer, emulated before
       (dequantize to bf16, then a bf16 GEMM).
+    And on every `te.grouped_gemm` (sm_90 only): `generated` where the GEMM
+    engine's kernel reads the operands as stored, `emulated` where they are
+    dequantized first; MXFP8 x MXFP8 with the weight read rowwise is either,
+    by a cost model on measured H100 rates unless `grouped-mxfp8` says.
   }];
   let options = [
     Option<"arch", "arch", "std::string", "\"sm_90a\"",
-           "Target architecture (sm_XY or sm_XYa)">
+           "Target architecture (sm_XY or sm_XYa)">,
+    Option<"groupedMxfp8", "grouped-mxfp8", "std::string", "\"auto\"",
+           "How a grouped MXFP8 x MXFP8 GEMM reads its operands: auto (the "
+           "cost model), direct (the GEMM engine's MXFP8 kernel) or "
+           "dequantize (to bf16, then the bf16 kernel)">
   ];
   let dependentDialects = ["::mlir::te::TeDialect"];
 }

@@ -33,6 +33,7 @@ void buildTeToCudaPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createTeFuseOptimizerPass());
   TeLegalizeTargetPassOptions legalize;
   legalize.arch = options.arch;
+  legalize.groupedMxfp8 = options.groupedMxfp8;
   pm.addPass(createTeLegalizeTargetPass(legalize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

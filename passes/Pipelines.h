@@ -21,6 +21,11 @@ struct TeToCudaPipelineOptions
       *this, "layer-recipes",
       llvm::cl::desc("layer=recipe: the recipe the named layer uses instead "
                      "of its own (te-resolve-recipe)")};
+  Option<std::string> groupedMxfp8{
+      *this, "grouped-mxfp8",
+      llvm::cl::desc("How a grouped MXFP8 GEMM reads its operands: auto, "
+                     "direct or dequantize (te-legalize-target)"),
+      llvm::cl::init("auto")};
 };
 
 /// Adds te-resolve-recipe, te-expand-linear, te-infer-usage,

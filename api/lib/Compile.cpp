@@ -63,12 +63,17 @@ mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
     options.arch = target;
     for (const auto &[layer, recipe] : opts.layerRecipes)
       options.layerRecipes.push_back(layer + "=" + recipe);
+    options.groupedMxfp8 = opts.groupedMxfp8;
     mlir::te::buildTeToCudaPipeline(pm, options);
     if (mlir::failed(pm.run(module)))
       return mlir::failure();
   } else if (!opts.layerRecipes.empty()) {
     return mlir::emitError(module.getLoc())
            << "layer recipes apply to te-level IR; this module is already "
+              "lowered to kernels";
+  } else if (opts.groupedMxfp8 != "auto") {
+    return mlir::emitError(module.getLoc())
+           << "grouped-mxfp8 applies to te-level IR; this module is already "
               "lowered to kernels";
   } else if (!existing) {
     auto attr = mlir::te::TargetAttr::getChecked(

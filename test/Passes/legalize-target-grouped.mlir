@@ -1,5 +1,8 @@
 // RUN: te-opt %s --te-legalize-target | FileCheck %s
 // RUN: te-opt %s --te-legalize-target | te-opt | FileCheck %s
+// RUN: te-opt %s --pass-pipeline='builtin.module(te-legalize-target{grouped-mxfp8=direct})' | FileCheck %s --check-prefix=DIRECT
+// RUN: te-opt %s --pass-pipeline='builtin.module(te-legalize-target{grouped-mxfp8=dequantize})' | FileCheck %s --check-prefix=DEQUANT
+// RUN: not te-opt %s --pass-pipeline='builtin.module(te-legalize-target{grouped-mxfp8=fast})' 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Tests the path te-legalize-target records on grouped GEMMs (sm_90):
 // `generated` where the GEMM engine's kernel reads the operands as stored
@@ -9,7 +12,10 @@
 // direct kernel with 256 tokens per expert, the dequantized path with 4096
 // at N = 4096 (and the direct kernel again at N = 128, where dequantizing
 // the tokens costs more than the slower kernel); K not a multiple of 128
-// (the kernel's stages) is always dequantized.
+// (the kernel's stages) is always dequantized. The pass option
+// grouped-mxfp8 overrides the cost model (direct / dequantize) where the
+// kernel can read the operands, and nowhere else.
+// BAD: te-legalize-target: grouped-mxfp8 is auto, direct or dequantize, not 'fast'
 
 // CHECK-LABEL: func.func @grouped_paths
 func.func @grouped_paths(
@@ -30,14 +36,18 @@ func.func @grouped_paths(
   // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<generated>{{.*}}fp8_block
   %1 = te.grouped_gemm %xq, %wq, %s : !te.qtensor<2048x1024xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>, !te.qtensor<8x4096x1024xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<8xi64> -> tensor<2048x4096xbf16>
   // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<generated>{{.*}} : !te.qtensor<2048x1024xbf16, #te.mxfp8
+  // DEQUANT: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}} : !te.qtensor<2048x1024xbf16, #te.mxfp8
   %2 = te.grouped_gemm %xm, %wm, %s : !te.qtensor<2048x1024xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<8xi64> -> tensor<2048x4096xbf16>
   // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}} : !te.qtensor<32768x1024xbf16, #te.mxfp8
+  // DIRECT: te.grouped_gemm {{.*}}path = #te.gemm_path<generated>{{.*}} : !te.qtensor<32768x1024xbf16, #te.mxfp8{{.*}}8x4096x1024
   %3 = te.grouped_gemm %xl, %wm, %s : !te.qtensor<32768x1024xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<8xi64> -> tensor<32768x4096xbf16>
   // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<generated>{{.*}} : !te.qtensor<32768x1024xbf16, #te.mxfp8{{.*}}8x128x1024
   %4 = te.grouped_gemm %xl, %wn, %s : !te.qtensor<32768x1024xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x128x1024xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<8xi64> -> tensor<32768x128xbf16>
   // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}}weight_columnwise
+  // DIRECT: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}}weight_columnwise
   %5 = te.grouped_gemm %dy, %wc, %s {weight_columnwise} : !te.qtensor<2048x4096xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x4096x1024xbf16, #te.mxfp8<e4m3>, columnwise>, tensor<8xi64> -> tensor<2048x1024xbf16>
   // CHECK: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}} : !te.qtensor<2048x192xbf16
+  // DIRECT: te.grouped_gemm {{.*}}path = #te.gemm_path<emulated>{{.*}} : !te.qtensor<2048x192xbf16
   %6 = te.grouped_gemm %xk, %wk, %s : !te.qtensor<2048x192xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<8x128x192xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<8xi64> -> tensor<2048x128xbf16>
   return
 }

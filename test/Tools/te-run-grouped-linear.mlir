@@ -1,4 +1,6 @@
 // RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad,nvfp4_grad,mxfp8_nvfp4_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry mxfp8_bias --grouped-mxfp8=dequantize | FileCheck %s --check-prefix=DEQUANT
+// RUN: not te-run %s --entry mxfp8_bias --grouped-mxfp8=fast 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
@@ -21,6 +23,10 @@
 // Hadamard-transformed, each expert padded to whole 16-row blocks) and the
 // hybrid MXFP8 forward / NVFP4 backward's (the dgrad through the stack's
 // 16x1 NVFP4 column blocks).
+// The same layer with its grouped MXFP8 GEMM forced onto the dequantized
+// path (te-legalize-target's grouped-mxfp8 option), and a bad value.
+// DEQUANT: result0 ({{.*}}): data[512x256 bf16]
+// BAD: te-legalize-target: grouped-mxfp8 is auto, direct or dequantize, not 'fast'
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=

@@ -103,6 +103,12 @@ static cl::opt<std::string>
          cl::desc("Target architecture (default: the module's te.target, "
                   "else sm_90a)"),
          cl::init(""));
+static cl::opt<std::string> groupedMxfp8(
+    "grouped-mxfp8",
+    cl::desc("How a grouped MXFP8 GEMM reads its operands: auto (default: "
+             "te-legalize-target's cost model), direct (the GEMM engine's "
+             "MXFP8 kernel) or dequantize (to bf16, then the bf16 kernel)"),
+    cl::init("auto"));
 static cl::opt<std::string>
     cacheDir("cache-dir", cl::desc("Kernel cache directory"), cl::init(""));
 static cl::opt<int> ranks(
@@ -278,6 +284,7 @@ static int run(int argc, char **argv) {
     return 1;
   te::api::CompileOptions compileOptions;
   compileOptions.arch = arch;
+  compileOptions.groupedMxfp8 = groupedMxfp8;
   mlir::FailureOr<cg::Program> program =
       te::api::compileToProgram(*module, compileOptions);
   if (mlir::failed(program))

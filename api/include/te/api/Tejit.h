@@ -54,6 +54,10 @@ struct CompileOptions {
   /// that recipe of the module instead of their own - a recipe switch
   /// (Session::switchModule; docs/Guide.md §7.2).
   std::map<std::string, std::string> layerRecipes;
+  /// How a grouped MXFP8 x MXFP8 GEMM reads its operands: "auto" (the cost
+  /// model of te-legalize-target), "direct" (the GEMM engine's MXFP8
+  /// kernel) or "dequantize" (to bf16, then the bf16 kernel).
+  std::string groupedMxfp8 = "auto";
 };
 
 /// One device buffer a function reads or writes.
