@@ -229,10 +229,12 @@ NB_MODULE(_tejit, m) {
           "from_source",
           [](const std::string &text, const std::string &arch,
              const std::string &name,
-             const std::map<std::string, std::string> &layerRecipes) {
+             const std::map<std::string, std::string> &layerRecipes,
+             const std::string &groupedMxfp8) {
             api::CompileOptions opts;
             opts.arch = arch;
             opts.layerRecipes = layerRecipes;
+            opts.groupedMxfp8 = groupedMxfp8;
             rt::Expected<api::CompiledModule> c =
                 api::CompiledModule::fromSource(text, opts, name);
             if (!c)
@@ -240,7 +242,8 @@ NB_MODULE(_tejit, m) {
             return std::make_shared<api::CompiledModule>(std::move(*c));
           },
           nb::arg("text"), nb::arg("arch"), nb::arg("name"),
-          nb::arg("layer_recipes") = std::map<std::string, std::string>())
+          nb::arg("layer_recipes") = std::map<std::string, std::string>(),
+          nb::arg("grouped_mxfp8") = "auto")
       .def("functions", &api::CompiledModule::functionNames)
       .def("arch",
            [](const api::CompiledModule &c) { return c.program().arch; })

@@ -44,11 +44,15 @@ def gpu_available() -> bool:
 
 
 def compile(program: str, target: str = "sm_90a", name: Optional[str] = None,
-            layer_recipes: Optional[Dict[str, str]] = None) -> "Module":
+            layer_recipes: Optional[Dict[str, str]] = None,
+            grouped_mxfp8: str = "auto") -> "Module":
     """Compiles te IR text, or the .mlir file at that path, for ``target``.
     ``layer_recipes`` maps layer names (te.linear's ``layer``) to another
     recipe of the module: the module a session switches to when a layer
     changes its recipe mid-training (:meth:`Session.switch_module`).
+    ``grouped_mxfp8`` says how a grouped MXFP8 forward GEMM reads its
+    operands: ``"auto"`` (the compiler's cost model), ``"direct"`` (the
+    generated MXFP8 kernel) or ``"dequantize"`` (to bf16 first).
 
     Raises :class:`CompileError` whose message holds every diagnostic with
     its ``file:line:col``.
@@ -60,7 +64,8 @@ def compile(program: str, target: str = "sm_90a", name: Optional[str] = None,
     else:
         text = program
         name = name or "<tejit.compile>"
-    return Module(_tejit.CompiledModule.from_source(text, target, name, dict(layer_recipes or {})))
+    return Module(_tejit.CompiledModule.from_source(
+        text, target, name, dict(layer_recipes or {}), grouped_mxfp8))
 
 
 # -- element types -------------------------------------------------------------

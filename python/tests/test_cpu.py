@@ -295,12 +295,13 @@ NVFP4_MOE = moe_program("""  te.rule "*", "weight" -> #te.nvfp4<block2d>
   te.rule "*", "input" -> #te.nvfp4<>""", 64)
 
 
-def check_grouped_forward_is_each_experts_own(program, xf, wf, exact=True):
+def check_grouped_forward_is_each_experts_own(program, xf, wf, exact=True,
+                                              grouped_mxfp8="auto"):
     """Splits of 64, 0 and 96 rows (32 padding rows) of the float tokens
     `xf` [192, 128] and stack `wf` [3, N, 128]: each expert's rows equal the
     dense te.linear of that expert alone on the CPU backend - bit for bit, or
     (`exact` False: the two run different kernels) to one bf16 ulp."""
-    m = tejit.compile(program)
+    m = tejit.compile(program, grouped_mxfp8=grouped_mxfp8)
     x = tejit.float_to_bf16_bits(xf)
     w = tejit.float_to_bf16_bits(wf)
     splits = np.array([64, 0, 96], np.int64)
@@ -326,9 +327,15 @@ def test_mxfp8_grouped_layer_is_each_experts_own_mxfp8_linear():
     # dequantizes them: the two sum in different orders and agree to one
     # bf16 ulp.
     rng = np.random.default_rng(11)
-    check_grouped_forward_is_each_experts_own(
-        MXFP8_MOE, rng.standard_normal((192, 128)).astype(np.float32),
-        rng.standard_normal((3, 64, 128)).astype(np.float32), exact=False)
+    xf = rng.standard_normal((192, 128)).astype(np.float32)
+    wf = rng.standard_normal((3, 64, 128)).astype(np.float32)
+    check_grouped_forward_is_each_experts_own(MXFP8_MOE, xf, wf, exact=False)
+    # Forced onto the dequantized path, the grouped GEMM is the dense one's
+    # bf16 GEMM on the same dequantized values: bit for bit.
+    check_grouped_forward_is_each_experts_own(MXFP8_MOE, xf, wf,
+                                              grouped_mxfp8="dequantize")
+    with pytest.raises(tejit.CompileError, match="auto, direct or dequantize"):
+        tejit.compile(MXFP8_MOE, grouped_mxfp8="fast")
 
 
 def test_per_tensor_grouped_layer_scales_each_expert_by_its_own_amax():
