@@ -212,6 +212,10 @@ __device__ __forceinline__ Tile locate(int t, int rank, const int *tileEnd,
           (item * C::kCluster + rankN) * C::kBlockN};
 }
 
+/// Warps of the producer warpgroup that load MXFP8 scales (all but the
+/// TMA thread's).
+constexpr int kMxScaleWarps = 3;
+
 /// MXFP8: the scale warps (the producer warpgroup's other three) follow
 /// the TMA thread through the stage ring, warp w taking every third stage
 /// from the w-th. For a stage a warp reads the E8M0 scales of the tile's 128
@@ -224,10 +228,6 @@ __device__ __forceinline__ Tile locate(int t, int rank, const int *tileEnd,
 /// each stage's loads in turn, held the kernel to a third of its speed
 /// (measured on the H100; docs/Performance.md). Rows past M_total and
 /// columns past N (never stored) get scale 1.
-/// Warps of the producer warpgroup that load MXFP8 scales (all but the
-/// TMA thread's).
-constexpr int kMxScaleWarps = 3;
-
 template <class C>
 __device__ __forceinline__ void
 mxScaleWarp(int warp, int lane, int rank, int cluster, int clusters,
