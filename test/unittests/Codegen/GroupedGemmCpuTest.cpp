@@ -47,11 +47,17 @@ TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
   const int64_t m = 300, k = 256, g = 3, n = 128;
   std::vector<float> x = normals(m * k, 1), w = normals(g * n * k, 2);
   std::vector<float> b = normals(g * n, 3);
-  for (int variant = 0; variant < 4; ++variant) {
-    bool fp8 = variant & 1, withBias = variant & 2;
-    SCOPED_TRACE(std::string(fp8 ? "block FP8" : "bf16") +
+  // bf16, block FP8 and MXFP8 (the engine's MXFP8 kernel, whose rule the
+  // CPU backend runs: ref::groupedMxfp8Gemm), each with and without a bias.
+  for (int variant = 0; variant < 6; ++variant) {
+    bool mxfp8 = variant >= 4, fp8 = (variant & 1) || mxfp8,
+         withBias = variant & 2 || variant == 5;
+    SCOPED_TRACE(std::string(mxfp8 ? "MXFP8"
+                             : fp8 ? "block FP8"
+                                   : "bf16") +
                  (withBias ? " + bias" : ""));
-    cg::Program p = groupedProgram(m, k, g, n, fp8, false, withBias);
+    cg::Program p = groupedProgram(m, k, g, n, fp8, false, withBias,
+                                   DType::E4M3, mxfp8);
     ASSERT_EQ(cg::validate(p.entries[0]), "");
     std::vector<int64_t> splits = {120, 0, 150}; // 30 padding rows
     std::vector<std::vector<uint8_t>> args = {bf16Bytes(x), bf16Bytes(w),
@@ -71,8 +77,8 @@ TEST(GroupedGemmCpu, EachExpertsRowsAreItsOwnProgram) {
       if (splits[e] == 0)
         continue;
       // Expert e alone: its rows and its weight, G = 1.
-      cg::Program alone =
-          groupedProgram(splits[e], k, 1, n, fp8, false, withBias);
+      cg::Program alone = groupedProgram(splits[e], k, 1, n, fp8, false,
+                                         withBias, DType::E4M3, mxfp8);
       std::vector<float> xe(x.begin() + row * k,
                             x.begin() + (row + splits[e]) * k);
       std::vector<float> we(w.begin() + e * n * k, w.begin() + (e + 1) * n * k);
