@@ -470,10 +470,13 @@ int main(int argc, char **argv) {
       spec.stages = stages;
       return spec.resolved();
     };
+    // sxScales / swScales: other scale buffers than the block-FP8 ones
+    // (MXFP8's E8M0 scales).
     auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,
                             uint64_t w, int blockN = 0, int cluster = 0,
                             int clusterM = 0, int band = 0, int outBoxes = 0,
-                            int stages = 0) {
+                            int stages = 0, uint64_t sxScales = 0,
+                            uint64_t swScales = 0) {
       GroupedGemmSpec spec =
           specOf(op, blockN, cluster, clusterM, band, outBoxes, stages);
       std::string source = cg::emitGroupedGemm(spec);
@@ -490,11 +493,12 @@ int main(int argc, char **argv) {
                           .count();
       rt::Kernel kernel =
           take(rt::Kernel::load(compiled->cubin, spec.kernelName()));
-      cg::GroupedGemmLaunch l =
-          take(cg::prepareGroupedGemm(spec,
-                                      {x, w, sx.devicePtr(), sw.devicePtr(),
-                                       splitBuf.devicePtr(), y.devicePtr(), m},
-                                      device, kernel));
+      cg::GroupedGemmLaunch l = take(
+          cg::prepareGroupedGemm(spec,
+                                 {x, w, sxScales ? sxScales : sx.devicePtr(),
+                                  swScales ? swScales : sw.devicePtr(),
+                                  splitBuf.devicePtr(), y.devicePtr(), m},
+                                 device, kernel));
       double us = medianMicros(stream, iters, [&] {
         check(cg::launchGroupedGemm(kernel, l, stream));
       });
@@ -634,17 +638,9 @@ int main(int argc, char **argv) {
       };
       rt::DeviceBuffer mxSx = ones(m), mxSw = ones(c.g * c.n);
       GroupedGemmSpec spec = specOf(GroupedGemmSpec::Operands::Mxfp8, 0, 0, 0);
-      auto compiled = take(cache.getOrCompile(cg::emitGroupedGemm(spec), opts));
-      rt::Kernel kernel =
-          take(rt::Kernel::load(compiled->cubin, spec.kernelName()));
-      cg::GroupedGemmLaunch l = take(cg::prepareGroupedGemm(
-          spec,
-          {x8.devicePtr(), w8.devicePtr(), mxSx.devicePtr(), mxSw.devicePtr(),
-           splitBuf.devicePtr(), y.devicePtr(), m},
-          device, kernel));
-      double mx = medianMicros(stream, iters, [&] {
-        check(cg::launchGroupedGemm(kernel, l, stream));
-      });
+      double mx = runGenerated(GroupedGemmSpec::Operands::Mxfp8, x8.devicePtr(),
+                               w8.devicePtr(), 0, 0, 0, 0, 0, 0,
+                               mxSx.devicePtr(), mxSw.devicePtr());
       std::printf("     %-54s mxfp8 %8.1f  (%.2fx tejit bf16)",
                   spec.kernelName().c_str(), tf(mx), bf16 / mx);
       if (c.g == 1) {
