@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // te-grouped-gemm-bench [iters] [--sweep] [--bands] [--first] [--dense]
-// [--backward] [--mxfp8]:
+// [--backward] [--mxfp8] [--nvfp4]:
 // the M-grouped GEMMs of an MoE layer (DeepSeek-V3-like experts: N=4096 K=7168
 // and N=7168 K=2048; G = 8 and 32; 32768 tokens split unevenly, and 256 tokens
 // per expert; last, G = 1 at 8192^3: the generated kernel as a dense GEMM)
@@ -22,7 +22,8 @@
 // stack's columnwise copy, the wgrad's dy) against the copy ceiling.
 // --mxfp8 adds the generated MXFP8 x MXFP8 kernel on every shape, and at
 // G = 1 a dense BF16 cuBLASLt GEMM (the bar an MXFP8 recipe on Hopper has
-// to beat), on one more line per shape.
+// to beat), on one more line per shape; --nvfp4 the generated NVFP4 x NVFP4
+// kernel at both tile widths (256 and 128), on another.
 // Times: median of `iters` CUDA-event-timed runs after 10 warm-up runs.
 //
 //===----------------------------------------------------------------------===//
@@ -378,7 +379,7 @@ int main(int argc, char **argv) {
   // stage less), and with a stage less again; the wgrad with two boxes.
   // --mxfp8: also the MXFP8 kernel (and at G = 1 a BF16 cuBLASLt GEMM).
   bool sweep = false, bands = false, first = false, dense = false,
-       backwardOnly = false, outBoxes = false, mxfp8 = false;
+       backwardOnly = false, outBoxes = false, mxfp8 = false, nvfp4 = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--sweep")
@@ -395,11 +396,13 @@ int main(int argc, char **argv) {
       outBoxes = true;
     else if (a == "--mxfp8")
       mxfp8 = true;
+    else if (a == "--nvfp4")
+      nvfp4 = true;
     else
       die(rt::Status(rt::StatusCode::InvalidArgument,
                      "unknown option '" + a +
                          "' (--sweep, --bands, --first, --dense, "
-                         "--backward, --outboxes, --mxfp8)"));
+                         "--backward, --outboxes, --mxfp8, --nvfp4)"));
   }
   if (backwardOnly && (dense || first || sweep))
     die(rt::Status(rt::StatusCode::InvalidArgument,
@@ -471,12 +474,13 @@ int main(int argc, char **argv) {
       return spec.resolved();
     };
     // sxScales / swScales: other scale buffers than the block-FP8 ones
-    // (MXFP8's E8M0 scales).
+    // (MXFP8's E8M0 scales, NVFP4's E4M3 ones); amaxes: NVFP4's per-expert
+    // global amaxes of x and of W.
     auto runGenerated = [&](GroupedGemmSpec::Operands op, uint64_t x,
                             uint64_t w, int blockN = 0, int cluster = 0,
                             int clusterM = 0, int band = 0, int outBoxes = 0,
                             int stages = 0, uint64_t sxScales = 0,
-                            uint64_t swScales = 0) {
+                            uint64_t swScales = 0, uint64_t amaxes = 0) {
       GroupedGemmSpec spec =
           specOf(op, blockN, cluster, clusterM, band, outBoxes, stages);
       std::string source = cg::emitGroupedGemm(spec);
@@ -493,12 +497,16 @@ int main(int argc, char **argv) {
                           .count();
       rt::Kernel kernel =
           take(rt::Kernel::load(compiled->cubin, spec.kernelName()));
-      cg::GroupedGemmLaunch l = take(
-          cg::prepareGroupedGemm(spec,
-                                 {x, w, sxScales ? sxScales : sx.devicePtr(),
-                                  swScales ? swScales : sw.devicePtr(),
-                                  splitBuf.devicePtr(), y.devicePtr(), m},
-                                 device, kernel));
+      cg::GroupedGemmBuffers buffers{x,
+                                     w,
+                                     sxScales ? sxScales : sx.devicePtr(),
+                                     swScales ? swScales : sw.devicePtr(),
+                                     splitBuf.devicePtr(),
+                                     y.devicePtr(),
+                                     m};
+      buffers.amaxX = buffers.amaxW = amaxes;
+      cg::GroupedGemmLaunch l =
+          take(cg::prepareGroupedGemm(spec, buffers, device, kernel));
       double us = medianMicros(stream, iters, [&] {
         check(cg::launchGroupedGemm(kernel, l, stream));
       });
@@ -654,6 +662,29 @@ int main(int argc, char **argv) {
         double lib =
             medianMicros(stream, iters, [&] { check(lt.gemm(p, stream)); });
         std::printf("  cuBLASLt bf16 %8.1f (mxfp8 %.2fx)", tf(lib), lib / mx);
+      }
+      std::printf("\n");
+    }
+    if (nvfp4) {
+      // Random packed codes (x8, w8), E4M3 block scales [roundup(rows,
+      // 128)][K/16] of 1.0, amaxes 2688: the speed does not depend on them.
+      auto bytes = [&](int64_t count, uint8_t value) {
+        std::vector<uint8_t> host(count, value);
+        rt::DeviceBuffer b = take(rt::DeviceBuffer::allocate(host.size()));
+        check(b.copyFromHost(host.data(), host.size(), stream));
+        return b;
+      };
+      rt::DeviceBuffer nvSx = bytes((m + 127) / 128 * 128 * (c.k / 16), 0x38);
+      rt::DeviceBuffer nvSw =
+          bytes((c.g * c.n + 127) / 128 * 128 * (c.k / 16), 0x38);
+      rt::DeviceBuffer amax = constantFloats(c.g, 2688.0f, stream);
+      std::printf("     nvfp4");
+      for (int width : {256, 128}) {
+        double us =
+            runGenerated(GroupedGemmSpec::Operands::Nvfp4, x8.devicePtr(),
+                         w8.devicePtr(), width, 0, 0, 0, 0, 0, nvSx.devicePtr(),
+                         nvSw.devicePtr(), amax.devicePtr());
+        std::printf("  t%d %8.1f (%.2fx tejit bf16)", width, tf(us), bf16 / us);
       }
       std::printf("\n");
     }

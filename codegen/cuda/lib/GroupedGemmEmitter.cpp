@@ -23,11 +23,13 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t blockK(const GroupedGemmSpec &s) { return s.fp8() ? 128 : 64; }
 int64_t stageBytes(const GroupedGemmSpec &s) {
   // x tile, w tile, and the scales: block FP8 kBlockM + 4 x scales in a
-  // 128-byte slot; MXFP8 fp32 [4][128] of x and of w.
+  // 128-byte slot; MXFP8 fp32 [4][128] of x and of w; NVFP4 the packed
+  // codes of both tiles (32 bytes a row), and a third barrier.
   return kBlockM * 128 + int64_t(s.blockN) * 128 +
-         (s.mxfp8() ? 4096
-          : s.fp8() ? 640
-                    : 0);
+         (s.nvfp4()   ? (kBlockM + s.blockN) * 32 + 8
+          : s.mxfp8() ? 4096
+          : s.fp8()   ? 640
+                      : 0);
 }
 int64_t fixedBytes(const GroupedGemmSpec &s) {
   // tables, alignment slack, the output boxes of TMA stores
@@ -97,9 +99,10 @@ std::string GroupedGemmSpec::kernelName() const {
   GroupedGemmSpec r = resolved();
   std::ostringstream os;
   os << "te_grouped_gemm_"
-     << (mxfp8() ? "mxfp8"
-         : fp8() ? "fp8block"
-                 : "bf16")
+     << (mxfp8()   ? "mxfp8"
+         : nvfp4() ? "nvfp4"
+         : fp8()   ? "fp8block"
+                   : "bf16")
      << (weightColumnwise ? "_wcol" : "")
      << (fp8() ? fp8Formats.nameSuffix() : "") << "_g" << groups << "_n" << n
      << "_k" << k << "_t" << r.blockN << "_c" << r.cluster;
@@ -158,6 +161,10 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
     return bad("the MXFP8 kernel reads both operands rowwise (the fprop)");
   if (s.mxfp8() && s.clusterSize() != 1)
     return bad("the MXFP8 kernel runs one CTA a cluster");
+  if (s.nvfp4() && s.weightColumnwise)
+    return bad("the NVFP4 kernel reads both operands rowwise (the fprop)");
+  if (s.nvfp4() && s.clusterSize() != 1)
+    return bad("the NVFP4 kernel runs one CTA a cluster");
   if (s.mxfp8() && s.stages < 3)
     return bad("the MXFP8 kernel needs three stages or more: a scale warp "
                "publishes every third stage and tells a stage's phases apart "
@@ -182,7 +189,8 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << ", " << (s.weightColumnwise ? "true" : "false") << ", "
      << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ", "
      << s.clusterM << ", " << s.band << ", " << s.outBoxes << ", "
-     << (s.mxfp8() ? "true" : "false") << ">;\n"
+     << (s.mxfp8() ? "true" : "false") << ", " << (s.nvfp4() ? "true" : "false")
+     << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedGemmSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads
@@ -192,9 +200,10 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << "    const __grid_constant__ cute::TmaDescriptor tmSX,\n"
      << "    const __grid_constant__ cute::TmaDescriptor tmY,\n"
      << "    const void *sw, const void *sx, const long long *splits,\n"
-     << "    const unsigned short *bias, unsigned short *y, int mTotal) {\n"
+     << "    const unsigned short *bias, unsigned short *y, int mTotal,\n"
+     << "    const float *amaxX, const float *amaxW) {\n"
      << "  te::gemm::groupedGemmSm90<Config>(&tmX, &tmW, &tmSX, &tmY, sw, sx, "
-        "splits, bias, y, mTotal);\n"
+        "splits, bias, y, mTotal, amaxX, amaxW);\n"
      << "}\n";
   return os.str();
 }
@@ -213,9 +222,9 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions() {
   return o;
 }
 
-std::array<void *, 10> GroupedGemmLaunch::args() {
-  return {&maps[0], &maps[1], &maps[2], &maps[3], &sw,
-          &sx,      &splits,  &bias,    &y,       &mTotal};
+std::array<void *, 12> GroupedGemmLaunch::args() {
+  return {&maps[0], &maps[1], &maps[2], &maps[3], &sw,    &sx,
+          &splits,  &bias,    &y,       &mTotal,  &amaxX, &amaxW};
 }
 
 std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
@@ -257,6 +266,17 @@ std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
                                                   64,
                                                   rt::TensorMapSwizzle::B128}
                              : x;
+  if (s.nvfp4()) {
+    // The packed codes, K / 2 bytes a row: boxes of 32 bytes (a stage's 64
+    // codes) by the tile's rows, unswizzled (the convert warps read them).
+    auto packed = [&](int64_t rows, int boxRows) {
+      return rt::TensorMapShape{
+          rt::DType::E4M3,           rows, s.k / 2, s.k / 2, boxRows, 32,
+          rt::TensorMapSwizzle::None};
+    };
+    rt::TensorMapShape px = packed(mTotal, static_cast<int>(kBlockM));
+    return {px, packed(s.groups * s.n, s.blockN), px, y};
+  }
   if (!s.fp8() || s.mxfp8())
     return {x, w, x, y};
   // A box of kBlockM + 4 scales from a 16-byte aligned start (the TMA's
@@ -296,7 +316,9 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
     l.maps[i] = *map;
   }
   l.sw = b.sw;
-  l.sx = s.mxfp8() ? b.sx : 0;
+  l.sx = s.mxfp8() || s.nvfp4() ? b.sx : 0;
+  l.amaxX = s.nvfp4() ? b.amaxX : 0;
+  l.amaxW = s.nvfp4() ? b.amaxW : 0;
   l.splits = b.splits;
   l.bias = b.bias;
   l.y = b.y;
@@ -317,7 +339,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
 
 rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,
                              const rt::Stream &stream) {
-  std::array<void *, 10> args = l.args();
+  std::array<void *, 12> args = l.args();
   return kernel.launch(l.grid, l.block, l.sharedBytes, stream, args.data(),
                        l.cluster);
 }

@@ -298,7 +298,10 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
               rt::ArgDesc::ptr(wScale),
               rt::ArgDesc::ptr(spec.mxfp8() ? xScale : -1),
               rt::ArgDesc::ptr(splits), rt::ArgDesc::ptr(bias),
-              rt::ArgDesc::ptr(result), rt::ArgDesc::i32(int32_t(x.rows()))};
+              rt::ArgDesc::ptr(result), rt::ArgDesc::i32(int32_t(x.rows())),
+              // NVFP4's global amaxes (not planned yet: its operands are
+              // dequantized for the BF16 kernel).
+              rt::ArgDesc::ptr(-1), rt::ArgDesc::ptr(-1)};
   kp.addLaunch(std::move(*ks));
   for (int b : {xData, xScale, wData, wScale, splits, bias, result})
     kp.bytesMoved += table.bytes(b);

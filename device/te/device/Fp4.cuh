@@ -152,20 +152,48 @@ TE_HD void decodeE2M1x2(u32 pair, float &first, float &second) {
 #endif
 }
 
-/// The E4M3 codes of eight E2M1 codes packed two a byte as the NVFP4 data
-/// holds them (code i in bits 4i .. 4i + 3 of `x`): codes 0-3 in bytes 0-3
-/// of `lo`, 4-7 in those of `hi`. Every E2M1 value is an E4M3 value, so a
-/// byte permutation over the E4M3 codes of the eight magnitudes gives four
-/// magnitudes at once and another four signs (code i's sign is the top bit
-/// of byte i / 2 of x << 4 for even i, of x for odd i: the top bit of an
-/// E4M3 code); decodeFp8x2<E4M3> then decodes two codes in one conversion.
-TE_HD void e2m1x8ToE4M3(u32 x, u32 &lo, u32 &hi) {
+/// Eight E2M1 codes packed two a byte as the NVFP4 data holds them (code i
+/// in bits 4i .. 4i + 3 of `x`) as bytes of a code table with the code's
+/// sign in the top bit: codes 0-3 in bytes 0-3 of `lo`, 4-7 in those of
+/// `hi`. `Low` holds the bytes of the magnitudes 0, 0.5, 1, 1.5, `High`
+/// those of 2, 3, 4, 6 (all below 0x80). A byte permutation over the tables
+/// gives four magnitudes at once and another four signs (code i's sign is
+/// the top bit of byte i / 2 of x << 4 for even i, of x for odd i).
+template <u32 Low, u32 High>
+TE_HD void e2m1x8ToSignedBytes(u32 x, u32 &lo, u32 &hi) {
   constexpr u32 kSigns = 0x80808080u;
   const u32 shifted = x << 4;
-  lo = permuteBytes(kE2M1AsE4M3Low, kE2M1AsE4M3High, x & 0x7777u) |
+  lo = permuteBytes(Low, High, x & 0x7777u) |
        (permuteBytes(shifted, x, 0x5140u) & kSigns);
-  hi = permuteBytes(kE2M1AsE4M3Low, kE2M1AsE4M3High, (x >> 16) & 0x7777u) |
+  hi = permuteBytes(Low, High, (x >> 16) & 0x7777u) |
        (permuteBytes(shifted, x, 0x7362u) & kSigns);
+}
+
+/// The E4M3 codes of eight E2M1 codes (e2m1x8ToSignedBytes' layout): every
+/// E2M1 value is an E4M3 value, whose sign is its code's top bit;
+/// decodeFp8x2<E4M3> then decodes two codes in one conversion.
+TE_HD void e2m1x8ToE4M3(u32 x, u32 &lo, u32 &hi) {
+  e2m1x8ToSignedBytes<kE2M1AsE4M3Low, kE2M1AsE4M3High>(x, lo, hi);
+}
+
+/// The high bytes of the f16 values of the E2M1 magnitudes 0, 0.5, 1, 1.5
+/// and 2, 3, 4, 6 (whose low bytes are all zero).
+constexpr u32 kE2M1AsF16HighLow = 0x3E3C3800u;
+constexpr u32 kE2M1AsF16HighHigh = 0x46444240u;
+
+/// The f16 values of eight E2M1 codes packed as the NVFP4 data holds them
+/// (code i in bits 4i .. 4i + 3 of `x`), exactly: `h[j]` holds codes 2j
+/// (low half) and 2j + 1 - the f16x2 pairs a K-major f16 MMA operand holds.
+/// An E2M1 value's f16 code is one byte of a table (its magnitude) with the
+/// sign in the top bit, then a zero low byte: the E4M3 conversion's byte
+/// permutations with another table, and one more permutation a pair.
+TE_HD void e2m1x8ToF16x2(u32 x, u32 (&h)[4]) {
+  u32 lo, hi;
+  e2m1x8ToSignedBytes<kE2M1AsF16HighLow, kE2M1AsF16HighHigh>(x, lo, hi);
+  h[0] = permuteBytes(lo, 0u, 0x1404u);
+  h[1] = permuteBytes(lo, 0u, 0x3424u);
+  h[2] = permuteBytes(hi, 0u, 0x1404u);
+  h[3] = permuteBytes(hi, 0u, 0x3424u);
 }
 
 /// Two codes in a byte: the even element in the low nibble (docs/Numerics.md

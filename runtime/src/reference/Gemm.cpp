@@ -306,6 +306,54 @@ std::vector<float> groupedMxfp8Gemm(const Mxfp8Operand &x,
   return y;
 }
 
+static std::string checkNvfp4(const Nvfp4Operand &x, const Nvfp4Operand &w) {
+  if (x.k != w.k || x.k % 16 != 0)
+    return "NVFP4 operands need one K, a multiple of 16";
+  for (const Nvfp4Operand *op : {&x, &w})
+    if (op->codes.size() < size_t(op->rows * op->k / 2) ||
+        op->scaleStride < op->k / 16 ||
+        op->scales.size() < size_t(op->rows * op->scaleStride))
+      return "an NVFP4 operand's codes or scales are too small";
+  return "";
+}
+
+/// Each element's exact value e2m1 · s_b (row-major rows x k).
+static std::vector<float> nvfp4Values(const Nvfp4Operand &op) {
+  std::vector<float> v(static_cast<size_t>(op.rows * op.k));
+  for (int64_t r = 0; r < op.rows; ++r)
+    for (int64_t c = 0; c < op.k; ++c) {
+      uint8_t byte = op.codes[size_t((r * op.k + c) / 2)];
+      uint8_t code = c % 2 == 0 ? unpackE2M1Low(byte) : unpackE2M1High(byte);
+      v[size_t(r * op.k + c)] =
+          decodeE2M1(code) *
+          decodeE4M3(op.scales[size_t(r * op.scaleStride + c / 16)]);
+    }
+  return v;
+}
+
+std::vector<float> nvfp4Gemm(const Nvfp4Operand &x, const Nvfp4Operand &w,
+                             const float *bias, std::string *error) {
+  if (std::string why = checkNvfp4(x, w); !why.empty()) {
+    if (error)
+      *error = why;
+    return {};
+  }
+  const int64_t m = x.rows, n = w.rows, k = x.k;
+  const float alpha = (x.amax * w.amax) * bitsToFloat(0x34149B93u);
+  std::vector<float> xv = nvfp4Values(x), wv = nvfp4Values(w);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  forEachRow(m, [&](int64_t i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t kk = 0; kk < k; ++kk)
+        acc = acc + xv[size_t(i * k + kk)] * wv[size_t(j * k + kk)];
+      acc = acc * alpha;
+      y[size_t(i * n + j)] = bias ? acc + bias[j] : acc;
+    }
+  });
+  return y;
+}
+
 std::vector<int64_t> clampSplits(const std::vector<int64_t> &splits,
                                  int64_t mTotal) {
   std::vector<int64_t> out(splits.size());

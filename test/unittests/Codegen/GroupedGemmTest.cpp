@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HopperGpuTest.h"
+#include "SassHazards.h"
 
 #include "te/codegen/GroupedGemmEmitter.h"
 #include "te/runtime/KernelCache.h"
@@ -52,18 +53,22 @@ GroupedGemmSpec spec(GroupedGemmSpec::Operands op, int64_t g, int64_t n,
 /// Compiles the kernel of `s` for sm_90a and checks that ptxas kept its
 /// warpgroup MMAs asynchronous: it serialises those it cannot prove safe to
 /// overlap (warnings C7510-C7520), which silently costs most of the speed.
-void expectCompiles(GroupedGemmSpec s) {
+/// Returns the compiled kernel (ptxas's report in its log).
+rt::CompiledKernel expectCompiles(GroupedGemmSpec s) {
   s = s.resolved();
   rt::CompileOptions opts = *cg::groupedGemmCompileOptions();
   opts.flags.push_back("--ptxas-options=-v");
   rt::Expected<rt::CompiledKernel> k =
       rt::compileCuda(cg::emitGroupedGemm(s), s.kernelName() + ".cu", opts);
-  ASSERT_TRUE(k) << k.status().message();
+  EXPECT_TRUE(k) << k.status().message();
+  if (!k)
+    return {};
   EXPECT_EQ(k->log.find("wgmma.mma_async instructions are serialized"),
             std::string::npos)
       << k->log;
   std::printf("[   info   ] %s: NVRTC %.0f ms (cold), %zu-byte CUBIN\n",
               s.kernelName().c_str(), k->compileMillis, k->cubin.size());
+  return *k;
 }
 
 } // namespace
@@ -108,6 +113,58 @@ TEST(GroupedGemm, Mxfp8KernelCompilesForSm90a) {
       s.fp8Formats = {rt::DType::E5M2, rt::DType::E4M3};
     expectCompiles(s);
   }
+}
+
+// The NVFP4 kernel (f16 tiles converted by the producer's warps) compiles
+// without serialised MMAs and without spills, at both tile widths.
+TEST(GroupedGemm, Nvfp4KernelCompilesForSm90a) {
+  if (!rt::nvrtcVersion())
+    GTEST_SKIP() << rt::nvrtcVersion().status().message();
+  for (int width : {256, 128}) {
+    GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Nvfp4, 8, 4096, 7168);
+    s.blockN = width;
+    rt::CompiledKernel k = expectCompiles(s);
+    std::string why;
+    std::optional<std::string> sass = test::disassembleCubin(k.cubin, why);
+    if (!sass) {
+      std::printf("[   info   ] no reconvergence scan: %s\n", why.c_str());
+      continue;
+    }
+    std::vector<std::string> hazards = test::reconvergenceHazards(*sass);
+    EXPECT_TRUE(hazards.empty()) << hazards.front();
+  }
+}
+
+TEST(GroupedGemm, Nvfp4ShapesWithoutAKernelAreRefusedWithTheRule) {
+  GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Nvfp4, 4, 512, 512);
+  EXPECT_TRUE(cg::checkGroupedGemm(s).isOk());
+  EXPECT_NE(s.kernelName().find("te_grouped_gemm_nvfp4_g4_n512_k512_t256_c1"),
+            std::string::npos)
+      << s.kernelName();
+  // 48 KB of f16 tiles and 12 KB of packed codes a stage: three stages at
+  // 256-wide tiles, five at 128.
+  EXPECT_EQ(s.resolved().stages, 3);
+  GroupedGemmSpec narrow = s;
+  narrow.blockN = 128;
+  EXPECT_EQ(narrow.resolved().stages, 5);
+  auto maps = cg::groupedGemmMaps(s, 300);
+  EXPECT_EQ(maps[0], (rt::TensorMapShape{rt::DType::E4M3, 300, 256, 256, 128,
+                                         32, rt::TensorMapSwizzle::None}));
+  EXPECT_EQ(maps[1], (rt::TensorMapShape{rt::DType::E4M3, 2048, 256, 256, 256,
+                                         32, rt::TensorMapSwizzle::None}));
+  GroupedGemmSpec wcol = s;
+  wcol.weightColumnwise = true;
+  EXPECT_NE(
+      cg::checkGroupedGemm(wcol).message().find("reads both operands rowwise"),
+      std::string::npos);
+  GroupedGemmSpec pair = s;
+  pair.cluster = 2;
+  EXPECT_NE(cg::checkGroupedGemm(pair).message().find("one CTA a cluster"),
+            std::string::npos);
+  GroupedGemmSpec ragged = s;
+  ragged.k = 544;
+  EXPECT_NE(cg::checkGroupedGemm(ragged).message().find("multiple of 64"),
+            std::string::npos);
 }
 
 TEST(GroupedGemm, Mxfp8ShapesWithoutAKernelAreRefusedWithTheRule) {
@@ -350,6 +407,52 @@ protected:
       sxBuf = upload(mxSx_);
       swBuf = upload(mxSw_);
     }
+    rt::DeviceBuffer amaxXBuf, amaxWBuf;
+    if (s.nvfp4()) {
+      // E2M1 codes of both signs (-0 too): every code in W, x's half zeros
+      // and magnitudes up to 2; E4M3 block scales 0.5, 0.75, 1, 1.5, 2,
+      // every 13th 0. Every value is then a multiple of 1/8 and each
+      // product of 1/64 (x's values at most 4, W's 12), and a sum of these
+      // products of random signs over K <= 7168 stays far below 2^18: exact
+      // in fp32 whatever the order the tensor cores add in.
+      const uint8_t kScales[] = {0x30, 0x34, 0x38, 0x3C, 0x40};
+      std::uniform_int_distribution<int> byte(0, 255), pick(0, 4), half(0, 1),
+          magnitude(1, 4);
+      auto codes = [&](int64_t rows, bool small) {
+        std::vector<uint8_t> v(rows * k / 2);
+        for (uint8_t &c : v) {
+          c = uint8_t(byte(rng));
+          if (small)
+            for (int shift : {0, 4}) {
+              int code = half(rng) ? 0 : magnitude(rng) | (half(rng) << 3);
+              c = uint8_t((c & ~(0xF << shift)) | (code << shift));
+            }
+        }
+        return v;
+      };
+      auto scales = [&](int64_t rows) {
+        std::vector<uint8_t> v((rows + 127) / 128 * 128 * (k / 16));
+        for (size_t i = 0; i < v.size(); ++i)
+          v[i] = i % 13 == 7 ? 0 : kScales[pick(rng)];
+        return v;
+      };
+      nvX_ = codes(mTotal, true);
+      nvW_ = codes(g * n, false);
+      mxSx_ = scales(mTotal);
+      mxSw_ = scales(g * n);
+      amaxX_.resize(g);
+      amaxW_.resize(g);
+      for (int64_t e = 0; e < g; ++e) {
+        amaxX_[e] = 10.0f * scale(rng);
+        amaxW_[e] = 1000.0f * scale(rng);
+      }
+      x = upload(nvX_);
+      w = upload(nvW_);
+      sxBuf = upload(mxSx_);
+      swBuf = upload(mxSw_);
+      amaxXBuf = upload(amaxX_);
+      amaxWBuf = upload(amaxW_);
+    }
     rt::DeviceBuffer splitBuf = upload(splits);
     rt::Expected<rt::DeviceBuffer> y =
         rt::DeviceBuffer::allocate(mTotal * n * 2);
@@ -371,6 +474,10 @@ protected:
                              splitBuf.devicePtr(),
                              y->devicePtr(),
                              mTotal};
+    if (s.nvfp4()) {
+      b.amaxX = amaxXBuf.devicePtr();
+      b.amaxW = amaxWBuf.devicePtr();
+    }
     rt::Expected<cg::GroupedGemmLaunch> launch =
         cg::prepareGroupedGemm(s, b, *device_, *kernel, maxCtas);
     ASSERT_TRUE(launch) << launch.status().message();
@@ -423,8 +530,12 @@ protected:
   }
 
 private:
-  /// MXFP8: the E8M0 scales of x and of the stack, as uploaded.
+  /// MXFP8: the E8M0 scales of x and of the stack, as uploaded (NVFP4:
+  /// their E4M3 block scales).
   std::vector<uint8_t> mxSx_, mxSw_;
+  /// NVFP4: the packed codes of x and of the stack, each expert's amaxes.
+  std::vector<uint8_t> nvX_, nvW_;
+  std::vector<float> amaxX_, amaxW_;
 
   static std::vector<uint16_t> bf16(const std::vector<float> &v) {
     return bf16Codes(v);
@@ -443,7 +554,26 @@ private:
     if (m == 0)
       return {};
     std::vector<float> out;
-    if (s.mxfp8()) {
+    if (s.nvfp4()) {
+      ref::Nvfp4Operand xo, wo;
+      xo.rows = m;
+      wo.rows = n;
+      xo.k = wo.k = k;
+      xo.scaleStride = wo.scaleStride = k / 16;
+      xo.codes.assign(nvX_.begin() + row0 * k / 2,
+                      nvX_.begin() + (row0 + m) * k / 2);
+      wo.codes.assign(nvW_.begin() + e * n * k / 2,
+                      nvW_.begin() + (e + 1) * n * k / 2);
+      xo.scales.assign(mxSx_.begin() + row0 * k / 16,
+                       mxSx_.begin() + (row0 + m) * k / 16);
+      wo.scales.assign(mxSw_.begin() + e * n * k / 16,
+                       mxSw_.begin() + (e + 1) * n * k / 16);
+      xo.amax = amaxX_[e];
+      wo.amax = amaxW_[e];
+      std::string error;
+      out = ref::nvfp4Gemm(xo, wo, nullptr, &error);
+      EXPECT_EQ(error, "");
+    } else if (s.mxfp8()) {
       const int64_t stride = k / 32;
       ref::Mxfp8Operand xo, wo;
       xo.rows = m;
@@ -607,6 +737,30 @@ TEST_F(GroupedGemmGpu, Mxfp8MatchesEachExpertAloneUnderItsPromotionRule) {
   check(spec(GroupedGemmSpec::Operands::Mxfp8, 2, 200, 256), 300, {150, 150});
   check(spec(GroupedGemmSpec::Operands::Mxfp8, 2, 202, 384), 300, {150, 149});
   check(spec(GroupedGemmSpec::Operands::Mxfp8, 1, 256, 1024), 333, {333});
+}
+
+// NVFP4 x NVFP4 (f16 tiles converted in shared memory, 256- and 128-wide
+// tiles): ragged splits with an expert without tokens, a one-row expert and
+// padding rows; few CTAs (each convert warp's stage and phase wrap); a graph
+// replayed with new split sizes; N not a multiple of the tile (columns past
+// N get scale 0, never stored) and not a multiple of 8 (stored from
+// registers); K = 64 (one stage a tile) and 1024; G = 1, a plain GEMM.
+TEST_F(GroupedGemmGpu, Nvfp4MatchesEachExpertAloneOnExactF16Operands) {
+  GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Nvfp4, 4, 384, 512);
+  check(s, 700, {0, 300, 1, 250});
+  check(s, 700, {0, 300, 1, 250}, 3);
+  check(s, 640, {100, 200, 0, 340}, 0, {0, 17, 500, 123});
+  check(spec(GroupedGemmSpec::Operands::Nvfp4, 2, 200, 64), 300, {150, 150});
+  check(spec(GroupedGemmSpec::Operands::Nvfp4, 2, 202, 384), 300, {150, 149});
+  check(spec(GroupedGemmSpec::Operands::Nvfp4, 1, 256, 1024), 333, {333});
+}
+
+// A long reduction (K = 7168: 112 stages a tile through the three- and
+// five-stage rings) over 16 column tiles, by every SM and by two CTAs.
+TEST_F(GroupedGemmGpu, Nvfp4LongReductionsOverManyTiles) {
+  GroupedGemmSpec s = spec(GroupedGemmSpec::Operands::Nvfp4, 2, 4096, 7168);
+  check(s, 300, {200, 100});
+  check(s, 300, {200, 100}, 2);
 }
 
 // One expert with every token; G = 1 is a plain GEMM.

@@ -350,6 +350,22 @@ TEST(DeviceLibHost, E2M1ToE4M3OnEveryFourCodes) {
   }
 }
 
+// The f16 operands of the GEMM engine's NVFP4 kernel: each of the eight
+// codes' f16 value (-0 for code 8) in its pair's half.
+TEST(DeviceLibHost, E2M1ToF16OnEveryFourCodes) {
+  Tally tally("e2m1x8ToF16x2 on every 4 codes of each half");
+  for (uint32_t x : te::test::e2m1WordsOfEveryFourCodes()) {
+    uint32_t h[4];
+    dev::e2m1x8ToF16x2(x, h);
+    for (int i = 0; i < 8; ++i) {
+      uint16_t half = static_cast<uint16_t>(h[i / 2] >> (16 * (i % 2)));
+      float want = ref::decodeE2M1(static_cast<uint8_t>((x >> (4 * i)) & 0xF));
+      tally.code(std::to_string(x) + " code " + std::to_string(i),
+                 bitsOf(ref::f16ToFloat(half)), bitsOf(want));
+    }
+  }
+}
+
 TEST(DeviceLibHost, PermuteBytesSelectsFromBothWords) {
   // __byte_perm's selection, which the host emulates.
   EXPECT_EQ(dev::permuteBytes(0x44332211u, 0x88776655u, 0x3210u), 0x44332211u);

@@ -29,7 +29,8 @@
 // GEMM_READY layout [K/128][roundup(M_total,4)]; W 128x128 tiles, scales
 // [G][ceil(N/128)][roundup(K/128,4)]), docs/Numerics.md §7; or MXFP8 x
 // MXFP8 (fprop; both read rowwise, 1x32 blocks along K, E8M0 scales in the
-// compact layout [rows][K/32], docs/Numerics.md §5.4).
+// compact layout [rows][K/32], docs/Numerics.md §5.4); or NVFP4 x NVFP4
+// (fprop; both rowwise, 1x16 E4M3 blocks, docs/Numerics.md §6.7).
 //
 // Schedule: persistent CTAs (one per SM) walk the tiles of every expert
 // (BLOCK_M x BLOCK_N output tiles that never cross an expert boundary) in
@@ -45,6 +46,9 @@
 // sum, promoted as y = fma(P · s_x, s_w, y) with the two E8M0 scales of
 // its row and column (pipelinedMxSteps, Mxfp8Steps.cuh); the producer's other
 // three warps turn the stages' E8M0 bytes into fp32 scales in shared memory.
+// NVFP4: the tensor cores multiply exact f16 products of codes and block
+// scales, which the producer's other three warps write into each stage from
+// its packed codes (Nvfp4Steps.cuh); the global scales multiply the total.
 // Clusters of 2 CTAs along N share the x tile; 2 x 2 clusters (ClusterM = 2)
 // also share the W tile between row-tile pairs.
 //
@@ -55,6 +59,7 @@
 
 #include "te/device/GroupedSplits.cuh"
 #include "te/device/gemm/Mxfp8Steps.cuh"
+#include "te/device/gemm/Nvfp4Steps.cuh"
 #include "te/device/gemm/Sm90Mma.cuh"
 #include "te/device/gemm/TileStore.cuh"
 
@@ -70,7 +75,7 @@ namespace gemm {
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
           int Groups_, bool WeightColumnwise = false, bool XE5M2 = false,
           bool WE5M2 = false, int ClusterM = 1, int BandUnits = 1,
-          int OutBoxes = 1, bool Mx = false>
+          int OutBoxes = 1, bool Mx = false, bool Fp4 = false>
 struct GroupedGemmConfig
     : Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2> {
   using Shape = Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2>;
@@ -106,14 +111,37 @@ struct GroupedGemmConfig
   /// fp32, [4 K steps][128 x rows] then [4][128 W rows] - decoded once by
   /// the scale warp, not by every math thread at every K step.
   static constexpr bool kMx = Mx;
+  /// NVFP4 (both operands 1x16 E4M3 blocks along K, Nvfp4Steps.cuh): the
+  /// stage holds f16 tiles (kBlockK = 64, as BF16's), and its packed codes
+  /// in a raw area - kRawA bytes of x then kBlockN x 32 of W - that the
+  /// TMA fills and the convert warps read.
+  static constexpr bool kFp4 = Fp4;
+  static constexpr int kRawA = Fp4 ? Shape::kBlockM * 32 : 0;
   static constexpr bool kScaleTma = Fp8Block && !Mx;
   static constexpr int kStageSA =
-      Mx ? 2 * 4 * 128 * 4 : (Fp8Block ? (kScaleBox * 4 + 127) / 128 * 128 : 0);
+      Fp4  ? kRawA + BlockN * 32
+      : Mx ? 2 * 4 * 128 * 4
+           : (Fp8Block ? (kScaleBox * 4 + 127) / 128 * 128 : 0);
   /// Bytes between the rows of an MXFP8 scale matrix ([rows][K/32] E8M0).
   static constexpr int kMxScaleStride = K_ / 32;
   /// Arrivals that fill a stage: the TMA thread's, and (MXFP8) every lane
   /// of the scale warp that publishes it, after its stores.
-  static constexpr int kFullArrivals = Mx ? 1 + 32 : 1;
+  static constexpr int kFullArrivals = Mx    ? 1 + 32
+                                       : Fp4 ? 32 * detail::kFp4ConvertWarps
+                                             : 1;
+  /// Barriers a stage: full and empty, and (NVFP4) the raw codes' arrival.
+  static constexpr int kStageBarriers = Fp4 ? 3 : 2;
+  /// Registers a thread after the warpgroups' reallocation: the math
+  /// warpgroups' accumulators, the producer's TMA issue or (NVFP4) the
+  /// convert warps' conversion. Together at most the CTA's pool, 168 a
+  /// thread at 384 threads (ptxas's allocation for one CTA an SM): a larger
+  /// request waits for registers forever.
+  static constexpr int kMathRegisters = Fp4 ? 208 : 232;
+  static constexpr int kProducerRegisters = Fp4 ? 88 : 40;
+  static_assert(Shape::kMathWarpgroups * 128 * kMathRegisters +
+                        128 * kProducerRegisters <=
+                    Shape::kThreads * 168,
+                "the warpgroups' registers exceed the CTA's");
   /// Arrivals of one math warpgroup that free a stage: its thread 0 once
   /// the stage's MMAs are done, or (MXFP8, whose promotions read the
   /// stage's scales after the MMAs) each of its warps.
@@ -139,7 +167,7 @@ struct GroupedGemmConfig
   /// Dynamic shared memory: the stage ring (1024-aligned for the swizzle),
   /// the output boxes, the x scales, the barriers, the per-expert tables.
   static constexpr int kSharedBytes = kStages * (kStageA + kStageB + kStageSA) +
-                                      kOutBytes + 2 * 8 * kStages +
+                                      kOutBytes + kStageBarriers * 8 * kStages +
                                       kTableBytes + 1024;
 
   static_assert(Fp8Block ? kBlockN == 128 : (kBlockN == 128 || kBlockN == 256),
@@ -157,6 +185,10 @@ struct GroupedGemmConfig
                 "MXFP8: FP8 data, both operands read rowwise, one CTA a "
                 "cluster, three stages or more (a scale warp's wait on a "
                 "stage tells phases apart by parity only)");
+  static_assert(!Fp4 || (!Fp8Block && !Mx && !WeightColumnwise &&
+                         Cluster == 1 && ClusterM == 1 && kK % 64 == 0),
+                "NVFP4: f16 tiles, both operands read rowwise, one CTA a "
+                "cluster, K a multiple of 64");
   static_assert(BandUnits >= 1, "a band holds at least one row unit");
   static_assert(OutBoxes == 1 || OutBoxes == 2,
                 "a warpgroup stores through one or two output boxes");
@@ -301,22 +333,21 @@ __device__ __forceinline__ float2 biasPair(const dev::u16 *bias, int expert,
 /// uniform across the warpgroup as the compiler sees it (computed once,
 /// in uniform registers, not rebuilt per MMA).
 template <class C, int WG>
-__device__ __forceinline__ void
-mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
-              const int *tileEnd, const int *rowEnd,
-              const unsigned char *stageA, const unsigned char *stageB,
-              const unsigned char *stageSX, unsigned char *outShared,
-              cutlass::arch::ClusterTransactionBarrier *full,
-              cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
-              const dev::u16 *bias, dev::u16 *y, int mTotal,
-              const cute::TmaDescriptor *tmY) {
+__device__ __forceinline__ void mathWarpgroup(
+    int lane, int rank, int cluster, int clusters, int numItems,
+    const int *tileEnd, const int *rowEnd, const unsigned char *stageA,
+    const unsigned char *stageB, const unsigned char *stageSX,
+    unsigned char *outShared, cutlass::arch::ClusterTransactionBarrier *full,
+    cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
+    const dev::u16 *bias, dev::u16 *y, int mTotal,
+    const cute::TmaDescriptor *tmY, const float *amaxX, const float *amaxW) {
   using namespace cute;
-  cutlass::arch::warpgroup_reg_alloc<232>();
+  cutlass::arch::warpgroup_reg_alloc<C::kMathRegisters>();
   // Its TMA stores are complete before the kernel ends.
   detail::DrainTileStores drain{C::kTmaStore && threadIdx.x % 128 == 0};
   using Mma =
       typename detail::MmaFor<C::kFp8Block, C::kBlockN, C::kWeightMnMajor,
-                              C::kAE5M2, C::kBE5M2>::type;
+                              C::kAE5M2, C::kBE5M2, C::kFp4>::type;
   constexpr int kAccum = C::kAccum;
   const int wgThread = threadIdx.x % 128;
   // This thread's accumulator rows within the warpgroup's 64: r and r + 8.
@@ -391,6 +422,13 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
     } else {
       detail::bf16Slabs<C, Mma>(descA0, descB0, full, C::kKBlocks, total, stage,
                                 phase, release);
+      if constexpr (C::kFp4) {
+        // The two operands' global scales, once (docs/Numerics.md §6.7).
+        const float alpha = detail::nvfp4Alpha(amaxX, amaxW, tile.expert);
+#pragma unroll
+        for (int i = 0; i < kAccum; ++i)
+          total[i] = __fmul_rn(total[i], alpha);
+      }
     }
     // Epilogue: + the expert's bias (fp32), bf16 (round to nearest even),
     // rows of this expert only.
@@ -456,7 +494,8 @@ __device__ __forceinline__ void
 groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                 const cute::TmaDescriptor *tmSX, const cute::TmaDescriptor *tmY,
                 const void *sw, const void *sx, const long long *splits,
-                const dev::u16 *bias, dev::u16 *y, int mTotal) {
+                const dev::u16 *bias, dev::u16 *y, int mTotal,
+                const float *amaxX, const float *amaxW) {
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   extern __shared__ __align__(1024) unsigned char sharedRaw[];
@@ -470,7 +509,10 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   Barrier *full =
       reinterpret_cast<Barrier *>(stageSX + C::kStages * C::kStageSA);
   Barrier *empty = full + C::kStages;
-  int *tileEnd = reinterpret_cast<int *>(empty + C::kStages);
+  // NVFP4: the raw codes' arrival (the TMA's), before the convert warps
+  // publish the stage on `full`.
+  Barrier *rawFull = empty + C::kStages;
+  int *tileEnd = reinterpret_cast<int *>(full + C::kStageBarriers * C::kStages);
   int *rowEnd = tileEnd + C::kGroups + 1;
 
   // Warp-uniform as far as the compiler can see (a shuffle from lane 0):
@@ -488,6 +530,8 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
       // math warp): multicast writes into every CTA's copy of it.
       empty[s].init(C::kMathWarpgroups * C::kReleasesPerWarpgroup *
                     C::kClusterSize);
+      if (C::kFp4)
+        rawFull[s].init(1);
     }
     cutlass::arch::fence_barrier_init();
     // The experts' row ranges and tile counts (split sizes clamped).
@@ -509,7 +553,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
 
   if (warpgroup == C::kMathWarpgroups) {
     // Producer: one thread issues every TMA load.
-    cutlass::arch::warpgroup_reg_dealloc<40>();
+    cutlass::arch::warpgroup_reg_dealloc<C::kProducerRegisters>();
     if (threadIdx.x % 128 == 0) {
       prefetch_tma_descriptor(tmX);
       prefetch_tma_descriptor(tmW);
@@ -539,6 +583,22 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
         int wCol0 = C::kWeightColumnwise ? tile.expert * C::kK : 0;
         for (int kb = 0; kb < C::kKBlocks; ++kb) {
           empty[stage].wait(phase ^ 1);
+          if constexpr (C::kFp4) {
+            // The packed codes of the x and W tiles: 32 bytes (64 codes)
+            // of each row.
+            uint64_t *raw = reinterpret_cast<uint64_t *>(&rawFull[stage]);
+            rawFull[stage].arrive_and_expect_tx(C::kStageSA);
+            unsigned char *dst = stageSX + stage * C::kStageSA;
+            SM90_TMA_LOAD_2D::copy(tmX, raw, kEvictNormal, dst, kb * 32,
+                                   tile.row0);
+            SM90_TMA_LOAD_2D::copy(tmW, raw, kEvictNormal, dst + C::kRawA,
+                                   kb * 32, wRow);
+            if (++stage == C::kStages) {
+              stage = 0;
+              phase ^= 1;
+            }
+            continue;
+          }
           uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
           full[stage].arrive_and_expect_tx(
               C::kStageA + C::kStageB + (C::kScaleTma ? C::kScaleBox * 4 : 0));
@@ -584,15 +644,24 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
           [&](int t) { return detail::locate<C>(t, rank, tileEnd, rowEnd); },
           stageSX, full, empty, static_cast<const dev::u8 *>(sx),
           static_cast<const dev::u8 *>(sw), mTotal);
+    } else if (C::kFp4 && threadIdx.x / 32 % 4 != 0) {
+      detail::fp4ConvertWarp<C>(
+          threadIdx.x / 32 % 4 - 1, lane, cluster, clusters, numItems,
+          [&](int t) { return detail::locate<C>(t, rank, tileEnd, rowEnd); },
+          stageA, stageB, stageSX, full, rawFull,
+          static_cast<const dev::u8 *>(sx), static_cast<const dev::u8 *>(sw),
+          mTotal);
     }
   } else if (warpgroup == 0) {
     mathWarpgroup<C, 0>(lane, rank, cluster, clusters, numItems, tileEnd,
                         rowEnd, stageA, stageB, stageSX, outShared, full, empty,
-                        static_cast<const float *>(sw), bias, y, mTotal, tmY);
+                        static_cast<const float *>(sw), bias, y, mTotal, tmY,
+                        amaxX, amaxW);
   } else {
     mathWarpgroup<C, 1>(lane, rank, cluster, clusters, numItems, tileEnd,
                         rowEnd, stageA, stageB, stageSX, outShared, full, empty,
-                        static_cast<const float *>(sw), bias, y, mTotal, tmY);
+                        static_cast<const float *>(sw), bias, y, mTotal, tmY,
+                        amaxX, amaxW);
   }
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C::kClusterSize > 1)

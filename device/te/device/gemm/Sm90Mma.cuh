@@ -147,9 +147,10 @@ template <> struct Fp8Mma64x128<false, true> {
 /// The warpgroup MMA of a 64 x BlockN tile: A K-major; B K-major, or (BF16,
 /// `BMnMajor`) MN-major - a [K, N] tile whose rows are N, 64-element atoms
 /// BlockN / 64 times 8 KB apart (a 64-row K slab each). FP8: `AE5M2` /
-/// `BE5M2` pick each operand's format.
+/// `BE5M2` pick each operand's format. `F16`: f16 operands instead of bf16
+/// (the NVFP4 kernel's exact products of codes and block scales), K-major.
 template <bool Fp8, int BlockN, bool BMnMajor = false, bool AE5M2 = false,
-          bool BE5M2 = false>
+          bool BE5M2 = false, bool F16 = false>
 struct MmaFor;
 template <bool AE5M2, bool BE5M2>
 struct MmaFor<true, 128, false, AE5M2, BE5M2> {
@@ -166,6 +167,16 @@ template <bool BMnMajor> struct MmaFor<false, 256, BMnMajor> {
       Gmma<SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<
                GMMA::Major::K, BMnMajor ? GMMA::Major::MN : GMMA::Major::K>,
            BMnMajor>;
+};
+template <> struct MmaFor<false, 128, false, false, false, true> {
+  using type = Gmma<
+      SM90::GMMA::MMA_64x128x16_F32F16F16_SS<GMMA::Major::K, GMMA::Major::K>,
+      false>;
+};
+template <> struct MmaFor<false, 256, false, false, false, true> {
+  using type = Gmma<
+      SM90::GMMA::MMA_64x256x16_F32F16F16_SS<GMMA::Major::K, GMMA::Major::K>,
+      false>;
 };
 
 /// Bytes between the 64-element MN atoms of an MN-major B stage (one TMA

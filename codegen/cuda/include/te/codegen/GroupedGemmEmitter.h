@@ -49,7 +49,12 @@ struct GroupedGemmSpec {
     Fp8Block, ///< E4M3 x with 1x128 scales, E4M3 W with 128x128 scales
     /// MXFP8 x and W, both rowwise (1x32 blocks along K, E8M0 scales in
     /// the compact layout [rows][K/32]): the fprop only, one CTA a cluster.
-    Mxfp8
+    Mxfp8,
+    /// NVFP4 x and W, both rowwise (E2M1 codes two a byte, 1x16 E4M3 block
+    /// scales in the compact layout [rows][K/16], each expert's global
+    /// amax of x and of W): exact f16 operands on the f16 tensor cores; the
+    /// fprop only, one CTA a cluster, K a multiple of 64.
+    Nvfp4
   };
   Operands operands = Operands::BF16;
   /// FP8 (block or MXFP8): the formats of x's (a) and w's (b) codes.
@@ -84,8 +89,11 @@ struct GroupedGemmSpec {
   int stages = 0;
 
   /// FP8 codes (block-scaled or MXFP8): 128-element K stages, FP8 MMAs.
-  bool fp8() const { return operands != Operands::BF16; }
+  bool fp8() const {
+    return operands == Operands::Fp8Block || operands == Operands::Mxfp8;
+  }
   bool mxfp8() const { return operands == Operands::Mxfp8; }
+  bool nvfp4() const { return operands == Operands::Nvfp4; }
   /// CTAs per cluster, N x M (of a resolved spec): what the launch passes.
   unsigned clusterSize() const { return unsigned(cluster * clusterM); }
   /// The spec with every 0 replaced by the choice made for it.
@@ -127,7 +135,10 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions();
 /// w [N, G·K], sw as GroupedGemmSpec::weightColumnwise says). MXFP8: sx
 /// the E8M0 scales of x [roundup(mTotal,128)][K/32], sw those of the stack
 /// as one [G·N, K] tensor, [roundup(G·N,128)][K/32] (the compact rowwise
-/// layout of docs/Numerics.md §5.2). BF16: sx, sw unused.
+/// layout of docs/Numerics.md §5.2). NVFP4: x [mTotal, K/2] and w
+/// [G·N, K/2] packed codes, sx and sw their E4M3 scales [roundup(rows,
+/// 128)][K/16], amaxX and amaxW each expert's global amax of x and of W
+/// ([G] f32). BF16: sx, sw unused.
 struct GroupedGemmBuffers {
   uint64_t x = 0; ///< [mTotal, K]
   uint64_t w = 0; ///< [G, N, K]
@@ -138,6 +149,7 @@ struct GroupedGemmBuffers {
   uint64_t y = 0;
   int64_t mTotal = 0;
   uint64_t bias = 0; ///< 0, or [G, N] bf16 added before the rounding
+  uint64_t amaxX = 0, amaxW = 0; ///< NVFP4: [G] f32 each, else 0
 };
 
 /// The geometry of the kernel's four TMA descriptors for `mTotal` token
@@ -155,14 +167,16 @@ std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &s,
 /// pointers and M_total, in the kernel's order) and its grid.
 struct GroupedGemmLaunch {
   std::array<rt::TensorMap, 4> maps;
-  /// sx: MXFP8's x scales (the block-FP8 kernel reads them by TMA), else 0.
+  /// sx: MXFP8's and NVFP4's x scales (the block-FP8 kernel reads them by
+  /// TMA), else 0.
   uint64_t sw = 0, sx = 0, splits = 0, bias = 0, y = 0;
   int32_t mTotal = 0;
+  uint64_t amaxX = 0, amaxW = 0;
   rt::Dim3 grid, block, cluster;
   unsigned sharedBytes = 0;
   /// Pointers to each parameter, as cuLaunchKernel takes them (point into
   /// this object: do not copy it between args() and the launch).
-  std::array<void *, 10> args();
+  std::array<void *, 12> args();
 };
 
 /// Encodes the tensor maps for `b` and sizes the grid: one CTA per SM of

@@ -116,6 +116,28 @@ std::vector<float> groupedMxfp8Gemm(const Mxfp8Operand &x,
                                     const std::vector<int64_t> &splits,
                                     std::string *error = nullptr);
 
+/// One operand of an NVFP4 GEMM in TN form: `rows` x `k` E2M1 codes packed
+/// two a byte along K (the even element in the low nibble), the E4M3 block
+/// scale of (row, kk) at scales[row * scaleStride + kk / 16] (the compact
+/// rowwise layout of docs/Numerics.md §6.6), and the tensor's global amax.
+struct Nvfp4Operand {
+  std::vector<uint8_t> codes, scales;
+  int64_t rows = 0, k = 0;
+  int64_t scaleStride = 0;
+  float amax = 0.0f;
+};
+
+/// y (x.rows x w.rows) = x * w^T as tejit's generated Hopper NVFP4 GEMM
+/// computes it (docs/Numerics.md §6.7): each element is the exact product
+/// v = e2m1 · s_b of its code and block scale; the fp32 sum of v_x · v_w
+/// over K, k in order, from +0 (the tensor cores' order is theirs: equal
+/// wherever the partial sums are exact), then
+///   y = fl(sum · fl(fl(A_x · A_w) · fl(1/7225344))) (+ bias[n] in fp32).
+/// On bad operands `error` (if given) is set and the result is empty.
+std::vector<float> nvfp4Gemm(const Nvfp4Operand &x, const Nvfp4Operand &w,
+                             const float *bias = nullptr,
+                             std::string *error = nullptr);
+
 /// The split sizes of a grouped GEMM as the kernels apply them: each
 /// clamped to [0, rows left of mTotal] (docs/Numerics.md §7.4).
 std::vector<int64_t> clampSplits(const std::vector<int64_t> &splits,
