@@ -23,13 +23,15 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t blockK(const GroupedGemmSpec &s) { return s.fp8() ? 128 : 64; }
 int64_t stageBytes(const GroupedGemmSpec &s) {
   // x tile, w tile, and the scales: block FP8 kBlockM + 4 x scales in a
-  // 128-byte slot; MXFP8 fp32 [4][128] of x and of w; NVFP4 the packed
-  // codes of both tiles (32 bytes a row), and a third barrier.
+  // 128-byte slot; MXFP8 fp32 [4][128] of x and of w.
   return kBlockM * 128 + int64_t(s.blockN) * 128 +
-         (s.nvfp4()   ? (kBlockM + s.blockN) * 32 + 8
-          : s.mxfp8() ? 4096
-          : s.fp8()   ? 640
-                      : 0);
+         (s.mxfp8() ? 4096
+          : s.fp8() ? 640
+                    : 0);
+}
+// NVFP4: a stage of the packed-code ring (32 bytes a row of both tiles).
+int64_t rawStageBytes(const GroupedGemmSpec &s) {
+  return (kBlockM + s.blockN) * 32;
 }
 int64_t fixedBytes(const GroupedGemmSpec &s) {
   // tables, alignment slack, the output boxes of TMA stores
@@ -89,6 +91,20 @@ GroupedGemmSpec GroupedGemmSpec::resolved() const {
   // docs/Performance.md).
   if (s.outBoxes == 0)
     s.outBoxes = 1;
+  if (s.nvfp4()) {
+    // Three f16 stages (the math warpgroups hold two), then as many
+    // packed-code stages as fit, up to eight.
+    if (s.stages == 0)
+      s.stages = 3;
+    if (s.rawStages == 0)
+      s.rawStages = static_cast<int>(
+          std::clamp<int64_t>((int64_t(kMaxShared) - fixedBytes(s) -
+                               s.stages * (stageBytes(s) + 16)) /
+                                  (rawStageBytes(s) + 16),
+                              0, 8));
+    return s;
+  }
+  s.rawStages = 0;
   if (s.stages == 0)
     s.stages =
         static_cast<int>((kMaxShared - fixedBytes(s)) / (stageBytes(s) + 16));
@@ -113,13 +129,16 @@ std::string GroupedGemmSpec::kernelName() const {
   if (groupedGemmTmaStore(r) && r.outBoxes == 1)
     os << "_o1";
   os << "_s" << r.stages;
+  if (r.nvfp4())
+    os << "r" << r.rawStages;
   return os.str();
 }
 
 unsigned groupedGemmSharedBytes(const GroupedGemmSpec &spec) {
   GroupedGemmSpec s = spec.resolved();
   // GroupedGemmConfig::kSharedBytes; the generated source asserts they agree.
-  return static_cast<unsigned>(s.stages * stageBytes(s) + 2 * 8 * s.stages +
+  return static_cast<unsigned>(s.stages * (stageBytes(s) + 16) +
+                               s.rawStages * (rawStageBytes(s) + 16) +
                                fixedBytes(s));
 }
 
@@ -165,6 +184,9 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
     return bad("the NVFP4 kernel reads both operands rowwise (the fprop)");
   if (s.nvfp4() && s.clusterSize() != 1)
     return bad("the NVFP4 kernel runs one CTA a cluster");
+  if (s.nvfp4() && (s.stages < 3 || s.rawStages < 2))
+    return bad("the NVFP4 kernel needs three f16 stages or more (the math "
+               "warpgroups hold two) and two packed-code stages or more");
   if (s.mxfp8() && s.stages < 3)
     return bad("the MXFP8 kernel needs three stages or more: a scale warp "
                "publishes every third stage and tells a stage's phases apart "
@@ -190,7 +212,7 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << (s.fp8() ? s.fp8Formats.templateFlags() : "false, false") << ", "
      << s.clusterM << ", " << s.band << ", " << s.outBoxes << ", "
      << (s.mxfp8() ? "true" : "false") << ", " << (s.nvfp4() ? "true" : "false")
-     << ">;\n"
+     << ", " << s.rawStages << ">;\n"
      << "static_assert(Config::kSharedBytes == " << groupedGemmSharedBytes(s)
      << ", \"the launch's shared memory is the kernel's\");\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << kGroupedGemmThreads

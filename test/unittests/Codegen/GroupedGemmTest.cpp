@@ -141,12 +141,26 @@ TEST(GroupedGemm, Nvfp4ShapesWithoutAKernelAreRefusedWithTheRule) {
   EXPECT_NE(s.kernelName().find("te_grouped_gemm_nvfp4_g4_n512_k512_t256_c1"),
             std::string::npos)
       << s.kernelName();
-  // 48 KB of f16 tiles and 12 KB of packed codes a stage: three stages at
-  // 256-wide tiles, five at 128.
+  // Three f16 stages (48 KB each at 256-wide tiles), then the packed-code
+  // ring fills the rest: five stages of 12 KB; eight (the most) of 8 KB at
+  // 128-wide tiles. Both depths are named.
   EXPECT_EQ(s.resolved().stages, 3);
+  EXPECT_EQ(s.resolved().rawStages, 5);
+  EXPECT_NE(s.kernelName().find("_s3r5"), std::string::npos) << s.kernelName();
   GroupedGemmSpec narrow = s;
   narrow.blockN = 128;
-  EXPECT_EQ(narrow.resolved().stages, 5);
+  EXPECT_EQ(narrow.resolved().stages, 3);
+  EXPECT_EQ(narrow.resolved().rawStages, 8);
+  GroupedGemmSpec shallow = s;
+  shallow.stages = 2;
+  EXPECT_NE(
+      cg::checkGroupedGemm(shallow).message().find("three f16 stages or more"),
+      std::string::npos);
+  shallow = s;
+  shallow.rawStages = 1;
+  EXPECT_NE(cg::checkGroupedGemm(shallow).message().find(
+                "two packed-code stages or more"),
+            std::string::npos);
   auto maps = cg::groupedGemmMaps(s, 300);
   EXPECT_EQ(maps[0], (rt::TensorMapShape{rt::DType::E4M3, 300, 256, 256, 128,
                                          32, rt::TensorMapSwizzle::None}));

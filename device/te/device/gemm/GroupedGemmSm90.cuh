@@ -75,7 +75,8 @@ namespace gemm {
 template <bool Fp8Block, int BlockN, int Cluster, int Stages, int N_, int K_,
           int Groups_, bool WeightColumnwise = false, bool XE5M2 = false,
           bool WE5M2 = false, int ClusterM = 1, int BandUnits = 1,
-          int OutBoxes = 1, bool Mx = false, bool Fp4 = false>
+          int OutBoxes = 1, bool Mx = false, bool Fp4 = false,
+          int RawStages = 0>
 struct GroupedGemmConfig
     : Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2> {
   using Shape = Sm90TileShape<Fp8Block, Stages, BlockN, XE5M2, WE5M2>;
@@ -112,16 +113,22 @@ struct GroupedGemmConfig
   /// the scale warp, not by every math thread at every K step.
   static constexpr bool kMx = Mx;
   /// NVFP4 (both operands 1x16 E4M3 blocks along K, Nvfp4Steps.cuh): the
-  /// stage holds f16 tiles (kBlockK = 64, as BF16's), and its packed codes
-  /// in a raw area - kRawA bytes of x then kBlockN x 32 of W - that the
-  /// TMA fills and the convert warps read.
+  /// stages hold f16 tiles (kBlockK = 64, as BF16's); the packed codes of
+  /// a stage - kRawA bytes of x then kBlockN x 32 of W - arrive by TMA in a
+  /// ring of their own, kRawStages deep, which the convert warps read and
+  /// free: the loads run that far ahead of the conversion, which the f16
+  /// ring (the math warpgroups hold two of its stages) could not afford.
   static constexpr bool kFp4 = Fp4;
   static constexpr int kRawA = Fp4 ? Shape::kBlockM * 32 : 0;
+  static constexpr int kRawStages = Fp4 ? RawStages : 0;
   static constexpr bool kScaleTma = Fp8Block && !Mx;
   static constexpr int kStageSA =
       Fp4  ? kRawA + BlockN * 32
       : Mx ? 2 * 4 * 128 * 4
            : (Fp8Block ? (kScaleBox * 4 + 127) / 128 * 128 : 0);
+  /// Stages of the kStageSA areas: the scale stages' (one a stage) or the
+  /// packed-code ring's.
+  static constexpr int kSAStages = Fp4 ? RawStages : Stages;
   /// Bytes between the rows of an MXFP8 scale matrix ([rows][K/32] E8M0).
   static constexpr int kMxScaleStride = K_ / 32;
   /// Arrivals that fill a stage: the TMA thread's, and (MXFP8) every lane
@@ -129,8 +136,9 @@ struct GroupedGemmConfig
   static constexpr int kFullArrivals = Mx    ? 1 + 32
                                        : Fp4 ? 32 * detail::kFp4ConvertWarps
                                              : 1;
-  /// Barriers a stage: full and empty, and (NVFP4) the raw codes' arrival.
-  static constexpr int kStageBarriers = Fp4 ? 3 : 2;
+  /// Barriers: full and empty a stage, and (NVFP4) full and empty a stage
+  /// of the packed-code ring.
+  static constexpr int kBarriers = 2 * Stages + 2 * kRawStages;
   /// Registers a thread after the warpgroups' reallocation: the math
   /// warpgroups' accumulators, the producer's TMA issue or (NVFP4) the
   /// convert warps' conversion. Together at most the CTA's pool, 168 a
@@ -166,9 +174,9 @@ struct GroupedGemmConfig
       kTmaStore ? 2 * kOutBoxes * detail::kTileStoreBoxBytes : 0;
   /// Dynamic shared memory: the stage ring (1024-aligned for the swizzle),
   /// the output boxes, the x scales, the barriers, the per-expert tables.
-  static constexpr int kSharedBytes = kStages * (kStageA + kStageB + kStageSA) +
-                                      kOutBytes + kStageBarriers * 8 * kStages +
-                                      kTableBytes + 1024;
+  static constexpr int kSharedBytes = kStages * (kStageA + kStageB) +
+                                      kSAStages * kStageSA + kOutBytes +
+                                      kBarriers * 8 + kTableBytes + 1024;
 
   static_assert(Fp8Block ? kBlockN == 128 : (kBlockN == 128 || kBlockN == 256),
                 "tile widths: FP8 128 (partial sums and total: two "
@@ -186,9 +194,11 @@ struct GroupedGemmConfig
                 "cluster, three stages or more (a scale warp's wait on a "
                 "stage tells phases apart by parity only)");
   static_assert(!Fp4 || (!Fp8Block && !Mx && !WeightColumnwise &&
-                         Cluster == 1 && ClusterM == 1 && kK % 64 == 0),
+                         Cluster == 1 && ClusterM == 1 && kK % 64 == 0 &&
+                         Stages >= 3 && RawStages >= 2),
                 "NVFP4: f16 tiles, both operands read rowwise, one CTA a "
-                "cluster, K a multiple of 64");
+                "cluster, K a multiple of 64, three f16 stages (the math "
+                "warpgroups hold two) and two packed-code stages or more");
   static_assert(BandUnits >= 1, "a band holds at least one row unit");
   static_assert(OutBoxes == 1 || OutBoxes == 2,
                 "a warpgroup stores through one or two output boxes");
@@ -507,12 +517,13 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   unsigned char *outShared = stageB + C::kStages * C::kStageB;
   unsigned char *stageSX = outShared + C::kOutBytes;
   Barrier *full =
-      reinterpret_cast<Barrier *>(stageSX + C::kStages * C::kStageSA);
+      reinterpret_cast<Barrier *>(stageSX + C::kSAStages * C::kStageSA);
   Barrier *empty = full + C::kStages;
-  // NVFP4: the raw codes' arrival (the TMA's), before the convert warps
-  // publish the stage on `full`.
+  // NVFP4: the packed-code ring's (the TMA fills a stage, the convert warps
+  // free it).
   Barrier *rawFull = empty + C::kStages;
-  int *tileEnd = reinterpret_cast<int *>(full + C::kStageBarriers * C::kStages);
+  Barrier *rawEmpty = rawFull + C::kRawStages;
+  int *tileEnd = reinterpret_cast<int *>(full + C::kBarriers);
   int *rowEnd = tileEnd + C::kGroups + 1;
 
   // Warp-uniform as far as the compiler can see (a shuffle from lane 0):
@@ -530,8 +541,10 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
       // math warp): multicast writes into every CTA's copy of it.
       empty[s].init(C::kMathWarpgroups * C::kReleasesPerWarpgroup *
                     C::kClusterSize);
-      if (C::kFp4)
-        rawFull[s].init(1);
+    }
+    for (int s = 0; s < C::kRawStages; ++s) {
+      rawFull[s].init(1);
+      rawEmpty[s].init(detail::kFp4ConvertWarps);
     }
     cutlass::arch::fence_barrier_init();
     // The experts' row ranges and tile counts (split sizes clamped).
@@ -582,10 +595,10 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
             C::kWeightColumnwise ? tile.col0 : tile.expert * C::kN + tile.col0;
         int wCol0 = C::kWeightColumnwise ? tile.expert * C::kK : 0;
         for (int kb = 0; kb < C::kKBlocks; ++kb) {
-          empty[stage].wait(phase ^ 1);
           if constexpr (C::kFp4) {
-            // The packed codes of the x and W tiles: 32 bytes (64 codes)
-            // of each row.
+            // The packed codes of the x and W tiles, 32 bytes (64 codes) of
+            // each row, into the packed-code ring (its own stage count).
+            rawEmpty[stage].wait(phase ^ 1);
             uint64_t *raw = reinterpret_cast<uint64_t *>(&rawFull[stage]);
             rawFull[stage].arrive_and_expect_tx(C::kStageSA);
             unsigned char *dst = stageSX + stage * C::kStageSA;
@@ -593,12 +606,13 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                                    tile.row0);
             SM90_TMA_LOAD_2D::copy(tmW, raw, kEvictNormal, dst + C::kRawA,
                                    kb * 32, wRow);
-            if (++stage == C::kStages) {
+            if (++stage == C::kRawStages) {
               stage = 0;
               phase ^= 1;
             }
             continue;
           }
+          empty[stage].wait(phase ^ 1);
           uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
           full[stage].arrive_and_expect_tx(
               C::kStageA + C::kStageB + (C::kScaleTma ? C::kScaleBox * 4 : 0));
@@ -648,7 +662,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
       detail::fp4ConvertWarp<C>(
           threadIdx.x / 32 % 4 - 1, lane, cluster, clusters, numItems,
           [&](int t) { return detail::locate<C>(t, rank, tileEnd, rowEnd); },
-          stageA, stageB, stageSX, full, rawFull,
+          stageA, stageB, stageSX, full, empty, rawFull, rawEmpty,
           static_cast<const dev::u8 *>(sx), static_cast<const dev::u8 *>(sw),
           mTotal);
     }

@@ -71,18 +71,27 @@ template <int Rows>
 __device__ __forceinline__ void
 convertFp4Rows(const unsigned char *raw, unsigned char *tile, int lane,
                const uint32_t (&scales)[Rows / 32]) {
+  constexpr int kUnits = Rows / 16;
+  // Every load and shuffle first, in one branch-free run: each shuffle is
+  // preceded by a convergence check (a branch), which between the units
+  // kept the compiler from overlapping one unit's latency with another's
+  // work (the conversion ran at a fraction of an instruction a clock).
+  uint4 codes[kUnits];
+  uint32_t words[kUnits];
 #pragma unroll
-  for (int i = 0; i < Rows / 16; ++i) {
-    const int unit = lane + 32 * i;
-    const int row = unit / 2, half = unit % 2;
-    const uint4 codes = *reinterpret_cast<const uint4 *>(raw + unit * 16);
-    // Row `row` = lane / 2 + 16 i: its scale word is lane (row % 32)'s
-    // slot row / 32.
-    const uint32_t word =
-        __shfl_sync(0xffffffffu, scales[i / 2], lane / 2 + 16 * (i % 2));
-    const uint32_t s0 = e4m3ScaleAsF16x2(word, 2 * half);
-    const uint32_t s1 = e4m3ScaleAsF16x2(word, 2 * half + 1);
-    const uint32_t in[4] = {codes.x, codes.y, codes.z, codes.w};
+  for (int i = 0; i < kUnits; ++i)
+    codes[i] = *reinterpret_cast<const uint4 *>(raw + (lane + 32 * i) * 16);
+    // Row lane / 2 + 16 i's scale word is lane (row % 32)'s slot row / 32.
+#pragma unroll
+  for (int i = 0; i < kUnits; ++i)
+    words[i] = __shfl_sync(0xffffffffu, scales[i / 2], lane / 2 + 16 * (i % 2));
+  const int half = lane % 2;
+#pragma unroll
+  for (int i = 0; i < kUnits; ++i) {
+    const int row = (lane + 32 * i) / 2;
+    const uint32_t s0 = e4m3ScaleAsF16x2(words[i], 2 * half);
+    const uint32_t s1 = e4m3ScaleAsF16x2(words[i], 2 * half + 1);
+    const uint32_t in[4] = {codes[i].x, codes[i].y, codes[i].z, codes[i].w};
     unsigned char *rowBase = tile + row * 128;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -108,26 +117,36 @@ fp4ConvertPart(int part, int lane, int cluster, int clusters, int numItems,
                TileOf tileOf, unsigned char *tiles, int rawOffset,
                const unsigned char *stageRaw,
                cutlass::arch::ClusterTransactionBarrier *full,
+               cutlass::arch::ClusterTransactionBarrier *empty,
                cutlass::arch::ClusterTransactionBarrier *rawFull,
+               cutlass::arch::ClusterTransactionBarrier *rawEmpty,
                const dev::u8 *scales, int mTotal) {
   constexpr long long kStride = C::kK / 16; // scale bytes a row
   constexpr int kWords = Rows / 32;
   const int firstRow = part == 0 ? 0 : (part - 1) * Rows;
   const int tileOffset = firstRow * 128;
-  int stage = 0, pendingStage = 0;
-  uint32_t phase = 0, pendingPhase = 0;
+  // The next stage of each ring, and the pending one's (its scale words
+  // loaded, not yet converted).
+  int stage = 0, raw = 0, pendingStage = 0, pendingRaw = 0;
+  uint32_t phase = 0, rawPhase = 0, pendingPhase = 0, pendingRawPhase = 0;
   uint32_t words[kWords];
   bool pending = false;
   auto convert = [&] {
-    rawFull[pendingStage].wait(pendingPhase);
+    rawFull[pendingRaw].wait(pendingRawPhase);
+    empty[pendingStage].wait(pendingPhase ^ 1);
     convertFp4Rows<Rows>(
-        stageRaw + pendingStage * C::kStageSA + rawOffset,
+        stageRaw + pendingRaw * C::kStageSA + rawOffset,
         tiles + pendingStage * (part == 0 ? C::kStageA : C::kStageB) +
             tileOffset,
         lane, words);
     // The tensor cores read shared memory through the async proxy.
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     full[pendingStage].arrive();
+    // Every lane's codes are read (their values stored): the TMA may
+    // refill the packed-code stage.
+    __syncwarp();
+    if (lane == 0)
+      rawEmpty[pendingRaw].arrive();
   };
   for (int t = cluster; t < numItems; t += clusters) {
     const auto tile = tileOf(t);
@@ -155,9 +174,15 @@ fp4ConvertPart(int part, int lane, int cluster, int clusters, int numItems,
       pending = true;
       pendingStage = stage;
       pendingPhase = phase;
+      pendingRaw = raw;
+      pendingRawPhase = rawPhase;
       if (++stage == C::kStages) {
         stage = 0;
         phase ^= 1;
+      }
+      if (++raw == C::kRawStages) {
+        raw = 0;
+        rawPhase ^= 1;
       }
     }
   }
@@ -165,38 +190,41 @@ fp4ConvertPart(int part, int lane, int cluster, int clusters, int numItems,
     convert();
 }
 
-/// NVFP4: the convert warps follow the TMA thread through the stage ring,
-/// each converting its part of every stage: warp 0 the x tile's 128 rows,
-/// warps 1 and 2 a half of the W tile's kBlockN rows each - so that a
-/// stage is ready a third of one warp's conversion time after its codes
-/// arrive, however few stages the ring holds (a warp taking whole stages
-/// in turn left the 256-wide tiles' three-stage ring waiting on one warp
-/// at a time: 230-250 TFLOP/s on the H100). For a stage a warp loads the
-/// E4M3 block-scale words of its rows (one 32-bit word a row: the four 1x16
-/// blocks of the stage's 64 K), waits for the stage's packed codes, writes
-/// its f16 rows, makes them visible to the tensor cores (the async proxy)
-/// and arrives on the stage's full barrier, every lane. It loads its next
-/// stage's scale words before it converts the current one, so their
-/// latency hides behind the conversion. Rows past M_total and columns past
-/// N (never stored) get scale 0; their codes are the TMA's zero fill.
-/// `tileOf(t)` is work item t's tile, as the TMA thread walks them.
+/// NVFP4: the convert warps follow the TMA thread through both rings (the
+/// packed codes', which the TMA fills, and the f16 stages', which the math
+/// warpgroups free), each converting its part of every stage: warp 0 the x
+/// tile's 128 rows, warps 1 and 2 a half of the W tile's kBlockN rows each,
+/// so that a stage is ready a third of one warp's conversion time after
+/// its codes arrive (a warp taking whole stages in turn left the 256-wide
+/// tiles' three-stage ring waiting on one warp at a time: 230-250 TFLOP/s
+/// on the H100). For a stage a warp loads the E4M3 block-scale words of its
+/// rows (one 32-bit word a row: the four 1x16 blocks of the stage's 64 K),
+/// waits for the packed codes and for the f16 stage, writes its f16 rows,
+/// makes them visible to the tensor cores (the async proxy), arrives on the
+/// stage's full barrier (every lane) and frees the packed-code stage (lane
+/// 0). It loads its next stage's scale words before it converts the
+/// current one, so their latency hides behind the conversion. Rows past M_total
+/// and columns past N (never stored) get scale 0; their codes are the TMA's
+/// zero fill. `tileOf(t)` is work item t's tile, as the TMA thread walks them.
 template <class C, class TileOf>
 __device__ __forceinline__ void
 fp4ConvertWarp(int warp, int lane, int cluster, int clusters, int numItems,
                TileOf tileOf, unsigned char *stageA, unsigned char *stageB,
                const unsigned char *stageRaw,
                cutlass::arch::ClusterTransactionBarrier *full,
+               cutlass::arch::ClusterTransactionBarrier *empty,
                cutlass::arch::ClusterTransactionBarrier *rawFull,
+               cutlass::arch::ClusterTransactionBarrier *rawEmpty,
                const dev::u8 *sx, const dev::u8 *sw, int mTotal) {
   if (warp == 0)
     fp4ConvertPart<C, C::kBlockM>(0, lane, cluster, clusters, numItems, tileOf,
-                                  stageA, 0, stageRaw, full, rawFull, sx,
-                                  mTotal);
+                                  stageA, 0, stageRaw, full, empty, rawFull,
+                                  rawEmpty, sx, mTotal);
   else
     fp4ConvertPart<C, C::kBlockN / 2>(
         warp, lane, cluster, clusters, numItems, tileOf, stageB,
-        C::kRawA + (warp - 1) * (C::kBlockN / 2) * 32, stageRaw, full, rawFull,
-        sw, mTotal);
+        C::kRawA + (warp - 1) * (C::kBlockN / 2) * 32, stageRaw, full, empty,
+        rawFull, rawEmpty, sw, mTotal);
 }
 
 } // namespace detail

@@ -85,8 +85,12 @@ struct GroupedGemmSpec {
   /// part's store runs while the next is written; 1, 16 KB less shared
   /// memory, which buys a stage at 128x128 FP8 tiles; 0 picks one (1).
   int outBoxes = 0;
-  /// Depth of the TMA -> MMA ring; 0 fills the shared memory.
+  /// Depth of the TMA -> MMA ring (NVFP4: of the f16 stages the convert
+  /// warps write); 0 fills the shared memory (NVFP4: 3).
   int stages = 0;
+  /// NVFP4: depth of the ring of packed codes the TMA loads ahead of the
+  /// conversion; 0 fills the shared memory (at most 8). Else unused (0).
+  int rawStages = 0;
 
   /// FP8 codes (block-scaled or MXFP8): 128-element K stages, FP8 MMAs.
   bool fp8() const {
