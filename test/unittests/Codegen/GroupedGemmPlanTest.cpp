@@ -80,7 +80,7 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
     int xData = fp8 ? xb.dir[0].data : xb.tensor;
     int wData = fp8 ? wb.dir[dgrad ? 1 : 0].data : wb.tensor;
-    ASSERT_EQ(ks.args.size(), 10u);
+    ASSERT_EQ(ks.args.size(), 12u);
     for (int i = 0; i < 4; ++i) {
       EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
       EXPECT_EQ(ks.args[i].map, maps[i]) << "map " << i;
@@ -92,6 +92,9 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     EXPECT_EQ(ks.args[4].pointer.buffer,
               fp8 ? wb.dir[dgrad ? 1 : 0].scale : -1);
     EXPECT_EQ(ks.args[5].pointer.buffer, -1); // MXFP8's x scales only
+    // NVFP4's global amaxes only (null pointers).
+    EXPECT_EQ(ks.args[10].pointer.buffer, -1);
+    EXPECT_EQ(ks.args[11].pointer.buffer, -1);
     EXPECT_EQ(ks.args[6].pointer.buffer, plan->values[size_t(g.splits)].tensor);
     EXPECT_EQ(ks.args[7].pointer.buffer,
               dgrad ? -1 : plan->values[size_t(g.bias)].tensor);
@@ -127,7 +130,7 @@ TEST(GroupedGemmPlan, Mxfp8ReadsBothScaleBuffersThroughPointers) {
   const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
   const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
   const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
-  ASSERT_EQ(ks.args.size(), 10u);
+  ASSERT_EQ(ks.args.size(), 12u);
   EXPECT_EQ(ks.args[0].pointer.buffer, xb.dir[0].data);
   EXPECT_EQ(ks.args[1].pointer.buffer, wb.dir[0].data);
   EXPECT_EQ(ks.args[2].pointer.buffer, xb.dir[0].data);
