@@ -176,14 +176,15 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
   if (s.clusterM == 2 && s.weightColumnwise && !s.fp8())
     return bad("row-tile pairs share a K-major W tile, not the BF16 stack "
                "read along N");
-  if (s.mxfp8() && s.weightColumnwise)
-    return bad("the MXFP8 kernel reads both operands rowwise (the fprop)");
-  if (s.mxfp8() && s.clusterSize() != 1)
-    return bad("the MXFP8 kernel runs one CTA a cluster");
-  if (s.nvfp4() && s.weightColumnwise)
-    return bad("the NVFP4 kernel reads both operands rowwise (the fprop)");
-  if (s.nvfp4() && s.clusterSize() != 1)
-    return bad("the NVFP4 kernel runs one CTA a cluster");
+  // The micro-scaled kernels (their scales along K on both operands).
+  if (s.mxfp8() || s.nvfp4()) {
+    const std::string kernel = s.mxfp8() ? "MXFP8" : "NVFP4";
+    if (s.weightColumnwise)
+      return bad("the " + kernel +
+                 " kernel reads both operands rowwise (the fprop)");
+    if (s.clusterSize() != 1)
+      return bad("the " + kernel + " kernel runs one CTA a cluster");
+  }
   if (s.nvfp4() && (s.stages < 3 || s.rawStages < 2))
     return bad("the NVFP4 kernel needs three f16 stages or more (the math "
                "warpgroups hold two) and two packed-code stages or more");
@@ -297,7 +298,8 @@ std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
           rt::TensorMapSwizzle::None};
     };
     rt::TensorMapShape px = packed(mTotal, static_cast<int>(kBlockM));
-    return {px, packed(s.groups * s.n, s.blockN), px, y};
+    return {px, packed(s.groups * s.n, s.blockN), px,
+            groupedGemmTmaStore(s) ? y : px};
   }
   if (!s.fp8() || s.mxfp8())
     return {x, w, x, y};

@@ -204,8 +204,9 @@ fp4ConvertPart(int part, int lane, int cluster, int clusters, int numItems,
 /// stage's full barrier (every lane) and frees the packed-code stage (lane
 /// 0). It loads its next stage's scale words before it converts the
 /// current one, so their latency hides behind the conversion. Rows past M_total
-/// and columns past N (never stored) get scale 0; their codes are the TMA's
-/// zero fill. `tileOf(t)` is work item t's tile, as the TMA thread walks them.
+/// and columns past N (never stored) get scale 0: their codes (the TMA's zero
+/// fill, or the next expert's rows of W) give +-0. `tileOf(t)` is work item t's
+/// tile, as the TMA thread walks them.
 template <class C, class TileOf>
 __device__ __forceinline__ void
 fp4ConvertWarp(int warp, int lane, int cluster, int clusters, int numItems,
