@@ -163,6 +163,20 @@ template <Fp8Format Format> TE_HD float decodeFp8(u8 code) {
   return Format == Fp8Format::E4M3 ? decodeE4M3(code) : decodeE5M2(code);
 }
 
+#if TE_DEVICE_HW_FP8
+/// Two codes (`pair`'s low byte first) as an f16x2 register, low half
+/// first: exact, every E4M3 and E5M2 value being an f16 (sm_89+).
+template <Fp8Format Format>
+__device__ __forceinline__ u32 fp8x2ToF16x2(u16 pair) {
+  u32 h2;
+  if (Format == Fp8Format::E4M3)
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(pair));
+  else
+    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(pair));
+  return h2;
+}
+#endif
+
 /// Two codes at once, `pair`'s low byte first, for a use that multiplies
 /// them: every value exactly as decodeFp8 gives it, except that a NaN code
 /// yields a NaN of unspecified sign and payload (a GPU multiplication
@@ -172,12 +186,7 @@ template <Fp8Format Format> TE_HD float decodeFp8(u8 code) {
 template <Fp8Format Format>
 TE_HD void decodeFp8x2(u16 pair, float &first, float &second) {
 #if TE_DEVICE_HW_FP8
-  u32 h2;
-  if (Format == Fp8Format::E4M3)
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(pair));
-  else
-    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(pair));
-  widenF16x2(h2, first, second);
+  widenF16x2(fp8x2ToF16x2<Format>(pair), first, second);
 #else
   first = decodeFp8<Format>(u8(pair & 0xFFu));
   second = decodeFp8<Format>(u8(pair >> 8));

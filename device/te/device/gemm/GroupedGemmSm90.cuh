@@ -411,7 +411,7 @@ __device__ __forceinline__ void mathWarpgroup(
     // The tile's 128x128 weight-scale row (FP8 tiles are 128 wide); read
     // columnwise, the expert's blocks start at column g·K/128 of it.
     const float *swTile =
-        C::kMx ? nullptr
+        C::kMx || C::kFp4 ? nullptr
         : C::kWeightColumnwise
             ? sw + (long long)(tile.col0 / 128) * C::kSwStride +
                   tile.expert * (C::kK / 128)
@@ -606,47 +606,45 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                                    tile.row0);
             SM90_TMA_LOAD_2D::copy(tmW, raw, kEvictNormal, dst + C::kRawA,
                                    kb * 32, wRow);
-            if (++stage == C::kRawStages) {
-              stage = 0;
-              phase ^= 1;
-            }
-            continue;
-          }
-          empty[stage].wait(phase ^ 1);
-          uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
-          full[stage].arrive_and_expect_tx(
-              C::kStageA + C::kStageB + (C::kScaleTma ? C::kScaleBox * 4 : 0));
-          unsigned char *a =
-              stageA + stage * C::kStageA + rankN * kRowsPerCta * 128;
-          if (C::kCluster == 1)
-            SM90_TMA_LOAD_2D::copy(tmX, bar, kEvictNormal, a, kb * C::kBlockK,
-                                   tile.row0);
-          else
-            SM90_TMA_LOAD_MULTICAST_2D::copy(
-                tmX, bar, rowPeers, kEvictNormal, a, kb * C::kBlockK,
-                tile.row0 + rankN * kRowsPerCta);
-          if (C::kWeightMnMajor) {
-            // The expert's 64 reduction rows, 64 output columns a box.
-            for (int h = 0; h < C::kBlockN / 64; ++h)
-              SM90_TMA_LOAD_2D::copy(
-                  tmW, bar, kEvictNormal,
-                  stageB + stage * C::kStageB + h * detail::kMnAtomBytes,
-                  tile.col0 + 64 * h, tile.expert * C::kK + kb * C::kBlockK);
-          } else if (C::kClusterM == 1) {
-            SM90_TMA_LOAD_2D::copy(tmW, bar, kEvictNormal,
-                                   stageB + stage * C::kStageB,
-                                   wCol0 + kb * C::kBlockK, wRow);
           } else {
-            SM90_TMA_LOAD_MULTICAST_2D::copy(
-                tmW, bar, columnPeers, kEvictNormal,
-                stageB + stage * C::kStageB + rankM * kWRowsPerCta * 128,
-                wCol0 + kb * C::kBlockK, wRow + rankM * kWRowsPerCta);
+            empty[stage].wait(phase ^ 1);
+            uint64_t *bar = reinterpret_cast<uint64_t *>(&full[stage]);
+            full[stage].arrive_and_expect_tx(
+                C::kStageA + C::kStageB +
+                (C::kScaleTma ? C::kScaleBox * 4 : 0));
+            unsigned char *a =
+                stageA + stage * C::kStageA + rankN * kRowsPerCta * 128;
+            if (C::kCluster == 1)
+              SM90_TMA_LOAD_2D::copy(tmX, bar, kEvictNormal, a, kb * C::kBlockK,
+                                     tile.row0);
+            else
+              SM90_TMA_LOAD_MULTICAST_2D::copy(tmX, bar, rowPeers, kEvictNormal,
+                                               a, kb * C::kBlockK,
+                                               tile.row0 + rankN * kRowsPerCta);
+            if (C::kWeightMnMajor) {
+              // The expert's 64 reduction rows, 64 output columns a box.
+              for (int h = 0; h < C::kBlockN / 64; ++h)
+                SM90_TMA_LOAD_2D::copy(
+                    tmW, bar, kEvictNormal,
+                    stageB + stage * C::kStageB + h * detail::kMnAtomBytes,
+                    tile.col0 + 64 * h, tile.expert * C::kK + kb * C::kBlockK);
+            } else if (C::kClusterM == 1) {
+              SM90_TMA_LOAD_2D::copy(tmW, bar, kEvictNormal,
+                                     stageB + stage * C::kStageB,
+                                     wCol0 + kb * C::kBlockK, wRow);
+            } else {
+              SM90_TMA_LOAD_MULTICAST_2D::copy(
+                  tmW, bar, columnPeers, kEvictNormal,
+                  stageB + stage * C::kStageB + rankM * kWRowsPerCta * 128,
+                  wCol0 + kb * C::kBlockK, wRow + rankM * kWRowsPerCta);
+            }
+            if (C::kScaleTma)
+              SM90_TMA_LOAD_2D::copy(tmSX, bar, kEvictNormal,
+                                     stageSX + stage * C::kStageSA,
+                                     tile.row0 & ~3, kb);
           }
-          if (C::kScaleTma)
-            SM90_TMA_LOAD_2D::copy(tmSX, bar, kEvictNormal,
-                                   stageSX + stage * C::kStageSA,
-                                   tile.row0 & ~3, kb);
-          if (++stage == C::kStages) {
+          // The ring these loads fill: the stages, or NVFP4's packed codes.
+          if (++stage == (C::kFp4 ? C::kRawStages : C::kStages)) {
             stage = 0;
             phase ^= 1;
           }

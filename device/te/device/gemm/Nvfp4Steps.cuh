@@ -49,9 +49,7 @@ __device__ __forceinline__ float nvfp4Alpha(const float *amaxX,
 __device__ __forceinline__ uint32_t e4m3ScaleAsF16x2(uint32_t word,
                                                      uint32_t byteIndex) {
   const uint32_t pair = __byte_perm(word, 0u, byteIndex | (byteIndex << 4));
-  uint32_t h2;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(uint16_t(pair)));
-  return h2;
+  return dev::fp8x2ToF16x2<dev::Fp8Format::E4M3>(uint16_t(pair));
 }
 
 __device__ __forceinline__ uint32_t mulF16x2(uint32_t a, uint32_t b) {
