@@ -477,6 +477,19 @@ protected:
       amaxWBuf = upload(amaxW_);
     }
     rt::DeviceBuffer splitBuf = upload(splits);
+    // With a bias: bf16 values of both signs, -0 and +0 among them (a -0
+    // sum stays -0 only without one).
+    rt::DeviceBuffer biasBuf;
+    bias_.clear();
+    if (withBias_) {
+      ASSERT_TRUE(s.nvfp4() || s.mxfp8()) << "the test's reference adds a "
+                                             "bias for MXFP8 and NVFP4 only";
+      std::uniform_int_distribution<int> biasCode(-64, 64);
+      bias_.resize(g * n);
+      for (size_t i = 0; i < bias_.size(); ++i)
+        bias_[i] = i % 17 == 3 ? -0.0f : biasCode(rng) * 0.375f;
+      biasBuf = upload(bf16(bias_));
+    }
     rt::Expected<rt::DeviceBuffer> y =
         rt::DeviceBuffer::allocate(mTotal * n * 2);
     ASSERT_TRUE(y);
@@ -497,6 +510,8 @@ protected:
                              splitBuf.devicePtr(),
                              y->devicePtr(),
                              mTotal};
+    if (withBias_)
+      b.bias = biasBuf.devicePtr();
     if (s.nvfp4()) {
       b.amaxX = amaxXBuf.devicePtr();
       b.amaxW = amaxWBuf.devicePtr();
@@ -559,9 +574,19 @@ private:
   /// NVFP4: the packed codes of x and of the stack, each expert's amaxes.
   std::vector<uint8_t> nvX_, nvW_;
   std::vector<float> amaxX_, amaxW_;
+  /// The [G, N] bias of checks with withBias_ (MXFP8, NVFP4), as uploaded.
+  std::vector<float> bias_;
 
+protected:
+  bool withBias_ = false;
+
+private:
   static std::vector<uint16_t> bf16(const std::vector<float> &v) {
     return bf16Codes(v);
+  }
+
+  const float *expertBias(int64_t e, int64_t n) const {
+    return bias_.empty() ? nullptr : bias_.data() + e * n;
   }
 
   /// Expert `e`'s rows [row0, row0 + m) as their own GEMM, rounded to bf16.
@@ -594,7 +619,7 @@ private:
       xo.amax = amaxX_[e];
       wo.amax = amaxW_[e];
       std::string error;
-      out = ref::nvfp4Gemm(xo, wo, nullptr, &error);
+      out = ref::nvfp4Gemm(xo, wo, expertBias(e, n), &error);
       EXPECT_EQ(error, "");
     } else if (s.mxfp8()) {
       const int64_t stride = k / 32;
@@ -615,7 +640,7 @@ private:
       wo.scales.assign(mxSw_.begin() + e * n * stride,
                        mxSw_.begin() + (e + 1) * n * stride);
       std::string error;
-      out = ref::mxfp8Gemm(xo, wo, nullptr, &error);
+      out = ref::mxfp8Gemm(xo, wo, expertBias(e, n), &error);
       EXPECT_EQ(error, "");
     } else if (!s.fp8()) {
       // fprop: W [G·N, K]; dgrad: the [G, K, N] stack, read along N.
@@ -776,6 +801,18 @@ TEST_F(GroupedGemmGpu, Nvfp4MatchesEachExpertAloneOnExactF16Operands) {
   check(spec(GroupedGemmSpec::Operands::Nvfp4, 2, 200, 64), 300, {150, 150});
   check(spec(GroupedGemmSpec::Operands::Nvfp4, 2, 202, 384), 300, {150, 149});
   check(spec(GroupedGemmSpec::Operands::Nvfp4, 1, 256, 1024), 333, {333});
+}
+
+// Each expert's bias row added in fp32 after the global scales (NVFP4) or
+// the promotion (MXFP8), then rounded once: through the TMA store's boxes
+// and, for the expert's last rows and N = 202, from registers.
+TEST_F(GroupedGemmGpu, MicroScaledKernelsAddEachExpertsBias) {
+  withBias_ = true;
+  for (GroupedGemmSpec::Operands kind :
+       {GroupedGemmSpec::Operands::Nvfp4, GroupedGemmSpec::Operands::Mxfp8}) {
+    check(spec(kind, 4, 384, 512), 700, {0, 300, 1, 250});
+    check(spec(kind, 2, 202, 384), 300, {150, 149});
+  }
 }
 
 // A long reduction (K = 7168: 112 stages a tile through the three- and
