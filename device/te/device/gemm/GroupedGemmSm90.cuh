@@ -47,8 +47,9 @@
 // its row and column (pipelinedMxSteps, Mxfp8Steps.cuh); the producer's other
 // three warps turn the stages' E8M0 bytes into fp32 scales in shared memory.
 // NVFP4: the tensor cores multiply exact f16 products of codes and block
-// scales, which the producer's other three warps write into each stage from
-// its packed codes (Nvfp4Steps.cuh); the global scales multiply the total.
+// scales, which the producer's other three warps and the math warps (while
+// their MMAs run) write into each stage from its packed codes
+// (Nvfp4Steps.cuh); the global scales multiply the total.
 // Clusters of 2 CTAs along N share the x tile; 2 x 2 clusters (ClusterM = 2)
 // also share the W tile between row-tile pairs.
 //
@@ -115,8 +116,8 @@ struct GroupedGemmConfig
   /// NVFP4 (both operands 1x16 E4M3 blocks along K, Nvfp4Steps.cuh): the
   /// stages hold f16 tiles (kBlockK = 64, as BF16's); the packed codes of
   /// a stage - kRawA bytes of x then kBlockN x 32 of W - arrive by TMA in a
-  /// ring of their own, kRawStages deep, which the convert warps read and
-  /// free: the loads run that far ahead of the conversion, which the f16
+  /// ring of their own, kRawStages deep, which the converting warps read
+  /// and free: the loads run that far ahead of the conversion, which the f16
   /// ring (the math warpgroups hold two of its stages) could not afford.
   static constexpr bool kFp4 = Fp4;
   static constexpr int kRawA = Fp4 ? Shape::kBlockM * 32 : 0;
@@ -131,19 +132,20 @@ struct GroupedGemmConfig
   static constexpr int kSAStages = Fp4 ? RawStages : Stages;
   /// Bytes between the rows of an MXFP8 scale matrix ([rows][K/32] E8M0).
   static constexpr int kMxScaleStride = K_ / 32;
-  /// Arrivals that fill a stage: the TMA thread's, and (MXFP8) every lane
-  /// of the scale warp that publishes it, after its stores.
+  /// Arrivals that fill a stage: the TMA thread's, or (MXFP8) that and
+  /// every lane of the scale warp that publishes it, or (NVFP4) every lane
+  /// of the warps that convert it, each after its stores.
   static constexpr int kFullArrivals = Mx    ? 1 + 32
-                                       : Fp4 ? 32 * detail::kFp4ConvertWarps
+                                       : Fp4 ? 32 * detail::kFp4Converters
                                              : 1;
   /// Barriers: full and empty a stage, and (NVFP4) full and empty a stage
   /// of the packed-code ring.
   static constexpr int kBarriers = 2 * Stages + 2 * kRawStages;
   /// Registers a thread after the warpgroups' reallocation: the math
-  /// warpgroups' accumulators, the producer's TMA issue or (NVFP4) the
-  /// convert warps' conversion. Together at most the CTA's pool, 168 a
-  /// thread at 384 threads (ptxas's allocation for one CTA an SM): a larger
-  /// request waits for registers forever.
+  /// warpgroups' accumulators (NVFP4: and their share of the conversion),
+  /// the producer's TMA issue or (NVFP4) its warps' conversion. Together at
+  /// most the CTA's pool, 168 a thread at 384 threads (ptxas's allocation for
+  /// one CTA an SM): a larger request waits for registers forever.
   static constexpr int kMathRegisters = Fp4 ? 208 : 232;
   static constexpr int kProducerRegisters = Fp4 ? 88 : 40;
   static_assert(Shape::kMathWarpgroups * 128 * kMathRegisters +
@@ -342,15 +344,17 @@ __device__ __forceinline__ float2 biasPair(const dev::u16 *bias, int expert,
 /// parameter, so that every shared-memory descriptor the MMAs take is
 /// uniform across the warpgroup as the compiler sees it (computed once,
 /// in uniform registers, not rebuilt per MMA).
-template <class C, int WG>
-__device__ __forceinline__ void mathWarpgroup(
-    int lane, int rank, int cluster, int clusters, int numItems,
-    const int *tileEnd, const int *rowEnd, const unsigned char *stageA,
-    const unsigned char *stageB, const unsigned char *stageSX,
-    unsigned char *outShared, cutlass::arch::ClusterTransactionBarrier *full,
-    cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
-    const dev::u16 *bias, dev::u16 *y, int mTotal,
-    const cute::TmaDescriptor *tmY, const float *amaxX, const float *amaxW) {
+template <class C, int WG, class Work>
+__device__ __forceinline__ void
+mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
+              const int *tileEnd, const int *rowEnd,
+              const unsigned char *stageA, const unsigned char *stageB,
+              const unsigned char *stageSX, unsigned char *outShared,
+              cutlass::arch::ClusterTransactionBarrier *full,
+              cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
+              const dev::u16 *bias, dev::u16 *y, int mTotal,
+              const cute::TmaDescriptor *tmY, const float *amaxX,
+              const float *amaxW, Work whileMmas) {
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<C::kMathRegisters>();
   // Its TMA stores are complete before the kernel ends.
@@ -399,6 +403,10 @@ __device__ __forceinline__ void mathWarpgroup(
       pad[i] = 0u;
   }
 
+  // NVFP4: the warp converts its part of the first stage; after each slab's
+  // MMAs are issued, its part of the next (Fp4Converter).
+  whileMmas();
+
   float total[kAccum];
   // FP8: two partial-sum accumulators, so that the MMAs of K block kb + 1
   // run while block kb is promoted (pipelinedFp8Blocks); BF16 accumulates
@@ -431,7 +439,7 @@ __device__ __forceinline__ void mathWarpgroup(
                                          acc2, total, stage, phase, release);
     } else {
       detail::bf16Slabs<C, Mma>(descA0, descB0, full, C::kKBlocks, total, stage,
-                                phase, release);
+                                phase, release, whileMmas);
       if constexpr (C::kFp4) {
         // The two operands' global scales, once (docs/Numerics.md §6.7).
         const float alpha = detail::nvfp4Alpha(amaxX, amaxW, tile.expert);
@@ -519,7 +527,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   Barrier *full =
       reinterpret_cast<Barrier *>(stageSX + C::kSAStages * C::kStageSA);
   Barrier *empty = full + C::kStages;
-  // NVFP4: the packed-code ring's (the TMA fills a stage, the convert warps
+  // NVFP4: the packed-code ring's (the TMA fills a stage, the converting warps
   // free it).
   Barrier *rawFull = empty + C::kStages;
   Barrier *rawEmpty = rawFull + C::kRawStages;
@@ -544,7 +552,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
     }
     for (int s = 0; s < C::kRawStages; ++s) {
       rawFull[s].init(1);
-      rawEmpty[s].init(detail::kFp4ConvertWarps);
+      rawEmpty[s].init(detail::kFp4Converters);
     }
     cutlass::arch::fence_barrier_init();
     // The experts' row ranges and tile counts (split sizes clamped).
@@ -563,6 +571,9 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   else
     __syncthreads();
   const int numItems = tileEnd[C::kGroups - 1] * (C::kNBlocks / C::kCluster);
+  auto tileOf = [&](int t) {
+    return detail::locate<C>(t, rank, tileEnd, rowEnd);
+  };
 
   if (warpgroup == C::kMathWarpgroups) {
     // Producer: one thread issues every TMA load.
@@ -588,7 +599,7 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
       int stage = 0;
       uint32_t phase = 0;
       for (int t = cluster; t < numItems; t += clusters) {
-        detail::Tile tile = detail::locate<C>(t, rank, tileEnd, rowEnd);
+        detail::Tile tile = tileOf(t);
         // The W tile: rows of the expert's weight (fprop), or rows of the
         // output and the expert's reduction columns (columnwise).
         int wRow =
@@ -651,29 +662,46 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
         }
       }
     } else if (C::kMx && threadIdx.x / 32 % 4 != 0) {
-      detail::mxScaleWarp<C>(
-          threadIdx.x / 32 % 4 - 1, lane, cluster, clusters, numItems,
-          [&](int t) { return detail::locate<C>(t, rank, tileEnd, rowEnd); },
-          stageSX, full, empty, static_cast<const dev::u8 *>(sx),
-          static_cast<const dev::u8 *>(sw), mTotal);
-    } else if (C::kFp4 && threadIdx.x / 32 % 4 != 0) {
-      detail::fp4ConvertWarp<C>(
-          threadIdx.x / 32 % 4 - 1, lane, cluster, clusters, numItems,
-          [&](int t) { return detail::locate<C>(t, rank, tileEnd, rowEnd); },
-          stageA, stageB, stageSX, full, empty, rawFull, rawEmpty,
-          static_cast<const dev::u8 *>(sx), static_cast<const dev::u8 *>(sw),
-          mTotal);
+      detail::mxScaleWarp<C>(threadIdx.x / 32 % 4 - 1, lane, cluster, clusters,
+                             numItems, tileOf, stageSX, full, empty,
+                             static_cast<const dev::u8 *>(sx),
+                             static_cast<const dev::u8 *>(sw), mTotal);
+    } else if constexpr (C::kFp4) {
+      if (threadIdx.x / 32 % 4 != 0)
+        detail::fp4ConvertWarp(detail::Fp4Converter<C, decltype(tileOf)>(
+            threadIdx.x / 32 % 4 - 1, lane, cluster, clusters, numItems, tileOf,
+            stageA, stageB, stageSX, full, empty, rawFull, rawEmpty,
+            static_cast<const dev::u8 *>(sx), static_cast<const dev::u8 *>(sw),
+            mTotal));
     }
-  } else if (warpgroup == 0) {
-    mathWarpgroup<C, 0>(lane, rank, cluster, clusters, numItems, tileEnd,
-                        rowEnd, stageA, stageB, stageSX, outShared, full, empty,
-                        static_cast<const float *>(sw), bias, y, mTotal, tmY,
-                        amaxX, amaxW);
   } else {
-    mathWarpgroup<C, 1>(lane, rank, cluster, clusters, numItems, tileEnd,
-                        rowEnd, stageA, stageB, stageSX, outShared, full, empty,
-                        static_cast<const float *>(sw), bias, y, mTotal, tmY,
-                        amaxX, amaxW);
+    auto math = [&](auto whileMmas) {
+      if (warpgroup == 0)
+        mathWarpgroup<C, 0>(lane, rank, cluster, clusters, numItems, tileEnd,
+                            rowEnd, stageA, stageB, stageSX, outShared, full,
+                            empty, static_cast<const float *>(sw), bias, y,
+                            mTotal, tmY, amaxX, amaxW, whileMmas);
+      else
+        mathWarpgroup<C, 1>(lane, rank, cluster, clusters, numItems, tileEnd,
+                            rowEnd, stageA, stageB, stageSX, outShared, full,
+                            empty, static_cast<const float *>(sw), bias, y,
+                            mTotal, tmY, amaxX, amaxW, whileMmas);
+    };
+    if constexpr (C::kFp4) {
+      // Warp-uniform as the compiler sees it (a shuffle from lane 0).
+      const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+      detail::Fp4Converter<C, decltype(tileOf)> converter(
+          detail::kFp4ProducerConverters + warp, lane, cluster, clusters,
+          numItems, tileOf, stageA, stageB, stageSX, full, empty, rawFull,
+          rawEmpty, static_cast<const dev::u8 *>(sx),
+          static_cast<const dev::u8 *>(sw), mTotal);
+      math([&] {
+        if (converter.more())
+          converter.convertNext();
+      });
+    } else {
+      math(detail::NoWork{});
+    }
   }
   // No CTA leaves while its peer may still arrive on its barriers.
   if (C::kClusterSize > 1)

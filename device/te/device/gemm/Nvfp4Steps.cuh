@@ -12,9 +12,10 @@
 // operands on the f16 tensor cores and applies the two tensors' global
 // scales to the fp32 accumulator once (docs/Numerics.md §6.7). The TMA
 // thread loads each stage's packed codes into a raw area; the producer
-// warpgroup's other three warps ("convert warps") turn them into the
-// stage's f16 tiles, in the 128-byte swizzled K-major layout the TMA would
-// have written, and publish the stage. C is the kernel's GroupedGemmConfig.
+// warpgroup's other three warps and the eight math warps (Fp4Converter)
+// turn them into the stage's f16 tiles, in the 128-byte swizzled K-major
+// layout the TMA would have written, and publish the stage. C is the
+// kernel's GroupedGemmConfig.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,9 +29,11 @@ namespace te {
 namespace gemm {
 namespace detail {
 
-/// Warps of the producer warpgroup that convert NVFP4 stages (all but the
-/// TMA thread's).
-constexpr int kFp4ConvertWarps = 3;
+/// Warps that convert NVFP4 stages: the producer warpgroup's three besides
+/// the TMA thread's, and the eight math warps, which convert between
+/// issuing a stage's MMAs and waiting for the next (Fp4Converter).
+constexpr int kFp4ProducerConverters = 3;
+constexpr int kFp4Converters = kFp4ProducerConverters + 8;
 
 /// fl(1 / (6 · 448)^2): the global-scale factor of an NVFP4 x NVFP4 product
 /// (docs/Numerics.md §6.6, the cuBLAS rule).
@@ -58,39 +61,169 @@ __device__ __forceinline__ uint32_t mulF16x2(uint32_t a, uint32_t b) {
   return r;
 }
 
-/// Converts `Rows` rows of one stage's packed codes (`raw`: 32 bytes a row,
-/// 64 codes) into f16 values times their block scales at `tile` (128 bytes
-/// a row, 16-byte chunk c of row r at chunk c ^ (r % 8): the TMA's 128-byte
-/// swizzle). Lane l takes the half rows l, l + 32, ... (row u / 2, codes
-/// 32 (u % 2) .. + 31): eight lanes read 128 contiguous bytes and store to
-/// eight distinct chunk columns, so neither side conflicts. `scales[i]`
-/// holds row lane + 32 i's four E4M3 block scales (one word).
-template <int Rows>
-__device__ __forceinline__ void
-convertFp4Rows(const unsigned char *raw, unsigned char *tile, int lane,
-               const uint32_t (&scales)[Rows / 32]) {
-  constexpr int kUnits = Rows / 16;
-  // Every load and shuffle first, in one branch-free run: each shuffle is
-  // preceded by a convergence check (a branch), which between the units
-  // kept the compiler from overlapping one unit's latency with another's
-  // work (the conversion ran at a fraction of an instruction a clock).
-  uint4 codes[kUnits];
-  uint32_t words[kUnits];
+/// One warp's share of converting every stage of the ring: the stage's
+/// kBlockM x rows and kBlockN W rows, in units of 16 rows (x's first), go
+/// to the kFp4Converters warps in turn - warp `index` takes units index,
+/// index + kFp4Converters, ... Whole stages per warp left the tensor cores
+/// waiting (230-250 TFLOP/s on the H100), and so did a third of every stage
+/// per producer warp (295-380 in the call that measured this version: each
+/// warp ran ~770 instructions a stage at a quarter of an instruction a
+/// clock); spread over eleven warps a warp converts two or three units
+/// (400-477; docs/Performance.md). The producer's warps convert stage after
+/// stage; a math warp converts the stage after the one whose MMAs it has
+/// just issued, while they run.
+///
+/// A unit's lane l converts half row l (row l / 2, codes 32 (l % 2) .. +31)
+/// from the stage's packed codes (32 bytes a row, x's rows then W's) into
+/// f16 values times their E4M3 block scales at the f16 tile (128 bytes a
+/// row, 16-byte chunk c of row r at chunk c ^ (r % 8): the TMA's 128-byte
+/// swizzle); eight lanes read 128 contiguous bytes and store to eight
+/// distinct chunk columns, so neither side conflicts. Each lane loads its
+/// row's scale word (the row's four 1x16 blocks of the stage's 64 K) one
+/// stage ahead, so its latency hides behind the conversion before. Rows past
+/// M_total and columns past N (never stored) get scale 0: their codes (the
+/// TMA's zero fill, or the next expert's rows of W) give +-0. A stage
+/// converted, every lane fences the async proxy (the tensor cores read
+/// through it) and arrives on its full barrier, and lane 0 frees the
+/// packed-code stage. `tileOf(t)` is work item t's tile, as the TMA thread
+/// walks them.
+template <class C, class TileOf> class Fp4Converter {
+public:
+  static constexpr int kUnits = (C::kBlockM + C::kBlockN) / 16;
+  static constexpr int kXUnits = C::kBlockM / 16;
+  static constexpr int kMaxUnits =
+      (kUnits + kFp4Converters - 1) / kFp4Converters;
+
+  __device__ __forceinline__
+  Fp4Converter(int index, int lane, int cluster, int clusters, int numItems,
+               TileOf tileOf, unsigned char *stageA, unsigned char *stageB,
+               const unsigned char *stageRaw,
+               cutlass::arch::ClusterTransactionBarrier *full,
+               cutlass::arch::ClusterTransactionBarrier *empty,
+               cutlass::arch::ClusterTransactionBarrier *rawFull,
+               cutlass::arch::ClusterTransactionBarrier *rawEmpty,
+               const dev::u8 *sx, const dev::u8 *sw, int mTotal)
+      : index_(index), lane_(lane), clusters_(clusters), numItems_(numItems),
+        tileOf_(tileOf), stageA_(stageA), stageB_(stageB), stageRaw_(stageRaw),
+        full_(full), empty_(empty), rawFull_(rawFull), rawEmpty_(rawEmpty),
+        sx_(sx), sw_(sw), mTotal_(mTotal), t_(cluster) {
+    if (t_ < numItems_) {
+      tile_ = tileOf_(t_);
+      loadWords(words_);
+    }
+  }
+
+  /// Whether a stage is left to convert.
+  __device__ __forceinline__ bool more() const { return t_ < numItems_; }
+
+  /// Converts the next stage, loading the scale words of the one after it
+  /// first.
+  __device__ __forceinline__ void convertNext() {
+    uint32_t words[kMaxUnits];
 #pragma unroll
-  for (int i = 0; i < kUnits; ++i)
-    codes[i] = *reinterpret_cast<const uint4 *>(raw + (lane + 32 * i) * 16);
-    // Row lane / 2 + 16 i's scale word is lane (row % 32)'s slot row / 32.
+    for (int i = 0; i < kMaxUnits; ++i)
+      words[i] = words_[i];
+    const int stage = stage_, raw = raw_;
+    const uint32_t phase = phase_, rawPhase = rawPhase_;
+    advance();
+    if (more())
+      loadWords(words_);
+    rawFull_[raw].wait(rawPhase);
+    empty_[stage].wait(phase ^ 1);
+    const unsigned char *codes = stageRaw_ + raw * C::kStageSA;
+    uint4 in[kMaxUnits];
 #pragma unroll
-  for (int i = 0; i < kUnits; ++i)
-    words[i] = __shfl_sync(0xffffffffu, scales[i / 2], lane / 2 + 16 * (i % 2));
-  const int half = lane % 2;
+    for (int i = 0; i < kMaxUnits; ++i)
+      if (unit(i) < kUnits)
+        in[i] = *reinterpret_cast<const uint4 *>(codes +
+                                                 (32 * unit(i) + lane_) * 16);
 #pragma unroll
-  for (int i = 0; i < kUnits; ++i) {
-    const int row = (lane + 32 * i) / 2;
-    const uint32_t s0 = e4m3ScaleAsF16x2(words[i], 2 * half);
-    const uint32_t s1 = e4m3ScaleAsF16x2(words[i], 2 * half + 1);
-    const uint32_t in[4] = {codes[i].x, codes[i].y, codes[i].z, codes[i].w};
-    unsigned char *rowBase = tile + row * 128;
+    for (int i = 0; i < kMaxUnits; ++i)
+      if (unit(i) < kUnits) {
+        const int u = unit(i);
+        const int row = (u < kXUnits ? u : u - kXUnits) * 16 + lane_ / 2;
+        unsigned char *rowBase = (u < kXUnits ? stageA_ + stage * C::kStageA
+                                              : stageB_ + stage * C::kStageB) +
+                                 row * 128;
+        convertHalfRow(in[i], words[i], rowBase, row);
+      }
+    // The tensor cores read shared memory through the async proxy.
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    full_[stage].arrive();
+    // Every lane's codes are read (their values stored): the TMA may
+    // refill the packed-code stage.
+    __syncwarp();
+    if (lane_ == 0)
+      rawEmpty_[raw].arrive();
+  }
+
+private:
+  int index_, lane_, clusters_, numItems_;
+  TileOf tileOf_;
+  unsigned char *stageA_, *stageB_;
+  const unsigned char *stageRaw_;
+  cutlass::arch::ClusterTransactionBarrier *full_, *empty_, *rawFull_,
+      *rawEmpty_;
+  const dev::u8 *sx_, *sw_;
+  int mTotal_;
+  // The next stage to convert: work item t_'s K block kb_, in f16 stage
+  // stage_ and packed-code stage raw_; its units' scale words.
+  int t_, kb_ = 0, stage_ = 0, raw_ = 0;
+  uint32_t phase_ = 0, rawPhase_ = 0;
+  decltype((*static_cast<TileOf *>(nullptr))(0)) tile_;
+  uint32_t words_[kMaxUnits];
+
+  __device__ __forceinline__ int unit(int i) const {
+    return index_ + kFp4Converters * i;
+  }
+
+  /// Loads the scale word of each of this lane's rows of the stage at the
+  /// cursor (0 for rows past M_total or past N).
+  __device__ __forceinline__ void loadWords(uint32_t (&words)[kMaxUnits]) {
+    constexpr long long kStride = C::kK / 16; // scale bytes a row
+#pragma unroll
+    for (int i = 0; i < kMaxUnits; ++i) {
+      const int u = unit(i);
+      words[i] = 0u;
+      if (u >= kUnits)
+        continue;
+      const bool x = u < kXUnits;
+      const int r = (x ? u : u - kXUnits) * 16 + lane_ / 2;
+      const long long row =
+          x ? tile_.row0 + r : (long long)tile_.expert * C::kN + tile_.col0 + r;
+      const bool inside = x ? tile_.row0 + r < mTotal_ : tile_.col0 + r < C::kN;
+      if (inside)
+        words[i] = __ldg(reinterpret_cast<const unsigned *>(
+            (x ? sx_ : sw_) + row * kStride + kb_ * 4));
+    }
+  }
+
+  __device__ __forceinline__ void advance() {
+    if (++kb_ == C::kKBlocks) {
+      kb_ = 0;
+      t_ += clusters_;
+      if (t_ < numItems_)
+        tile_ = tileOf_(t_);
+    }
+    if (++stage_ == C::kStages) {
+      stage_ = 0;
+      phase_ ^= 1;
+    }
+    if (++raw_ == C::kRawStages) {
+      raw_ = 0;
+      rawPhase_ ^= 1;
+    }
+  }
+
+  /// This lane's half row: 32 codes (four words of eight) times the row's
+  /// block scales 2h and 2h + 1 (h = lane % 2), into chunks 4h .. 4h + 3.
+  __device__ __forceinline__ void convertHalfRow(uint4 codes, uint32_t word,
+                                                 unsigned char *rowBase,
+                                                 int row) const {
+    const int half = lane_ % 2;
+    const uint32_t s0 = e4m3ScaleAsF16x2(word, 2 * half);
+    const uint32_t s1 = e4m3ScaleAsF16x2(word, 2 * half + 1);
+    const uint32_t in[4] = {codes.x, codes.y, codes.z, codes.w};
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       uint32_t h[4];
@@ -102,128 +235,14 @@ convertFp4Rows(const unsigned char *raw, unsigned char *tile, int lane,
                      mulF16x2(h[3], s));
     }
   }
-}
+};
 
-/// One convert warp's part of every stage (fp4ConvertWarp): `Rows` rows
-/// from row `(part - 1) · Rows` of the W tile (part 1, 2) or the x tile
-/// (part 0), whose codes lie `rawOffset` bytes into the stage's raw area,
-/// into `tiles` (the ring's x or W tiles). `scales` is x's or the stack's
-/// [rows][K/16] E4M3 block scales.
-template <class C, int Rows, class TileOf>
-__device__ __forceinline__ void
-fp4ConvertPart(int part, int lane, int cluster, int clusters, int numItems,
-               TileOf tileOf, unsigned char *tiles, int rawOffset,
-               const unsigned char *stageRaw,
-               cutlass::arch::ClusterTransactionBarrier *full,
-               cutlass::arch::ClusterTransactionBarrier *empty,
-               cutlass::arch::ClusterTransactionBarrier *rawFull,
-               cutlass::arch::ClusterTransactionBarrier *rawEmpty,
-               const dev::u8 *scales, int mTotal) {
-  constexpr long long kStride = C::kK / 16; // scale bytes a row
-  constexpr int kWords = Rows / 32;
-  const int firstRow = part == 0 ? 0 : (part - 1) * Rows;
-  const int tileOffset = firstRow * 128;
-  // The next stage of each ring, and the pending one's (its scale words
-  // loaded, not yet converted).
-  int stage = 0, raw = 0, pendingStage = 0, pendingRaw = 0;
-  uint32_t phase = 0, rawPhase = 0, pendingPhase = 0, pendingRawPhase = 0;
-  uint32_t words[kWords];
-  bool pending = false;
-  auto convert = [&] {
-    rawFull[pendingRaw].wait(pendingRawPhase);
-    empty[pendingStage].wait(pendingPhase ^ 1);
-    convertFp4Rows<Rows>(
-        stageRaw + pendingRaw * C::kStageSA + rawOffset,
-        tiles + pendingStage * (part == 0 ? C::kStageA : C::kStageB) +
-            tileOffset,
-        lane, words);
-    // The tensor cores read shared memory through the async proxy.
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    full[pendingStage].arrive();
-    // Every lane's codes are read (their values stored): the TMA may
-    // refill the packed-code stage.
-    __syncwarp();
-    if (lane == 0)
-      rawEmpty[pendingRaw].arrive();
-  };
-  for (int t = cluster; t < numItems; t += clusters) {
-    const auto tile = tileOf(t);
-    // The part's first row in the scale matrix, and the rows it has.
-    const long long row0 =
-        part == 0 ? tile.row0
-                  : (long long)tile.expert * C::kN + tile.col0 + firstRow;
-    const int rowsLeft =
-        part == 0 ? mTotal - tile.row0 : C::kN - tile.col0 - firstRow;
-    const dev::u8 *rows = scales + row0 * kStride;
-    for (int kb = 0; kb < C::kKBlocks; ++kb) {
-      uint32_t next[kWords];
-#pragma unroll
-      for (int i = 0; i < kWords; ++i) {
-        const int r = lane + 32 * i;
-        next[i] = r < rowsLeft ? __ldg(reinterpret_cast<const unsigned *>(
-                                     rows + r * kStride + kb * 4))
-                               : 0u;
-      }
-      if (pending)
-        convert();
-#pragma unroll
-      for (int i = 0; i < kWords; ++i)
-        words[i] = next[i];
-      pending = true;
-      pendingStage = stage;
-      pendingPhase = phase;
-      pendingRaw = raw;
-      pendingRawPhase = rawPhase;
-      if (++stage == C::kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
-      if (++raw == C::kRawStages) {
-        raw = 0;
-        rawPhase ^= 1;
-      }
-    }
-  }
-  if (pending)
-    convert();
-}
-
-/// NVFP4: the convert warps follow the TMA thread through both rings (the
-/// packed codes', which the TMA fills, and the f16 stages', which the math
-/// warpgroups free), each converting its part of every stage: warp 0 the x
-/// tile's 128 rows, warps 1 and 2 a half of the W tile's kBlockN rows each,
-/// so that a stage is ready a third of one warp's conversion time after
-/// its codes arrive (a warp taking whole stages in turn left the 256-wide
-/// tiles' three-stage ring waiting on one warp at a time: 230-250 TFLOP/s
-/// on the H100). For a stage a warp loads the E4M3 block-scale words of its
-/// rows (one 32-bit word a row: the four 1x16 blocks of the stage's 64 K),
-/// waits for the packed codes and for the f16 stage, writes its f16 rows,
-/// makes them visible to the tensor cores (the async proxy), arrives on the
-/// stage's full barrier (every lane) and frees the packed-code stage (lane
-/// 0). It loads its next stage's scale words before it converts the
-/// current one, so their latency hides behind the conversion. Rows past M_total
-/// and columns past N (never stored) get scale 0: their codes (the TMA's zero
-/// fill, or the next expert's rows of W) give +-0. `tileOf(t)` is work item t's
-/// tile, as the TMA thread walks them.
+/// The producer's convert warps: every stage in turn.
 template <class C, class TileOf>
 __device__ __forceinline__ void
-fp4ConvertWarp(int warp, int lane, int cluster, int clusters, int numItems,
-               TileOf tileOf, unsigned char *stageA, unsigned char *stageB,
-               const unsigned char *stageRaw,
-               cutlass::arch::ClusterTransactionBarrier *full,
-               cutlass::arch::ClusterTransactionBarrier *empty,
-               cutlass::arch::ClusterTransactionBarrier *rawFull,
-               cutlass::arch::ClusterTransactionBarrier *rawEmpty,
-               const dev::u8 *sx, const dev::u8 *sw, int mTotal) {
-  if (warp == 0)
-    fp4ConvertPart<C, C::kBlockM>(0, lane, cluster, clusters, numItems, tileOf,
-                                  stageA, 0, stageRaw, full, empty, rawFull,
-                                  rawEmpty, sx, mTotal);
-  else
-    fp4ConvertPart<C, C::kBlockN / 2>(
-        warp, lane, cluster, clusters, numItems, tileOf, stageB,
-        C::kRawA + (warp - 1) * (C::kBlockN / 2) * 32, stageRaw, full, empty,
-        rawFull, rawEmpty, sw, mTotal);
+fp4ConvertWarp(Fp4Converter<C, TileOf> converter) {
+  while (converter.more())
+    converter.convertNext();
 }
 
 } // namespace detail
