@@ -175,7 +175,7 @@ std::string GroupedRowsQuantizeSpec::kernelName() const {
   else
     os << formatName(scheme) << (scheme.pow2 ? "_pow2" : "");
   os << "_g" << groups << "_c" << cols << (weightStack ? "_weights" : "_tokens")
-     << (columnwise ? "_t" : "");
+     << (columnwise ? "_t" : "") << (nvfp4Codes ? "_codes" : "");
   return os.str();
 }
 
@@ -197,6 +197,11 @@ Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
                  "16-row bands)");
     if (s.cols < 16 || s.cols % 16 != 0)
       return bad("C must be a positive multiple of 16 (NVFP4 blocks)");
+    if (s.nvfp4Codes && s.columnwise)
+      return bad("NVFP4 codes are written rowwise (the NVFP4 GEMM reads "
+                 "both operands rowwise)");
+  } else if (s.nvfp4Codes) {
+    return bad("codes instead of values are NVFP4's");
   } else if (!isPerTensor(s.scheme) || (s.scheme.element != rt::DType::E4M3 &&
                                         s.scheme.element != rt::DType::E5M2)) {
     return bad("the scheme must be per-tensor FP8, current or delayed "
@@ -293,9 +298,10 @@ emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
        << (s.scheme.block2d ? "Tiles"
            : s.columnwise   ? "Columns"
                             : "Rows")
-       << ", " << (s.scheme.stochasticRounding ? "true" : "false")
-       << ">(\n      in, rows, cols, splits, rowsPerExpert, amax,\n"
-          "      reinterpret_cast<unsigned short *>(codes), seed, offset);\n";
+       << ", " << (s.scheme.stochasticRounding ? "true" : "false") << ", "
+       << (s.nvfp4Codes ? "true" : "false")
+       << ">(\n      in, rows, cols, splits, rowsPerExpert, amax, codes, seed, "
+          "offset,\n      reinterpret_cast<unsigned char *>(blockScales));\n";
   else if (s.columnwise)
     os << "  te::dev::groupedStackQuantizeTransposed<te::dev::Fp8Format::"
        << format << ", " << pow2 << ", " << (s.delayed() ? "true" : "false")
@@ -339,8 +345,8 @@ int64_t groupedRowsBlockStride(const GroupedRowsQuantizeSpec &s, int64_t rows) {
 }
 
 int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s, int64_t rows) {
-  if (s.nvfp4())
-    return 0;
+  if (s.nvfp4()) // E4M3 bytes [rows, C/16] as whole floats, or none
+    return s.nvfp4Codes ? (rows * (s.cols / 16) + 3) / 4 : 0;
   int64_t stride = groupedRowsBlockStride(s, rows);
   if (!s.weightStack || s.columnwise)
     return (s.cols + 127) / 128 * stride;

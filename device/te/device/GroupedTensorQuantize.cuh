@@ -366,18 +366,26 @@ groupedStackQuantizeTransposed(const u16 *in, i64 rows, i64 cols,
   }
 }
 
+/// Two elements' E2M1 codes as one packed byte (the lower index in the low
+/// nibble): each e2m1(fl(v · enc)), rounded to nearest, or with `Stochastic`
+/// by its random byte (bits 0-7 of `rLo`, `rHi`).
+template <bool Stochastic>
+__device__ __forceinline__ u32 nvfp4Encode2(float lo, float hi, float encLo,
+                                            float encHi, u32 rLo, u32 rHi) {
+  const float a = mulRn(lo, encLo), b = mulRn(hi, encHi);
+  return Stochastic ? packE2M1(encodeE2M1Stochastic(a, rLo),
+                               encodeE2M1Stochastic(b, rHi))
+                    : encodeE2M1x2(a, b);
+}
+
 /// Two elements through NVFP4 and back as one bf16 pair word: each encoded
-/// as e2m1(fl(v · enc)) - rounded to nearest, or with `Stochastic` by its
-/// random byte (bits 0-7 of `rLo`, `rHi`) - decoded as fl(e2m1 · dec) and
-/// rounded to bf16: the dequantize kernel's values of the quantized pair.
+/// (nvfp4Encode2), decoded as fl(e2m1 · dec) and rounded to bf16: the
+/// dequantize kernel's values of the quantized pair.
 template <bool Stochastic>
 __device__ __forceinline__ u32 nvfp4RoundTrip2(float lo, float hi, float encLo,
                                                float encHi, float decLo,
                                                float decHi, u32 rLo, u32 rHi) {
-  const float a = mulRn(lo, encLo), b = mulRn(hi, encHi);
-  const u32 codes = Stochastic ? packE2M1(encodeE2M1Stochastic(a, rLo),
-                                          encodeE2M1Stochastic(b, rHi))
-                               : encodeE2M1x2(a, b);
+  const u32 codes = nvfp4Encode2<Stochastic>(lo, hi, encLo, encHi, rLo, rHi);
   // The two codes as decodeE2M1x2 takes them (bits 0-3 and 8-11).
   float dl, dh;
   decodeE2M1x2((codes & 0xFu) | ((codes & 0xF0u) << 4), dl, dh);
@@ -413,13 +421,21 @@ enum class Nvfp4Blocks { Rows, Tiles, Columns };
 /// Padding rows are zeros. Each warp takes a contiguous run of rows (of
 /// 16-row bands for 16x16 and 16x1 blocks), each lane 16 columns at a time
 /// (C a multiple of 16).
-template <int Groups, Nvfp4Blocks Blocks, bool Stochastic>
+/// With `Codes` (1x16 and 16x16 blocks) the quantized data itself, as the
+/// GEMM engine's NVFP4 kernel reads it: `out` the packed E2M1 codes [rows,
+/// C/2] (the even column in the low nibble) and `scales` the E4M3 block
+/// scales [rows, C/16] (a 16x16 tile's on each of its rows); padding rows
+/// get zero codes and scales.
+template <int Groups, Nvfp4Blocks Blocks, bool Stochastic, bool Codes = false>
 __device__ __forceinline__ void
 groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
                        const long long *splits, i64 rowsPerExpert,
-                       const float *amax, u16 *out, u64 seed, u64 offset) {
+                       const float *amax, void *out, u64 seed, u64 offset,
+                       u8 *scales = nullptr) {
   static_assert(!(Stochastic && Blocks == Nvfp4Blocks::Columns),
                 "column blocks round to nearest");
+  static_assert(!(Codes && Blocks == Nvfp4Blocks::Columns),
+                "codes are written rowwise (1x16 or 16x16 blocks)");
   __shared__ long long end[Groups];
   expertEnds(end, splits, rows, rowsPerExpert);
   constexpr int kBand = Blocks == Nvfp4Blocks::Rows ? 1 : 16;
@@ -433,7 +449,8 @@ groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
     v[1] = live ? loadGlobal16(p + 8) : U32x4{0, 0, 0, 0};
   };
   auto store = [&](i64 r, i64 b, const u32(&w)[8]) {
-    U32x4 *dst = reinterpret_cast<U32x4 *>(out + r * cols + 16 * b);
+    U32x4 *dst =
+        reinterpret_cast<U32x4 *>(static_cast<u16 *>(out) + r * cols + 16 * b);
     dst[0] = U32x4{w[0], w[1], w[2], w[3]};
     dst[1] = U32x4{w[4], w[5], w[6], w[7]};
   };
@@ -497,6 +514,22 @@ groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
         if (Stochastic)
           rnd = srRandomBlock(
               seed, offset, u64(((r0 + i - expertFirst) * cols + 16 * b) / 16));
+        if constexpr (Codes) {
+          u32 packed[2] = {0u, 0u};
+          TE_UNROLL
+          for (int j = 0; j < 8; ++j) {
+            const u32 word = philoxWord(rnd, u32(j / 2)) >> (16 * (j % 2));
+            packed[j / 4] |=
+                nvfp4Encode2<Stochastic>(bf16Lo(w[j]), bf16Hi(w[j]), enc, enc,
+                                         word, word >> 8)
+                << (8 * (j % 4));
+          }
+          *reinterpret_cast<uint2 *>(static_cast<u8 *>(out) +
+                                     (r0 + i) * (cols / 2) + 8 * b) =
+              make_uint2(packed[0], packed[1]);
+          scales[(r0 + i) * (cols / 16) + b] = sB;
+          continue;
+        }
         TE_UNROLL
         for (int j = 0; j < 8; ++j) {
           // Elements 2j and 2j + 1: word j / 2, bytes 2 (j % 2) and + 1.

@@ -10,6 +10,7 @@
 #include "te/runtime/reference/Gemm.h"
 #include "te/runtime/reference/Scales.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cstring>
 
@@ -240,6 +241,10 @@ GroupedNvfp4Values groupedNvfp4Values(const uint16_t *x, int64_t rows,
           : std::vector<int64_t>(static_cast<size_t>(groups), rows / groups);
   GroupedNvfp4Values out;
   out.values.assign(static_cast<size_t>(rows * cols), 0);
+  if (!columnwise) {
+    out.codes.assign(static_cast<size_t>(rows * cols / 2), 0);
+    out.scales.assign(static_cast<size_t>(rows * (cols / 16)), 0);
+  }
   out.amax.assign(static_cast<size_t>(groups), 0.0f);
   int64_t first = 0;
   for (int64_t g = 0; g < groups; ++g) {
@@ -256,6 +261,16 @@ GroupedNvfp4Values groupedNvfp4Values(const uint16_t *x, int64_t rows,
       for (int64_t i = 0; i < m * cols; ++i)
         out.values[size_t(first * cols + i)] = floatToBF16(v[size_t(i)]);
       out.amax[size_t(g)] = loadF32(q.get(dir)->amax, 0);
+      if (!columnwise) {
+        const QuantizedDirection &d = *q.rowwise;
+        std::copy(d.data.bytes.begin(), d.data.bytes.begin() + m * cols / 2,
+                  out.codes.begin() + first * cols / 2);
+        const int64_t stride = d.scaleInv.desc.cols, blocks = cols / 16;
+        for (int64_t r = 0; r < m; ++r)
+          std::copy(d.scaleInv.bytes.begin() + r * stride,
+                    d.scaleInv.bytes.begin() + r * stride + blocks,
+                    out.scales.begin() + (first + r) * blocks);
+      }
     }
     first += m;
   }

@@ -473,6 +473,25 @@ TEST(GroupedRowsQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
   nvfp4Refused({Scheme::nvfp4(false, false, true), 8, 128, false},
                "16x16 NVFP4 blocks need the stack");
   nvfp4Refused({Scheme::nvfp4(), 8, 136, false}, "multiple of 16");
+  // NVFP4 codes (what the engine's NVFP4 GEMM reads): rowwise, 1x16 or
+  // 16x16; E4M3 scale bytes [rows, C/16] counted in whole floats.
+  for (bool block2d : {false, true}) {
+    cg::GroupedRowsQuantizeSpec codes{
+        Scheme::nvfp4(false, true, block2d), 8, 4096, block2d, false, true};
+    compiles(codes);
+    EXPECT_EQ(cg::groupedRowsBlockScales(codes, 301), (301 * 256 + 3) / 4);
+  }
+  EXPECT_EQ(cg::GroupedRowsQuantizeSpec(
+                {Scheme::nvfp4(), 8, 4096, false, false, true})
+                .kernelName(),
+            "te_grouped_rows_nvfp4_g8_c4096_tokens_codes");
+  nvfp4Refused({Scheme::nvfp4(), 8, 128, true, true, true},
+               "NVFP4 codes are written rowwise");
+  cg::GroupedRowsQuantizeSpec fp8Codes{
+      kCurrentSchemes[0], 8, 128, false, false, true};
+  EXPECT_NE(cg::checkGroupedRowsQuantize(fp8Codes).message().find(
+                "codes instead of values are NVFP4's"),
+            std::string::npos);
   cg::GroupedRowsQuantizeSpec block{Scheme::fp8Block(DType::E4M3, 1, 128), 8,
                                     128, false};
   EXPECT_NE(cg::checkGroupedRowsQuantize(block).message().find(
@@ -662,7 +681,8 @@ TEST_F(GroupedQuantizeGpu, PerExpertRunsOfManyRowsAreBitExact) {
 
 /// NVFP4 per expert: the amax pass and the values kernel on tokens `x` [m,
 /// c] under `splits` and on a stack `w` [g·n, c] (1x16 and 16x16 blocks);
-/// every bf16 value and amax against the reference.
+/// every bf16 value and amax against the reference; then the codes kernels
+/// (what the GEMM engine's NVFP4 kernel reads): every code byte and scale.
 void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
                          int64_t n, const std::vector<int64_t> &splits,
                          const std::vector<uint16_t> &x,
@@ -678,7 +698,12 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
       {Scheme::nvfp4(), g, c, true},
       {Scheme::nvfp4(false, false, true), g, c, true},
       {Scheme::nvfp4(false, true, true), g, c, true},
-      {Scheme::nvfp4(), g, c, true, true}};
+      {Scheme::nvfp4(), g, c, true, true},
+      {Scheme::nvfp4(), g, c, false, false, true},
+      {Scheme::nvfp4(false, true), g, c, false, false, true},
+      {Scheme::nvfp4(), g, c, true, false, true},
+      {Scheme::nvfp4(false, false, true), g, c, true, false, true},
+      {Scheme::nvfp4(false, true, true), g, c, true, false, true}};
   const uint64_t seed = 0x5EED0123456789ull, offset = 77;
   for (const cg::GroupedRowsQuantizeSpec &spec : specs) {
     const bool stack = spec.weightStack;
@@ -688,24 +713,38 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
     rt::Expected<KernelPair> k = loadGroupedRows(cache, spec);
     ASSERT_TRUE(k) << k.status().message();
     rt::Expected<rt::DeviceBuffer> amax = rt::DeviceBuffer::allocate(g * 4);
+    const bool codes = spec.nvfp4Codes;
     rt::Expected<rt::DeviceBuffer> out =
-        rt::DeviceBuffer::allocate(rows * c * 2);
-    ASSERT_TRUE(amax && out);
+        rt::DeviceBuffer::allocate(rows * c * (codes ? 1 : 4) / 2);
+    rt::Expected<rt::DeviceBuffer> scales =
+        rt::DeviceBuffer::allocate(rows * c / 16);
+    ASSERT_TRUE(amax && out && scales);
     ASSERT_TRUE(amax->fill(0, stream));
     ASSERT_TRUE(out->fill(0xA5, stream)); // poison
+    ASSERT_TRUE(scales->fill(0xA5, stream));
     cg::GroupedRowsBuffers buf;
     buf.in = (stack ? wIn : xIn).devicePtr();
     buf.splits = stack ? 0 : sp.devicePtr();
     buf.amax = amax->devicePtr();
     buf.codes = out->devicePtr();
+    if (codes)
+      buf.blockScales = scales->devicePtr();
     buf.rows = rows;
     buf.seed = seed;
     buf.offset = offset;
     ASSERT_TRUE(
         cg::launchGroupedRowsQuantize(spec, k->first, k->second, buf, stream));
-    std::vector<uint16_t> got(rows * c);
+    std::vector<uint16_t> got(codes ? 0 : rows * c);
+    std::vector<uint8_t> gotCodes(codes ? rows * c / 2 : 0),
+        gotScales(codes ? rows * c / 16 : 0);
     std::vector<float> gotAmax(g);
-    ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 2, stream));
+    if (codes) {
+      ASSERT_TRUE(out->copyToHost(gotCodes.data(), gotCodes.size(), stream));
+      ASSERT_TRUE(
+          scales->copyToHost(gotScales.data(), gotScales.size(), stream));
+    } else {
+      ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 2, stream));
+    }
     ASSERT_TRUE(amax->copyToHost(gotAmax.data(), g * 4, stream));
     ASSERT_TRUE(stream.synchronize());
     ref::GroupedNvfp4Values want =
@@ -714,7 +753,17 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
                                 spec.scheme, seed, offset, spec.columnwise);
     ASSERT_EQ(want.error, "");
     int64_t wrong = 0;
-    for (int64_t i = 0; i < rows * c; ++i)
+    for (size_t i = 0; i < gotCodes.size(); ++i)
+      if (gotCodes[i] != want.codes[i] && wrong++ < 5)
+        ADD_FAILURE() << "code byte " << i << " (row " << i / (c / 2) << "): 0x"
+                      << std::hex << int(gotCodes[i]) << " want 0x"
+                      << int(want.codes[i]);
+    for (size_t i = 0; i < gotScales.size(); ++i)
+      if (gotScales[i] != want.scales[i] && wrong++ < 5)
+        ADD_FAILURE() << "scale " << i << " (row " << i / (c / 16) << "): 0x"
+                      << std::hex << int(gotScales[i]) << " want 0x"
+                      << int(want.scales[i]);
+    for (size_t i = 0; i < got.size(); ++i)
       if (got[i] != want.values[i] && wrong++ < 5)
         ADD_FAILURE() << "row " << i / c << " column " << i % c << ": 0x"
                       << std::hex << got[i] << " want 0x" << want.values[i];
@@ -724,9 +773,10 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
 }
 
 // NVFP4 per expert (each expert's own tensor scale): the values the BF16
-// grouped GEMM reads, bit for bit against each expert quantized and
-// dequantized alone; ragged splits with an empty expert and padding rows,
-// an expert far larger than the others, and runs of many rows per warp.
+// grouped GEMM reads, and the codes and scales the NVFP4 one reads, bit for
+// bit against each expert quantized (and dequantized) alone; ragged splits with
+// an empty expert and padding rows, an expert far larger than the others, and
+// runs of many rows per warp.
 TEST_F(GroupedQuantizeGpu, PerExpertNvfp4ValuesAreBitExact) {
   {
     const int64_t m = 701, c = 256, g = 4, n = 256;

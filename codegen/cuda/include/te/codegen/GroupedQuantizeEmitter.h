@@ -102,9 +102,14 @@ struct GroupedRowsQuantizeSpec {
   /// the stack's 16x1 column blocks, in the stack's [G·N, C] layout (16x16
   /// blocks need no columnwise pass: their values are the rowwise ones).
   bool columnwise = false;
+  /// NVFP4, rowwise: the quantized data instead of its values - packed E2M1
+  /// codes [rows, C/2] and E4M3 block scales [rows, C/16] (a 16x16 tile's on
+  /// each of its rows), each expert's tensor amax the amax pass's - which
+  /// the GEMM engine's NVFP4 kernel reads (docs/Numerics.md §6.7).
+  bool nvfp4Codes = false;
 
   /// e.g. "te_grouped_rows_e4m3_g8_c4096_tokens", "..._weights_t",
-  /// "te_grouped_rows_nvfp4_2d_g8_c4096_weights".
+  /// "te_grouped_rows_nvfp4_2d_g8_c4096_weights", "..._codes".
   std::string kernelName() const;
   bool nvfp4() const;
   bool delayed() const;
@@ -121,7 +126,9 @@ struct EmittedGroupedRowsQuantize {
   std::string amaxEntry;
   /// (in, rows, cols, splits, rowsPerExpert, amax, eps, codes, scaleInv,
   /// blockScales, blockStride, seed, offset, amaxRecord); NVFP4 writes bf16
-  /// values [rows, C] into `codes` and takes no scales; (seed, offset) its
+  /// values [rows, C] into `codes` and takes no scales, or with nvfp4Codes
+  /// its packed codes into `codes` and E4M3 scale bytes into blockScales
+  /// (groupedRowsBlockScales floats); (seed, offset) its
   /// stochastic rounding state; delayed scaling reads each expert's scale
   /// from `amax` (no amax pass) and records its amax into amaxRecord [G]
   /// (zeroed before).
@@ -132,8 +139,8 @@ emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s);
 
 /// Device pointers of one per-expert quantize: the bf16 input [rows, C],
 /// the split sizes (0 for the stack), the [G] amax (zeroed before), the
-/// codes (NVFP4: the bf16 values) and, for FP8, scaleInv [G] and the block
-/// scales.
+/// codes (NVFP4: the bf16 values, or with nvfp4Codes the packed codes) and,
+/// for FP8, scaleInv [G] and the block scales (nvfp4Codes: E4M3 bytes).
 struct GroupedRowsBuffers {
   uint64_t in = 0, splits = 0, amax = 0, codes = 0, scaleInv = 0,
            blockScales = 0;

@@ -113,9 +113,13 @@ GroupedTensorScaled groupedTensorScaledQuantize(
 /// `offset`) the stochastic rounding state, each expert's random bytes those
 /// of quantizing it alone. With `columnwise` (the stack only): each
 /// expert's columnwise quantization (16x1 or 16x16 blocks), its values in
-/// the stack's [rows, cols] layout - what the dgrad reads.
+/// the stack's [rows, cols] layout - what the dgrad reads. Rowwise, also the
+/// quantized data itself as the GEMM engine's NVFP4 kernel reads it: `codes`
+/// [rows, cols/2] packed E2M1 and `scales` [rows, cols/16] E4M3 (each
+/// expert's rowwise data without its scale padding; zeros on padding rows).
 struct GroupedNvfp4Values {
   std::vector<uint16_t> values;
+  std::vector<uint8_t> codes, scales;
   std::vector<float> amax;
   std::string error; ///< set (and nothing else) when a quantize fails
 };
