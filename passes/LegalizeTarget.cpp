@@ -14,6 +14,8 @@
 #include "passes/Passes.h"
 
 #include "dialect/te/TeOps.h"
+#include "dialect/te/TeOpsSupport.h"
+#include "te/formats/GemmRules.h"
 
 #include "llvm/Support/Debug.h"
 
@@ -72,29 +74,51 @@ static GemmPath pathOf(GemmOp gemm, int sm) {
 /// (1 byte read, 2 written an element). Dequantizing wins with many tokens
 /// per expert, the direct kernel where the stack's pass dominates (below
 /// ~600 tokens per expert at N = 4096).
-/// `mxfp8` (the pass's grouped-mxfp8 option): "auto", "direct" or
-/// "dequantize".
-static GemmPath groupedPathOf(GroupedGemmOp op, StringRef mxfp8) {
+/// The same choice for the fprop whose operands the op quantizes per expert
+/// by NVFP4: the NVFP4 kernel on their codes (~440 TFLOP/s at 256-wide
+/// tiles, docs/Performance.md "A generated NVFP4 GEMM") against the bf16
+/// kernel on their values, which the quantize writes as 2 bytes an element
+/// instead of 0.5625 (codes and block scales): the codes win below ~300
+/// tokens per expert.
+/// `mxfp8`, `nvfp4` (the pass's grouped-mxfp8 and grouped-nvfp4 options):
+/// "auto", "direct" or "dequantize".
+static GemmPath groupedPathOf(GroupedGemmOp op, StringRef mxfp8,
+                              StringRef nvfp4) {
   Type x = op.getInput().getType(), w = op.getWeight().getType();
   Direction wDir = op.getWeightDirection();
+  auto choose = [](StringRef option, double direct, double dequantized) {
+    if (option != "auto")
+      return option == "direct" ? GemmPath::generated : GemmPath::emulated;
+    return direct < dequantized ? GemmPath::generated : GemmPath::emulated;
+  };
+  constexpr double kBf16Flops = 700e12, kDequantBytes = 2.8e12;
+  // Shapes of the tokens [M, K] and the stack [G, N, K].
+  ArrayRef<int64_t> xs = mlir::te::detail::shapeOf(x),
+                    ws = mlir::te::detail::shapeOf(w);
+  const double m = double(xs[0]), k = double(xs[1]), g = double(ws[0]),
+               n = double(ws[1]);
+  const double flops = 2 * m * n * k;
+  if (SchemeAttrInterface xScheme = op.getInputSchemeAttr()) {
+    const ::te::rt::Scheme xq = xScheme.getRuntimeScheme(Direction::rowwise);
+    if (xq.kind != ::te::rt::SchemeKind::Nvfp4)
+      return GemmPath::generated; // per-tensor FP8: the block-scaled kernel
+    if (!::te::rt::groupedNvfp4CodesError(
+             xq, op.getWeightSchemeAttr().getRuntimeScheme(wDir),
+             wDir == Direction::columnwise, int64_t(k))
+             .empty())
+      return GemmPath::emulated;
+    constexpr double kNvfp4Flops = 440e12, kValueBytes = 2.0 - 0.5625;
+    return choose(nvfp4, flops / kNvfp4Flops,
+                  flops / kBf16Flops +
+                      kValueBytes * (m * k + g * n * k) / kDequantBytes);
+  }
   if (!GroupedGemmOp::engineReads(x, w, wDir))
     return GemmPath::emulated;
   if (!GroupedGemmOp::bothMxfp8(x, w, wDir))
     return GemmPath::generated;
-  if (mxfp8 != "auto")
-    return mxfp8 == "direct" ? GemmPath::generated : GemmPath::emulated;
-  constexpr double kMxfp8Flops = 410e12, kBf16Flops = 700e12,
-                   kDequantBytes = 2.8e12;
-  // Both are MXFP8 qtensors here.
-  ArrayRef<int64_t> xs = cast<QTensorType>(x).getShape(),
-                    ws = cast<QTensorType>(w).getShape();
-  const double m = double(xs[0]), k = double(xs[1]), g = double(ws[0]),
-               n = double(ws[1]);
-  const double flops = 2 * m * n * k;
-  const double direct = flops / kMxfp8Flops;
-  const double dequantized =
-      flops / kBf16Flops + 3 * (m * k + g * n * k) / kDequantBytes;
-  return direct < dequantized ? GemmPath::generated : GemmPath::emulated;
+  constexpr double kMxfp8Flops = 410e12;
+  return choose(mxfp8, flops / kMxfp8Flops,
+                flops / kBf16Flops + 3 * (m * k + g * n * k) / kDequantBytes);
 }
 
 namespace {
@@ -120,14 +144,15 @@ struct TeLegalizeTargetPass
     }
     module->setAttr(kTargetAttrName, target);
     int sm = target.getSmVersion();
-    if (groupedMxfp8 != "auto" && groupedMxfp8 != "direct" &&
-        groupedMxfp8 != "dequantize") {
-      mlir::emitError(module.getLoc())
-          << "te-legalize-target: grouped-mxfp8 is auto, direct or "
-             "dequantize, not '"
-          << groupedMxfp8 << "'";
-      return signalPassFailure();
-    }
+    for (auto [name, value] :
+         {std::pair<StringRef, StringRef>{"grouped-mxfp8", groupedMxfp8},
+          {"grouped-nvfp4", groupedNvfp4}})
+      if (value != "auto" && value != "direct" && value != "dequantize") {
+        mlir::emitError(module.getLoc())
+            << "te-legalize-target: " << name
+            << " is auto, direct or dequantize, not '" << value << "'";
+        return signalPassFailure();
+      }
 
     bool failed = false;
     module.walk([&](Operation *op) {
@@ -147,7 +172,7 @@ struct TeLegalizeTargetPass
                           << target.getArch();
           failed = true;
         } else {
-          GemmPath path = groupedPathOf(grouped, groupedMxfp8);
+          GemmPath path = groupedPathOf(grouped, groupedMxfp8, groupedNvfp4);
           LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] te.grouped_gemm at "
                                   << grouped.getLoc() << ": "
                                   << stringifyGemmPath(path) << "\n");

@@ -395,8 +395,20 @@ struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
         adaptor.getBias(), plan.name(op, "grouped_gemm", next),
         op.getWeightColumnwiseAttr(), op.getInputSchemeAttr(),
         op.getWeightSchemeAttr(), op.getInputStateAttr(),
-        op.getWeightStateAttr());
+        op.getWeightStateAttr(),
+        readsNvfp4Codes(op) ? rewriter.getUnitAttr() : UnitAttr());
     return success();
+  }
+
+  /// Operands quantized per expert by NVFP4 where te-legalize-target chose
+  /// the engine's NVFP4 kernel (`generated`); else the BF16 kernel reads
+  /// their values.
+  static bool readsNvfp4Codes(GroupedGemmOp op) {
+    SchemeAttrInterface x = op.getInputSchemeAttr();
+    return x &&
+           x.getRuntimeScheme(Direction::rowwise).kind ==
+               ::te::rt::SchemeKind::Nvfp4 &&
+           op.getPath() == GemmPath::generated;
   }
 };
 

@@ -172,7 +172,10 @@ def TeLegalizeTargetPass : Pass<"te-legalize-target", "::mlir::ModuleOp"> {
     And on every `te.grouped_gemm` (sm_90 only): `generated` where the GEMM
     engine's kernel reads the operands as stored, `emulated` where they are
     dequantized first; MXFP8 x MXFP8 with the weight read rowwise is either,
-    by a cost model on measured H100 rates unless `grouped-mxfp8` says.
+    by a cost model on measured H100 rates unless `grouped-mxfp8` says. So
+    is the fprop whose operands it quantizes per expert by NVFP4:
+    `generated`, the engine's NVFP4 kernel reads their codes; `emulated`,
+    the BF16 kernel reads their dequantized values (`grouped-nvfp4`).
   }];
   let options = [
     Option<"arch", "arch", "std::string", "\"sm_90a\"",
@@ -180,7 +183,12 @@ def TeLegalizeTargetPass : Pass<"te-legalize-target", "::mlir::ModuleOp"> {
     Option<"groupedMxfp8", "grouped-mxfp8", "std::string", "\"auto\"",
            "How a grouped MXFP8 x MXFP8 GEMM reads its operands: auto (the "
            "cost model), direct (the GEMM engine's MXFP8 kernel) or "
-           "dequantize (to bf16, then the bf16 kernel)">
+           "dequantize (to bf16, then the bf16 kernel)">,
+    Option<"groupedNvfp4", "grouped-nvfp4", "std::string", "\"auto\"",
+           "How a grouped GEMM whose operands it quantizes per expert by "
+           "NVFP4 reads them: auto (the cost model), direct (their codes, "
+           "the GEMM engine's NVFP4 kernel) or dequantize (their bf16 "
+           "values, the bf16 kernel)">
   ];
   let dependentDialects = ["::mlir::te::TeDialect"];
 }

@@ -34,6 +34,7 @@ void buildTeToCudaPipeline(OpPassManager &pm,
   TeLegalizeTargetPassOptions legalize;
   legalize.arch = options.arch;
   legalize.groupedMxfp8 = options.groupedMxfp8;
+  legalize.groupedNvfp4 = options.groupedNvfp4;
   pm.addPass(createTeLegalizeTargetPass(legalize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

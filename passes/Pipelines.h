@@ -26,6 +26,12 @@ struct TeToCudaPipelineOptions
       llvm::cl::desc("How a grouped MXFP8 GEMM reads its operands: auto, "
                      "direct or dequantize (te-legalize-target)"),
       llvm::cl::init("auto")};
+  Option<std::string> groupedNvfp4{
+      *this, "grouped-nvfp4",
+      llvm::cl::desc("How a grouped GEMM reads operands it quantizes per "
+                     "expert by NVFP4: auto, direct or dequantize "
+                     "(te-legalize-target)"),
+      llvm::cl::init("auto")};
 };
 
 /// Adds te-resolve-recipe, te-expand-linear, te-infer-usage,

@@ -64,6 +64,7 @@ mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
     for (const auto &[layer, recipe] : opts.layerRecipes)
       options.layerRecipes.push_back(layer + "=" + recipe);
     options.groupedMxfp8 = opts.groupedMxfp8;
+    options.groupedNvfp4 = opts.groupedNvfp4;
     mlir::te::buildTeToCudaPipeline(pm, options);
     if (mlir::failed(pm.run(module)))
       return mlir::failure();
@@ -71,10 +72,11 @@ mlir::FailureOr<cg::Program> compileToProgram(mlir::ModuleOp module,
     return mlir::emitError(module.getLoc())
            << "layer recipes apply to te-level IR; this module is already "
               "lowered to kernels";
-  } else if (opts.groupedMxfp8 != "auto") {
+  } else if (opts.groupedMxfp8 != "auto" || opts.groupedNvfp4 != "auto") {
     return mlir::emitError(module.getLoc())
-           << "grouped-mxfp8 applies to te-level IR; this module is already "
-              "lowered to kernels";
+           << (opts.groupedMxfp8 != "auto" ? "grouped-mxfp8" : "grouped-nvfp4")
+           << " applies to te-level IR; this module is already lowered to "
+              "kernels";
   } else if (!existing) {
     auto attr = mlir::te::TargetAttr::getChecked(
         [&] { return mlir::emitError(module.getLoc()); }, context,

@@ -269,6 +269,7 @@ private:
     if (auto s = g.getWeightSchemeAttr())
       k.wScheme = s.getRuntimeScheme(
           g.getWeightColumnwise() ? Direction::columnwise : Direction::rowwise);
+    k.nvfp4Codes = g.getNvfp4Codes();
     k.xState = expertStates(g.getInputSchemeAttr(), g.getInputStateAttr(),
                             Direction::rowwise);
     k.wState = expertStates(g.getWeightSchemeAttr(), g.getWeightStateAttr(),

@@ -15,6 +15,7 @@
 
 #include "dialect/te/TeAttrs.h"
 #include "dialect/te/TeOps.h"
+#include "te/formats/GemmRules.h"
 #include "te/formats/Launch.h"
 
 #include "llvm/ADT/SmallSet.h"
@@ -245,6 +246,19 @@ LogicalResult GroupedGemmOp::verify() {
               "the weight read rowwise and K a multiple of 128); "
               "te-lower-to-kernels dequantizes such operands first";
   auto emit = [&] { return emitOpError(); };
+  if (getNvfp4Codes()) {
+    if (!getInputSchemeAttr() || !getWeightSchemeAttr())
+      return emitOpError() << "reads NVFP4 codes (nvfp4_codes), but "
+                              "quantizes no operand per expert";
+    // Per-expert operands are bf16 tensors (verifyTypes above).
+    auto x = llvm::cast<RankedTensorType>(getInput().getType());
+    std::string why = ::te::rt::groupedNvfp4CodesError(
+        getInputSchemeAttr().getRuntimeScheme(Direction::rowwise),
+        getWeightSchemeAttr().getRuntimeScheme(weightDir),
+        weightDir == Direction::columnwise, x.getShape().back());
+    if (!why.empty())
+      return emitOpError() << "reads NVFP4 codes (nvfp4_codes): " << why;
+  }
   if (failed(te::verifyExpertState(emit, getInputSchemeAttr(),
                                    Direction::rowwise, getInputStateAttr(),
                                    "input_state")))

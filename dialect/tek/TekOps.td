@@ -165,7 +165,10 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
     engine picks the tile, cluster and stage depth for the shape; split
     sizes stay on the device, so the launch needs no host synchronisation.
     With `input_scheme` and `weight_scheme` the plan first quantizes both
-    bf16 operands per expert (te.grouped_gemm's rule).
+    bf16 operands per expert (te.grouped_gemm's rule); NVFP4 ones to bf16
+    values for the BF16 kernel, or with `nvfp4_codes` (te-legalize-target's
+    `generated` path) to packed codes and block scales for the engine's
+    NVFP4 kernel (the fprop, K a multiple of 64).
 
     ```mlir
     func.func @grouped_gemm(%x: tensor<512x256xbf16>,
@@ -185,7 +188,8 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
                        OptionalAttr<Te_AnySchemeAttr>:$input_scheme,
                        OptionalAttr<Te_AnySchemeAttr>:$weight_scheme,
                        OptionalAttr<StrAttr>:$input_state,
-                       OptionalAttr<StrAttr>:$weight_state);
+                       OptionalAttr<StrAttr>:$weight_state,
+                       UnitAttr:$nvfp4_codes);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $kernel_name $input `,` $weight `,` $split_sizes (`bias` $bias^)?

@@ -56,9 +56,11 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
                     std::vector<float> &w, std::string *error) {
   const int64_t groups = e.values[g.w].shape[0];
   if (g.xScheme->kind == rt::SchemeKind::Nvfp4) {
-    // NVFP4: each expert's dequantized values (for the dgrad, the stack's
-    // columnwise ones in its own layout), then the BF16 grouped GEMM.
-    auto values16 = [&](int index, const rt::Scheme &scheme, bool stack) {
+    // NVFP4: each expert quantized alone - its dequantized values (for the
+    // dgrad, the stack's columnwise ones in its own layout) and, rowwise,
+    // its codes and block scales.
+    auto quantized = [&](int index, const rt::Scheme &scheme, bool stack,
+                         std::vector<float> &f) {
       const Value &v = e.values[index];
       std::vector<uint16_t> bits(static_cast<size_t>(v.rows() * v.cols()));
       std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
@@ -67,20 +69,53 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
           stack ? std::vector<int64_t>{} : splits, groups, scheme, random.seed,
           random.offset, stack && g.weightColumnwise);
       *error = q.error;
-      std::vector<float> f(q.values.size());
+      f.resize(q.values.size());
       for (size_t i = 0; i < f.size(); ++i)
         f[i] = ref::bf16ToFloat(q.values[i]);
-      return f;
+      return q;
     };
-    x = values16(g.x, *g.xScheme, false);
-    if (error->empty())
-      w = values16(g.w, *g.wScheme, true);
+    ref::GroupedNvfp4Values qx = quantized(g.x, *g.xScheme, false, x);
+    if (!error->empty())
+      return {};
+    ref::GroupedNvfp4Values qw = quantized(g.w, *g.wScheme, true, w);
     if (!error->empty())
       return {};
     const Value &xv = e.values[g.x];
-    return ref::groupedGemm(x.data(), w.data(), xv.rows(),
-                            e.values[g.output].shape[1], xv.cols(), splits,
-                            g.weightColumnwise);
+    const int64_t m = xv.rows(), k = xv.cols(), n = e.values[g.output].shape[1];
+    if (!g.nvfp4Codes) // the BF16 grouped GEMM on the values
+      return ref::groupedGemm(x.data(), w.data(), m, n, k, splits,
+                              g.weightColumnwise);
+    // The engine's NVFP4 kernel: each expert's codes by ref::nvfp4Gemm's
+    // rule (exact f16 products, its amaxes' alpha); padding rows +0.
+    std::vector<float> d(static_cast<size_t>(m * n), 0.0f);
+    std::vector<int64_t> counts = ref::clampSplits(splits, m);
+    auto slice = [&](const ref::GroupedNvfp4Values &q, int64_t row0,
+                     int64_t rows, int64_t expert) {
+      ref::Nvfp4Operand op;
+      op.rows = rows;
+      op.k = k;
+      op.scaleStride = k / 16;
+      op.codes.assign(q.codes.begin() + row0 * k / 2,
+                      q.codes.begin() + (row0 + rows) * k / 2);
+      op.scales.assign(q.scales.begin() + row0 * k / 16,
+                       q.scales.begin() + (row0 + rows) * k / 16);
+      op.amax = q.amax[size_t(expert)];
+      return op;
+    };
+    int64_t row0 = 0;
+    for (int64_t ex = 0; ex < groups; ++ex) {
+      const int64_t rows = counts[size_t(ex)];
+      if (rows > 0) {
+        std::vector<float> y =
+            ref::nvfp4Gemm(slice(qx, row0, rows, ex), slice(qw, ex * n, n, ex),
+                           nullptr, error);
+        if (y.empty())
+          return {};
+        std::copy(y.begin(), y.end(), d.begin() + row0 * n);
+      }
+      row0 += rows;
+    }
+    return d;
   }
   auto operand = [&](int index, const rt::Scheme &scheme, bool stack,
                      ref::BlockScaledOperand &op) {

@@ -160,4 +160,20 @@ std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
   return gemmOperandsError({x, Direction::Rowwise}, {w, Direction::Rowwise});
 }
 
+std::string groupedNvfp4CodesError(const Scheme &x, const Scheme &w,
+                                   bool weightColumnwise, int64_t k) {
+  if (x.kind != SchemeKind::Nvfp4 || w.kind != SchemeKind::Nvfp4)
+    return "the NVFP4 kernel reads operands quantized per expert by NVFP4";
+  if (std::string why = groupedTensorScaledSchemesError(x, w, weightColumnwise);
+      !why.empty())
+    return why;
+  if (weightColumnwise)
+    return "the NVFP4 kernel reads the weight rowwise (the fprop); the "
+           "dgrad runs on each expert's dequantized values";
+  if (k <= 0 || k % 64 != 0)
+    return "the NVFP4 kernel contracts K in 64-element stages: K = " +
+           std::to_string(k) + " is not a multiple of 64";
+  return "";
+}
+
 } // namespace te::rt

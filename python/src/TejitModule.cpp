@@ -230,11 +230,12 @@ NB_MODULE(_tejit, m) {
           [](const std::string &text, const std::string &arch,
              const std::string &name,
              const std::map<std::string, std::string> &layerRecipes,
-             const std::string &groupedMxfp8) {
+             const std::string &groupedMxfp8, const std::string &groupedNvfp4) {
             api::CompileOptions opts;
             opts.arch = arch;
             opts.layerRecipes = layerRecipes;
             opts.groupedMxfp8 = groupedMxfp8;
+            opts.groupedNvfp4 = groupedNvfp4;
             rt::Expected<api::CompiledModule> c =
                 api::CompiledModule::fromSource(text, opts, name);
             if (!c)
@@ -243,7 +244,7 @@ NB_MODULE(_tejit, m) {
           },
           nb::arg("text"), nb::arg("arch"), nb::arg("name"),
           nb::arg("layer_recipes") = std::map<std::string, std::string>(),
-          nb::arg("grouped_mxfp8") = "auto")
+          nb::arg("grouped_mxfp8") = "auto", nb::arg("grouped_nvfp4") = "auto")
       .def("functions", &api::CompiledModule::functionNames)
       .def("arch",
            [](const api::CompiledModule &c) { return c.program().arch; })

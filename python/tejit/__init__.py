@@ -45,7 +45,8 @@ def gpu_available() -> bool:
 
 def compile(program: str, target: str = "sm_90a", name: Optional[str] = None,
             layer_recipes: Optional[Dict[str, str]] = None,
-            grouped_mxfp8: str = "auto") -> "Module":
+            grouped_mxfp8: str = "auto",
+            grouped_nvfp4: str = "auto") -> "Module":
     """Compiles te IR text, or the .mlir file at that path, for ``target``.
     ``layer_recipes`` maps layer names (te.linear's ``layer``) to another
     recipe of the module: the module a session switches to when a layer
@@ -53,6 +54,9 @@ def compile(program: str, target: str = "sm_90a", name: Optional[str] = None,
     ``grouped_mxfp8`` says how a grouped MXFP8 forward GEMM reads its
     operands: ``"auto"`` (the compiler's cost model), ``"direct"`` (the
     generated MXFP8 kernel) or ``"dequantize"`` (to bf16 first).
+    ``grouped_nvfp4`` says the same of a grouped NVFP4 forward GEMM, whose
+    operands it quantizes per expert: ``"direct"`` has the generated NVFP4
+    kernel read their codes, ``"dequantize"`` the bf16 kernel their values.
 
     Raises :class:`CompileError` whose message holds every diagnostic with
     its ``file:line:col``.
@@ -65,7 +69,8 @@ def compile(program: str, target: str = "sm_90a", name: Optional[str] = None,
         text = program
         name = name or "<tejit.compile>"
     return Module(_tejit.CompiledModule.from_source(
-        text, target, name, dict(layer_recipes or {}), grouped_mxfp8))
+        text, target, name, dict(layer_recipes or {}), grouped_mxfp8,
+        grouped_nvfp4))
 
 
 # -- element types -------------------------------------------------------------

@@ -391,3 +391,27 @@ func.func @wgrad_empty_state(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, 
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_delayed<e5m2, history = 4>, grad_output_state = "", input_scheme = #te.fp8_delayed<e4m3, history = 4>, input_state = "moe.input"} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
   return
 }
+
+// -----
+
+func.func @tek_nvfp4_codes_need_schemes(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op reads NVFP4 codes (nvfp4_codes), but quantizes no operand per expert}}
+  %y = tek.grouped_gemm "g" %x, %w, %s {nvfp4_codes} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @tek_nvfp4_codes_are_nvfp4(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op reads NVFP4 codes (nvfp4_codes): the NVFP4 kernel reads operands quantized per expert by NVFP4}}
+  %y = tek.grouped_gemm "g" %x, %w, %s {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>, nvfp4_codes} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @tek_nvfp4_codes_fprop_only(%dy: tensor<64x128xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op reads NVFP4 codes (nvfp4_codes): the NVFP4 kernel reads the weight rowwise (the fprop); the dgrad runs on each expert's dequantized values}}
+  %y = tek.grouped_gemm "g" %dy, %w, %s {input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<block2d>, weight_columnwise, nvfp4_codes} : tensor<64x128xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x64xbf16>
+  return
+}

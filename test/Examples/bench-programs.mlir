@@ -10,6 +10,7 @@
 // RUN: te-opt %te_src_root/bench/moe_dgrad_block_fp8_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOEDGRAD
 // RUN: te-opt %te_src_root/bench/moe_fp8_current_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOECURRENT
 // RUN: te-opt %te_src_root/bench/moe_grouped_bf16_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOEBF16
+// RUN: te-opt %te_src_root/bench/moe_nvfp4_fprop_8192.mlir --te-to-cuda | FileCheck %s --check-prefix=MOENVFP4
 // RUN: te-opt %te_src_root/bench/quantize_16384x8192.mlir --te-to-cuda | FileCheck %s --check-prefix=QBF16
 // RUN: te-opt %te_src_root/bench/quantize_f32_8192.mlir --te-to-cuda | FileCheck %s --check-prefix=QF32
 // RUN: te-opt %te_src_root/bench/quantize_rank_shards_8192.mlir --te-to-cuda | FileCheck %s --check-prefix=RANKSHARDS
@@ -171,3 +172,7 @@
 // RANKSHARDS: tek.quantize_shards_kernel "te_quantize_shards_0"
 // RANKSHARDS-LABEL: func.func @one_process(
 // RANKSHARDS: tek.quantize_shards_kernel "te_quantize_shards_0"
+
+// At 256 tokens an expert the NVFP4 forward reads codes (te-legalize-target).
+// MOENVFP4-LABEL: func.func @nvfp4_fprop(
+// MOENVFP4-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 {input_scheme = #te.nvfp4<>, nvfp4_codes, weight_scheme = #te.nvfp4<block2d>}

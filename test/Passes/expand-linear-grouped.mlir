@@ -271,13 +271,14 @@ te.recipe @nv {
 }
 
 // NVFP4's tensor scale is each expert's too: the grouped GEMM takes the
-// bf16 tensors and the schemes (its plan quantizes and dequantizes each
-// expert's rows, 16x16 blocks for the stack, then runs the BF16 kernel).
+// bf16 tensors and the schemes (its plan quantizes each expert's rows,
+// 16x16 blocks for the stack); at 100 tokens an expert te-legalize-target
+// has the engine's NVFP4 kernel read their codes (nvfp4_codes).
 // CHECK-LABEL: func.func @nvfp4
 // CHECK-NOT: te.quantize
 // CHECK: te.grouped_gemm %arg0, %arg1, %arg2 {input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<block2d>}
 // KERNELS-LABEL: func.func @nvfp4
-// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 {input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<block2d>}
+// KERNELS-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 {input_scheme = #te.nvfp4<>, nvfp4_codes, weight_scheme = #te.nvfp4<block2d>}
 func.func @nvfp4(%x: tensor<300x128xbf16>, %w: tensor<3x256x128xbf16>, %s: tensor<3xi64>) -> tensor<300x256xbf16> {
   %y = te.grouped_linear %x, %w, %s {recipe = @nv} : tensor<300x128xbf16>, tensor<3x256x128xbf16>, tensor<3xi64> -> tensor<300x256xbf16>
   return %y : tensor<300x256xbf16>

@@ -1,14 +1,16 @@
 // RUN: te-run %s --random-inputs 5 --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad,nvfp4_grad,mxfp8_nvfp4_grad | FileCheck %s
 // RUN: te-run %s --random-inputs 5 --entry mxfp8_bias --grouped-mxfp8=dequantize | FileCheck %s --check-prefix=DEQUANT
 // RUN: not te-run %s --entry mxfp8_bias --grouped-mxfp8=fast 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: te-run %s --random-inputs 5 --entry nvfp4_bias --grouped-nvfp4=dequantize --check-if-gpu | FileCheck %s --check-prefix=NVDEQUANT
+// RUN: not te-run %s --entry nvfp4_bias --grouped-nvfp4=codes 2>&1 | FileCheck %s --check-prefix=NVBAD
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
 // tensors read as they are, block FP8, and MXFP8 (dequantized, then the
 // bf16 grouped GEMM; 512 rows: MXFP8 blocks need 32-row multiples) and
 // per-tensor FP8 current scaling (one amax per expert, E5M2 tokens) and
-// NVFP4 (each expert's tensor scale, 16x16 weight blocks, dequantized for
-// the bf16 grouped GEMM); 4
+// NVFP4 (each expert's tensor scale, 16x16 weight blocks; at 125 tokens an
+// expert the engine's NVFP4 kernel reads their codes); 4
 // experts, 500 token rows (te-run's ragged split sizes, one expert empty),
 // N = 256 (2-CTA clusters on the GPU), the bias added in the GEMM epilogue.
 // Then the bf16 layer's backward: the dgrad reads the stack along N, the
@@ -24,9 +26,12 @@
 // hybrid MXFP8 forward / NVFP4 backward's (the dgrad through the stack's
 // 16x1 NVFP4 column blocks).
 // The same layer with its grouped MXFP8 GEMM forced onto the dequantized
-// path (te-legalize-target's grouped-mxfp8 option), and a bad value.
+// path (te-legalize-target's grouped-mxfp8 option), and a bad value; the
+// NVFP4 layer on its dequantized values (grouped-nvfp4), and a bad value.
 // DEQUANT: result0 ({{.*}}): data[512x256 bf16]
 // BAD: te-legalize-target: grouped-mxfp8 is auto, direct or dequantize, not 'fast'
+// NVDEQUANT: result0 ({{.*}}): data[500x256 bf16]
+// NVBAD: te-legalize-target: grouped-nvfp4 is auto, direct or dequantize, not 'codes'
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=

@@ -109,6 +109,13 @@ static cl::opt<std::string> groupedMxfp8(
              "te-legalize-target's cost model), direct (the GEMM engine's "
              "MXFP8 kernel) or dequantize (to bf16, then the bf16 kernel)"),
     cl::init("auto"));
+static cl::opt<std::string> groupedNvfp4(
+    "grouped-nvfp4",
+    cl::desc("How a grouped GEMM reads operands it quantizes per expert by "
+             "NVFP4: auto (default: te-legalize-target's cost model), direct "
+             "(their codes, the GEMM engine's NVFP4 kernel) or dequantize "
+             "(their bf16 values, the bf16 kernel)"),
+    cl::init("auto"));
 static cl::opt<std::string>
     cacheDir("cache-dir", cl::desc("Kernel cache directory"), cl::init(""));
 static cl::opt<int> ranks(
@@ -285,6 +292,7 @@ static int run(int argc, char **argv) {
   te::api::CompileOptions compileOptions;
   compileOptions.arch = arch;
   compileOptions.groupedMxfp8 = groupedMxfp8;
+  compileOptions.groupedNvfp4 = groupedNvfp4;
   mlir::FailureOr<cg::Program> program =
       te::api::compileToProgram(*module, compileOptions);
   if (mlir::failed(program))

@@ -138,13 +138,20 @@ static std::pair<int, int> delayedScales(const Program &p,
   return {scales, record};
 }
 
+/// The buffers of an operand quantized per expert that its GEMM reads.
+struct PerExpertOperand {
+  int data = -1;   ///< FP8 or NVFP4 codes, or NVFP4's bf16 values
+  int scales = -1; ///< FP8 block scales, NVFP4 E4M3 block scales, or -1
+  int amax = -1;   ///< each expert's amax [G] (or delayed-scaling scale)
+};
+
 /// Grouped GEMM `g`'s operand `value` (the tokens, or with `weightStack`
 /// the stacked weight, rowwise or for the dgrad columnwise) quantized with
 /// one amax per expert into workspaces of `g`: the amax pass and the cast
 /// (GroupedRowsQuantizeSpec) appended to `kp`. Returns the buffers the GEMM
-/// reads: per-tensor FP8 codes and their block scales, or NVFP4's bf16
-/// values and -1.
-static rt::Expected<std::pair<int, int>>
+/// reads: per-tensor FP8 codes and their block scales; NVFP4's codes and
+/// block scales (g.nvfp4Codes), or its bf16 values; and the amaxes.
+static rt::Expected<PerExpertOperand>
 quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
                   BufferTable &table, const EntryPlan &out, KernelPlan &kp,
                   int value, const Scheme &scheme, bool weightStack) {
@@ -155,16 +162,23 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   // NVFP4 as values in the stack's layout, read along N by the BF16 dgrad
   // (16x16 blocks: the rowwise values; 1x16: those of its 16x1 columns).
   GroupedRowsQuantizeSpec qs{
-      scheme, groups, cols, weightStack,
+      scheme,
+      groups,
+      cols,
+      weightStack,
       weightStack && g.weightColumnwise &&
-          !(scheme.kind == SchemeKind::Nvfp4 && scheme.block2d)};
+          !(scheme.kind == SchemeKind::Nvfp4 && scheme.block2d),
+      g.nvfp4Codes};
   if (rt::Status st = checkGroupedRowsQuantize(qs); !st.isOk())
     return rt::Status(rt::StatusCode::Unsupported,
                       g.name + ": " + st.message());
   const std::string prefix = g.name + "." + v.name + ".per_expert";
-  // FP8 codes and the expert's scales over the blocks, or NVFP4's bf16
-  // values (no scales: the BF16 GEMM reads them as they are).
-  int codes = table.add(prefix, uint64_t(rows * cols * (qs.nvfp4() ? 2 : 1)));
+  // FP8 codes and the expert's scales over the blocks, NVFP4's packed codes
+  // and block scales, or its bf16 values (no scales: the BF16 GEMM reads
+  // them as they are).
+  int codes = table.add(
+      prefix, uint64_t(qs.nvfp4Codes ? rows * cols / 2
+                                     : rows * cols * (qs.nvfp4() ? 2 : 1)));
   // Each expert's amax (current scaling, NVFP4), or under delayed scaling
   // each expert's scale, the cast recording its amax.
   int amax = -1, record = -1;
@@ -177,10 +191,11 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
                       groups, false);
   int scaleInv =
       qs.nvfp4() ? -1 : table.add(prefix + "_scale_inv", uint64_t(groups * 4));
-  int blockScales =
-      qs.nvfp4() ? -1
-                 : table.add(prefix + "_block_scale_inv",
-                             uint64_t(groupedRowsBlockScales(qs, rows) * 4));
+  const int64_t blockScaleFloats = groupedRowsBlockScales(qs, rows);
+  int blockScales = blockScaleFloats == 0
+                        ? -1
+                        : table.add(prefix + "_block_scale_inv",
+                                    uint64_t(blockScaleFloats * 4));
   int input = out.values[size_t(value)].tensor;
   int splits = weightStack ? -1 : out.values[size_t(g.splits)].tensor;
   const int64_t perExpert = weightStack ? rows / groups : 0;
@@ -199,7 +214,7 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   // own read).
   kp.bytesMoved += table.bytes(input) + table.bytes(codes) +
                    table.bytes(blockScales) + table.bytes(amax);
-  return std::make_pair(codes, blockScales);
+  return PerExpertOperand{codes, blockScales, amax};
 }
 
 /// A grouped GEMM: one persistent launch of the generated Hopper kernel
@@ -227,14 +242,15 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
     return unsupported("the grouped GEMM kernel writes a bf16 result, not " +
                        std::string(rt::dtypeName(y.dtype)));
   GroupedGemmSpec spec;
-  // Quantized per expert: FP8 codes for the block-scaled kernel, or
-  // NVFP4's dequantized values for the BF16 one.
+  // Quantized per expert: FP8 codes for the block-scaled kernel, NVFP4
+  // codes for the NVFP4 one, or NVFP4's dequantized values for the BF16 one.
   const bool perExpertFp8 =
       g.quantizesPerExpert() && g.xScheme->kind != SchemeKind::Nvfp4;
   const bool mxfp8 =
       x.isQuantized() &&
       x.scheme(rt::Direction::Rowwise)->kind == rt::SchemeKind::Mxfp8;
-  spec.operands = mxfp8 ? GroupedGemmSpec::Operands::Mxfp8
+  spec.operands = g.nvfp4Codes ? GroupedGemmSpec::Operands::Nvfp4
+                  : mxfp8      ? GroupedGemmSpec::Operands::Mxfp8
                   : x.isQuantized() || perExpertFp8
                       ? GroupedGemmSpec::Operands::Fp8Block
                       : GroupedGemmSpec::Operands::BF16;
@@ -273,19 +289,26 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
 
   KernelPlan kp;
   kp.name = g.name;
+  int amaxX = -1, amaxW = -1; // NVFP4 codes: each expert's amaxes
   if (g.quantizesPerExpert()) {
     // Both operands quantized per expert into workspaces first; the GEMM
-    // then reads them (block-scaled FP8, or NVFP4's bf16 values).
-    rt::Expected<std::pair<int, int>> xq =
+    // then reads them (block-scaled FP8, NVFP4 codes or bf16 values).
+    rt::Expected<PerExpertOperand> xq =
         quantizePerExpert(p, e, g, table, out, kp, g.x, *g.xScheme, false);
     if (!xq)
       return xq.status();
-    rt::Expected<std::pair<int, int>> wq =
+    rt::Expected<PerExpertOperand> wq =
         quantizePerExpert(p, e, g, table, out, kp, g.w, *g.wScheme, true);
     if (!wq)
       return wq.status();
-    std::tie(xData, xScale) = *xq;
-    std::tie(wData, wScale) = *wq;
+    xData = xq->data;
+    xScale = xq->scales;
+    wData = wq->data;
+    wScale = wq->scales;
+    if (g.nvfp4Codes) {
+      amaxX = xq->amax;
+      amaxW = wq->amax;
+    }
   }
   ks->args = {rt::ArgDesc::tensorMap(xData, maps[0]),
               rt::ArgDesc::tensorMap(wData, maps[1]),
@@ -296,17 +319,22 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
               rt::ArgDesc::tensorMap(groupedGemmTmaStore(spec) ? result : xData,
                                      maps[3]),
               rt::ArgDesc::ptr(wScale),
-              rt::ArgDesc::ptr(spec.mxfp8() ? xScale : -1),
+              // MXFP8's and NVFP4's x scales through a pointer (sx).
+              rt::ArgDesc::ptr(spec.mxfp8() || spec.nvfp4() ? xScale : -1),
               rt::ArgDesc::ptr(splits), rt::ArgDesc::ptr(bias),
               rt::ArgDesc::ptr(result), rt::ArgDesc::i32(int32_t(x.rows())),
-              // NVFP4's global amaxes (not planned yet: its operands are
-              // dequantized for the BF16 kernel).
-              rt::ArgDesc::ptr(-1), rt::ArgDesc::ptr(-1)};
+              // NVFP4: each expert's amaxes, its global scales.
+              rt::ArgDesc::ptr(amaxX), rt::ArgDesc::ptr(amaxW)};
   kp.addLaunch(std::move(*ks));
-  for (int b : {xData, xScale, wData, wScale, splits, bias, result})
+  for (int b :
+       {xData, xScale, wData, wScale, splits, bias, result, amaxX, amaxW})
     kp.bytesMoved += table.bytes(b);
   kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
-  kp.engine = gemmEngine(e, "generated", g.x, g.w, spec.mxfp8());
+  if (g.quantizesPerExpert() && g.xScheme->kind == SchemeKind::Nvfp4)
+    kp.engine = g.nvfp4Codes ? "generated, NVFP4 operands"
+                             : "generated, dequantized operands";
+  else
+    kp.engine = gemmEngine(e, "generated", g.x, g.w, spec.mxfp8());
   return kp;
 }
 

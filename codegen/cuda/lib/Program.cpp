@@ -255,6 +255,8 @@ static std::string validateGroupedGemm(const Entry &e,
                                std::make_pair(&g.wScheme, &g.wState)})
     if (std::string why = expertStateError(*scheme, *state); !why.empty())
       return why;
+  if (g.nvfp4Codes && !g.quantizesPerExpert())
+    return "reads NVFP4 codes, but quantizes no operand per expert";
   if (g.quantizesPerExpert()) {
     if (x.isQuantized() || x.dtype != rt::DType::BF16 ||
         w.dtype != rt::DType::BF16)
@@ -266,9 +268,15 @@ static std::string validateGroupedGemm(const Entry &e,
       if ((g.weightColumnwise ? w.shape[1] : w.shape[2]) % 64 != 0)
         return "the contracted dimension must be a multiple of 64: the BF16 "
                "GEMM contracts 64-element slabs";
-      return rt::groupedTensorScaledSchemesError(*g.xScheme, *g.wScheme,
-                                                 g.weightColumnwise);
+      return g.nvfp4Codes
+                 ? rt::groupedNvfp4CodesError(*g.xScheme, *g.wScheme,
+                                              g.weightColumnwise, w.shape[2])
+                 : rt::groupedTensorScaledSchemesError(*g.xScheme, *g.wScheme,
+                                                       g.weightColumnwise);
     }
+    if (g.nvfp4Codes)
+      return "reads NVFP4 codes, but quantizes its operands per expert by " +
+             rt::gemmSchemeFamily(*g.xScheme);
     if (w.shape[1] % 128 != 0)
       return "N must be a multiple of 128: each expert's 128x128 weight "
              "tiles are its own";

@@ -20,6 +20,8 @@
 #include "te/exec/CpuBackend.h"
 #include "te/runtime/Cutlass.h"
 #include "te/runtime/reference/Codecs.h"
+#include "te/runtime/reference/Gemm.h"
+#include "te/runtime/reference/Quantize.h"
 
 #include <gtest/gtest.h>
 
@@ -283,6 +285,65 @@ void checkDgradAgainstEachExpert(bool fp8, const std::vector<int64_t> &splits,
     row += rows;
   }
   for (size_t i = size_t(row * k * 2); i < got.size(); ++i)
+    ASSERT_EQ(got[i], 0) << "padding byte " << i;
+}
+
+// NVFP4 read as codes (te-legalize-target's `generated` path, the engine's
+// NVFP4 kernel): each expert's rows are ref::nvfp4Gemm of its tokens and
+// its weight (16x16 blocks) each quantized alone by ref::quantize, plus its
+// bias, rounded to bf16, bit for bit; padding rows are zero.
+TEST(GroupedGemmCpu, Nvfp4CodesRowsAreEachExpertsNvfp4Gemm) {
+  const int64_t m = 300, k = 128, g = 3, n = 256;
+  const std::vector<int64_t> splits = {130, 0, 150};
+  std::vector<float> x = normals(size_t(m * k), 21),
+                     w = normals(size_t(g * n * k), 22),
+                     b = normals(size_t(g * n), 23);
+  for (size_t i = 130 * k; i < 280 * k; ++i) // expert 2's tokens larger
+    x[i] *= 40.0f;
+  const Scheme xs = Scheme::nvfp4(), ws = Scheme::nvfp4(false, false, true);
+  cg::Program p = te::test::perExpertScaledProgram(m, k, g, n, true, xs, ws,
+                                                   false, /*nvfp4Codes=*/true);
+  ASSERT_EQ(cg::validate(p.entries[0]), "");
+  std::vector<std::vector<uint8_t>> args = {bf16Bytes(x), bf16Bytes(w),
+                                            i64Bytes(splits), bf16Bytes(b)};
+  auto out = exec::runCpu(p, p.entries[0], args);
+  ASSERT_TRUE(out) << out.status().toString();
+  const std::vector<uint8_t> &got = (*out)[0][0].bytes;
+  ASSERT_EQ(got.size(), size_t(m * n * 2));
+  // Each expert alone: its rows' bf16 codes, quantized rowwise.
+  auto operand = [&](const std::vector<uint8_t> &bits, int64_t row0,
+                     int64_t rows, const Scheme &s) {
+    ref::QuantizedTensor q =
+        ref::quantize(bits.data() + row0 * k * 2, ref::SourceType::BF16, rows,
+                      k, s, ref::kRowwiseMask, ref::QuantizeOptions{});
+    EXPECT_TRUE(q.ok()) << q.error;
+    ref::Nvfp4Operand op;
+    op.rows = rows;
+    op.k = k;
+    op.codes = q.rowwise->data.bytes;
+    op.scales = q.rowwise->scaleInv.bytes;
+    op.scaleStride = q.rowwise->scaleInv.desc.cols;
+    op.amax = ref::loadF32(q.rowwise->amax, 0);
+    return op;
+  };
+  const std::vector<uint8_t> xBits = args[0], wBits = args[1];
+  int64_t row = 0;
+  for (int64_t e = 0; e < g; ++e) {
+    const int64_t rows = splits[size_t(e)];
+    if (rows == 0)
+      continue;
+    std::string error;
+    std::vector<float> want =
+        ref::nvfp4Gemm(operand(xBits, row, rows, xs),
+                       operand(wBits, e * n, n, ws), b.data() + e * n, &error);
+    ASSERT_EQ(error, "");
+    std::vector<uint16_t> bits = ref::roundToBF16(want);
+    EXPECT_EQ(
+        std::memcmp(got.data() + row * n * 2, bits.data(), bits.size() * 2), 0)
+        << "expert " << e;
+    row += rows;
+  }
+  for (size_t i = size_t(row * n * 2); i < got.size(); ++i)
     ASSERT_EQ(got[i], 0) << "padding byte " << i;
 }
 

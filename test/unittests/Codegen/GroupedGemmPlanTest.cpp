@@ -214,6 +214,59 @@ TEST(GroupedGemmPlan, PerExpertScalingQuantizesBothOperandsFirst) {
       << refused.status().message();
 }
 
+// NVFP4 read as codes (te-legalize-target's `generated` path): each
+// operand's amax pass, then its codes cast (packed codes and E4M3 block
+// scales), then the engine's NVFP4 kernel, whose x and W maps, scale
+// pointers and global-scale amaxes are those buffers.
+TEST(GroupedGemmPlan, Nvfp4CodesFeedTheNvfp4Kernel) {
+  if (!rt::cutlassIncludeDir())
+    GTEST_SKIP() << "the CUTLASS headers are not installed "
+                    "(scripts/install-deps.sh)";
+  cg::Program p = te::test::perExpertScaledProgram(
+      300, 384, 3, 256, true, rt::Scheme::nvfp4(),
+      rt::Scheme::nvfp4(false, false, true), /*dgrad=*/false,
+      /*nvfp4Codes=*/true);
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  const cg::KernelPlan &kp = plan->kernels.back();
+  ASSERT_EQ(kp.plan.validate(), "");
+  EXPECT_EQ(kp.engine, "generated, NVFP4 operands");
+  std::vector<std::string> entries;
+  for (const rt::KernelSpec &ks : kp.plan.kernels)
+    entries.push_back(ks.entry);
+  ASSERT_EQ(entries.size(), 5u);
+  EXPECT_EQ(entries[1], "te_grouped_rows_nvfp4_g3_c384_tokens_codes");
+  EXPECT_EQ(entries[3], "te_grouped_rows_nvfp4_2d_g3_c384_weights_codes");
+  EXPECT_NE(entries[4].find("te_grouped_gemm_nvfp4_g3_n256_k384"),
+            std::string::npos)
+      << entries[4];
+  const rt::KernelSpec &x = kp.plan.kernels[1], &w = kp.plan.kernels[3],
+                       &gemm = kp.plan.kernels[4];
+  auto buffer = [](const rt::ArgDesc &a) { return a.pointer.buffer; };
+  // The casts' codes (arg 7) and scale bytes (arg 9), their amaxes (arg 5).
+  EXPECT_EQ(buffer(gemm.args[0]), buffer(x.args[7]));
+  EXPECT_EQ(buffer(gemm.args[1]), buffer(w.args[7]));
+  EXPECT_EQ(buffer(gemm.args[4]), buffer(w.args[9]));
+  EXPECT_EQ(buffer(gemm.args[5]), buffer(x.args[9]));
+  EXPECT_EQ(buffer(gemm.args[10]), buffer(x.args[5]));
+  EXPECT_EQ(buffer(gemm.args[11]), buffer(w.args[5]));
+  for (int i : {4, 5, 10, 11})
+    EXPECT_GE(buffer(gemm.args[i]), 0) << i;
+  // The codes are half a byte an element, the scales a byte per 16.
+  EXPECT_EQ(plan->buffers[size_t(buffer(x.args[7]))].bytes, 300u * 384 / 2);
+  EXPECT_EQ(plan->buffers[size_t(buffer(x.args[9]))].bytes, 300u * 384 / 16);
+
+  // The dgrad reads values, never codes.
+  cg::Program d = te::test::perExpertScaledProgram(
+      300, 384, 3, 256, false, rt::Scheme::nvfp4(), rt::Scheme::nvfp4(),
+      /*dgrad=*/true, /*nvfp4Codes=*/true);
+  rt::Expected<cg::EntryPlan> refused = cg::buildEntryPlan(d, d.entries[0]);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("reads the weight rowwise"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 // The NVFP4 backward's plans: the dgrad quantizes dy (stochastically
 // rounded, the program's random state) and the stack's 16x1 columns per
 // expert, then runs the BF16 dgrad on their values; the wgrad takes each
@@ -459,21 +512,29 @@ TEST_F(GroupedGemmPlanGpu, PerExpertScalingRunsAndReplaysWithinTheBound) {
   // weight read through its columnwise copy: K = 384 output columns); then
   // the NVFP4 fprop (each expert's dequantized values, 16x16 weight blocks,
   // the BF16 kernel) and the NVFP4 dgrad (dy stochastically rounded, the
-  // stack through its 16x1 column blocks, then its 16x16 blocks).
-  for (int variant = 0; variant < 5; ++variant) {
-    const bool dgrad = variant == 1 || variant >= 3, nvfp4 = variant >= 2;
+  // stack through its 16x1 column blocks, then its 16x16 blocks); then the
+  // NVFP4 fprop read as codes by the engine's NVFP4 kernel (16x16 weight
+  // blocks; 1x16 ones with the tokens stochastically rounded).
+  for (int variant = 0; variant < 7; ++variant) {
+    const bool codes = variant >= 5;
+    const bool dgrad = variant == 1 || variant == 3 || variant == 4,
+               nvfp4 = variant >= 2;
     SCOPED_TRACE(variant == 0   ? "fprop"
                  : variant == 1 ? "dgrad"
                  : variant == 2 ? "NVFP4 fprop"
                  : variant == 3 ? "NVFP4 dgrad, 16x1 weight blocks"
-                                : "NVFP4 dgrad, 16x16 weight blocks");
+                 : variant == 4 ? "NVFP4 dgrad, 16x16 weight blocks"
+                 : variant == 5 ? "NVFP4 codes, 16x16 weight blocks"
+                                : "NVFP4 codes, 1x16 weight blocks, tokens "
+                                  "stochastically rounded");
     cg::Program p = te::test::perExpertScaledProgram(
         m, k, g, n, !dgrad,
-        nvfp4 ? rt::Scheme::nvfp4(false, dgrad)
+        nvfp4 ? rt::Scheme::nvfp4(false, dgrad || variant == 6)
               : rt::Scheme::fp8Current(DType::E5M2),
-        nvfp4 ? rt::Scheme::nvfp4(false, false, variant != 3)
+        nvfp4 ? rt::Scheme::nvfp4(false, false, variant != 3 && variant != 6)
               : rt::Scheme::fp8Current(DType::E4M3),
-        dgrad);
+        dgrad, codes);
+    p.random.seed = 99;
     std::vector<float> xIn =
         dgrad ? normals(size_t(m * n), 14) : x; // dgrad: x is dy [m, n]
     std::vector<std::vector<uint8_t>> args = {bf16Bytes(xIn), bf16Bytes(w),

@@ -122,16 +122,17 @@ inline cg::Program groupedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
 
 /// groupedProgram's bf16 fprop (or `dgrad`) whose grouped GEMM quantizes x
 /// (by `x`) and w (by `w`; for the dgrad its columnwise copy) per expert
-/// itself: per-tensor FP8 current scaling, one amax per expert.
-inline cg::Program perExpertScaledProgram(int64_t m, int64_t k, int64_t g,
-                                          int64_t n, bool bias,
-                                          const rt::Scheme &x,
-                                          const rt::Scheme &w,
-                                          bool dgrad = false) {
+/// itself, one amax per expert: per-tensor FP8 or NVFP4 (with
+/// `nvfp4Codes`, read as codes by the engine's NVFP4 kernel).
+inline cg::Program
+perExpertScaledProgram(int64_t m, int64_t k, int64_t g, int64_t n, bool bias,
+                       const rt::Scheme &x, const rt::Scheme &w,
+                       bool dgrad = false, bool nvfp4Codes = false) {
   cg::Program p = groupedProgram(m, k, g, n, false, dgrad, bias);
   auto &gg = std::get<cg::GroupedGemmKernel>(p.entries[0].kernels.back());
   gg.xScheme = x;
   gg.wScheme = w;
+  gg.nvfp4Codes = nvfp4Codes;
   return p;
 }
 

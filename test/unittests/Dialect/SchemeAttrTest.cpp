@@ -274,3 +274,24 @@ TEST(GemmRules, ReasonsNameTheOperand) {
   EXPECT_NE(rt::gemmOperandsError(plain, rht).find("operand 'b'"),
             std::string::npos);
 }
+
+// The NVFP4 kernel reads per-expert NVFP4 codes in the fprop only, K in
+// whole 64-element stages; each refusal says which rule.
+TEST(GemmRules, GroupedNvfp4CodesNeedTheFpropInWholeStages) {
+  const rt::Scheme x = rt::Scheme::nvfp4(),
+                   w = rt::Scheme::nvfp4(false, false, true);
+  EXPECT_EQ(rt::groupedNvfp4CodesError(x, w, false, 4096), "");
+  EXPECT_EQ(
+      rt::groupedNvfp4CodesError(rt::Scheme::nvfp4(false, true), x, false, 64),
+      "");
+  EXPECT_NE(rt::groupedNvfp4CodesError(x, w, true, 4096).find("rowwise"),
+            std::string::npos);
+  EXPECT_NE(rt::groupedNvfp4CodesError(x, w, false, 4112).find("64"),
+            std::string::npos);
+  const rt::Scheme fp8 = rt::Scheme::fp8Current(rt::DType::E4M3);
+  EXPECT_NE(rt::groupedNvfp4CodesError(fp8, fp8, false, 4096).find("NVFP4"),
+            std::string::npos);
+  // The per-expert rules come first (16x16 blocks for the stack only).
+  EXPECT_EQ(rt::groupedNvfp4CodesError(w, w, false, 4096),
+            rt::groupedTensorScaledSchemesError(w, w, false));
+}

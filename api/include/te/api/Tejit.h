@@ -58,6 +58,10 @@ struct CompileOptions {
   /// model of te-legalize-target), "direct" (the GEMM engine's MXFP8
   /// kernel) or "dequantize" (to bf16, then the bf16 kernel).
   std::string groupedMxfp8 = "auto";
+  /// How a grouped GEMM reads operands it quantizes per expert by NVFP4:
+  /// "auto", "direct" (their codes, the GEMM engine's NVFP4 kernel) or
+  /// "dequantize" (their bf16 values, the bf16 kernel).
+  std::string groupedNvfp4 = "auto";
 };
 
 /// One device buffer a function reads or writes.

@@ -100,6 +100,17 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
                                             bool weightColumnwise = false);
 
+/// Whether the GEMM engine's NVFP4 kernel can read a grouped GEMM's
+/// operands quantized per expert by NVFP4 (`x`, `w` as for
+/// groupedTensorScaledSchemesError) as codes instead of the BF16 kernel
+/// reading their values (docs/Numerics.md §6.7): the fprop (the weight
+/// read rowwise, 1x16 or 16x16 blocks) with `k`, the contracted dimension,
+/// a multiple of 64 (the kernel's stage). "" when it can, else why not.
+/// te-legalize-target, the tek verifier and code generation's Program
+/// validation call it.
+std::string groupedNvfp4CodesError(const Scheme &x, const Scheme &w,
+                                   bool weightColumnwise, int64_t k);
+
 } // namespace te::rt
 
 #endif // TE_FORMATS_GEMMRULES_H

@@ -207,6 +207,10 @@ struct GroupedGemmKernel {
   /// fp8_delayed operands: their states (ScalingState.h), one per expert,
   /// rt::expertStateName(xState, g); "" otherwise.
   std::string xState, wState;
+  /// NVFP4 schemes: the plan quantizes both to packed codes and block
+  /// scales and the engine's NVFP4 kernel reads them
+  /// (rt::groupedNvfp4CodesError); else the BF16 kernel reads their values.
+  bool nvfp4Codes = false;
 
   bool quantizesPerExpert() const { return xScheme.has_value(); }
 
