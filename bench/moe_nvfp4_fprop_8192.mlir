@@ -1,6 +1,6 @@
 // The forward of an MoE expert layer under TE's NVFP4 recipe with few
 // tokens per expert: 32 experts, 8192 token rows (te-run's uneven split
-// sizes, 256 a expert on average), K = 7168, N = 4096, the stack in 16x16
+// sizes, 256 an expert on average), K = 7168, N = 4096, the stack in 16x16
 // blocks. Each expert's operands are quantized with their own tensor
 // scale; at this shape te-legalize-target has the GEMM engine's NVFP4
 // kernel read their codes instead of the BF16 kernel reading their values

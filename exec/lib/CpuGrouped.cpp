@@ -29,13 +29,6 @@ using rt::Direction;
 using rt::DType;
 namespace ref = rt::ref;
 
-/// A grouped GEMM that quantizes its bf16 operands per expert
-/// (GroupedGemmKernel::quantizesPerExpert): each expert's rows and weight
-/// (for the dgrad its columnwise copy) quantized as their own tensors
-/// (ref::groupedTensorScaledQuantize), then the block-scaled grouped GEMM
-/// over each expert's scale repeated per block, as the kernel's plan runs
-/// it. `x` and `w` receive the operands'
-/// logical values (for the bound); empty with `error` set on failure.
 /// Each expert's delayed-scaling state of an operand whose states are
 /// `state` (rt::expertStateName), or nothing when it has none.
 static std::optional<std::vector<ref::DelayedScalingState *>>
@@ -48,6 +41,15 @@ expertStates(CallStates &states, const std::string &state, int64_t groups) {
   return out;
 }
 
+/// A grouped GEMM that quantizes its bf16 operands per expert
+/// (GroupedGemmKernel::quantizesPerExpert): each expert's rows and weight
+/// (for the dgrad its columnwise copy) quantized as their own tensors, then
+/// as the kernel's plan runs it - per-tensor FP8
+/// (ref::groupedTensorScaledQuantize): the block-scaled grouped GEMM over
+/// each expert's scale repeated per block; NVFP4 (ref::groupedNvfp4Values):
+/// the BF16 grouped GEMM on the values, or (nvfp4Codes) ref::nvfp4Gemm on
+/// each expert's codes. `x` and `w` receive the operands' logical values
+/// (for the bound); empty with `error` set on failure.
 static std::vector<float>
 perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
                     const RandomState &random, CallStates &states,

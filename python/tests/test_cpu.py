@@ -378,6 +378,14 @@ def test_nvfp4_grouped_layer_is_each_experts_own_nvfp4_linear():
     # 2^-7 of sum |x||w| (FP4's own error cancels: both read the same codes).
     check_grouped_forward_is_each_experts_own(NVFP4_MOE, xf, wf,
                                               sum_bound=2.0**-7)
+    # ... and that is a different path from the values' (not the same bits).
+    args = (tejit.float_to_bf16_bits(xf), tejit.float_to_bf16_bits(wf),
+            np.array([64, 0, 96], np.int64))
+    codes = tejit.compile(NVFP4_MOE).grouped(*args)
+    values = tejit.compile(NVFP4_MOE, grouped_nvfp4="dequantize").grouped(*args)
+    assert (codes != values).any()
+    np.testing.assert_array_equal(
+        codes, tejit.compile(NVFP4_MOE, grouped_nvfp4="direct").grouped(*args))
     with pytest.raises(tejit.CompileError, match="auto, direct or dequantize"):
         tejit.compile(NVFP4_MOE, grouped_nvfp4="codes")
 

@@ -267,7 +267,7 @@ static std::string validateGroupedGemm(const Entry &e,
                "are its own";
       if ((g.weightColumnwise ? w.shape[1] : w.shape[2]) % 64 != 0)
         return "the contracted dimension must be a multiple of 64: the BF16 "
-               "GEMM contracts 64-element slabs";
+               "and NVFP4 GEMMs contract 64-element stages";
       return g.nvfp4Codes
                  ? rt::groupedNvfp4CodesError(*g.xScheme, *g.wScheme,
                                               g.weightColumnwise, w.shape[2])

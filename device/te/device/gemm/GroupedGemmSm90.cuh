@@ -503,10 +503,12 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
 /// (box: 64 x 64), (FP8) the x scales [K/128, roundup(M_total,4)], and
 /// (kTmaStore) Y [M_total, N] (box: 64 x 64, 128-byte swizzle); `sw` the
 /// weight scales (block FP8: fp32 128x128 tile scales; MXFP8: E8M0
-/// [roundup(G·N,128)][K/32]), `sx` (MXFP8) the x scales [roundup(M_total,
-/// 128)][K/32] E8M0 (block FP8 reads its x scales through `tmSX`),
-/// `splits` G int64 on the device, `bias` null or [G, N] bf16 (added in fp32
-/// before the rounding), `y` [M_total, N] bf16.
+/// [roundup(G·N,128)][K/32]; NVFP4: E4M3 [G·N][K/16]), `sx` (MXFP8) the x
+/// scales [roundup(M_total, 128)][K/32] E8M0 (NVFP4: E4M3 [M_total][K/16];
+/// block FP8 reads its x scales through `tmSX`), `splits` G int64 on the
+/// device, `bias` null or [G, N] bf16 (added in fp32 before the rounding),
+/// `y` [M_total, N] bf16, `amaxX` / `amaxW` (NVFP4) each expert's global
+/// amax of x and of W ([G] f32; null for the other operands).
 template <class C>
 __device__ __forceinline__ void
 groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
