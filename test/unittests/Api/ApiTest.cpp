@@ -207,3 +207,21 @@ TEST(HostApi, RunsOnCallerBuffersBitExactOnGpu) {
   EXPECT_EQ(cache.stats().compiles, compiles);
   EXPECT_GT(cache.stats().memoryHits, 0u);
 }
+
+// The grouped GEMMs' path options act on te-level IR only: a module that is
+// already kernel-level is refused with the option's name.
+TEST(HostApi, GroupedPathOptionsNeedTeLevelIr) {
+  const char *lowered = "func.func @f() {\n  return\n}\n";
+  for (int which = 0; which < 2; ++which) {
+    api::CompileOptions opts;
+    (which == 0 ? opts.groupedMxfp8 : opts.groupedNvfp4) = "direct";
+    auto m = api::CompiledModule::fromSource(lowered, opts, "lowered.mlir");
+    ASSERT_FALSE(m);
+    EXPECT_NE(m.status().message().find(
+                  std::string(which == 0 ? "grouped-mxfp8" : "grouped-nvfp4") +
+                  " applies to te-level IR"),
+              std::string::npos)
+        << m.status().message();
+  }
+  EXPECT_TRUE(api::CompiledModule::fromSource(lowered));
+}
