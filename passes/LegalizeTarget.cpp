@@ -15,7 +15,6 @@
 
 #include "dialect/te/TeOps.h"
 #include "dialect/te/TeOpsSupport.h"
-#include "te/formats/GemmRules.h"
 
 #include "llvm/Support/Debug.h"
 
@@ -104,10 +103,7 @@ static GemmPath groupedPathOf(GroupedGemmOp op, StringRef mxfp8,
     const ::te::rt::Scheme xq = xScheme.getRuntimeScheme(Direction::rowwise);
     if (xq.kind != ::te::rt::SchemeKind::Nvfp4)
       return GemmPath::generated; // per-tensor FP8: the block-scaled kernel
-    if (!::te::rt::groupedNvfp4CodesError(
-             xq, op.getWeightSchemeAttr().getRuntimeScheme(wDir),
-             wDir == Direction::columnwise, int64_t(k))
-             .empty())
+    if (!op.nvfp4CodesReadable())
       return GemmPath::emulated;
     constexpr double kNvfp4Flops = 440e12, kValueBytes = 2.0 - 0.5625;
     return choose(nvfp4, flops / kNvfp4Flops,

@@ -20,9 +20,7 @@
 #include "passes/Passes.h"
 
 #include "dialect/te/TeOps.h"
-#include "dialect/te/TeOpsSupport.h"
 #include "dialect/tek/TekOps.h"
-#include "te/formats/GemmRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -404,19 +402,10 @@ struct GroupedGemmLowering : public PlannedPattern<GroupedGemmOp> {
 
   /// Operands quantized per expert by NVFP4 where te-legalize-target chose
   /// the engine's NVFP4 kernel (`generated`) and that kernel can read them
-  /// (rt::groupedNvfp4CodesError: a `path` recorded before that rule, on a
-  /// dgrad say, keeps the values); else the BF16 kernel reads their values.
+  /// (a `path` recorded before that rule, on a dgrad say, keeps the
+  /// values); else the BF16 kernel reads their values.
   static bool readsNvfp4Codes(GroupedGemmOp op) {
-    SchemeAttrInterface x = op.getInputSchemeAttr(),
-                        w = op.getWeightSchemeAttr();
-    if (!x || !w || op.getPath() != GemmPath::generated)
-      return false;
-    const Direction wDir = op.getWeightDirection();
-    return ::te::rt::groupedNvfp4CodesError(
-               x.getRuntimeScheme(Direction::rowwise), w.getRuntimeScheme(wDir),
-               wDir == Direction::columnwise,
-               mlir::te::detail::shapeOf(op.getInput().getType()).back())
-        .empty();
+    return op.getPath() == GemmPath::generated && op.nvfp4CodesReadable();
   }
 };
 

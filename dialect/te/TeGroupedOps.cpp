@@ -79,6 +79,18 @@ bool GroupedGemmOp::bothMxfp8(Type input, Type weight, Direction weightDir) {
          kindRead(weight, weightDir) == rt::SchemeKind::Mxfp8;
 }
 
+bool GroupedGemmOp::nvfp4CodesReadable() {
+  SchemeAttrInterface x = getInputSchemeAttr(), w = getWeightSchemeAttr();
+  if (!x || !w)
+    return false;
+  const Direction wDir = getWeightDirection();
+  return rt::groupedNvfp4CodesError(x.getRuntimeScheme(Direction::rowwise),
+                                    w.getRuntimeScheme(wDir),
+                                    wDir == Direction::columnwise,
+                                    shapeOf(getInput().getType()).back())
+      .empty();
+}
+
 bool GroupedGemmOp::engineReads(Type input, Type weight, Direction weightDir) {
   // MXFP8: the fprop, over whole 128-element K stages.
   if (bothMxfp8(input, weight, weightDir))

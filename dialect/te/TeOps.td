@@ -367,6 +367,11 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     /// `path`), since the kernel is slower than the bf16 one per FLOP.
     static bool bothMxfp8(::mlir::Type input, ::mlir::Type weight,
                           Direction weightDir);
+    /// Whether the engine's NVFP4 kernel can read the codes of operands
+    /// this op quantizes per expert by NVFP4 (rt::groupedNvfp4CodesError
+    /// on its schemes, direction and K): te-legalize-target's choice and
+    /// te-lower-to-kernels' `nvfp4_codes`.
+    bool nvfp4CodesReadable();
   }];
 }
 
