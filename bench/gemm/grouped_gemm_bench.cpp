@@ -306,7 +306,8 @@ void backward(rt::KernelCache &cache, const rt::CompileOptions &gemmOpts,
                         cg::groupedQuantizeSharedBytes(spec), stream, args));
       if (db)
         check(reduce.launch(cg::groupedBiasGrid(g, cols),
-                            {cg::kGroupedBiasThreads, 1, 1}, 0, stream, bargs));
+                            {cg::kGroupedBiasThreads, 1, 1}, 0, stream, bargs,
+                            {}, /*overlapsPredecessor=*/true));
     });
     // Traffic: the input read, the codes and scales written; with db the
     // block partials written and read back and db written.

@@ -298,15 +298,21 @@ Status Kernel::allowSharedBytes(unsigned sharedBytes) const {
 }
 
 namespace {
-/// A cuLaunchKernelEx configuration of thread-block clusters; `attr` must
+/// The launch attribute of thread-block clusters of `cluster` CTAs.
+CUlaunchAttribute clusterAttribute(Dim3 cluster) {
+  CUlaunchAttribute a = {};
+  a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  a.value.clusterDim.x = cluster.x;
+  a.value.clusterDim.y = cluster.y;
+  a.value.clusterDim.z = cluster.z;
+  return a;
+}
+
+/// A cuLaunchKernelEx configuration with `numAttrs` of `attrs`, which must
 /// outlive it.
-CUlaunchConfig clusterLaunch(Dim3 grid, Dim3 block, unsigned sharedBytes,
-                             Dim3 cluster, CUstream stream,
-                             CUlaunchAttribute &attr) {
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = cluster.x;
-  attr.value.clusterDim.y = cluster.y;
-  attr.value.clusterDim.z = cluster.z;
+CUlaunchConfig launchConfig(Dim3 grid, Dim3 block, unsigned sharedBytes,
+                            CUstream stream, CUlaunchAttribute *attrs,
+                            unsigned numAttrs) {
   CUlaunchConfig config = {};
   config.gridDimX = grid.x;
   config.gridDimY = grid.y;
@@ -316,24 +322,35 @@ CUlaunchConfig clusterLaunch(Dim3 grid, Dim3 block, unsigned sharedBytes,
   config.blockDimZ = block.z;
   config.sharedMemBytes = sharedBytes;
   config.hStream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  config.attrs = attrs;
+  config.numAttrs = numAttrs;
   return config;
 }
 } // namespace
 
 Status Kernel::launch(Dim3 grid, Dim3 block, unsigned sharedBytes,
-                      const Stream &s, void **args, Dim3 cluster) const {
+                      const Stream &s, void **args, Dim3 cluster,
+                      bool overlapsPredecessor) const {
   TE_DRIVER(api);
   CUfunction fn = static_cast<CUfunction>(function_);
   TE_RETURN_IF_ERROR(allowSharedBytes(sharedBytes));
   CUstream stream = static_cast<CUstream>(s.handle());
-  if (cluster.x * cluster.y * cluster.z > 1) {
-    CUlaunchAttribute attr;
+  CUlaunchAttribute attrs[2] = {};
+  unsigned numAttrs = 0;
+  if (cluster.x * cluster.y * cluster.z > 1)
+    attrs[numAttrs++] = clusterAttribute(cluster);
+  if (overlapsPredecessor) {
+    CUlaunchAttribute &a = attrs[numAttrs++];
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
+  }
+  if (numAttrs > 0) {
     CUlaunchConfig config =
-        clusterLaunch(grid, block, sharedBytes, cluster, stream, attr);
+        launchConfig(grid, block, sharedBytes, stream, attrs, numAttrs);
     return cuCheck(api, api.cuLaunchKernelEx(&config, fn, args, nullptr),
-                   "cuLaunchKernelEx (thread-block cluster)");
+                   overlapsPredecessor
+                       ? "cuLaunchKernelEx (overlapping its predecessor)"
+                       : "cuLaunchKernelEx (thread-block cluster)");
   }
   return cuCheck(api,
                  api.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x,
@@ -346,9 +363,9 @@ Expected<int> Kernel::maxActiveClusters(Dim3 block, unsigned sharedBytes,
                                         Dim3 cluster, unsigned gridX) const {
   TE_DRIVER(api);
   TE_RETURN_IF_ERROR(allowSharedBytes(sharedBytes));
-  CUlaunchAttribute attr;
+  CUlaunchAttribute attr = clusterAttribute(cluster);
   CUlaunchConfig config =
-      clusterLaunch({gridX, 1, 1}, block, sharedBytes, cluster, nullptr, attr);
+      launchConfig({gridX, 1, 1}, block, sharedBytes, nullptr, &attr, 1);
   int n = 0;
   TE_RETURN_IF_ERROR(
       cuCheck(api,

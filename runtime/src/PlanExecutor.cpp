@@ -221,7 +221,7 @@ Status PlanExecutor::run(const Stream &s) {
       const KernelSpec &ks = st.plan.kernels[step.index];
       TE_RETURN_IF_ERROR(st.kernels[step.index].launch(
           st.grids[step.index], ks.block, ks.sharedBytes, s,
-          st.argv[step.index].data(), ks.cluster));
+          st.argv[step.index].data(), ks.cluster, ks.overlapsPredecessor));
       break;
     }
     case Step::Kind::Gemm: {

@@ -20,7 +20,9 @@ namespace te::rt {
 
 static constexpr char kPlanMagic[9] = {'T', 'E', 'J', 'I', 'T',
                                        'P', 'L', 'A', 'N'};
-static constexpr uint32_t kPlanVersion = 6;
+/// 7: a kernel's launch flags (persistent, overlapsPredecessor) as bits.
+static constexpr uint32_t kPlanVersion = 7;
+enum : uint8_t { kPersistentBit = 1, kOverlapsPredecessorBit = 2 };
 
 namespace {
 
@@ -217,7 +219,8 @@ std::string Plan::serialize() const {
          {k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z,
           unsigned(k.sharedBytes), k.cluster.x, k.cluster.y, k.cluster.z})
       w.put<uint32_t>(v);
-    w.put<uint8_t>(k.persistent);
+    w.put<uint8_t>((k.persistent ? kPersistentBit : 0) |
+                   (k.overlapsPredecessor ? kOverlapsPredecessorBit : 0));
     w.put<uint32_t>(k.args.size());
     auto putArg = [&w](const ArgDesc &a) {
       w.put<uint8_t>(uint8_t(a.kind));
@@ -313,14 +316,17 @@ Expected<Plan> Plan::deserialize(const std::string &bytes) {
       if (!r.str(f))
         return bad("truncated kernel flags");
     uint32_t smem = 0;
-    uint8_t persistent = 0;
+    uint8_t flags = 0;
     if (!r.get(k.grid.x) || !r.get(k.grid.y) || !r.get(k.grid.z) ||
         !r.get(k.block.x) || !r.get(k.block.y) || !r.get(k.block.z) ||
         !r.get(smem) || !r.get(k.cluster.x) || !r.get(k.cluster.y) ||
-        !r.get(k.cluster.z) || !r.get(persistent) || !r.count(na))
+        !r.get(k.cluster.z) || !r.get(flags) || !r.count(na))
       return bad("truncated launch shape");
+    if (flags & ~(kPersistentBit | kOverlapsPredecessorBit))
+      return bad("unknown launch flags");
     k.sharedBytes = smem;
-    k.persistent = persistent != 0;
+    k.persistent = flags & kPersistentBit;
+    k.overlapsPredecessor = flags & kOverlapsPredecessorBit;
     k.args.resize(na);
     auto getArg = [&](ArgDesc &a, uint32_t &items) {
       if (!r.enumOf(a.kind, uint8_t(ArgDesc::Kind::Rank)) ||

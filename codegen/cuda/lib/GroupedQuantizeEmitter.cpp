@@ -109,6 +109,8 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
      << "    float *scaleInv, float eps, float *partial,\n"
      << "    const float *expertAmax, unsigned long long seed,\n"
      << "    unsigned long long offset, float *amaxRecord) {\n"
+     // The bias gradient's launch overlaps this kernel's last wave.
+     << (s.biasGrad ? "  te::dev::releaseDependents();\n" : "")
      << "  te::dev::groupedColumnQuantize<te::dev::GroupedColumns::"
      << (isPerTensor(s.scheme) ? "Fp8Tensor"
          : fp8                 ? "Fp8Block"

@@ -176,13 +176,17 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
       if (s.scheme.kind == SchemeKind::Fp8Delayed)
         reduceOverRanks(
             out.values[s.value].dir[s.dir == Direction::Rowwise ? 0 : 1].amax);
-  if (q.biasGrad >= 0)
-    w.launch(src.biasEntry,
-             rt::Dim3{unsigned(rt::ceilDiv(k, int64_t(kBiasFinalizeThreads))),
-                      1, 1},
-             {ArgDesc::ptr(partial), ArgDesc::i64(chunks), ArgDesc::i64(k),
-              ArgDesc::ptr(out.values[q.biasGrad].tensor)})
-        .block = rt::Dim3{kBiasFinalizeThreads, 1, 1};
+  if (q.biasGrad >= 0) {
+    // Overlaps the launch before it: the tile kernel, or a reduction over
+    // ranks that starts once the tile kernel has ended.
+    rt::KernelSpec &finish = w.launch(
+        src.biasEntry,
+        rt::Dim3{unsigned(rt::ceilDiv(k, int64_t(kBiasFinalizeThreads))), 1, 1},
+        {ArgDesc::ptr(partial), ArgDesc::i64(chunks), ArgDesc::i64(k),
+         ArgDesc::ptr(out.values[q.biasGrad].tensor)});
+    finish.block = rt::Dim3{kBiasFinalizeThreads, 1, 1};
+    finish.overlapsPredecessor = true;
+  }
   return std::move(w.kp);
 }
 

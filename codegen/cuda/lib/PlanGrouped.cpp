@@ -432,11 +432,14 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                      table.bytes(partial);
     if (biasGrad >= 0) {
       int db = out.values[size_t(biasGrad)].tensor;
-      kp.addLaunch(quantizeLaunch(
-          p, src.biasEntry, src.source, groupedBiasGrid(groups, cols),
-          kGroupedBiasThreads,
-          {ArgDesc::ptr(partial), ArgDesc::i64(m), ArgDesc::i64(cols),
-           ArgDesc::ptr(splits), ArgDesc::ptr(db)}));
+      // Right after the quantize kernel, overlapping its last wave.
+      kp.addLaunch(quantizeLaunch(p, src.biasEntry, src.source,
+                                  groupedBiasGrid(groups, cols),
+                                  kGroupedBiasThreads,
+                                  {ArgDesc::ptr(partial), ArgDesc::i64(m),
+                                   ArgDesc::i64(cols), ArgDesc::ptr(splits),
+                                   ArgDesc::ptr(db)}))
+          .overlapsPredecessor = true;
       kp.bytesMoved += table.bytes(partial) + table.bytes(db);
     }
     return l;

@@ -132,6 +132,9 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
      << k.name << "(const void *x, long long m, long long k";
   stageParams(os, k.stages.size());
   os << ",\n    float *bias_partial) {\n";
+  // The bias gradient's finishing launch overlaps this kernel's last wave.
+  if (k.biasGrad >= 0)
+    os << "  te::dev::releaseDependents();\n";
   stageArgsArray(os, k.stages.size());
   os << "  te::dev::quantizeTile<" << src << ", " << boolText(k.biasGrad >= 0);
   for (const Stage &s : k.stages)

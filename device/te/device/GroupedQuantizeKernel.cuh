@@ -50,6 +50,7 @@
 #include "te/device/GroupedSplits.cuh"
 #include "te/device/GroupedTensorQuantize.cuh"
 #include "te/device/Hadamard.cuh"
+#include "te/device/LaunchOrder.cuh"
 #include "te/device/QuantizeCommon.cuh"
 #include "te/device/Scales.cuh"
 
@@ -403,7 +404,9 @@ __device__ __forceinline__ void groupedRhtColumnAmax(const u16 *in, i64 mTotal,
 
 /// The bias gradient of each expert, [G, C] f32: the sum of its blocks'
 /// partial sums in order (+0 for an expert with no rows). One thread per
-/// (expert, column).
+/// (expert, column). Launched to overlap the quantize kernel
+/// (LaunchOrder.cuh): it finds its expert's blocks from the split sizes,
+/// which that kernel only reads, then waits for the partials.
 __device__ __forceinline__ void groupedBiasGrad(const float *partial,
                                                 i64 mTotal, i64 cols,
                                                 const long long *splits,
@@ -421,6 +424,7 @@ __device__ __forceinline__ void groupedBiasGrad(const float *partial,
     rows += m;
     blocks += count;
   }
+  waitForPredecessor();
   db[i] = orderedStridedSum(partial + first * cols + col, count, cols);
 }
 

@@ -34,6 +34,7 @@
 #define TE_DEVICE_QUANTIZEKERNEL_CUH
 
 #include "te/device/Hadamard.cuh"
+#include "te/device/LaunchOrder.cuh"
 #include "te/device/QuantizeStages.cuh"
 
 namespace te {
@@ -437,9 +438,11 @@ __device__ __forceinline__ void rhtColumnAmax(const void *x, i64 m, i64 k,
 /// column: the order leaves no other parallelism. (Finishing in the tile
 /// kernel instead - the last tile of each column strip, found by an atomic
 /// ticket after a __threadfence, adds the strip's partials - measured
-/// slower: 64.1 against 56.8 us for the whole bias gradient.)
+/// slower: 64.1 against 56.8 us for the whole bias gradient.) Launched to
+/// overlap the tile kernel (LaunchOrder.cuh): it waits for the partials.
 __device__ __forceinline__ void
 biasGradFinalize(const float *partial, i64 chunks, i64 k, float *out) {
+  waitForPredecessor();
   i64 c = i64(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c < k)
     out[c] = orderedStridedSum(partial + c, chunks, k);

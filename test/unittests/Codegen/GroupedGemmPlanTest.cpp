@@ -313,6 +313,14 @@ TEST(GroupedGemmPlan, Nvfp4BackwardQuantizesEachExpertFirst) {
   EXPECT_EQ(entries[0], "te_grouped_rht_amax_g3");
   EXPECT_EQ(entries[1], "te_grouped_quantize_nvfp4_rht_sr_g3_c256_db");
   EXPECT_EQ(entries[2], "te_grouped_quantize_nvfp4_rht_sr_g3_c256_db_bias");
+  // The bias gradient overlaps the quantize kernel's last wave, which lets
+  // it start; nothing else overlaps its predecessor.
+  for (size_t i = 0; i < entries.size(); ++i)
+    EXPECT_EQ(wp.kernels[i].overlapsPredecessor, i == 2) << entries[i];
+  EXPECT_NE(wp.kernels[1].source.find("te::dev::releaseDependents();"),
+            std::string::npos);
+  EXPECT_EQ(wp.kernels[4].source.find("te::dev::releaseDependents();"),
+            std::string::npos);
   EXPECT_EQ(entries[3], "te_grouped_rht_amax_g3");
   EXPECT_EQ(entries[4], "te_grouped_quantize_nvfp4_rht_g3_c144");
   // Each block pass reads its own amax pass's result.

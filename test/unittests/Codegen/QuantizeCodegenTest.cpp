@@ -322,6 +322,30 @@ TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
   EXPECT_GT(tested, 0);
 }
 
+// The bias gradient's finishing launch overlaps the tile kernel
+// (programmatic dependent launch): the tile kernel lets it start, and it
+// waits for the partials (te/device/LaunchOrder.cuh). Without a bias
+// gradient nothing overlaps.
+TEST(QuantizeCodegenDbias, TheFinishingLaunchOverlapsTheTileKernel) {
+  for (bool dbias : {true, false}) {
+    Scheme s = Scheme::fp8Block(DType::E4M3, 1, 128, true);
+    cg::Program p =
+        programFor(Case{"block", s, s, dbias}, 256, 256, DType::BF16);
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    const rt::Plan &kp = plan->kernels.at(0).plan;
+    ASSERT_EQ(kp.kernels.size(), dbias ? 2u : 1u);
+    EXPECT_FALSE(kp.kernels[0].overlapsPredecessor);
+    EXPECT_EQ(kp.kernels[0].source.find("te::dev::releaseDependents();") !=
+                  std::string::npos,
+              dbias);
+    if (dbias) {
+      EXPECT_EQ(kp.kernels[1].entry, kp.kernels[0].entry + "_dbias");
+      EXPECT_TRUE(kp.kernels[1].overlapsPredecessor);
+    }
+  }
+}
+
 // The bias gradient's finishing launch sums a column's 128-row partials in
 // batches of 32 loads: tall inputs take the batched loop (41 and 67
 // chunks: a batch and a remainder, two batches and a remainder), bit for

@@ -41,6 +41,7 @@ Plan samplePlan() {
   t.name = t.entry = "tma";
   t.cluster = {2, 1, 1};
   t.persistent = true;
+  t.overlapsPredecessor = true;
   t.grid = {2, 1, 1};
   t.args = {ArgDesc::tensorMap(
                 3, {DType::BF16, 128, 64, 128, 64, 64, TensorMapSwizzle::B128}),
@@ -86,6 +87,8 @@ TEST(Plan, SerialisationRoundTrips) {
   EXPECT_EQ(q->kernels[1].cluster.x, 2u);
   EXPECT_TRUE(q->kernels[1].persistent);
   EXPECT_FALSE(q->kernels[0].persistent);
+  EXPECT_TRUE(q->kernels[1].overlapsPredecessor);
+  EXPECT_FALSE(q->kernels[0].overlapsPredecessor);
   EXPECT_EQ(q->gemms[0].out, (BufferRef{4, 0}));
   EXPECT_FALSE(q->gemms[0].problem.a.transposed);
   EXPECT_TRUE(q->gemms[0].problem.b.transposed);

@@ -132,8 +132,13 @@ public:
   /// cuLaunchKernel expects. Raises the dynamic shared-memory limit first
   /// when `sharedBytes` exceeds 48 KiB. A `cluster` of more than one CTA
   /// launches thread-block clusters (cuLaunchKernelEx; Hopper).
+  /// `overlapsPredecessor`: a programmatic dependent launch, which may start
+  /// while the stream's previous kernel runs; the kernel must wait for it
+  /// (te/device/LaunchOrder.cuh) before touching its results. Before sm_90
+  /// the driver launches it in order.
   Status launch(Dim3 grid, Dim3 block, unsigned sharedBytes, const Stream &s,
-                void **args, Dim3 cluster = {}) const;
+                void **args, Dim3 cluster = {},
+                bool overlapsPredecessor = false) const;
   /// How many clusters of `cluster` CTAs can be resident at once with this
   /// block and shared memory (cuOccupancyMaxActiveClusters).
   Expected<int> maxActiveClusters(Dim3 block, unsigned sharedBytes,

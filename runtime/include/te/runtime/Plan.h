@@ -99,6 +99,9 @@ struct KernelSpec {
   /// A persistent kernel: grid.x is replaced, where the plan runs, by one
   /// CTA per SM (fewer when fewer clusters fit: Kernel::persistentGrid).
   bool persistent = false;
+  /// Launched to overlap the kernel before it (Kernel::launch): its source
+  /// waits for that kernel before reading what it writes.
+  bool overlapsPredecessor = false;
 };
 
 /// A GemmProblem whose pointers are plan buffers.
