@@ -1,5 +1,4 @@
-//===- te/device/LaunchOrder.cuh - Overlapping dependent launches -*- C++
-//-*-===//
+//===- te/device/LaunchOrder.cuh - Overlapping launches ---------*- C++ -*-===//
 //
 // Part of tejit.
 //
