@@ -168,7 +168,10 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
         2 * table.bytes(partial) + table.bytes(out.values[q.biasGrad].tensor);
   }
   args.push_back(ArgDesc::ptr(partial));
-  w.launchTiles(src.mainEntry, m, k, in.dtype, std::move(args));
+  // After an amax pre-pass the tile kernel overlaps it: its CTAs load their
+  // tiles, then wait for the amax (quantizeTileIn).
+  w.launchTiles(src.mainEntry, m, k, in.dtype, std::move(args))
+      .overlapsPredecessor = globalAmax >= 0 || rhtAmax >= 0;
   // Delayed scaling records the amax as it casts: the record of a shard
   // becomes the whole tensor's afterwards.
   if (q.amaxRanks > 1)

@@ -113,12 +113,14 @@ public:
 
   /// A tile kernel `entry` over an M x K tensor of `dtype`: one CTA per
   /// 128 x 128 tile.
-  void launchTiles(const std::string &entry, int64_t m, int64_t k,
-                   rt::DType dtype, std::vector<rt::ArgDesc> args) {
+  rt::KernelSpec &launchTiles(const std::string &entry, int64_t m, int64_t k,
+                              rt::DType dtype, std::vector<rt::ArgDesc> args) {
     int64_t tiles = rt::ceilDiv(m, int64_t(kQuantizeTileRows)) *
                     rt::ceilDiv(k, int64_t(kQuantizeTileCols));
-    launch(entry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args))
-        .sharedBytes = quantizeDynamicSmem(dtype);
+    rt::KernelSpec &spec =
+        launch(entry, rt::Dim3{unsigned(tiles), 1, 1}, std::move(args));
+    spec.sharedBytes = quantizeDynamicSmem(dtype);
+    return spec;
   }
 
   rt::KernelSpec &launch(const std::string &entry, rt::Dim3 grid,

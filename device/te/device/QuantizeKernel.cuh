@@ -291,6 +291,9 @@ quantizeTileIn(TileSmem &smem, const void *x, i64 m, i64 k, i64 r0, i64 c0,
   reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
              List::kNeedsTileAmax, BiasGrad>(t, biasPartial);
   __syncthreads();
+  // Launched to overlap an amax pre-pass, the tile is loaded and reduced
+  // while that pass ends; the stages read its amax (LaunchOrder.cuh).
+  waitForPredecessor();
   List::template emit<Src>(t, args);
 }
 

@@ -346,6 +346,38 @@ TEST(QuantizeCodegenDbias, TheFinishingLaunchOverlapsTheTileKernel) {
   }
 }
 
+// A cast after an amax pre-pass (per-tensor current scaling; NVFP4, with
+// and without the RHT) overlaps it: the pre-pass lets it start, and its
+// tiles wait for the amax after loading (quantizeTileIn). A cast without
+// one (MXFP8) is an ordinary launch.
+TEST(QuantizeCodegenPlan, TheCastOverlapsItsAmaxPrePass) {
+  for (auto [scheme, prepass] :
+       {std::pair{Scheme::fp8Current(DType::E4M3), true},
+        std::pair{Scheme::nvfp4(), true}, std::pair{Scheme::nvfp4(true), true},
+        std::pair{Scheme::mxfp8(DType::E4M3), false}}) {
+    cg::Program p =
+        programFor(Case{"c", scheme, scheme, false}, 256, 256, DType::BF16);
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    const rt::Plan &kp = plan->kernels.at(0).plan;
+    const rt::KernelSpec &cast = kp.kernels.back();
+    EXPECT_EQ(cast.overlapsPredecessor, prepass) << cast.entry;
+    EXPECT_EQ(kp.kernels.size(), prepass ? 2u : 1u) << cast.entry;
+    if (prepass) {
+      // The pass right before it in the plan's steps lets it start.
+      EXPECT_FALSE(kp.kernels[0].overlapsPredecessor);
+      ASSERT_GE(kp.steps.size(), 2u);
+      const rt::Step &before = kp.steps[kp.steps.size() - 2];
+      EXPECT_EQ(before.kind, rt::Step::Kind::Launch);
+      EXPECT_EQ(before.index, 0);
+      size_t body = kp.kernels[0].source.find(kp.kernels[0].entry + "(");
+      EXPECT_NE(
+          kp.kernels[0].source.find("te::dev::releaseDependents();", body),
+          std::string::npos);
+    }
+  }
+}
+
 // The bias gradient's finishing launch sums a column's 128-row partials in
 // batches of 32 loads: tall inputs take the batched loop (41 and 67
 // chunks: a batch and a remainder, two batches and a remainder), bit for
