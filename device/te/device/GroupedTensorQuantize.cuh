@@ -461,10 +461,10 @@ groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
     const float sEnc = nvfp4GlobalEncodeScale(a);
     const float sDec = nvfp4GlobalDecodeScale(sEnc);
     const i64 expertFirst = e > 0 ? end[e - 1] : 0;
-    for (i64 b = lane; b < blocks; b += 32) {
-      U32x4 v[2];
-      u32 w[8], o[8];
-      if (Blocks == Nvfp4Blocks::Columns) {
+    if constexpr (Blocks == Nvfp4Blocks::Columns) {
+      for (i64 b = lane; b < blocks; b += 32) {
+        U32x4 v[2];
+        u32 w[8], o[8];
         // Each of the 16 columns its own block down the band's rows.
         float colAmax[16] = {};
         for (int i = 0; i < 16; ++i) {
@@ -494,26 +494,43 @@ groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
                                           dec[2 * j], dec[2 * j + 1], 0u, 0u);
           store(r0 + i, b, o);
         }
-        continue;
       }
+      continue;
+    }
+    // A block's rows stay in registers from its amax to its encode. 16x16
+    // tiles: the two lanes of a pair share a block, rows 0-7 and 8-15 each
+    // (64 words a lane), their amaxes combined by a shuffle; loading the
+    // rows again instead missed L2 (the warps in flight touch more than it
+    // holds). 1x16 rows: a lane a block. The trip count is the warp's, so
+    // every lane reaches the shuffle.
+    constexpr int kPair = kBand == 16 ? 2 : 1, kHeld = kBand / kPair;
+    const i64 rh = r0 + (lane % kPair) * kHeld;
+    for (i64 b0 = 0; b0 < blocks; b0 += 32 / kPair) {
+      const i64 b = b0 + lane / kPair;
+      const bool live = b < blocks; // both lanes of a pair alike
+      U32x4 held[kHeld][2];
       u32 acc = 0u;
       TE_UNROLL
-      for (int i = 0; i < kBand; ++i) {
-        load(r0 + i, b, e >= 0, v);
-        acc = absMax4(absMax4(acc, v[0]), v[1]);
+      for (int i = 0; i < kHeld; ++i) {
+        load(rh + i, b, live && e >= 0, held[i]);
+        acc = absMax4(absMax4(acc, held[i][0]), held[i][1]);
       }
+      if (kPair == 2)
+        acc = absMax2<false>(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, 1));
+      if (!live)
+        continue;
       const u8 sB = nvfp4BlockScale(fmaxf(bf16Lo(acc), bf16Hi(acc)), sEnc);
       const float enc = nvfp4BlockEncodeFactor(sB, sDec);
       const float dec = nvfp4DequantFactor(sB, a);
       TE_UNROLL
-      for (int i = 0; i < kBand; ++i) {
-        if (kBand > 1) // the band's rows again (1x16: still in registers)
-          load(r0 + i, b, e >= 0, v);
-        wordsOf16(v, w);
+      for (int i = 0; i < kHeld; ++i) {
+        const i64 r = rh + i;
+        u32 w[8], o[8];
+        wordsOf16(held[i], w);
         Philox4x32 rnd{};
         if (Stochastic)
-          rnd = srRandomBlock(
-              seed, offset, u64(((r0 + i - expertFirst) * cols + 16 * b) / 16));
+          rnd = srRandomBlock(seed, offset,
+                              u64(((r - expertFirst) * cols + 16 * b) / 16));
         if constexpr (Codes) {
           u32 packed[2] = {0u, 0u};
           TE_UNROLL
@@ -524,10 +541,9 @@ groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
                                          word, word >> 8)
                 << (8 * (j % 4));
           }
-          *reinterpret_cast<uint2 *>(static_cast<u8 *>(out) +
-                                     (r0 + i) * (cols / 2) + 8 * b) =
-              make_uint2(packed[0], packed[1]);
-          scales[(r0 + i) * (cols / 16) + b] = sB;
+          *reinterpret_cast<uint2 *>(static_cast<u8 *>(out) + r * (cols / 2) +
+                                     8 * b) = make_uint2(packed[0], packed[1]);
+          scales[r * (cols / 16) + b] = sB;
           continue;
         }
         TE_UNROLL
@@ -537,7 +553,7 @@ groupedRowsNvfp4Values(const u16 *in, i64 rows, i64 cols,
           o[j] = nvfp4RoundTrip2<Stochastic>(bf16Lo(w[j]), bf16Hi(w[j]), enc,
                                              enc, dec, dec, word, word >> 8);
         }
-        store(r0 + i, b, o);
+        store(r, b, o);
       }
     }
   }

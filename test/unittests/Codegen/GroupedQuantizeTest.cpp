@@ -436,16 +436,25 @@ const Scheme kCurrentSchemes[] = {Scheme::fp8Current(DType::E4M3),
                                   Scheme::fp8Current(DType::E4M3, false, 0.5)};
 
 TEST(GroupedRowsQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
-  // Accepted, and (with NVRTC) compiled.
+  // Accepted, and (with NVRTC) compiled without spills: the 16x16 NVFP4
+  // kernels hold a band's 16 rows of a block in registers.
   auto compiles = [](const cg::GroupedRowsQuantizeSpec &s) {
     SCOPED_TRACE(s.kernelName());
     ASSERT_TRUE(cg::checkGroupedRowsQuantize(s).isOk());
     if (!rt::nvrtcVersion())
       return;
     cg::EmittedGroupedRowsQuantize e = cg::emitGroupedRowsQuantize(s);
-    rt::Expected<rt::CompiledKernel> k = rt::compileCuda(
-        e.source, e.quantizeEntry + ".cu", rt::CompileOptions{});
+    rt::CompileOptions opts;
+    opts.flags.push_back("--ptxas-options=-v");
+    rt::Expected<rt::CompiledKernel> k =
+        rt::compileCuda(e.source, e.quantizeEntry + ".cu", opts);
     ASSERT_TRUE(k) << k.status().message();
+    size_t reports = 0;
+    for (size_t at = k->log.find(" bytes spill stores");
+         at != std::string::npos;
+         at = k->log.find(" bytes spill stores", at + 1), ++reports)
+      EXPECT_EQ(k->log.compare(at - 2, 2, " 0"), 0) << k->log;
+    EXPECT_GT(reports, 0u) << k->log;
   };
   for (bool stack : {false, true})
     compiles({kCurrentSchemes[1], 8, 4096, stack});
