@@ -785,7 +785,9 @@ void checkPerExpertNvfp4(GroupedQuantizeGpu &t, int64_t m, int64_t c, int64_t g,
 // grouped GEMM reads, and the codes and scales the NVFP4 one reads, bit for
 // bit against each expert quantized (and dequantized) alone; ragged splits with
 // an empty expert and padding rows, an expert far larger than the others, and
-// runs of many rows per warp.
+// runs of many rows per warp; rows of 16, 4 and 25 blocks (a warp's lanes,
+// or lane pairs for 16x16 tiles, take 32 or 16 blocks at a time: one full
+// round, one partial, and a full round then a partial one).
 TEST_F(GroupedQuantizeGpu, PerExpertNvfp4ValuesAreBitExact) {
   {
     const int64_t m = 701, c = 256, g = 4, n = 256;
@@ -796,6 +798,11 @@ TEST_F(GroupedQuantizeGpu, PerExpertNvfp4ValuesAreBitExact) {
     for (int64_t i = 256 * c; i < 512 * c; ++i)
       w[i] = ref::floatToBF16(ref::bf16ToFloat(w[i]) / 1000.0f);
     checkPerExpertNvfp4(*this, m, c, g, n, {129, 0, 300, 250}, x, w);
+  }
+  {
+    const int64_t m = 333, c = 400, g = 3, n = 48;
+    checkPerExpertNvfp4(*this, m, c, g, n, {100, 0, 200}, randomBf16(m * c, 14),
+                        randomBf16(g * n * c, 15));
   }
   const int64_t m = 20011, c = 64, g = 5, n = 2048;
   checkPerExpertNvfp4(*this, m, c, g, n, {5003, 0, 7777, 1, 6000},
