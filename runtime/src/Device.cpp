@@ -280,6 +280,12 @@ Expected<Kernel> Kernel::load(const std::vector<char> &cubin,
                       "' not found in the module (missing extern \"C\"?)");
   TE_RETURN_IF_ERROR(cuCheck(api, r, "cuModuleGetFunction"));
   k.function_ = fn;
+  int binary = 0; // major * 10 + minor of the code loaded
+  TE_RETURN_IF_ERROR(cuCheck(
+      api,
+      api.cuFuncGetAttribute(&binary, CU_FUNC_ATTRIBUTE_BINARY_VERSION, fn),
+      "cuFuncGetAttribute(binary version)"));
+  k.canOverlap_ = binary >= 90;
   return k;
 }
 
@@ -339,7 +345,7 @@ Status Kernel::launch(Dim3 grid, Dim3 block, unsigned sharedBytes,
   unsigned numAttrs = 0;
   if (cluster.x * cluster.y * cluster.z > 1)
     attrs[numAttrs++] = clusterAttribute(cluster);
-  if (overlapsPredecessor) {
+  if (overlapsPredecessor && canOverlap_) {
     CUlaunchAttribute &a = attrs[numAttrs++];
     a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     a.value.programmaticStreamSerializationAllowed = 1;
@@ -348,9 +354,7 @@ Status Kernel::launch(Dim3 grid, Dim3 block, unsigned sharedBytes,
     CUlaunchConfig config =
         launchConfig(grid, block, sharedBytes, stream, attrs, numAttrs);
     return cuCheck(api, api.cuLaunchKernelEx(&config, fn, args, nullptr),
-                   overlapsPredecessor
-                       ? "cuLaunchKernelEx (overlapping its predecessor)"
-                       : "cuLaunchKernelEx (thread-block cluster)");
+                   "cuLaunchKernelEx");
   }
   return cuCheck(api,
                  api.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x,

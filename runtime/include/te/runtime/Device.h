@@ -134,8 +134,9 @@ public:
   /// launches thread-block clusters (cuLaunchKernelEx; Hopper).
   /// `overlapsPredecessor`: a programmatic dependent launch, which may start
   /// while the stream's previous kernel runs; the kernel must wait for it
-  /// (te/device/LaunchOrder.cuh) before touching its results. Before sm_90
-  /// the driver launches it in order.
+  /// (te/device/LaunchOrder.cuh) before touching its results. A kernel
+  /// compiled for an older architecture ignores the flag (launched in
+  /// order, as its griddepcontrol calls compile to nothing).
   Status launch(Dim3 grid, Dim3 block, unsigned sharedBytes, const Stream &s,
                 void **args, Dim3 cluster = {},
                 bool overlapsPredecessor = false) const;
@@ -154,6 +155,8 @@ private:
   Status allowSharedBytes(unsigned sharedBytes) const;
   std::shared_ptr<void> module_;
   void *function_ = nullptr;
+  /// Compiled for sm_90 or newer: launches may overlap their predecessor.
+  bool canOverlap_ = false;
   /// Dynamic shared memory the function is opted in to; any use sets the
   /// attribute, since static + dynamic may pass 48 KB below 48 KB dynamic.
   mutable unsigned sharedLimit_ = 0;
