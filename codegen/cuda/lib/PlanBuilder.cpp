@@ -168,10 +168,13 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
         2 * table.bytes(partial) + table.bytes(out.values[q.biasGrad].tensor);
   }
   args.push_back(ArgDesc::ptr(partial));
-  // After an amax pre-pass the tile kernel overlaps it: its CTAs load their
-  // tiles, then wait for the amax (quantizeTileIn).
+  // Right after an amax pre-pass (no scale padding filled, no reduction
+  // over ranks between them) the tile kernel overlaps it: its CTAs load
+  // their tiles, then wait for the amax (quantizeTileIn).
+  const bool afterPrepass =
+      (globalAmax >= 0 || rhtAmax >= 0) && w.kp.lastStepLaunches();
   w.launchTiles(src.mainEntry, m, k, in.dtype, std::move(args))
-      .overlapsPredecessor = globalAmax >= 0 || rhtAmax >= 0;
+      .overlapsPredecessor = afterPrepass;
   // Delayed scaling records the amax as it casts: the record of a shard
   // becomes the whole tensor's afterwards.
   if (q.amaxRanks > 1)
@@ -180,15 +183,16 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
         reduceOverRanks(
             out.values[s.value].dir[s.dir == Direction::Rowwise ? 0 : 1].amax);
   if (q.biasGrad >= 0) {
-    // Overlaps the launch before it: the tile kernel, or a reduction over
-    // ranks that starts once the tile kernel has ended.
+    // Overlaps the tile kernel right before it (not a reduction over ranks
+    // of delayed scaling's amax).
+    const bool afterTiles = w.kp.lastStepLaunches();
     rt::KernelSpec &finish = w.launch(
         src.biasEntry,
         rt::Dim3{unsigned(rt::ceilDiv(k, int64_t(kBiasFinalizeThreads))), 1, 1},
         {ArgDesc::ptr(partial), ArgDesc::i64(chunks), ArgDesc::i64(k),
          ArgDesc::ptr(out.values[q.biasGrad].tensor)});
     finish.block = rt::Dim3{kBiasFinalizeThreads, 1, 1};
-    finish.overlapsPredecessor = true;
+    finish.overlapsPredecessor = afterTiles;
   }
   return std::move(w.kp);
 }

@@ -292,7 +292,9 @@ quantizeTileIn(TileSmem &smem, const void *x, i64 m, i64 k, i64 r0, i64 c0,
              List::kNeedsTileAmax, BiasGrad>(t, biasPartial);
   __syncthreads();
   // Launched to overlap an amax pre-pass, the tile is loaded and reduced
-  // while that pass ends; the stages read its amax (LaunchOrder.cuh).
+  // while that pass ends; the stages read its amax (LaunchOrder.cuh). So a
+  // kernel whose predecessor writes x (an optimizer's requantize after its
+  // update) must not be launched to overlap it.
   waitForPredecessor();
   List::template emit<Src>(t, args);
 }

@@ -349,8 +349,19 @@ TEST(QuantizeCodegenDbias, TheFinishingLaunchOverlapsTheTileKernel) {
 // A cast after an amax pre-pass (per-tensor current scaling; NVFP4, with
 // and without the RHT) overlaps it: the pre-pass lets it start, and its
 // tiles wait for the amax after loading (quantizeTileIn). A cast without
-// one (MXFP8) is an ordinary launch.
+// one (MXFP8) is an ordinary launch, and so is one with a fill between
+// (NVFP4 scales padded to 128 rows: 208 rows).
 TEST(QuantizeCodegenPlan, TheCastOverlapsItsAmaxPrePass) {
+  {
+    Scheme s = Scheme::nvfp4();
+    cg::Program p = programFor(Case{"c", s, s, false}, 208, 256, DType::BF16);
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    const rt::Plan &kp = plan->kernels.at(0).plan;
+    ASSERT_GE(kp.steps.size(), 2u);
+    EXPECT_EQ(kp.steps[kp.steps.size() - 2].kind, rt::Step::Kind::Fill);
+    EXPECT_FALSE(kp.kernels.back().overlapsPredecessor);
+  }
   for (auto [scheme, prepass] :
        {std::pair{Scheme::fp8Current(DType::E4M3), true},
         std::pair{Scheme::nvfp4(), true}, std::pair{Scheme::nvfp4(true), true},

@@ -62,6 +62,13 @@ struct KernelPlan {
     ++launches;
     return plan.kernels.back();
   }
+  /// Whether the last step launches a kernel. A launch that overlaps its
+  /// predecessor (KernelSpec::overlapsPredecessor) is asked for only then:
+  /// after a fill or a collective it would gain nothing.
+  bool lastStepLaunches() const {
+    return !plan.steps.empty() &&
+           plan.steps.back().kind == rt::Step::Kind::Launch;
+  }
   /// Appends a step zeroing `buffer`.
   void addFill(int buffer) {
     rt::Step s;
