@@ -176,6 +176,11 @@ rt::Status DeviceEntry::runKernel(size_t i, const rt::Stream &s) {
   return state_->executors[i].run(s);
 }
 
+rt::Status DeviceEntry::runKernelSteps(size_t i, size_t first, size_t end,
+                                       const rt::Stream &s) {
+  return state_->executors[i].runSteps(s, first, end);
+}
+
 rt::Status DeviceEntry::capture(const rt::Stream &s) {
   State &st = *state_;
   rt::Expected<rt::Graph> g =

@@ -202,6 +202,10 @@ Status PlanExecutor::bind(uint32_t index, uint64_t devicePtr, uint64_t bytes) {
 }
 
 Status PlanExecutor::run(const Stream &s) {
+  return runSteps(s, 0, state_->plan.steps.size());
+}
+
+Status PlanExecutor::runSteps(const Stream &s, size_t first, size_t end) {
   State &st = *state_;
   for (size_t i = 0; i < st.plan.buffers.size(); ++i)
     if (st.plan.buffers[i].external && st.ptrs[i] == 0)
@@ -214,7 +218,12 @@ Status PlanExecutor::run(const Stream &s) {
   if (st.stale)
     TE_RETURN_IF_ERROR(st.fillArgs());
   const std::vector<Step> &steps = st.plan.steps;
-  for (size_t i = 0; i < steps.size(); ++i) {
+  if (first > end || end > steps.size())
+    return Status(StatusCode::InvalidArgument,
+                  "steps [" + std::to_string(first) + ", " +
+                      std::to_string(end) + ") of a plan of " +
+                      std::to_string(steps.size()));
+  for (size_t i = first; i < end; ++i) {
     const Step &step = steps[i];
     switch (step.kind) {
     case Step::Kind::Launch: {
@@ -258,10 +267,10 @@ Status PlanExecutor::run(const Stream &s) {
                                std::to_string(c.ranks) + ")"));
       // Consecutive collectives form one NCCL group.
       auto collective = [&](size_t j) {
-        return j < steps.size() && steps[j].kind == Step::Kind::Collective;
+        return j >= first && j < end && steps[j].kind == Step::Kind::Collective;
       };
-      bool first = !(i > 0 && collective(i - 1)), last = !collective(i + 1);
-      if (first && !last)
+      bool opens = !(i > 0 && collective(i - 1)), last = !collective(i + 1);
+      if (opens && !last)
         TE_RETURN_IF_ERROR(st.comm->groupStart());
       Status done = Status::ok();
       switch (c.kind) {
@@ -280,7 +289,7 @@ Status PlanExecutor::run(const Stream &s) {
         break;
       }
       // A group is closed on success and on failure.
-      bool grouped = !(first && last);
+      bool grouped = !(opens && last);
       if (grouped && (last || !done.isOk())) {
         Status closed = st.comm->groupEnd();
         if (done.isOk())

@@ -65,6 +65,24 @@ static double timeMedian(rt::EventTimer &timer, const rt::Stream &s, int runs,
   return median(ms);
 }
 
+/// A GEMM op of several launches (a grouped GEMM that quantizes its
+/// operands first): each launch timed alone, with its share of the op.
+/// Run alone, a launch reads what the previous run of the op left (an amax,
+/// a cast operand), so its time is that of its place in the op.
+static void benchSteps(exec::CudaRunner &runner, size_t k,
+                       rt::EventTimer &timer, const rt::Stream &s, int runs) {
+  const rt::Plan &plan = runner.kernelPlan(k).plan;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (plan.steps[i].kind != rt::Step::Kind::Launch)
+      continue;
+    double t = timeMedian(
+        timer, s, runs, [&] { return runner.runKernelSteps(k, i, i + 1, s); });
+    llvm::outs() << llvm::format("  launch %-54s %9.1f us\n",
+                                 plan.kernels[plan.steps[i].index].name.c_str(),
+                                 t * 1e3);
+  }
+}
+
 void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs,
            unsigned idleMs) {
   double ceiling = copyCeiling(s);
@@ -95,6 +113,8 @@ void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs,
       llvm::outs() << llvm::format(
           "bench %-28s GEMM %9.1f us  %8.1f TFLOP/s  (%s)\n", kp.name.c_str(),
           t * 1e3, double(kp.flops) / (t * 1e-3) * 1e-12, kp.engine.c_str());
+      if (kp.launches > 1)
+        benchSteps(runner, k, *timer, s, runs);
       continue;
     }
     otherUs += t * 1e3;

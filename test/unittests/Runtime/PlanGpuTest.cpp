@@ -106,6 +106,15 @@ TEST(PlanGpu, CaptureAndReplayWithChangedInputs) {
   ASSERT_TRUE(bufs[1].copyFromHost(&lr, 4, *s));
   ASSERT_TRUE(ex->run(*s));
   check(0.5f);
+  // The same steps in two ranges (te-run --bench times launches this way).
+  lr = 3.0f;
+  ASSERT_TRUE(bufs[1].copyFromHost(&lr, 4, *s));
+  ASSERT_TRUE(ex->runSteps(*s, 0, 1));
+  ASSERT_TRUE(ex->runSteps(*s, 1, 3));
+  check(3.0f);
+  EXPECT_EQ(ex->runSteps(*s, 2, 4).code(), StatusCode::InvalidArgument);
+  lr = 0.5f;
+  ASSERT_TRUE(bufs[1].copyFromHost(&lr, 4, *s));
 
   ASSERT_TRUE(ex->capture(*s));
   for (float next : {2.0f, -0.25f}) {

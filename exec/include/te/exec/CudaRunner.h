@@ -48,6 +48,11 @@ public:
   rt::Status runKernel(size_t i, const rt::Stream &s) {
     return entry_.runKernel(i, s);
   }
+  /// Runs steps [first, end) of kernel `i`'s plan alone (for timing).
+  rt::Status runKernelSteps(size_t i, size_t first, size_t end,
+                            const rt::Stream &s) {
+    return entry_.runKernelSteps(i, first, end, s);
+  }
   size_t numKernels() const { return entry_.numKernels(); }
   const cg::KernelPlan &kernelPlan(size_t i) const {
     return entry_.plan().kernels[i];

@@ -71,6 +71,9 @@ public:
   rt::Status run(const rt::Stream &s);
   /// Runs kernel `i` alone (for timing).
   rt::Status runKernel(size_t i, const rt::Stream &s);
+  /// Runs steps [first, end) of kernel `i`'s plan alone (for timing).
+  rt::Status runKernelSteps(size_t i, size_t first, size_t end,
+                            const rt::Stream &s);
   /// Records run()'s kernels into a CUDA graph (no work runs); replay()
   /// launches it. Arguments may change between replays (the graph holds
   /// addresses), so an optimizer step replays with a new lr and step.

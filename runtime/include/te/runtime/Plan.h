@@ -192,6 +192,9 @@ public:
   Status bind(uint32_t index, uint64_t devicePtr, uint64_t bytes);
   /// Enqueues every step (all external buffers must be bound).
   Status run(const Stream &s);
+  /// Enqueues steps [first, end) only (for timing one launch of a plan:
+  /// te-run --bench). A group of collectives is cut at the range's ends.
+  Status runSteps(const Stream &s, size_t first, size_t end);
   /// Records run() into a CUDA graph (binding changes need a new capture).
   Status capture(const Stream &s);
   /// Launches the captured graph.
