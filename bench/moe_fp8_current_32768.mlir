@@ -11,7 +11,8 @@
 // Hopper) and @nvfp4_grad its backward under TE's NVFP4 recipe (dy
 // stochastically rounded, the wgrad's operands Hadamard-transformed, each
 // expert's values for the BF16 kernels), @bf16 and @bf16_grad in BF16, for
-// the comparison in one run:
+// the comparison in one run; @nvfp4_1d_grad is @nvfp4_grad with 1x16 weight
+// blocks (the dgrad casts the stack's 16x1 columns):
 //
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry current
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry block
@@ -25,6 +26,13 @@ te.recipe @nv {
 }
 te.recipe @nv_train {
   te.rule "grouped_linear", "weight"      -> #te.nvfp4<block2d>
+  te.rule "grouped_linear", "input"       -> #te.nvfp4<rht>
+  te.rule "grouped_linear", "grad_output" -> #te.nvfp4<rht, sr>
+}
+// TE's NVFP4 training recipe with 1x16 weight blocks instead of 16x16: the
+// dgrad then reads the stack's own 16x1 columnwise quantization.
+te.recipe @nv_train_1d {
+  te.rule "grouped_linear", "weight"      -> #te.nvfp4<>
   te.rule "grouped_linear", "input"       -> #te.nvfp4<rht>
   te.rule "grouped_linear", "grad_output" -> #te.nvfp4<rht, sr>
 }
@@ -155,4 +163,15 @@ func.func @delayed_step(%x: tensor<32768x7168xbf16>,
          -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
   return %h, %dx, %dw : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
                         tensor<8x4096x7168xf32>
+}
+
+func.func @nvfp4_1d_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf16>,
+                         %w: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                         %splits: tensor<8xi64>)
+    -> (tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>) {
+  %dx, %dw = te.grouped_linear_grad %dh, %x, %w, %splits {recipe = @nv_train_1d}
+         : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+           tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+  return %dx, %dw : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
 }

@@ -138,6 +138,8 @@
 // MOECURRENT-NEXT: tek.grouped_wgrad "te_grouped_wgrad_1" %arg0, %arg1, %arg3 {grad_output_scheme = #te.nvfp4<rht, sr>, input_scheme = #te.nvfp4<rht>}
 // MOECURRENT-LABEL: func.func @bf16_grad(
 // MOECURRENT: tek.grouped_wgrad
+// MOECURRENT-LABEL: func.func @nvfp4_1d_grad(
+// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg2, %arg3 {input_scheme = #te.nvfp4<rht, sr>, weight_columnwise, weight_scheme = #te.nvfp4<>}
 
 // MOEBF16-LABEL: func.func @fprop(
 // MOEBF16: tek.grouped_gemm "te_grouped_gemm_0"
