@@ -23,7 +23,6 @@
 #include "HopperGpuTest.h"
 
 #include "te/codegen/GroupedGemmEmitter.h"
-#include "te/runtime/KernelCache.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
 
@@ -209,13 +208,8 @@ protected:
     const uint8_t poison = specials_ ? 0xEE : 0xFF;
     ASSERT_TRUE(y->fill(poison, *stream_));
 
-    rt::KernelCache cache;
-    rt::Expected<rt::CompileOptions> opts = cg::groupedGemmCompileOptions();
-    ASSERT_TRUE(opts) << opts.status().message();
-    auto compiled = cache.getOrCompile(cg::emitGroupedGemm(s), *opts);
-    ASSERT_TRUE(compiled) << compiled.status().message();
     rt::Expected<rt::Kernel> kernel =
-        rt::Kernel::load((*compiled)->cubin, s.kernelName());
+        loadEngineKernel(cg::emitGroupedGemm(s), s.kernelName());
     ASSERT_TRUE(kernel) << kernel.status().message();
     cg::GroupedGemmBuffers b{x.devicePtr(),
                              w.devicePtr(),

@@ -18,7 +18,6 @@
 #include "HopperGpuTest.h"
 
 #include "te/codegen/GroupedWgradEmitter.h"
-#include "te/runtime/KernelCache.h"
 #include "te/runtime/reference/Gemm.h"
 
 #include <gtest/gtest.h>
@@ -208,12 +207,8 @@ protected:
     ASSERT_TRUE(dw);
     ASSERT_TRUE(dw->fill(0xFF, *stream_)); // NaN: unwritten tiles show
 
-    rt::KernelCache cache;
-    auto compiled = cache.getOrCompile(cg::emitGroupedWgrad(s),
-                                       *cg::groupedGemmCompileOptions());
-    ASSERT_TRUE(compiled) << compiled.status().message();
     rt::Expected<rt::Kernel> kernel =
-        rt::Kernel::load((*compiled)->cubin, s.kernelName());
+        loadEngineKernel(cg::emitGroupedWgrad(s), s.kernelName());
     ASSERT_TRUE(kernel) << kernel.status().message();
     cg::GroupedWgradBuffers buf{a.devicePtr(),
                                 b.devicePtr(),

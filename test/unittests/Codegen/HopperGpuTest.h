@@ -14,8 +14,10 @@
 #ifndef TE_TEST_UNITTESTS_CODEGEN_HOPPERGPUTEST_H
 #define TE_TEST_UNITTESTS_CODEGEN_HOPPERGPUTEST_H
 
+#include "te/codegen/GroupedGemmEmitter.h"
 #include "te/formats/Scheme.h"
 #include "te/runtime/Device.h"
+#include "te/runtime/KernelCache.h"
 #include "te/runtime/reference/Codecs.h"
 
 #include <gtest/gtest.h>
@@ -47,6 +49,20 @@ protected:
     EXPECT_TRUE(b);
     EXPECT_TRUE(b->copyFromHost(v.data(), v.size() * sizeof(T), *stream_));
     return std::move(*b);
+  }
+
+  /// Compiles a GEMM engine kernel's `source` with the engine's options
+  /// (CUTLASS/CuTe headers, sm_90a) and loads `entry`.
+  static rt::Expected<rt::Kernel> loadEngineKernel(const std::string &source,
+                                                   const std::string &entry) {
+    rt::Expected<rt::CompileOptions> opts = cg::groupedGemmCompileOptions();
+    if (!opts)
+      return opts.status();
+    rt::KernelCache cache;
+    auto compiled = cache.getOrCompile(source, *opts);
+    if (!compiled)
+      return compiled.status();
+    return rt::Kernel::load((*compiled)->cubin, entry);
   }
 
   static std::vector<uint8_t> e4m3Codes(const std::vector<float> &v) {
