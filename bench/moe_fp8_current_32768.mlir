@@ -12,7 +12,8 @@
 // stochastically rounded, the wgrad's operands Hadamard-transformed, each
 // expert's values for the BF16 kernels), @bf16 and @bf16_grad in BF16, for
 // the comparison in one run; @nvfp4_1d_grad is @nvfp4_grad with 1x16 weight
-// blocks (the dgrad casts the stack's 16x1 columns):
+// blocks (the dgrad casts the stack's 16x1 columns); @mlp and @mlp_grad are
+// two such layers in a row and their backward:
 //
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry current
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry block
@@ -174,4 +175,42 @@ func.func @nvfp4_1d_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf1
            tensor<8x4096x7168xbf16>, tensor<8xi64>
          -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
   return %dx, %dw : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+}
+
+// Two expert layers in a row under per-tensor current scaling (K = 7168 ->
+// N = 4096 -> 7168; no activation between them, which the dialect has no op
+// for): the first GEMM's epilogue takes each expert's amax of h, so the
+// second layer casts h without an amax pass of its own. @mlp_grad is their
+// backward: the second layer's dgrad takes dh's amaxes for the first
+// layer's dgrad and wgrad.
+func.func @mlp(%x: tensor<32768x7168xbf16>,
+               %w1: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+               %w2: tensor<8x7168x4096xbf16> {te.persistent = "experts.w2"},
+               %splits: tensor<8xi64>) -> tensor<32768x7168xbf16> {
+  %h = te.grouped_linear %x, %w1, %splits {recipe = @per_tensor}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>
+  %y = te.grouped_linear %h, %w2, %splits {recipe = @per_tensor}
+         : tensor<32768x4096xbf16>, tensor<8x7168x4096xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>
+  return %y : tensor<32768x7168xbf16>
+}
+
+func.func @mlp_grad(%dy: tensor<32768x7168xbf16>, %x: tensor<32768x7168xbf16>,
+                    %h: tensor<32768x4096xbf16>,
+                    %w1: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                    %w2: tensor<8x7168x4096xbf16> {te.persistent = "experts.w2"},
+                    %splits: tensor<8xi64>)
+    -> (tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>,
+        tensor<8x7168x4096xf32>) {
+  %dh, %dw2 = te.grouped_linear_grad %dy, %h, %w2, %splits {recipe = @per_tensor}
+         : tensor<32768x7168xbf16>, tensor<32768x4096xbf16>,
+           tensor<8x7168x4096xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>, tensor<8x7168x4096xf32>
+  %dx, %dw1 = te.grouped_linear_grad %dh, %x, %w1, %splits {recipe = @per_tensor}
+         : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>,
+           tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
+  return %dx, %dw1, %dw2 : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>,
+                           tensor<8x7168x4096xf32>
 }

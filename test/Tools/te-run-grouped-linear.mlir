@@ -3,6 +3,7 @@
 // RUN: not te-run %s --entry mxfp8_bias --grouped-mxfp8=fast 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: te-run %s --random-inputs 5 --entry nvfp4_bias --grouped-nvfp4=dequantize --check-if-gpu | FileCheck %s --check-prefix=NVDEQUANT
 // RUN: not te-run %s --entry nvfp4_bias --grouped-nvfp4=codes 2>&1 | FileCheck %s --check-prefix=NVBAD
+// RUN: te-run %s --random-inputs 5 --entry current_chain,nvfp4_chain,current_chain_grad | FileCheck %s --check-prefix=CHAIN
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
@@ -32,6 +33,17 @@
 // BAD: te-legalize-target: grouped-mxfp8 is auto, direct or dequantize, not 'fast'
 // NVDEQUANT: result0 ({{.*}}): data[500x256 bf16]
 // NVBAD: te-legalize-target: grouped-nvfp4 is auto, direct or dequantize, not 'codes'
+// Two layers in a row, the second quantizing the first's output with one
+// amax per expert (per-tensor FP8, then NVFP4 codes), and the backward of
+// two per-tensor layers, whose second dgrad's output dh the first layer's
+// dgrad and wgrad quantize: on the GPU the producing GEMM takes those
+// amaxes in its epilogue, with no pass of their own (GroupedGemmPlanTest).
+// CHAIN: call 1 current_chain: rms(result0)=
+// CHAIN: call 2 nvfp4_chain: rms(result0)=
+// CHAIN: call 3 current_chain_grad: rms(result0)=
+// CHAIN: result0 ({{.*}}): data[500x384 bf16]
+// CHAIN: result1 ({{.*}}): data[1024x384 f32]
+// CHAIN: result2 ({{.*}}): data[1536x256 f32]
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=
@@ -177,4 +189,42 @@ func.func @mxfp8_nvfp4_grad(%dy: tensor<500x256xbf16>, %x: tensor<500x384xbf16>,
       : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
       -> tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
   return %dx, %dw, %db : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x256xf32>
+}
+
+func.func @current_chain(%x: tensor<500x384xbf16>, %w1: tensor<4x256x384xbf16>,
+                         %w2: tensor<4x384x256xbf16>, %s: tensor<4xi64>)
+    -> tensor<500x384xbf16> {
+  %h = te.grouped_linear %x, %w1, %s {recipe = @current}
+         : tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+         -> tensor<500x256xbf16>
+  %y = te.grouped_linear %h, %w2, %s {recipe = @current}
+         : tensor<500x256xbf16>, tensor<4x384x256xbf16>, tensor<4xi64>
+         -> tensor<500x384xbf16>
+  return %y : tensor<500x384xbf16>
+}
+
+func.func @nvfp4_chain(%x: tensor<500x384xbf16>, %w1: tensor<4x256x384xbf16>,
+                       %w2: tensor<4x384x256xbf16>, %s: tensor<4xi64>)
+    -> tensor<500x384xbf16> {
+  %h = te.grouped_linear %x, %w1, %s {recipe = @fp8_block}
+         : tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+         -> tensor<500x256xbf16>
+  %y = te.grouped_linear %h, %w2, %s {recipe = @nvfp4}
+         : tensor<500x256xbf16>, tensor<4x384x256xbf16>, tensor<4xi64>
+         -> tensor<500x384xbf16>
+  return %y : tensor<500x384xbf16>
+}
+
+func.func @current_chain_grad(%dy: tensor<500x384xbf16>, %x: tensor<500x384xbf16>,
+                              %h: tensor<500x256xbf16>,
+                              %w1: tensor<4x256x384xbf16>,
+                              %w2: tensor<4x384x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x384x256xf32>) {
+  %dh, %dw2 = te.grouped_linear_grad %dy, %h, %w2, %s {recipe = @current_bwd}
+      : tensor<500x384xbf16>, tensor<500x256xbf16>, tensor<4x384x256xbf16>, tensor<4xi64>
+      -> tensor<500x256xbf16>, tensor<4x384x256xf32>
+  %dx, %dw1 = te.grouped_linear_grad %dh, %x, %w1, %s {recipe = @current_bwd}
+      : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+      -> tensor<500x384xbf16>, tensor<4x256x384xf32>
+  return %dx, %dw1, %dw2 : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x384x256xf32>
 }

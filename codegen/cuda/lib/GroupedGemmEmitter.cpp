@@ -131,6 +131,8 @@ std::string GroupedGemmSpec::kernelName() const {
   os << "_s" << r.stages;
   if (r.nvfp4())
     os << "r" << r.rawStages;
+  if (outputAmax)
+    os << "_amax";
   return os.str();
 }
 
@@ -224,9 +226,11 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << "    const __grid_constant__ cute::TmaDescriptor tmY,\n"
      << "    const void *sw, const void *sx, const long long *splits,\n"
      << "    const unsigned short *bias, unsigned short *y, int mTotal,\n"
-     << "    const float *amaxX, const float *amaxW) {\n"
-     << "  te::gemm::groupedGemmSm90<Config>(&tmX, &tmW, &tmSX, &tmY, sw, sx, "
-        "splits, bias, y, mTotal, amaxX, amaxW);\n"
+     << "    const float *amaxX, const float *amaxW, float *amaxY) {\n"
+     << "  te::gemm::groupedGemmSm90<Config, "
+     << (s.outputAmax ? "true" : "false")
+     << ">(&tmX, &tmW, &tmSX, &tmY, sw, sx, splits, bias, y, mTotal, amaxX, "
+        "amaxW, amaxY);\n"
      << "}\n";
   return os.str();
 }
@@ -245,9 +249,9 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions() {
   return o;
 }
 
-std::array<void *, 12> GroupedGemmLaunch::args() {
-  return {&maps[0], &maps[1], &maps[2], &maps[3], &sw,    &sx,
-          &splits,  &bias,    &y,       &mTotal,  &amaxX, &amaxW};
+std::array<void *, 13> GroupedGemmLaunch::args() {
+  return {&maps[0], &maps[1], &maps[2], &maps[3], &sw,    &sx,   &splits,
+          &bias,    &y,       &mTotal,  &amaxX,   &amaxW, &amaxY};
 }
 
 std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
@@ -328,6 +332,10 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
     return Status(StatusCode::InvalidArgument,
                   "grouped GEMM: M_total must be 1..2^31-1, got " +
                       std::to_string(b.mTotal));
+  if (s.outputAmax && b.amaxY == 0)
+    return Status(StatusCode::InvalidArgument,
+                  "grouped GEMM (" + s.kernelName() +
+                      "): the output's amax needs its [G] f32 buffer");
   std::array<rt::TensorMapShape, 4> shapes = groupedGemmMaps(s, b.mTotal);
   const bool scaleMap = s.fp8() && !s.mxfp8();
   uint64_t bases[4] = {b.x, b.w, scaleMap ? b.sx : b.x,
@@ -343,6 +351,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
   l.sx = s.mxfp8() || s.nvfp4() ? b.sx : 0;
   l.amaxX = s.nvfp4() ? b.amaxX : 0;
   l.amaxW = s.nvfp4() ? b.amaxW : 0;
+  l.amaxY = s.outputAmax ? b.amaxY : 0;
   l.splits = b.splits;
   l.bias = b.bias;
   l.y = b.y;
@@ -363,7 +372,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
 
 rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,
                              const rt::Stream &stream) {
-  std::array<void *, 12> args = l.args();
+  std::array<void *, 13> args = l.args();
   return kernel.launch(l.grid, l.block, l.sharedBytes, stream, args.data(),
                        l.cluster);
 }

@@ -74,6 +74,19 @@ static rt::KernelSpec quantizeLaunch(const Program &p, const std::string &entry,
 /// bytes); later kernels of the entry read that buffer (the entry's kernels
 /// run in order, and a value never changes) - the dgrad and the wgrad of
 /// one dy, say, or a train step's fprop and dgrad of one stack.
+/// The buffer name of expertAmax's result: by what it is computed from, the
+/// input's and the splits' buffers.
+static std::string expertAmaxName(const Entry &e, const EntryPlan &out,
+                                  int value, int splits, int64_t groups,
+                                  bool rht) {
+  const int input = out.values[size_t(value)].tensor;
+  const int splitBuf = splits >= 0 ? out.values[size_t(splits)].tensor : -1;
+  return e.values[size_t(value)].name + ".expert_amax" + (rht ? "_rht" : "") +
+         ".b" + std::to_string(input) +
+         (splitBuf >= 0 ? ".b" + std::to_string(splitBuf)
+                        : ".g" + std::to_string(groups));
+}
+
 static int expertAmax(const Program &p, const Entry &e, BufferTable &table,
                       const EntryPlan &out, KernelPlan &kp, int value,
                       int splits, int64_t groups, bool rht) {
@@ -81,13 +94,9 @@ static int expertAmax(const Program &p, const Entry &e, BufferTable &table,
   const int64_t rows = v.rows(), cols = v.cols();
   const int input = out.values[size_t(value)].tensor;
   const int splitBuf = splits >= 0 ? out.values[size_t(splits)].tensor : -1;
-  // Named by what it is computed from: the input's and the splits' buffers.
-  const std::string name = v.name + ".expert_amax" + (rht ? "_rht" : "") +
-                           ".b" + std::to_string(input) +
-                           (splitBuf >= 0 ? ".b" + std::to_string(splitBuf)
-                                          : ".g" + std::to_string(groups));
+  const std::string name = expertAmaxName(e, out, value, splits, groups, rht);
   if (int known = table.find(name); known >= 0)
-    return known;
+    return known; // this entry's pass, or the epilogue of value's GEMM
   const int amax = table.add(name, uint64_t(groups * 4));
   kp.addFill(amax);
   if (rht) { // over the grouped columnwise pass's grid
@@ -217,6 +226,44 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   return PerExpertOperand{codes, blockScales, amax};
 }
 
+/// Whether a kernel of `e` after `producer` takes the amax of each expert's
+/// rows of `value` under `splits` - expertAmax(value, splits, rht = false) -
+/// as the plans above decide: a grouped GEMM quantizing its tokens per
+/// expert (not under delayed scaling), a grouped wgrad its dy or x by a
+/// scheme scaled by each expert's amax (not through the Hadamard transform).
+static bool laterTakesExpertAmax(const Entry &e, const Kernel &producer,
+                                 int value, int splits) {
+  auto takes = [&](const Kernel &k) {
+    if (const auto *g = std::get_if<GroupedGemmKernel>(&k)) {
+      if (!g->quantizesPerExpert() || g->x != value || g->splits != splits)
+        return false;
+      GroupedRowsQuantizeSpec qs;
+      qs.scheme = *g->xScheme;
+      return !qs.delayed();
+    }
+    if (const auto *w = std::get_if<GroupedWgradKernel>(&k)) {
+      if (w->splits != splits)
+        return false;
+      for (const auto &[operand, scheme] : {std::make_pair(w->dy, w->dyScheme),
+                                            std::make_pair(w->x, w->xScheme)}) {
+        GroupedQuantizeSpec qs;
+        qs.scheme = scheme;
+        if (operand == value && !qs.delayed() && qs.needsExpertAmax() &&
+            !(scheme.kind == SchemeKind::Nvfp4 && scheme.rht))
+          return true;
+      }
+    }
+    return false;
+  };
+  bool after = false;
+  for (const Kernel &k : e.kernels) {
+    if (after && takes(k))
+      return true;
+    after = after || &k == &producer;
+  }
+  return false;
+}
+
 /// A grouped GEMM: one persistent launch of the generated Hopper kernel
 /// (GroupedGemmEmitter.h) in 2-CTA clusters, its TMA descriptors over the
 /// operands' buffers encoded where the plan runs.
@@ -263,6 +310,13 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   spec.n = y.shape[1];
   spec.k = x.shape[1];
   spec.weightColumnwise = g.weightColumnwise;
+  // y's amax per expert from the epilogue, where a later kernel of the
+  // entry would take it in a pass of its own (expertAmax finds it).
+  const Kernel *self = nullptr;
+  for (const Kernel &k : e.kernels)
+    if (std::get_if<GroupedGemmKernel>(&k) == &g)
+      self = &k;
+  spec.outputAmax = self && laterTakesExpertAmax(e, *self, g.output, g.splits);
   spec = spec.resolved();
   if (rt::Status st = checkGroupedGemm(spec); !st.isOk())
     return unsupported(st.message());
@@ -310,6 +364,15 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
       amaxW = wq->amax;
     }
   }
+  // Named as expertAmax names it; added once nothing can fail, so that a
+  // plan left out (unsupported) leaves no buffer that nothing computes.
+  int amaxY = -1;
+  if (spec.outputAmax) {
+    amaxY = table.add(
+        expertAmaxName(e, out, g.output, g.splits, spec.groups, false),
+        uint64_t(spec.groups * 4));
+    kp.addFill(amaxY);
+  }
   ks->args = {rt::ArgDesc::tensorMap(xData, maps[0]),
               rt::ArgDesc::tensorMap(wData, maps[1]),
               // Block FP8 reads its x scales by TMA, MXFP8 through a
@@ -324,10 +387,11 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
               rt::ArgDesc::ptr(splits), rt::ArgDesc::ptr(bias),
               rt::ArgDesc::ptr(result), rt::ArgDesc::i32(int32_t(x.rows())),
               // NVFP4: each expert's amaxes, its global scales.
-              rt::ArgDesc::ptr(amaxX), rt::ArgDesc::ptr(amaxW)};
+              rt::ArgDesc::ptr(amaxX), rt::ArgDesc::ptr(amaxW),
+              rt::ArgDesc::ptr(amaxY)};
   kp.addLaunch(std::move(*ks));
-  for (int b :
-       {xData, xScale, wData, wScale, splits, bias, result, amaxX, amaxW})
+  for (int b : {xData, xScale, wData, wScale, splits, bias, result, amaxX,
+                amaxW, amaxY})
     kp.bytesMoved += table.bytes(b);
   kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
   if (g.quantizesPerExpert() && g.xScheme->kind == SchemeKind::Nvfp4)

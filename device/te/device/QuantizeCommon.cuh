@@ -134,6 +134,17 @@ template <bool F16> __device__ __forceinline__ u32 absMax2(u32 acc, u32 w) {
   return r;
 }
 
+/// absMax2 of bf16 pairs in one instruction: max.xorsign.abs takes each
+/// half's larger magnitude (a NaN never wins, as in absMax2) but leaves its
+/// sign bit the XOR of the operands' - clear the signs (& 0x7FFF7FFF) of the
+/// accumulated result before reading it. For loops whose every instruction
+/// counts (a GEMM epilogue's amax).
+__device__ __forceinline__ u32 magnitudeMax2(u32 acc, u32 w) {
+  u32 r;
+  asm("max.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(acc), "r"(w));
+  return r;
+}
+
 /// The low (even-address) and high bf16 of a packed pair, widened exactly.
 __device__ __forceinline__ float bf16Lo(u32 pair) {
   return bitsToFloat(pair << 16);

@@ -25,6 +25,7 @@
 #include "te/codegen/GroupedGemmEmitter.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
+#include "te/runtime/reference/Scales.h"
 
 #include <gtest/gtest.h>
 
@@ -224,6 +225,15 @@ protected:
       b.amaxX = amaxXBuf.devicePtr();
       b.amaxW = amaxWBuf.devicePtr();
     }
+    // The output's amax per expert (outputAmax): zeroed before each launch.
+    rt::Expected<rt::DeviceBuffer> amaxY =
+        rt::DeviceBuffer::allocate(uint64_t(g) * 4);
+    ASSERT_TRUE(amaxY);
+    const rt::DeviceBuffer *amaxOut = s.outputAmax ? &*amaxY : nullptr;
+    if (s.outputAmax) {
+      b.amaxY = amaxY->devicePtr();
+      ASSERT_TRUE(amaxY->fill(0, *stream_));
+    }
     rt::Expected<cg::GroupedGemmLaunch> launch =
         cg::prepareGroupedGemm(s, b, *device_, *kernel, maxCtas);
     ASSERT_TRUE(launch) << launch.status().message();
@@ -232,7 +242,7 @@ protected:
     };
     if (replaySplits.empty()) {
       ASSERT_TRUE(enqueue());
-      verify(s, *y, xv, wv, sx, sw, mTotal, splits);
+      verify(s, *y, xv, wv, sx, sw, mTotal, splits, amaxOut);
       return;
     }
     // One captured graph, replayed after new split sizes are written into
@@ -240,19 +250,23 @@ protected:
     rt::Expected<rt::Graph> graph = rt::Graph::capture(*stream_, enqueue);
     ASSERT_TRUE(graph) << graph.status().message();
     ASSERT_TRUE(graph->launch(*stream_));
-    verify(s, *y, xv, wv, sx, sw, mTotal, splits);
+    verify(s, *y, xv, wv, sx, sw, mTotal, splits, amaxOut);
     ASSERT_TRUE(splitBuf.copyFromHost(replaySplits.data(), g * 8, *stream_));
     ASSERT_TRUE(y->fill(poison, *stream_));
+    ASSERT_TRUE(amaxY->fill(0, *stream_));
     ASSERT_TRUE(graph->launch(*stream_));
-    verify(s, *y, xv, wv, sx, sw, mTotal, replaySplits);
+    verify(s, *y, xv, wv, sx, sw, mTotal, replaySplits, amaxOut);
   }
 
   /// Every expert's rows against its own reference GEMM; the rows past the
-  /// experts' (split sizes clamped to [0, rows left]) are zeros.
+  /// experts' (split sizes clamped to [0, rows left]) are zeros. With
+  /// `amaxY`, each expert's amax the epilogue took equals, bit for bit, the
+  /// reference amax of the y it wrote (ref::amaxOf: NaN ignored).
   void verify(const GroupedGemmSpec &s, const rt::DeviceBuffer &y,
               const std::vector<float> &xv, const std::vector<float> &wv,
               const std::vector<float> &sx, const std::vector<float> &sw,
-              int64_t mTotal, const std::vector<int64_t> &splits) {
+              int64_t mTotal, const std::vector<int64_t> &splits,
+              const rt::DeviceBuffer *amaxY = nullptr) {
     const int64_t n = s.n;
     std::vector<uint16_t> got(mTotal * n);
     ASSERT_TRUE(y.copyToHost(got.data(), got.size() * 2, *stream_));
@@ -280,13 +294,30 @@ protected:
         ADD_FAILURE() << "padding row " << i / n << " col " << i % n << " is 0x"
                       << std::hex << got[i] << ", not zero";
     EXPECT_EQ(wrong, 0) << s.kernelName() << " M_total " << mTotal;
+    if (amaxY) {
+      std::vector<float> amax(s.groups);
+      ASSERT_TRUE(amaxY->copyToHost(amax.data(), amax.size() * 4, *stream_));
+      ASSERT_TRUE(stream_->synchronize());
+      int64_t first = 0;
+      for (int64_t e = 0; e < s.groups; ++e) {
+        int64_t m = std::min(std::max<int64_t>(splits[e], 0), mTotal - first);
+        std::vector<float> rows(size_t(m * n));
+        for (int64_t i = 0; i < m * n; ++i)
+          rows[size_t(i)] = ref::bf16ToFloat(got[first * n + i]);
+        const float want = ref::amaxOf(rows.data(), rows.size());
+        first += m;
+        EXPECT_EQ(ref::floatToBits(amax[e]), ref::floatToBits(want))
+            << "expert " << e << " amax " << amax[e] << ", the pass's " << want;
+      }
+      if (specials_ && canBeInf(s)) // an Inf reaches some expert's rows
+        EXPECT_TRUE(std::any_of(amax.begin(), amax.end(),
+                                [](float a) { return std::isinf(a); }));
+    }
     if (specials_) {
       // The planted values reach the outputs: NaN always, Inf where the
-      // operands can carry one (an E4M3 x E4M3 MXFP8 pair cannot).
+      // operands can carry one.
       EXPECT_GT(nans, 0) << s.kernelName();
-      bool canBeInf = !(s.mxfp8() && s.fp8Formats.a == rt::DType::E4M3 &&
-                        s.fp8Formats.b == rt::DType::E4M3);
-      if (canBeInf) {
+      if (canBeInf(s)) {
         EXPECT_GT(infs, 0) << s.kernelName();
       }
     }
@@ -316,6 +347,12 @@ private:
 
   static std::vector<uint16_t> bf16(const std::vector<float> &v) {
     return bf16Codes(v);
+  }
+  /// Whether planted specials can make an output Inf: not an E4M3 x E4M3
+  /// MXFP8 pair (no Inf codes, and E8M0 0xFF is NaN).
+  static bool canBeInf(const GroupedGemmSpec &s) {
+    return !(s.mxfp8() && s.fp8Formats.a == rt::DType::E4M3 &&
+             s.fp8Formats.b == rt::DType::E4M3);
   }
   static bool isBf16NaN(uint16_t v) {
     return (v & 0x7F80) == 0x7F80 && (v & 0x7F) != 0;
@@ -643,6 +680,33 @@ TEST_F(GroupedGemmGpu, AGraphReplaysWithNewSplitSizes) {
         {0, 299});
 }
 
+// The epilogue's amax of each expert's y (the amax a per-tensor scaled
+// quantize of y reads): every kernel kind, ragged splits with an empty
+// expert and a one-row one, tiles stored by TMA and from registers (the
+// experts' last rows; N = 202 throughout), a bias, few CTAs (tiles of one
+// expert on one CTA in turn), a graph replayed with new splits.
+TEST_F(GroupedGemmGpu, TheEpilogueTakesEachExpertsAmaxOfY) {
+  for (GroupedGemmSpec::Operands kind :
+       {GroupedGemmSpec::Operands::BF16, GroupedGemmSpec::Operands::Fp8Block,
+        GroupedGemmSpec::Operands::Mxfp8, GroupedGemmSpec::Operands::Nvfp4}) {
+    GroupedGemmSpec s = spec(kind, 4, 384, 512);
+    s.outputAmax = true;
+    check(s, 700, {0, 300, 1, 250});
+    check(s, 700, {0, 300, 1, 250}, 3);
+    check(s, 640, {100, 200, 0, 340}, 0, {0, 17, 500, 123});
+    GroupedGemmSpec narrow = spec(kind, 2, 202, 384);
+    narrow.outputAmax = true;
+    check(narrow, 300, {150, 149});
+  }
+  withBias_ = true;
+  for (GroupedGemmSpec::Operands kind :
+       {GroupedGemmSpec::Operands::Mxfp8, GroupedGemmSpec::Operands::Nvfp4}) {
+    GroupedGemmSpec s = spec(kind, 4, 384, 512);
+    s.outputAmax = true;
+    check(s, 700, {0, 300, 1, 250});
+  }
+}
+
 // Inf and NaN in the operands (bf16 values; FP8 codes: E4M3 NaN, E5M2
 // +-Inf and NaN), in the block scales (FP8 block: fp32 Inf and NaN; MXFP8:
 // E8M0 0xFF; NVFP4: E4M3 NaN) and in NVFP4's amaxes (Inf, NaN, 0) reach
@@ -659,6 +723,11 @@ TEST_F(GroupedGemmGpu, InfAndNaNPropagateAsTheReferenceSays) {
        {spec(GroupedGemmSpec::Operands::BF16, 4, 384, 512),
         spec(GroupedGemmSpec::Operands::Fp8Block, 4, 384, 512), e5m2,
         spec(GroupedGemmSpec::Operands::Mxfp8, 4, 384, 512), mxE5m2,
-        spec(GroupedGemmSpec::Operands::Nvfp4, 4, 384, 512)})
+        spec(GroupedGemmSpec::Operands::Nvfp4, 4, 384, 512)}) {
     check(s, 700, {0, 300, 1, 250});
+    // The output's amax: Inf where an expert's y has one, NaN ignored.
+    GroupedGemmSpec withAmax = s;
+    withAmax.outputAmax = true;
+    check(withAmax, 700, {0, 300, 1, 250});
+  }
 }

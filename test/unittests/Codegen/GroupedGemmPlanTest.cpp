@@ -80,7 +80,7 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
     int xData = fp8 ? xb.dir[0].data : xb.tensor;
     int wData = fp8 ? wb.dir[dgrad ? 1 : 0].data : wb.tensor;
-    ASSERT_EQ(ks.args.size(), 12u);
+    ASSERT_EQ(ks.args.size(), 13u);
     for (int i = 0; i < 4; ++i) {
       EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
       EXPECT_EQ(ks.args[i].map, maps[i]) << "map " << i;
@@ -92,9 +92,11 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     EXPECT_EQ(ks.args[4].pointer.buffer,
               fp8 ? wb.dir[dgrad ? 1 : 0].scale : -1);
     EXPECT_EQ(ks.args[5].pointer.buffer, -1); // MXFP8's x scales only
-    // NVFP4's global amaxes only (null pointers).
+    // NVFP4's global amaxes only (null pointers); no later kernel takes
+    // y's amax (null).
     EXPECT_EQ(ks.args[10].pointer.buffer, -1);
     EXPECT_EQ(ks.args[11].pointer.buffer, -1);
+    EXPECT_EQ(ks.args[12].pointer.buffer, -1);
     EXPECT_EQ(ks.args[6].pointer.buffer, plan->values[size_t(g.splits)].tensor);
     EXPECT_EQ(ks.args[7].pointer.buffer,
               dgrad ? -1 : plan->values[size_t(g.bias)].tensor);
@@ -130,7 +132,7 @@ TEST(GroupedGemmPlan, Mxfp8ReadsBothScaleBuffersThroughPointers) {
   const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
   const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
   const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
-  ASSERT_EQ(ks.args.size(), 12u);
+  ASSERT_EQ(ks.args.size(), 13u);
   EXPECT_EQ(ks.args[0].pointer.buffer, xb.dir[0].data);
   EXPECT_EQ(ks.args[1].pointer.buffer, wb.dir[0].data);
   EXPECT_EQ(ks.args[2].pointer.buffer, xb.dir[0].data);
@@ -380,6 +382,142 @@ TEST(GroupedGemmPlan, TheDgradAndWgradOfOneDyShareItsAmaxPass) {
             wgrad.kernels[1].args[5].pointer.buffer);
 }
 
+/// Two MoE layers in a row: groupedProgram's bf16 (or block-FP8) layer
+/// x [m, k] -> h [m, n], then a layer over h whose grouped GEMM quantizes h
+/// and its stack w2 [g, n2, n] per expert by `h` (per-tensor FP8 or NVFP4;
+/// with `nvfp4Codes` read as codes), and a grouped wgrad dW2 of dy [m, n2]
+/// and h by `dy` and `hWgrad`. Arguments x, w, splits, w2, dy; results h,
+/// y2, dW2. With `alone`, the second layer and the wgrad only, h an
+/// argument: h, splits, w2, dy; results y2, dW2.
+cg::Program chainedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
+                           int64_t n2, bool fp8, const rt::Scheme &h,
+                           const rt::Scheme &dy, const rt::Scheme &hWgrad,
+                           bool nvfp4Codes = false, bool alone = false) {
+  cg::Program p = groupedProgram(m, k, g, n, fp8);
+  cg::Entry &e = p.entries[0];
+  int hv = std::get<cg::GroupedGemmKernel>(e.kernels.back()).output;
+  if (alone) {
+    e.values = {test::tensor("h", {m, n}, DType::BF16),
+                test::tensor("splits", {g}, DType::I64)};
+    e.args = {0, 1};
+    e.kernels.clear();
+    hv = 0;
+  }
+  const int splitsValue = alone ? 1 : 2;
+  auto add = [&](cg::Value v) {
+    e.values.push_back(std::move(v));
+    return int(e.values.size()) - 1;
+  };
+  cg::GroupedGemmKernel second;
+  second.name = "second";
+  second.x = hv;
+  second.w = add(test::tensor("w2", {g, n2, n}, DType::BF16));
+  second.splits = splitsValue;
+  second.output = add(test::tensor("y2", {m, n2}, DType::BF16));
+  second.xScheme = h;
+  second.wScheme = h;
+  second.nvfp4Codes = nvfp4Codes;
+  e.args.push_back(second.w);
+  e.kernels.push_back(second);
+  cg::GroupedWgradKernel w;
+  w.name = "wgrad2";
+  w.dy = add(test::tensor("dy", {m, n2}, DType::BF16));
+  w.x = hv;
+  w.splits = splitsValue;
+  w.dyScheme = dy;
+  w.xScheme = hWgrad;
+  w.output = add(test::tensor("dw2", {g, n2, n}, DType::F32));
+  e.args.push_back(w.dy);
+  e.kernels.push_back(w);
+  e.results = {second.output, w.output};
+  if (!alone)
+    e.results.insert(e.results.begin(), hv);
+  return p;
+}
+
+// A grouped GEMM whose output a later kernel quantizes with one amax per
+// expert takes that amax in its epilogue: its plan zeroes the buffer and
+// passes it, and the later kernels (the next layer's GEMM and a wgrad of
+// the same h) run no amax pass over h but read that buffer. Not where no
+// later kernel takes it (delayed scaling, the Hadamard transform's amax).
+TEST(GroupedGemmPlan, TheEpilogueHandsItsOutputsAmaxToTheNextLayer) {
+  if (!rt::cutlassIncludeDir())
+    GTEST_SKIP() << "the CUTLASS headers are not installed "
+                    "(scripts/install-deps.sh)";
+  const int64_t m = 300, k = 256, g = 3, n = 256, n2 = 128;
+  for (bool fp8 : {false, true}) {
+    SCOPED_TRACE(fp8 ? "block FP8 first layer" : "bf16 first layer");
+    cg::Program p =
+        chainedProgram(m, k, g, n, n2, fp8, rt::Scheme::fp8Current(DType::E4M3),
+                       rt::Scheme::fp8Current(DType::E5M2),
+                       rt::Scheme::fp8Current(DType::E4M3));
+    const cg::Entry &e = p.entries[0];
+    ASSERT_EQ(cg::validate(e), "");
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    const size_t first = plan->kernels.size() - 3;
+    const rt::Plan &producer = plan->kernels[first].plan;
+    const rt::Plan &next = plan->kernels[first + 1].plan;
+    const rt::Plan &wgrad = plan->kernels[first + 2].plan;
+    // The producer: a fill of the amax buffer, then the GEMM ("_amax").
+    const rt::KernelSpec &gemm = producer.kernels.back();
+    ASSERT_EQ(gemm.args.size(), 13u);
+    const int amaxY = gemm.args[12].pointer.buffer;
+    ASSERT_GE(amaxY, 0);
+    EXPECT_NE(gemm.entry.find("_amax"), std::string::npos) << gemm.entry;
+    EXPECT_NE(gemm.source.find("groupedGemmSm90<Config, true>"),
+              std::string::npos);
+    ASSERT_FALSE(producer.steps.empty());
+    bool filled = false;
+    for (const rt::Step &st : producer.steps)
+      filled = filled ||
+               (st.kind == rt::Step::Kind::Fill && st.index == uint32_t(amaxY));
+    EXPECT_TRUE(filled) << "the epilogue max-accumulates into a zeroed buffer";
+    auto entries = [](const rt::Plan &pl) {
+      std::vector<std::string> out;
+      for (const rt::KernelSpec &ks : pl.kernels)
+        out.push_back(ks.entry);
+      return out;
+    };
+    // The next layer: an amax pass over w2 only; h's cast reads amaxY.
+    std::vector<std::string> nextEntries = entries(next);
+    ASSERT_EQ(nextEntries.size(), 4u) << ::testing::PrintToString(nextEntries);
+    EXPECT_EQ(nextEntries[0].rfind("te_grouped_rows_", 0), 0u);
+    EXPECT_EQ(next.kernels[0].args[5].pointer.buffer, amaxY);
+    EXPECT_EQ(nextEntries[1].rfind("te_grouped_amax_", 0), 0u);
+    // The wgrad: dy's amax pass; h's block pass reads amaxY.
+    std::vector<std::string> wgradEntries = entries(wgrad);
+    ASSERT_EQ(wgradEntries.size(), 4u)
+        << ::testing::PrintToString(wgradEntries);
+    EXPECT_EQ(wgradEntries[0].rfind("te_grouped_amax_", 0), 0u);
+    EXPECT_EQ(wgradEntries[2].rfind("te_grouped_quantize_", 0), 0u);
+    EXPECT_EQ(wgrad.kernels[2].args[9].pointer.buffer, amaxY);
+  }
+  // Nothing takes h's amax: the next layer under delayed scaling and the
+  // wgrad's h through the Hadamard transform (the amax of its transformed
+  // columns), or h under block FP8 (no tensor amax).
+  for (auto [h, hWgrad] :
+       {std::pair{rt::Scheme::fp8Delayed(DType::E4M3, 16),
+                  rt::Scheme::nvfp4(true)},
+        std::pair{rt::Scheme::fp8Delayed(DType::E4M3, 16),
+                  rt::Scheme::fp8Block(DType::E4M3, 1, 128)}}) {
+    cg::Program p =
+        chainedProgram(m, k, g, n, n2, false, h,
+                       hWgrad.kind == rt::SchemeKind::Nvfp4
+                           ? rt::Scheme::nvfp4(true, true)
+                           : rt::Scheme::fp8Block(DType::E4M3, 1, 128),
+                       hWgrad);
+    auto &second = std::get<cg::GroupedGemmKernel>(p.entries[0].kernels[1]);
+    second.xState = "h";
+    second.wState = "w2";
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    const rt::KernelSpec &gemm = plan->kernels[0].plan.kernels.back();
+    EXPECT_EQ(gemm.args[12].pointer.buffer, -1) << gemm.entry;
+    EXPECT_EQ(gemm.entry.find("_amax"), std::string::npos) << gemm.entry;
+  }
+}
+
 TEST(GroupedGemmPlan, WithoutAKernelThePlanSaysWhy) {
   auto unsupported = [](const cg::Program &p) {
     rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
@@ -498,6 +636,78 @@ TEST_F(GroupedGemmPlanGpu, Mxfp8RunsAndReplaysWithinTheBound) {
   EXPECT_EQ(first.difference, "");
   EXPECT_EQ(first.boundedBuffers, 1u);
   replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
+}
+
+// Two layers in a row on the GPU, the first GEMM's epilogue handing each
+// expert's amax of h to the second layer's cast and to a wgrad of h: their
+// results are bit for bit those of the same kernels run alone on the h the
+// first layer wrote (whose amaxes come from a pass of their own) - per-tensor
+// FP8 and NVFP4 codes for the second GEMM, after a bf16 and a block-FP8
+// first layer; ragged splits with an empty expert, M_total not a multiple of
+// 128.
+TEST_F(GroupedGemmPlanGpu, TheEpilogueAmaxFeedsTheNextLayerBitForBit) {
+  rt::KernelCache cache("");
+  const int64_t m = 700, k = 384, g = 4, n = 256, n2 = 128;
+  const std::vector<int64_t> splits = {200, 131, 0, 300};
+  std::vector<float> x = normals(size_t(m * k), 21);
+  for (size_t i = 200 * k; i < 331 * k; ++i) // expert 1's rows larger
+    x[i] *= 40.0f;
+  const std::vector<uint8_t> w = bf16Bytes(normals(size_t(g * n * k), 22)),
+                             w2 = bf16Bytes(normals(size_t(g * n2 * n), 23)),
+                             dy = bf16Bytes(normals(size_t(m * n2), 24));
+  const rt::Scheme current = rt::Scheme::fp8Current(DType::E4M3),
+                   currentDy = rt::Scheme::fp8Current(DType::E5M2);
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool fp8 = variant == 1, nvfp4 = variant == 2;
+    SCOPED_TRACE(nvfp4 ? "NVFP4 second layer"
+                 : fp8 ? "block-FP8 first layer"
+                       : "bf16 first layer");
+    const rt::Scheme h = nvfp4 ? rt::Scheme::nvfp4() : current;
+    cg::Program chain =
+        chainedProgram(m, k, g, n, n2, fp8, h, currentDy, current, nvfp4);
+    rt::Expected<cg::EntryPlan> plan =
+        cg::buildEntryPlan(chain, chain.entries[0]);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    ASSERT_NE(
+        plan->kernels[plan->kernels.size() - 3].plan.kernels.back().entry.find(
+            "_amax"),
+        std::string::npos)
+        << "the first GEMM takes h's amax";
+    auto run = [&](const cg::Program &p,
+                   const std::vector<std::vector<uint8_t>> &args) {
+      auto runner = exec::CudaRunner::create(p, p.entries[0], *device_, cache);
+      EXPECT_TRUE(runner) << runner.status().toString();
+      std::vector<exec::ValueData> none;
+      if (!runner)
+        return none;
+      for (size_t i = 0; i < args.size(); ++i)
+        EXPECT_TRUE(runner->setArgument(i, args[i], *stream_).isOk());
+      EXPECT_TRUE(runner->poison(0xA5, *stream_).isOk());
+      EXPECT_TRUE(runner->run(*stream_).isOk());
+      auto out = runner->results(*stream_);
+      EXPECT_TRUE(out) << out.status().toString();
+      return out ? *out : none;
+    };
+    std::vector<exec::ValueData> chained =
+        run(chain, {bf16Bytes(x), w, i64Bytes(splits), w2, dy});
+    ASSERT_EQ(chained.size(), 3u);
+    const std::vector<uint8_t> &hBytes = chained[0].front().bytes;
+    cg::Program alone = chainedProgram(m, k, g, n, n2, fp8, h, currentDy,
+                                       current, nvfp4, /*alone=*/true);
+    std::vector<exec::ValueData> separate =
+        run(alone, {hBytes, i64Bytes(splits), w2, dy});
+    ASSERT_EQ(separate.size(), 2u);
+    for (size_t r = 0; r < 2; ++r) {
+      SCOPED_TRACE(r == 0 ? "y2" : "dW2");
+      EXPECT_TRUE(chained[r + 1].front().bytes == separate[r].front().bytes);
+    }
+    // The chain is also the CPU backend's within the bound where it has
+    // one (h; y2 and dW2 are computed from it).
+    exec::Comparison cmp =
+        test::gpuVersusCpu(chain, {bf16Bytes(x), w, i64Bytes(splits), w2, dy},
+                           *device_, *stream_, cache);
+    EXPECT_EQ(cmp.difference, "");
+  }
 }
 
 // Per-tensor FP8 current scaling with one amax per expert (E5M2 tokens,

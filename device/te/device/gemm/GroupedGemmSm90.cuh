@@ -59,6 +59,7 @@
 #define TE_DEVICE_GEMM_GROUPEDGEMMSM90_CUH
 
 #include "te/device/GroupedSplits.cuh"
+#include "te/device/QuantizeCommon.cuh"
 #include "te/device/gemm/Mxfp8Steps.cuh"
 #include "te/device/gemm/Nvfp4Steps.cuh"
 #include "te/device/gemm/Sm90Mma.cuh"
@@ -343,8 +344,9 @@ __device__ __forceinline__ float2 biasPair(const dev::u16 *bias, int expert,
 /// Math warpgroup `WG`: rows [64·WG, +64) of each tile. A template
 /// parameter, so that every shared-memory descriptor the MMAs take is
 /// uniform across the warpgroup as the compiler sees it (computed once,
-/// in uniform registers, not rebuilt per MMA).
-template <class C, int WG, class Work>
+/// in uniform registers, not rebuilt per MMA). With `AmaxY`, each expert's
+/// amax of the y it stores is max-accumulated into amaxY[expert].
+template <class C, int WG, bool AmaxY, class Work>
 __device__ __forceinline__ void
 mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
               const int *tileEnd, const int *rowEnd,
@@ -354,7 +356,7 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
               cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
               const dev::u16 *bias, dev::u16 *y, int mTotal,
               const cute::TmaDescriptor *tmY, const float *amaxX,
-              const float *amaxW, Work whileMmas) {
+              const float *amaxW, float *amaxY, Work whileMmas) {
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<C::kMathRegisters>();
   // Its TMA stores are complete before the kernel ends.
@@ -406,6 +408,28 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
   // NVFP4: the warp converts its part of the first stage; after each slab's
   // MMAs are issued, its part of the next (Fp4Converter).
   whileMmas();
+
+  // AmaxY: max |y| of the bf16 pairs this thread stored of the tile, folded
+  // as the amax pass folds its input (a NaN never enters; docs/Numerics.md
+  // §7.4), then per warp into the tile's expert: one atomic a warp a tile.
+  unsigned seen = 0u;
+  auto see = [&](unsigned pair) {
+    if constexpr (AmaxY)
+      seen = dev::magnitudeMax2(seen, pair);
+  };
+  auto flushAmax = [&](int expert) {
+    if constexpr (AmaxY) {
+      seen &= 0x7FFF7FFFu; // magnitudeMax2 leaves the signs undefined
+      float a = fmaxf(dev::bf16Lo(seen), dev::bf16Hi(seen));
+#pragma unroll
+      for (int d = 16; d > 0; d /= 2)
+        a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, d));
+      if (lane == 0 && a > 0.f)
+        atomicMax(reinterpret_cast<unsigned *>(amaxY + expert),
+                  __float_as_uint(a));
+      seen = 0u;
+    }
+  };
 
   float total[kAccum];
   // FP8: two partial-sum accumulators, so that the MMAs of K block kb + 1
@@ -460,13 +484,16 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
         if (bias != nullptr)
           detail::storeTileThroughShared<WG, C::kBlockN, C::kOutBoxes, false>(
               total, boxes, tmY, tile.col0, wgRow0, C::kN, wgThread, lane,
-              rowInWg, colInTile, [&](int, int col) {
+              rowInWg, colInTile,
+              [&](int, int col) {
                 return detail::biasPair<C>(bias, tile.expert, col);
-              });
+              },
+              see);
         else
           detail::storeTileThroughShared<WG, C::kBlockN, C::kOutBoxes, false>(
               total, boxes, tmY, tile.col0, wgRow0, C::kN, wgThread, lane,
-              rowInWg, colInTile, detail::NoExtra{});
+              rowInWg, colInTile, detail::NoExtra{}, see);
+        flushAmax(tile.expert);
         continue;
       }
       // The expert's last rows: stored directly, none past its end.
@@ -488,12 +515,16 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         int row = r0 + 8 * h;
-        if (row < tile.rowEnd)
+        if (row < tile.rowEnd) {
+          const unsigned pair = dev::floatToBF16x2(total[j * 4 + 2 * h],
+                                                   total[j * 4 + 2 * h + 1]);
+          see(pair);
           *reinterpret_cast<unsigned *>(y + (long long)row * C::kN + col) =
-              dev::floatToBF16x2(total[j * 4 + 2 * h],
-                                 total[j * 4 + 2 * h + 1]);
+              pair;
+        }
       }
     }
+    flushAmax(tile.expert);
   }
 }
 
@@ -508,14 +539,17 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
 /// block FP8 reads its x scales through `tmSX`), `splits` G int64 on the
 /// device, `bias` null or [G, N] bf16 (added in fp32 before the rounding),
 /// `y` [M_total, N] bf16, `amaxX` / `amaxW` (NVFP4) each expert's global
-/// amax of x and of W ([G] f32; null for the other operands).
-template <class C>
+/// amax of x and of W ([G] f32; null for the other operands), and with
+/// `AmaxY` `amaxY` [G] f32, into which each expert's amax of its y rows is
+/// max-accumulated (the caller zeroes it) - the amax a per-tensor scaled
+/// quantize of y would otherwise take in a pass of its own.
+template <class C, bool AmaxY = false>
 __device__ __forceinline__ void
 groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                 const cute::TmaDescriptor *tmSX, const cute::TmaDescriptor *tmY,
                 const void *sw, const void *sx, const long long *splits,
                 const dev::u16 *bias, dev::u16 *y, int mTotal,
-                const float *amaxX, const float *amaxW) {
+                const float *amaxX, const float *amaxW, float *amaxY) {
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   extern __shared__ __align__(1024) unsigned char sharedRaw[];
@@ -679,15 +713,17 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
   } else {
     auto math = [&](auto whileMmas) {
       if (warpgroup == 0)
-        mathWarpgroup<C, 0>(lane, rank, cluster, clusters, numItems, tileEnd,
-                            rowEnd, stageA, stageB, stageSX, outShared, full,
-                            empty, static_cast<const float *>(sw), bias, y,
-                            mTotal, tmY, amaxX, amaxW, whileMmas);
+        mathWarpgroup<C, 0, AmaxY>(lane, rank, cluster, clusters, numItems,
+                                   tileEnd, rowEnd, stageA, stageB, stageSX,
+                                   outShared, full, empty,
+                                   static_cast<const float *>(sw), bias, y,
+                                   mTotal, tmY, amaxX, amaxW, amaxY, whileMmas);
       else
-        mathWarpgroup<C, 1>(lane, rank, cluster, clusters, numItems, tileEnd,
-                            rowEnd, stageA, stageB, stageSX, outShared, full,
-                            empty, static_cast<const float *>(sw), bias, y,
-                            mTotal, tmY, amaxX, amaxW, whileMmas);
+        mathWarpgroup<C, 1, AmaxY>(lane, rank, cluster, clusters, numItems,
+                                   tileEnd, rowEnd, stageA, stageB, stageSX,
+                                   outShared, full, empty,
+                                   static_cast<const float *>(sw), bias, y,
+                                   mTotal, tmY, amaxX, amaxW, amaxY, whileMmas);
     };
     if constexpr (C::kFp4) {
       // Warp-uniform as the compiler sees it (a shuffle from lane 0).

@@ -31,12 +31,18 @@ struct NoExtra {};
 template <class E> struct AddsExtra { static constexpr bool value = true; };
 template <> struct AddsExtra<NoExtra> { static constexpr bool value = false; };
 
+/// storeTileThroughShared's `seen` when nothing watches the stored values.
+struct NoSeen {
+  __device__ __forceinline__ void operator()(unsigned) const {}
+};
+
 /// Stores a warpgroup's 64 rows x BlockN columns of accumulators `total`
 /// (the warpgroup MMA layout: this thread's rows rowInWg and rowInWg + 8,
 /// its columns 8j + colInTile and the next, accumulator j * 4 + 2h + e)
 /// as bf16 (or fp32 with `F32`), plus `extra(j, col)` (a float2 added to
 /// the pair at column col; NoExtra: nothing), at (col0, row0) of the tensor
-/// map `tm`.
+/// map `tm`. bf16: `seen(pair)` is called with each packed pair stored (the
+/// output's amax, GroupedGemmSm90.cuh).
 ///
 /// The tile goes in parts of one box width, each written into box
 /// p % Boxes (128-byte swizzle: 16-byte chunk c of row r at c ^ (r mod 8),
@@ -48,12 +54,13 @@ template <> struct AddsExtra<NoExtra> { static constexpr bool value = false; };
 /// first part, since the previous tile may have ended on either box). Named
 /// barrier 1 + WG orders the warpgroup around it. Columns from colEnd on are
 /// not written; parts wholly past it are not stored.
-template <int WG, int BlockN, int Boxes, bool F32, int N, class Extra>
+template <int WG, int BlockN, int Boxes, bool F32, int N, class Extra,
+          class Seen = NoSeen>
 __device__ __forceinline__ void
 storeTileThroughShared(const float (&total)[N], unsigned char *boxes,
                        const cute::TmaDescriptor *tm, int col0, int row0,
                        int colEnd, int wgThread, int lane, int rowInWg,
-                       int colInTile, Extra extra) {
+                       int colInTile, Extra extra, Seen seen = Seen{}) {
   constexpr int kPartCols = F32 ? 32 : 64;
   constexpr int kParts = BlockN / kPartCols;
   constexpr int kGroupsPerPart = kPartCols / 8;
@@ -97,8 +104,11 @@ storeTileThroughShared(const float (&total)[N], unsigned char *boxes,
           x += e.x, y += e.y;
         if constexpr (F32)
           *reinterpret_cast<float2 *>(at) = make_float2(x, y);
-        else
-          *reinterpret_cast<unsigned *>(at) = dev::floatToBF16x2(x, y);
+        else {
+          const unsigned pair = dev::floatToBF16x2(x, y);
+          seen(pair);
+          *reinterpret_cast<unsigned *>(at) = pair;
+        }
       }
     }
     // The writes visible to the async proxy (a compiler barrier too: CuTe's

@@ -91,6 +91,11 @@ struct GroupedGemmSpec {
   /// NVFP4: depth of the ring of packed codes the TMA loads ahead of the
   /// conversion; 0 fills the shared memory (at most 8). Else unused (0).
   int rawStages = 0;
+  /// The epilogue also max-accumulates each expert's amax of the y it
+  /// stores (max |y| over the rounded bf16, NaN ignored: the per-expert
+  /// amax pass's rule) into GroupedGemmBuffers::amaxY, which the caller
+  /// zeroes: a per-tensor scaled quantize of y then needs no pass of its own.
+  bool outputAmax = false;
 
   /// FP8 codes (block-scaled or MXFP8): 128-element K stages, FP8 MMAs.
   bool fp8() const {
@@ -105,7 +110,8 @@ struct GroupedGemmSpec {
   /// e.g. "te_grouped_gemm_fp8block_g8_n4096_k7168_t128_c1_b16_o1_s6"
   /// ("_wcol" after "fp8block" for a columnwise weight, then the formats'
   /// suffix; "_c2x2" for a 2 x 2 cluster, "_b8" for bands of 8 row units,
-  /// "_o1" for one output box a warpgroup where tiles leave by TMA store).
+  /// "_o1" for one output box a warpgroup where tiles leave by TMA store,
+  /// "_amax" last for outputAmax).
   std::string kernelName() const;
 };
 
@@ -154,6 +160,7 @@ struct GroupedGemmBuffers {
   int64_t mTotal = 0;
   uint64_t bias = 0; ///< 0, or [G, N] bf16 added before the rounding
   uint64_t amaxX = 0, amaxW = 0; ///< NVFP4: [G] f32 each, else 0
+  uint64_t amaxY = 0;            ///< outputAmax: [G] f32, zeroed; else 0
 };
 
 /// The geometry of the kernel's four TMA descriptors for `mTotal` token
@@ -175,12 +182,12 @@ struct GroupedGemmLaunch {
   /// TMA), else 0.
   uint64_t sw = 0, sx = 0, splits = 0, bias = 0, y = 0;
   int32_t mTotal = 0;
-  uint64_t amaxX = 0, amaxW = 0;
+  uint64_t amaxX = 0, amaxW = 0, amaxY = 0;
   rt::Dim3 grid, block, cluster;
   unsigned sharedBytes = 0;
   /// Pointers to each parameter, as cuLaunchKernel takes them (point into
   /// this object: do not copy it between args() and the launch).
-  std::array<void *, 12> args();
+  std::array<void *, 13> args();
 };
 
 /// Encodes the tensor maps for `b` and sizes the grid: one CTA per SM of
