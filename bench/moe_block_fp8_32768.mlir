@@ -32,3 +32,23 @@ func.func @up_grad(%dh: tensor<32768x4096xbf16>, %x: tensor<32768x7168xbf16>,
          -> tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
   return %dx, %dw : tensor<32768x7168xbf16>, tensor<8x4096x7168xf32>
 }
+
+// Two expert layers in a row (7168 -> 4096 -> 7168; no activation between
+// them, which the dialect has no op for): the first GEMM's epilogue writes
+// h's 1x128 codes and scales for the second layer, which reads no bf16 h
+// (te-fuse-gemm-epilogue); h is returned too, as a training step keeps it.
+//
+//   te-run bench/moe_block_fp8_32768.mlir --random-inputs 1 --bench 20 --entry mlp
+func.func @mlp(%x: tensor<32768x7168xbf16>,
+               %w1: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+               %w2: tensor<8x7168x4096xbf16> {te.persistent = "experts.w2"},
+               %splits: tensor<8xi64>)
+    -> (tensor<32768x4096xbf16>, tensor<32768x7168xbf16>) {
+  %h = te.grouped_linear %x, %w1, %splits {recipe = @fp8_block}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>
+  %y = te.grouped_linear %h, %w2, %splits {recipe = @fp8_block}
+         : tensor<32768x4096xbf16>, tensor<8x7168x4096xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>
+  return %h, %y : tensor<32768x4096xbf16>, tensor<32768x7168xbf16>
+}

@@ -212,4 +212,22 @@ def TeLowerToKernelsPass : Pass<"te-lower-to-kernels", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::tek::TekDialect"];
 }
 
+def TeFuseGemmEpiloguePass
+    : Pass<"te-fuse-gemm-epilogue", "::mlir::func::FuncOp"> {
+  let summary = "Quantize a grouped GEMM's output in its epilogue, not in a "
+                "second read";
+  let description = [{
+    A `tek.quantize_kernel` whose only stage quantizes the result of a
+    `tek.grouped_gemm` rowwise by FP8 block scaling with 1x128 blocks (the
+    next MoE layer's tokens, say; no bias gradient, amax pre-pass or rank
+    amaxes) becomes that GEMM's second result: the GEMM's epilogue, which
+    holds each output tile in registers, writes the codes and scales a
+    quantize kernel would, and the output is not read again. The GEMM still
+    writes its bf16 result for its other users. Which quantizations an
+    epilogue can apply is `rt::groupedEpilogueQuantizeError`'s rule (the
+    tek verifier's too). Runs after `te-lower-to-kernels`.
+  }];
+  let dependentDialects = ["::mlir::tek::TekDialect"];
+}
+
 #endif // TE_PASSES_PASSES_TD

@@ -39,6 +39,7 @@ void buildTeToCudaPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createTeLowerToKernelsPass());
+  pm.addNestedPass<func::FuncOp>(createTeFuseGemmEpiloguePass());
 }
 
 void registerTePipelines() {

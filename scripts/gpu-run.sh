@@ -52,7 +52,7 @@ done
 run "te-run-check-moe" "$PACK/bin/te-run" examples/moe_block_fp8.mlir --random-inputs 7 --check --entry up,down,up_grad
 run "te-run-check-moe-dgrad" "$PACK/bin/te-run" test/Passes/grouped-gemm-dgrad.mlir --random-inputs 7 --check
 run "te-run-check-double-quantize" "$PACK/bin/te-run" test/Tools/te-run-double-quantize.mlir --random-inputs 2 --check --entry both
-run "te-run-check-moe-bias" "$PACK/bin/te-run" test/Tools/te-run-grouped-linear.mlir --random-inputs 7 --check --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad,nvfp4_grad,mxfp8_nvfp4_grad,current_chain,nvfp4_chain,current_chain_grad
+run "te-run-check-moe-bias" "$PACK/bin/te-run" test/Tools/te-run-grouped-linear.mlir --random-inputs 7 --check --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad,nvfp4_grad,mxfp8_nvfp4_grad,current_chain,nvfp4_chain,current_chain_grad,block_chain
 # Sessions: persistent values across alternating train / optimizer / eval calls.
 run "te-run-session-mxfp8" "$PACK/bin/te-run" examples/train_loop_mxfp8.mlir --random-inputs 1 --check \
   --entry init,train_step,optimizer_step,eval_step,train_step,optimizer_step,eval_step,train_step
@@ -119,7 +119,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == python ]]; then
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == gemm ]]; then
   run "grouped-gemm-bench" "$PACK/bin/te-grouped-gemm-bench" 20 --mxfp8
-  run "moe-bench" sh -c "for e in up up_grad; do $PACK/bin/te-run bench/moe_block_fp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in mxfp8_fprop mxfp8_grad bf16_grad; do $PACK/bin/te-run bench/moe_mxfp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; $PACK/bin/te-run bench/moe_mxfp8_fprop_8192.mlir --random-inputs 1 --bench 20 | grep -E 'bench|copy'; for o in direct dequantize; do $PACK/bin/te-run bench/moe_nvfp4_fprop_8192.mlir --random-inputs 1 --bench 20 --grouped-nvfp4=\$o | grep -E 'bench|copy'; done; for e in current block current_grad block_grad nvfp4 bf16 nvfp4_grad bf16_grad current_step delayed_step mlp mlp_grad; do $PACK/bin/te-run bench/moe_fp8_current_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
+  run "moe-bench" sh -c "for e in up up_grad mlp; do $PACK/bin/te-run bench/moe_block_fp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; for e in mxfp8_fprop mxfp8_grad bf16_grad; do $PACK/bin/te-run bench/moe_mxfp8_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done; $PACK/bin/te-run bench/moe_mxfp8_fprop_8192.mlir --random-inputs 1 --bench 20 | grep -E 'bench|copy'; for o in direct dequantize; do $PACK/bin/te-run bench/moe_nvfp4_fprop_8192.mlir --random-inputs 1 --bench 20 --grouped-nvfp4=\$o | grep -E 'bench|copy'; done; for e in current block current_grad block_grad nvfp4 bf16 nvfp4_grad bf16_grad current_step delayed_step mlp mlp_grad; do $PACK/bin/te-run bench/moe_fp8_current_32768.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
   run "grouped_gemm_torch.py" python3 bench/grouped_gemm_torch.py 20
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == ranks ]] && (( GPUS >= 2 )); then

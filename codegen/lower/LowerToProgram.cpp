@@ -281,6 +281,12 @@ private:
     if (failed(v))
       return failure();
     k.output = *v;
+    if (Value q = g.getQuantizedResult()) {
+      FailureOr<int> qv = addDefined(q, "yq");
+      if (failed(qv))
+        return failure();
+      k.quantizedOutput = *qv;
+    }
     return push(g, std::move(k));
   }
 

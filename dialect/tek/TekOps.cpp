@@ -259,6 +259,22 @@ LogicalResult GroupedGemmOp::verify() {
     if (!why.empty())
       return emitOpError() << "reads NVFP4 codes (nvfp4_codes): " << why;
   }
+  if (Value q = getQuantizedResult()) {
+    auto qt = llvm::dyn_cast<QTensorType>(q.getType());
+    if (!qt)
+      return emitOpError() << "quantizes its result in the epilogue into "
+                           << q.getType() << ", not a !te.qtensor";
+    if (qt.getTensorType() != getResult().getType() ||
+        !qt.getElementType().isBF16() || qt.hasDirection(Direction::columnwise))
+      return emitOpError() << "quantizes its result in the epilogue as " << qt
+                           << ", which is not the bf16 result "
+                           << getResult().getType() << " held rowwise only";
+    std::string why = ::te::rt::groupedEpilogueQuantizeError(
+        qt.getScheme().getRuntimeScheme(Direction::rowwise),
+        ::te::rt::Direction::Rowwise);
+    if (!why.empty())
+      return emitOpError() << "quantizes its result in the epilogue: " << why;
+  }
   if (failed(te::verifyExpertState(emit, getInputSchemeAttr(),
                                    Direction::rowwise, getInputStateAttr(),
                                    "input_state")))

@@ -168,7 +168,11 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
     bf16 operands per expert (te.grouped_gemm's rule); NVFP4 ones to bf16
     values for the BF16 kernel, or with `nvfp4_codes` (te-legalize-target's
     `generated` path) to packed codes and block scales for the engine's
-    NVFP4 kernel (the fprop, K a multiple of 64).
+    NVFP4 kernel (the fprop, K a multiple of 64). With a second result
+    (`te-fuse-gemm-epilogue`), the epilogue also quantizes the bf16 result
+    rowwise by FP8 block scaling with 1x128 blocks, the codes and scales a
+    `tek.quantize_kernel` over the result would write
+    (`rt::groupedEpilogueQuantizeError`).
 
     ```mlir
     func.func @grouped_gemm(%x: tensor<512x256xbf16>,
@@ -190,11 +194,13 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
                        OptionalAttr<StrAttr>:$input_state,
                        OptionalAttr<StrAttr>:$weight_state,
                        UnitAttr:$nvfp4_codes);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyRankedTensor:$result,
+                      Optional<AnyType>:$quantized_result);
   let assemblyFormat = [{
     $kernel_name $input `,` $weight `,` $split_sizes (`bias` $bias^)?
     attr-dict `:` qualified(type($input)) `,` qualified(type($weight)) `,`
     type($split_sizes) (`,` type($bias)^)? `->` type($result)
+    (`,` qualified(type($quantized_result))^)?
   }];
   let hasVerifier = 1;
 }

@@ -17,6 +17,7 @@
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
 #include "te/runtime/reference/GroupedQuantize.h"
+#include "te/runtime/reference/Quantize.h"
 
 #include <algorithm>
 #include <cstring>
@@ -268,6 +269,18 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
                                   (g.quantizesPerExpert() &&
                                    g.xScheme->kind != rt::SchemeKind::Nvfp4),
                               e.values[g.output].dtype, nullptr, n);
+  if (g.quantizedOutput >= 0) {
+    // The epilogue's quantization: y as stored, quantized as a quantize
+    // kernel over y would (computed from a GEMM output: no bound).
+    const Value &q = e.values[g.quantizedOutput];
+    ref::QuantizedTensor t =
+        ref::quantize(out.tensor.data(), ref::SourceType::BF16, m, n,
+                      *q.rowwise, ref::kRowwiseMask, ref::QuantizeOptions{});
+    if (!t.ok())
+      return fail(g.name + ": " + t.error);
+    values[g.quantizedOutput].quantized.rowwise = std::move(t.rowwise);
+    values[g.quantizedOutput].unbounded = true;
+  }
   return rt::Status::ok();
 }
 

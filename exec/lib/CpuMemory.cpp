@@ -81,10 +81,12 @@ static uint64_t kernelScratchBytes(const Program &p, const Entry &e,
             // |a||b| sums and bound. Quantized per expert: also each
             // operand's bf16 copy, codes, each expert's own quantization
             // and, for the dgrad, the stack's values transposed back.
+            // The epilogue's quantization: y's values once more.
             uint64_t perOperand = g.quantizesPerExpert() ? 5 : 2;
             return 4 * (perOperand * elementsOf(e.values[g.x]) +
                         perOperand * elementsOf(e.values[g.w]) +
-                        3 * elementsOf(e.values[g.output]));
+                        (g.quantizedOutput >= 0 ? 4 : 3) *
+                            elementsOf(e.values[g.output]));
           },
           [&](const GroupedWgradKernel &g) {
             // Both operands in the grouped layout (with padding) and

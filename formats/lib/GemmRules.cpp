@@ -176,4 +176,16 @@ std::string groupedNvfp4CodesError(const Scheme &x, const Scheme &w,
   return "";
 }
 
+std::string groupedEpilogueQuantizeError(const Scheme &s, Direction dir) {
+  if (s.kind != SchemeKind::Fp8Block || s.tileRows != 1 || s.tileCols != 128)
+    return "the grouped GEMM's epilogue quantizes its output by FP8 block "
+           "scaling with 1x128 blocks only, not " +
+           std::string(schemeKindName(s.kind)) +
+           (s.kind == SchemeKind::Fp8Block ? " with 128x128 tiles" : "");
+  if (dir != Direction::Rowwise)
+    return "the grouped GEMM's epilogue quantizes its output rowwise only "
+           "(a 1x128 block is part of an output tile's row)";
+  return "";
+}
+
 } // namespace te::rt

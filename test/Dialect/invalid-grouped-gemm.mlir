@@ -415,3 +415,43 @@ func.func @tek_nvfp4_codes_fprop_only(%dy: tensor<64x128xbf16>, %w: tensor<2x128
   %y = tek.grouped_gemm "g" %dy, %w, %s {input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<block2d>, weight_columnwise, nvfp4_codes} : tensor<64x128xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x64xbf16>
   return
 }
+
+// -----
+
+func.func @tek_epilogue_quantize_not_qtensor(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op quantizes its result in the epilogue into 'tensor<64x128xbf16>', not a !te.qtensor}}
+  %y, %q = tek.grouped_gemm "g" %x, %w, %s : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @tek_epilogue_quantize_shape(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op quantizes its result in the epilogue as '!te.qtensor<64x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>', which is not the bf16 result 'tensor<64x128xbf16>' held rowwise only}}
+  %y, %q = tek.grouped_gemm "g" %x, %w, %s : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, !te.qtensor<64x256xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>
+  return
+}
+
+// -----
+
+func.func @tek_epilogue_quantize_rowwise_only(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op quantizes its result in the epilogue as '!te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>', which is not the bf16 result 'tensor<64x128xbf16>' held rowwise only}}
+  %y, %q = tek.grouped_gemm "g" %x, %w, %s : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 1x128>, rowwise|columnwise>
+  return
+}
+
+// -----
+
+func.func @tek_epilogue_quantize_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op quantizes its result in the epilogue: the grouped GEMM's epilogue quantizes its output by FP8 block scaling with 1x128 blocks only, not mxfp8}}
+  %y, %q = tek.grouped_gemm "g" %x, %w, %s : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, !te.qtensor<64x128xbf16, #te.mxfp8<e4m3>, rowwise>
+  return
+}
+
+// -----
+
+func.func @tek_epilogue_quantize_tiles(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op quantizes its result in the epilogue: the grouped GEMM's epilogue quantizes its output by FP8 block scaling with 1x128 blocks only, not fp8_block with 128x128 tiles}}
+  %y, %q = tek.grouped_gemm "g" %x, %w, %s : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>
+  return
+}

@@ -108,6 +108,10 @@
 // MOE: tek.quantize_kernel "te_quantize_1"
 // MOE: tek.grouped_gemm "te_grouped_gemm_2"
 // MOE: tek.grouped_wgrad "te_grouped_wgrad_3"
+// MOE-LABEL: func.func @mlp(
+// MOE: %[[H:.*]], %[[HQ:.*]] = tek.grouped_gemm "te_grouped_gemm_2"
+// MOE-NOT: tek.quantize_kernel {{.*}} %[[H]]
+// MOE: tek.grouped_gemm "te_grouped_gemm_5" %[[HQ]]
 
 // MOEDGRAD-LABEL: func.func @dgrad(
 // MOEDGRAD: tek.quantize_kernel "te_quantize_0"
@@ -142,12 +146,12 @@
 // MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg2, %arg3 {input_scheme = #te.nvfp4<rht, sr>, weight_columnwise, weight_scheme = #te.nvfp4<>}
 // MOECURRENT-LABEL: func.func @mlp(
 // MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg3 {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>}
-// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_1" %0, %arg2, %arg3 {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>}
+// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_1" %result, %arg2, %arg3 {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>}
 // MOECURRENT-LABEL: func.func @mlp_grad(
 // MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg4, %arg5 {input_scheme = #te.fp8_current<e4m3>, weight_columnwise, weight_scheme = #te.fp8_current<e4m3>}
 // MOECURRENT-NEXT: tek.grouped_wgrad "te_grouped_wgrad_1" %arg0, %arg2, %arg5
-// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_2" %0, %arg3, %arg5
-// MOECURRENT-NEXT: tek.grouped_wgrad "te_grouped_wgrad_3" %0, %arg1, %arg5
+// MOECURRENT-NEXT: tek.grouped_gemm "te_grouped_gemm_2" %result, %arg3, %arg5
+// MOECURRENT-NEXT: tek.grouped_wgrad "te_grouped_wgrad_3" %result, %arg1, %arg5
 
 // MOEBF16-LABEL: func.func @fprop(
 // MOEBF16: tek.grouped_gemm "te_grouped_gemm_0"

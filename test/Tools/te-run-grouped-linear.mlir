@@ -3,7 +3,7 @@
 // RUN: not te-run %s --entry mxfp8_bias --grouped-mxfp8=fast 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: te-run %s --random-inputs 5 --entry nvfp4_bias --grouped-nvfp4=dequantize --check-if-gpu | FileCheck %s --check-prefix=NVDEQUANT
 // RUN: not te-run %s --entry nvfp4_bias --grouped-nvfp4=codes 2>&1 | FileCheck %s --check-prefix=NVBAD
-// RUN: te-run %s --random-inputs 5 --entry current_chain,nvfp4_chain,current_chain_grad | FileCheck %s --check-prefix=CHAIN
+// RUN: te-run %s --random-inputs 5 --entry current_chain,nvfp4_chain,current_chain_grad,block_chain | FileCheck %s --check-prefix=CHAIN
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
@@ -38,12 +38,14 @@
 // two per-tensor layers, whose second dgrad's output dh the first layer's
 // dgrad and wgrad quantize: on the GPU the producing GEMM takes those
 // amaxes in its epilogue, with no pass of their own (GroupedGemmPlanTest).
+// Last two block-FP8 layers, whose first GEMM's epilogue writes h's 1x128
+// codes and scales for the second (te-fuse-gemm-epilogue).
 // CHAIN: call 1 current_chain: rms(result0)=
 // CHAIN: call 2 nvfp4_chain: rms(result0)=
 // CHAIN: call 3 current_chain_grad: rms(result0)=
-// CHAIN: result0 ({{.*}}): data[500x384 bf16]
-// CHAIN: result1 ({{.*}}): data[1024x384 f32]
-// CHAIN: result2 ({{.*}}): data[1536x256 f32]
+// CHAIN: call 4 block_chain: rms(result0)=
+// CHAIN: result0 ({{.*}}): data[500x256 bf16]
+// CHAIN: result1 ({{.*}}): data[500x384 bf16]
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=
@@ -227,4 +229,16 @@ func.func @current_chain_grad(%dy: tensor<500x384xbf16>, %x: tensor<500x384xbf16
       : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
       -> tensor<500x384xbf16>, tensor<4x256x384xf32>
   return %dx, %dw1, %dw2 : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x384x256xf32>
+}
+
+func.func @block_chain(%x: tensor<500x384xbf16>, %w1: tensor<4x256x384xbf16>,
+                       %w2: tensor<4x384x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x256xbf16>, tensor<500x384xbf16>) {
+  %h = te.grouped_linear %x, %w1, %s {recipe = @fp8_block}
+         : tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+         -> tensor<500x256xbf16>
+  %y = te.grouped_linear %h, %w2, %s {recipe = @fp8_block}
+         : tensor<500x256xbf16>, tensor<4x384x256xbf16>, tensor<4xi64>
+         -> tensor<500x384xbf16>
+  return %h, %y : tensor<500x256xbf16>, tensor<500x384xbf16>
 }

@@ -11,6 +11,12 @@
 #include <algorithm>
 #include <sstream>
 
+namespace te::rt {
+// From te/formats/GemmRules.h, whose rt::GemmOperand this file's
+// te/runtime/BlasLt.h (through Plan.h) defines differently.
+std::string groupedEpilogueQuantizeError(const Scheme &s, Direction dir);
+} // namespace te::rt
+
 namespace te::cg {
 
 using rt::Status;
@@ -133,6 +139,9 @@ std::string GroupedGemmSpec::kernelName() const {
     os << "r" << r.rawStages;
   if (outputAmax)
     os << "_amax";
+  if (quantizeOutput)
+    os << "_q" << rt::dtypeName(quantizeOutput->element)
+       << (quantizeOutput->pow2 ? "p2" : "");
   return os.str();
 }
 
@@ -196,6 +205,14 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
                "by parity");
   if (s.outBoxes != 1 && s.outBoxes != 2)
     return bad("a warpgroup stores through 1 or 2 output boxes");
+  if (s.quantizeOutput) {
+    if (std::string why = rt::groupedEpilogueQuantizeError(
+            *s.quantizeOutput, rt::Direction::Rowwise);
+        !why.empty())
+      return bad(why);
+    if (std::string why = s.quantizeOutput->validate(); !why.empty())
+      return bad(why);
+  }
   if (s.stages < 2 || groupedGemmSharedBytes(s) > kMaxShared)
     return bad("the stage ring (" + std::to_string(s.stages) +
                " stages) does not fit an SM's 227 KiB of shared memory");
@@ -226,11 +243,18 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << "    const __grid_constant__ cute::TmaDescriptor tmY,\n"
      << "    const void *sw, const void *sx, const long long *splits,\n"
      << "    const unsigned short *bias, unsigned short *y, int mTotal,\n"
-     << "    const float *amaxX, const float *amaxW, float *amaxY) {\n"
-     << "  te::gemm::groupedGemmSm90<Config, "
-     << (s.outputAmax ? "true" : "false")
-     << ">(&tmX, &tmW, &tmSX, &tmY, sw, sx, splits, bias, y, mTotal, amaxX, "
-        "amaxW, amaxY);\n"
+     << "    const float *amaxX, const float *amaxW, float *amaxY,\n"
+     << "    unsigned char *yCodes, float *yScaleInv, float yEps,\n"
+     << "    const __grid_constant__ cute::TmaDescriptor tmYCodes) {\n"
+     << "  te::gemm::groupedGemmSm90<Config, te::gemm::Epilogue<"
+     << (s.outputAmax ? "true" : "false") << ", "
+     << (s.quantizeOutput ? "true" : "false") << ", "
+     << (s.quantizeOutput && s.quantizeOutput->element == rt::DType::E5M2
+             ? "true"
+             : "false")
+     << ", " << (s.quantizeOutput && s.quantizeOutput->pow2 ? "true" : "false")
+     << ">>(&tmX, &tmW, &tmSX, &tmY, sw, sx, splits, bias, y, mTotal, amaxX, "
+        "amaxW, amaxY, yCodes, yScaleInv, yEps, &tmYCodes);\n"
      << "}\n";
   return os.str();
 }
@@ -249,9 +273,20 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions() {
   return o;
 }
 
-std::array<void *, 13> GroupedGemmLaunch::args() {
-  return {&maps[0], &maps[1], &maps[2], &maps[3], &sw,    &sx,   &splits,
-          &bias,    &y,       &mTotal,  &amaxX,   &amaxW, &amaxY};
+std::array<void *, 17> GroupedGemmLaunch::args() {
+  return {&maps[0], &maps[1], &maps[2],   &maps[3], &sw,      &sx,
+          &splits,  &bias,    &y,         &mTotal,  &amaxX,   &amaxW,
+          &amaxY,   &yCodes,  &yScaleInv, &yEps,    &codesMap};
+}
+
+bool groupedGemmTmaCodes(const GroupedGemmSpec &s) {
+  return groupedGemmTmaStore(s) && s.n % 16 == 0;
+}
+
+rt::TensorMapShape groupedGemmCodesMap(const GroupedGemmSpec &s,
+                                       int64_t mTotal) {
+  return rt::TensorMapShape{
+      rt::DType::E4M3, mTotal, s.n, s.n, 64, 128, rt::TensorMapSwizzle::B128};
 }
 
 std::array<rt::TensorMapShape, 4> groupedGemmMaps(const GroupedGemmSpec &spec,
@@ -336,6 +371,11 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
     return Status(StatusCode::InvalidArgument,
                   "grouped GEMM (" + s.kernelName() +
                       "): the output's amax needs its [G] f32 buffer");
+  if (s.quantizeOutput && (b.yCodes == 0 || b.yScaleInv == 0))
+    return Status(StatusCode::InvalidArgument,
+                  "grouped GEMM (" + s.kernelName() +
+                      "): the output's quantization needs its codes and "
+                      "scale buffers");
   std::array<rt::TensorMapShape, 4> shapes = groupedGemmMaps(s, b.mTotal);
   const bool scaleMap = s.fp8() && !s.mxfp8();
   uint64_t bases[4] = {b.x, b.w, scaleMap ? b.sx : b.x,
@@ -352,6 +392,19 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
   l.amaxX = s.nvfp4() ? b.amaxX : 0;
   l.amaxW = s.nvfp4() ? b.amaxW : 0;
   l.amaxY = s.outputAmax ? b.amaxY : 0;
+  l.yCodes = s.quantizeOutput ? b.yCodes : 0;
+  l.yScaleInv = s.quantizeOutput ? b.yScaleInv : 0;
+  l.yEps = s.quantizeOutput ? static_cast<float>(s.quantizeOutput->eps) : 0.f;
+  {
+    // The codes' map (or x's again where the kernel reads none).
+    const bool codes = s.quantizeOutput && groupedGemmTmaCodes(s);
+    rt::Expected<rt::TensorMap> map = rt::encodeTensorMap(
+        codes ? groupedGemmCodesMap(s, b.mTotal) : shapes[0],
+        codes ? b.yCodes : b.x);
+    if (!map)
+      return map.status();
+    l.codesMap = *map;
+  }
   l.splits = b.splits;
   l.bias = b.bias;
   l.y = b.y;
@@ -372,7 +425,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
 
 rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,
                              const rt::Stream &stream) {
-  std::array<void *, 13> args = l.args();
+  std::array<void *, 17> args = l.args();
   return kernel.launch(l.grid, l.block, l.sharedBytes, stream, args.data(),
                        l.cluster);
 }

@@ -317,6 +317,9 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
     if (std::get_if<GroupedGemmKernel>(&k) == &g)
       self = &k;
   spec.outputAmax = self && laterTakesExpertAmax(e, *self, g.output, g.splits);
+  // y quantized in the epilogue too (te-fuse-gemm-epilogue).
+  if (g.quantizedOutput >= 0)
+    spec.quantizeOutput = e.values[size_t(g.quantizedOutput)].rowwise;
   spec = spec.resolved();
   if (rt::Status st = checkGroupedGemm(spec); !st.isOk())
     return unsupported(st.message());
@@ -366,6 +369,12 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   }
   // Named as expertAmax names it; added once nothing can fail, so that a
   // plan left out (unsupported) leaves no buffer that nothing computes.
+  int yCodes = -1, yScales = -1;
+  if (g.quantizedOutput >= 0) {
+    const ValueBuffers &qb = out.values[size_t(g.quantizedOutput)];
+    yCodes = qb.dir[0].data;
+    yScales = qb.dir[0].scale;
+  }
   int amaxY = -1;
   if (spec.outputAmax) {
     amaxY = table.add(
@@ -373,25 +382,33 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
         uint64_t(spec.groups * 4));
     kp.addFill(amaxY);
   }
-  ks->args = {rt::ArgDesc::tensorMap(xData, maps[0]),
-              rt::ArgDesc::tensorMap(wData, maps[1]),
-              // Block FP8 reads its x scales by TMA, MXFP8 through a
-              // pointer (the kernel's sx).
-              rt::ArgDesc::tensorMap(
-                  spec.fp8() && !spec.mxfp8() ? xScale : xData, maps[2]),
-              rt::ArgDesc::tensorMap(groupedGemmTmaStore(spec) ? result : xData,
-                                     maps[3]),
-              rt::ArgDesc::ptr(wScale),
-              // MXFP8's and NVFP4's x scales through a pointer (sx).
-              rt::ArgDesc::ptr(spec.mxfp8() || spec.nvfp4() ? xScale : -1),
-              rt::ArgDesc::ptr(splits), rt::ArgDesc::ptr(bias),
-              rt::ArgDesc::ptr(result), rt::ArgDesc::i32(int32_t(x.rows())),
-              // NVFP4: each expert's amaxes, its global scales.
-              rt::ArgDesc::ptr(amaxX), rt::ArgDesc::ptr(amaxW),
-              rt::ArgDesc::ptr(amaxY)};
+  ks->args = {
+      rt::ArgDesc::tensorMap(xData, maps[0]),
+      rt::ArgDesc::tensorMap(wData, maps[1]),
+      // Block FP8 reads its x scales by TMA, MXFP8 through a
+      // pointer (the kernel's sx).
+      rt::ArgDesc::tensorMap(spec.fp8() && !spec.mxfp8() ? xScale : xData,
+                             maps[2]),
+      rt::ArgDesc::tensorMap(groupedGemmTmaStore(spec) ? result : xData,
+                             maps[3]),
+      rt::ArgDesc::ptr(wScale),
+      // MXFP8's and NVFP4's x scales through a pointer (sx).
+      rt::ArgDesc::ptr(spec.mxfp8() || spec.nvfp4() ? xScale : -1),
+      rt::ArgDesc::ptr(splits), rt::ArgDesc::ptr(bias),
+      rt::ArgDesc::ptr(result), rt::ArgDesc::i32(int32_t(x.rows())),
+      // NVFP4: each expert's amaxes, its global scales.
+      rt::ArgDesc::ptr(amaxX), rt::ArgDesc::ptr(amaxW), rt::ArgDesc::ptr(amaxY),
+      // The epilogue's quantization of y: codes, scale_inv, eps.
+      rt::ArgDesc::ptr(yCodes), rt::ArgDesc::ptr(yScales),
+      rt::ArgDesc::f32(spec.quantizeOutput ? float(spec.quantizeOutput->eps)
+                                           : 0.0f),
+      // The codes' tensor map where they leave by TMA, else x's.
+      spec.quantizeOutput && groupedGemmTmaCodes(spec)
+          ? rt::ArgDesc::tensorMap(yCodes, groupedGemmCodesMap(spec, x.rows()))
+          : rt::ArgDesc::tensorMap(xData, maps[0])};
   kp.addLaunch(std::move(*ks));
   for (int b : {xData, xScale, wData, wScale, splits, bias, result, amaxX,
-                amaxW, amaxY})
+                amaxW, amaxY, yCodes, yScales})
     kp.bytesMoved += table.bytes(b);
   kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
   if (g.quantizesPerExpert() && g.xScheme->kind == SchemeKind::Nvfp4)

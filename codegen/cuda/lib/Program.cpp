@@ -247,6 +247,19 @@ static std::string validateGroupedGemm(const Entry &e,
         b.dtype != out.dtype)
       return "the bias must be a [G, N] tensor of the result's type";
   }
+  if (g.quantizedOutput >= 0) {
+    if (!inRange(e, g.quantizedOutput))
+      return "value index out of range";
+    const Value &q = e.values[g.quantizedOutput];
+    if (!q.isQuantized() || q.shape != out.shape || q.dtype != out.dtype ||
+        out.dtype != rt::DType::BF16 || !q.rowwise || q.columnwise)
+      return "the quantized output must be the bf16 result's shape and type, "
+             "held rowwise only";
+    if (std::string why = rt::groupedEpilogueQuantizeError(
+            *q.rowwise, rt::Direction::Rowwise);
+        !why.empty())
+      return why;
+  }
   if (x.isQuantized() != w.isQuantized())
     return "x and w must both be quantized or both be tensors";
   if (g.xScheme.has_value() != g.wScheme.has_value())

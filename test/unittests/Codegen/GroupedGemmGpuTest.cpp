@@ -25,6 +25,7 @@
 #include "te/codegen/GroupedGemmEmitter.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
+#include "te/runtime/reference/Quantize.h"
 #include "te/runtime/reference/Scales.h"
 
 #include <gtest/gtest.h>
@@ -234,6 +235,22 @@ protected:
       b.amaxY = amaxY->devicePtr();
       ASSERT_TRUE(amaxY->fill(0, *stream_));
     }
+    // The epilogue's block quantize of y (quantizeOutput): codes and
+    // scale_inv, poisoned so that an unwritten byte shows.
+    const int64_t mPad4 = (mTotal + 3) / 4 * 4;
+    rt::Expected<rt::DeviceBuffer> yCodes =
+        rt::DeviceBuffer::allocate(uint64_t(mTotal * n));
+    rt::Expected<rt::DeviceBuffer> yScales =
+        rt::DeviceBuffer::allocate(uint64_t((n + 127) / 128 * mPad4 * 4));
+    ASSERT_TRUE(yCodes && yScales);
+    quantY_ = s.quantizeOutput ? std::make_pair(&*yCodes, &*yScales)
+                               : std::make_pair(nullptr, nullptr);
+    if (s.quantizeOutput) {
+      b.yCodes = yCodes->devicePtr();
+      b.yScaleInv = yScales->devicePtr();
+      ASSERT_TRUE(yCodes->fill(0xEE, *stream_));
+      ASSERT_TRUE(yScales->fill(0xEE, *stream_));
+    }
     rt::Expected<cg::GroupedGemmLaunch> launch =
         cg::prepareGroupedGemm(s, b, *device_, *kernel, maxCtas);
     ASSERT_TRUE(launch) << launch.status().message();
@@ -254,6 +271,7 @@ protected:
     ASSERT_TRUE(splitBuf.copyFromHost(replaySplits.data(), g * 8, *stream_));
     ASSERT_TRUE(y->fill(poison, *stream_));
     ASSERT_TRUE(amaxY->fill(0, *stream_));
+    ASSERT_TRUE(yCodes->fill(0xEE, *stream_));
     ASSERT_TRUE(graph->launch(*stream_));
     verify(s, *y, xv, wv, sx, sw, mTotal, replaySplits, amaxOut);
   }
@@ -313,6 +331,8 @@ protected:
         EXPECT_TRUE(std::any_of(amax.begin(), amax.end(),
                                 [](float a) { return std::isinf(a); }));
     }
+    if (s.quantizeOutput)
+      verifyQuantizedY(s, got, mTotal);
     if (specials_) {
       // The planted values reach the outputs: NaN always, Inf where the
       // operands can carry one.
@@ -323,7 +343,73 @@ protected:
     }
   }
 
+  /// The epilogue tests' cases with `set` applied to each spec: every
+  /// kernel kind on ragged splits (an empty expert, a one-row one), by few
+  /// CTAs, through a graph replayed with new splits, and at N = 200 and
+  /// 202; then the micro-scaled kinds with a bias.
+  void checkEveryKindWith(void (*set)(GroupedGemmSpec &)) {
+    const GroupedGemmSpec::Operands kinds[] = {
+        GroupedGemmSpec::Operands::BF16, GroupedGemmSpec::Operands::Fp8Block,
+        GroupedGemmSpec::Operands::Mxfp8, GroupedGemmSpec::Operands::Nvfp4};
+    for (GroupedGemmSpec::Operands kind : kinds) {
+      GroupedGemmSpec s = spec(kind, 4, 384, 512);
+      set(s);
+      check(s, 700, {0, 300, 1, 250});
+      check(s, 700, {0, 300, 1, 250}, 3);
+      check(s, 640, {100, 200, 0, 340}, 0, {0, 17, 500, 123});
+      for (int64_t n : {200, 202}) {
+        GroupedGemmSpec edge = spec(kind, 2, n, 384);
+        set(edge);
+        check(edge, 300, {150, 140});
+      }
+    }
+    withBias_ = true;
+    for (GroupedGemmSpec::Operands kind : {kinds[2], kinds[3]}) {
+      GroupedGemmSpec s = spec(kind, 4, 384, 512);
+      set(s);
+      check(s, 700, {0, 300, 1, 250});
+    }
+    withBias_ = false;
+  }
+
+  /// The epilogue's codes and scales of y equal, bit for bit, the reference
+  /// quantize of the y the kernel wrote (`got`), padding rows included.
+  void verifyQuantizedY(const GroupedGemmSpec &s,
+                        const std::vector<uint16_t> &got, int64_t mTotal) {
+    const int64_t n = s.n, mPad4 = (mTotal + 3) / 4 * 4;
+    std::vector<uint8_t> codes(size_t(mTotal * n));
+    std::vector<float> scales(size_t((n + 127) / 128 * mPad4));
+    ASSERT_TRUE(
+        quantY_.first->copyToHost(codes.data(), codes.size(), *stream_));
+    ASSERT_TRUE(
+        quantY_.second->copyToHost(scales.data(), scales.size() * 4, *stream_));
+    ASSERT_TRUE(stream_->synchronize());
+    ref::QuantizedTensor want =
+        ref::quantize(got.data(), ref::SourceType::BF16, mTotal, n,
+                      *s.quantizeOutput, ref::kRowwiseMask, {});
+    ASSERT_TRUE(want.ok()) << want.error;
+    const ref::QuantizedDirection &r = *want.rowwise;
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < mTotal * n; ++i)
+      if (codes[size_t(i)] != r.data.bytes[size_t(i)] && wrong++ < 5)
+        ADD_FAILURE() << "code of row " << i / n << " col " << i % n
+                      << ": got 0x" << std::hex << int(codes[size_t(i)])
+                      << " want 0x" << int(r.data.bytes[size_t(i)]);
+    for (int64_t cb = 0; cb < (n + 127) / 128; ++cb)
+      for (int64_t row = 0; row < mTotal; ++row) {
+        const int64_t at = cb * mPad4 + row;
+        const float want = ref::loadF32(r.scaleInv, at);
+        if (ref::floatToBits(scales[size_t(at)]) != ref::floatToBits(want) &&
+            wrong++ < 5)
+          ADD_FAILURE() << "scale_inv of row " << row << " block " << cb
+                        << ": got " << scales[size_t(at)] << " want " << want;
+      }
+    EXPECT_EQ(wrong, 0) << s.kernelName();
+  }
+
 private:
+  /// The epilogue's quantized y (codes, scale_inv) of the current check.
+  std::pair<const rt::DeviceBuffer *, const rt::DeviceBuffer *> quantY_;
   /// MXFP8: the E8M0 scales of x and of the stack, as uploaded (NVFP4:
   /// their E4M3 block scales).
   std::vector<uint8_t> mxSx_, mxSw_;
@@ -683,28 +769,26 @@ TEST_F(GroupedGemmGpu, AGraphReplaysWithNewSplitSizes) {
 // The epilogue's amax of each expert's y (the amax a per-tensor scaled
 // quantize of y reads): every kernel kind, ragged splits with an empty
 // expert and a one-row one, tiles stored by TMA and from registers (the
-// experts' last rows; N = 202 throughout), a bias, few CTAs (tiles of one
+// experts' last rows; N = 200 and 202), a bias, few CTAs (tiles of one
 // expert on one CTA in turn), a graph replayed with new splits.
 TEST_F(GroupedGemmGpu, TheEpilogueTakesEachExpertsAmaxOfY) {
-  for (GroupedGemmSpec::Operands kind :
-       {GroupedGemmSpec::Operands::BF16, GroupedGemmSpec::Operands::Fp8Block,
-        GroupedGemmSpec::Operands::Mxfp8, GroupedGemmSpec::Operands::Nvfp4}) {
-    GroupedGemmSpec s = spec(kind, 4, 384, 512);
+  checkEveryKindWith([](GroupedGemmSpec &s) { s.outputAmax = true; });
+}
+
+// The epilogue's block quantize of y (1x128 FP8 blocks, rowwise): the same
+// cases (padding rows get zero codes and the scale of amax 0; N = 200 and
+// 202 end in a partial block and store their codes from registers), E4M3
+// codes, then E5M2 with pow2 scales and an eps, with the output's amax
+// alongside.
+TEST_F(GroupedGemmGpu, TheEpilogueQuantizesYAsAQuantizeKernelWould) {
+  checkEveryKindWith([](GroupedGemmSpec &s) {
+    s.quantizeOutput = rt::Scheme::fp8Block(rt::DType::E4M3, 1, 128);
+  });
+  checkEveryKindWith([](GroupedGemmSpec &s) {
+    s.quantizeOutput =
+        rt::Scheme::fp8Block(rt::DType::E5M2, 1, 128, /*pow2=*/true, 1e-3);
     s.outputAmax = true;
-    check(s, 700, {0, 300, 1, 250});
-    check(s, 700, {0, 300, 1, 250}, 3);
-    check(s, 640, {100, 200, 0, 340}, 0, {0, 17, 500, 123});
-    GroupedGemmSpec narrow = spec(kind, 2, 202, 384);
-    narrow.outputAmax = true;
-    check(narrow, 300, {150, 149});
-  }
-  withBias_ = true;
-  for (GroupedGemmSpec::Operands kind :
-       {GroupedGemmSpec::Operands::Mxfp8, GroupedGemmSpec::Operands::Nvfp4}) {
-    GroupedGemmSpec s = spec(kind, 4, 384, 512);
-    s.outputAmax = true;
-    check(s, 700, {0, 300, 1, 250});
-  }
+  });
 }
 
 // Inf and NaN in the operands (bf16 values; FP8 codes: E4M3 NaN, E5M2
@@ -725,9 +809,11 @@ TEST_F(GroupedGemmGpu, InfAndNaNPropagateAsTheReferenceSays) {
         spec(GroupedGemmSpec::Operands::Mxfp8, 4, 384, 512), mxE5m2,
         spec(GroupedGemmSpec::Operands::Nvfp4, 4, 384, 512)}) {
     check(s, 700, {0, 300, 1, 250});
-    // The output's amax: Inf where an expert's y has one, NaN ignored.
+    // The output's amax (Inf where an expert's y has one, NaN ignored) and
+    // its block quantize (Inf and NaN blocks as the quantize kernel's).
     GroupedGemmSpec withAmax = s;
     withAmax.outputAmax = true;
+    withAmax.quantizeOutput = rt::Scheme::fp8Block(rt::DType::E4M3, 1, 128);
     check(withAmax, 700, {0, 300, 1, 250});
   }
 }

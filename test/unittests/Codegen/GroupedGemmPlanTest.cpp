@@ -80,7 +80,7 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
     int xData = fp8 ? xb.dir[0].data : xb.tensor;
     int wData = fp8 ? wb.dir[dgrad ? 1 : 0].data : wb.tensor;
-    ASSERT_EQ(ks.args.size(), 13u);
+    ASSERT_EQ(ks.args.size(), 17u);
     for (int i = 0; i < 4; ++i) {
       EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
       EXPECT_EQ(ks.args[i].map, maps[i]) << "map " << i;
@@ -132,7 +132,7 @@ TEST(GroupedGemmPlan, Mxfp8ReadsBothScaleBuffersThroughPointers) {
   const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
   const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
   const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
-  ASSERT_EQ(ks.args.size(), 13u);
+  ASSERT_EQ(ks.args.size(), 17u);
   EXPECT_EQ(ks.args[0].pointer.buffer, xb.dir[0].data);
   EXPECT_EQ(ks.args[1].pointer.buffer, wb.dir[0].data);
   EXPECT_EQ(ks.args[2].pointer.buffer, xb.dir[0].data);
@@ -461,11 +461,11 @@ TEST(GroupedGemmPlan, TheEpilogueHandsItsOutputsAmaxToTheNextLayer) {
     const rt::Plan &wgrad = plan->kernels[first + 2].plan;
     // The producer: a fill of the amax buffer, then the GEMM ("_amax").
     const rt::KernelSpec &gemm = producer.kernels.back();
-    ASSERT_EQ(gemm.args.size(), 13u);
+    ASSERT_EQ(gemm.args.size(), 17u);
     const int amaxY = gemm.args[12].pointer.buffer;
     ASSERT_GE(amaxY, 0);
     EXPECT_NE(gemm.entry.find("_amax"), std::string::npos) << gemm.entry;
-    EXPECT_NE(gemm.source.find("groupedGemmSm90<Config, true>"),
+    EXPECT_NE(gemm.source.find("Epilogue<true, false, false, false>"),
               std::string::npos);
     ASSERT_FALSE(producer.steps.empty());
     bool filled = false;
@@ -542,6 +542,25 @@ TEST(GroupedGemmPlan, WithoutAKernelThePlanSaysWhy) {
 //===----------------------------------------------------------------------===//
 
 class GroupedGemmPlanGpu : public test::HopperGpuTest {};
+
+/// Runs program `p`'s entry once on the GPU on `args` (outputs poisoned
+/// first) and returns its results (none on a failure, which it reports).
+std::vector<exec::ValueData>
+runOnGpu(const cg::Program &p, const std::vector<std::vector<uint8_t>> &args,
+         const rt::Device &dev, const rt::Stream &stream,
+         rt::KernelCache &cache) {
+  auto runner = exec::CudaRunner::create(p, p.entries[0], dev, cache);
+  EXPECT_TRUE(runner) << runner.status().toString();
+  if (!runner)
+    return {};
+  for (size_t i = 0; i < args.size(); ++i)
+    EXPECT_TRUE(runner->setArgument(i, args[i], stream).isOk());
+  EXPECT_TRUE(runner->poison(0xA5, stream).isOk());
+  EXPECT_TRUE(runner->run(stream).isOk());
+  auto out = runner->results(stream);
+  EXPECT_TRUE(out) << out.status().toString();
+  return out ? *out : std::vector<exec::ValueData>{};
+}
 
 /// Captures program `p`'s entry once on `args`, then for each of `splits`
 /// writes it into argument `splitArg`, replays the graph and compares the
@@ -675,18 +694,7 @@ TEST_F(GroupedGemmPlanGpu, TheEpilogueAmaxFeedsTheNextLayerBitForBit) {
         << "the first GEMM takes h's amax";
     auto run = [&](const cg::Program &p,
                    const std::vector<std::vector<uint8_t>> &args) {
-      auto runner = exec::CudaRunner::create(p, p.entries[0], *device_, cache);
-      EXPECT_TRUE(runner) << runner.status().toString();
-      std::vector<exec::ValueData> none;
-      if (!runner)
-        return none;
-      for (size_t i = 0; i < args.size(); ++i)
-        EXPECT_TRUE(runner->setArgument(i, args[i], *stream_).isOk());
-      EXPECT_TRUE(runner->poison(0xA5, *stream_).isOk());
-      EXPECT_TRUE(runner->run(*stream_).isOk());
-      auto out = runner->results(*stream_);
-      EXPECT_TRUE(out) << out.status().toString();
-      return out ? *out : none;
+      return runOnGpu(p, args, *device_, *stream_, cache);
     };
     std::vector<exec::ValueData> chained =
         run(chain, {bf16Bytes(x), w, i64Bytes(splits), w2, dy});
@@ -706,6 +714,158 @@ TEST_F(GroupedGemmPlanGpu, TheEpilogueAmaxFeedsTheNextLayerBitForBit) {
     exec::Comparison cmp =
         test::gpuVersusCpu(chain, {bf16Bytes(x), w, i64Bytes(splits), w2, dy},
                            *device_, *stream_, cache);
+    EXPECT_EQ(cmp.difference, "");
+  }
+}
+
+/// A quantize kernel of `input` into a new value: `scheme` rowwise.
+int addRowwiseQuantize(cg::Entry &e, int input, const rt::Scheme &scheme) {
+  cg::Value q = e.values[size_t(input)];
+  q.kind = cg::Value::Kind::Quantized;
+  q.name += "_q";
+  q.rowwise = scheme;
+  e.values.push_back(q);
+  const int out = int(e.values.size()) - 1;
+  cg::QuantizeKernel qk;
+  qk.name = "quantize_" + q.name;
+  qk.input = input;
+  qk.stages = {{scheme, rt::Direction::Rowwise, out}};
+  e.kernels.push_back(qk);
+  return out;
+}
+
+/// Two block-FP8 layers (1x128 tokens, 128x128 weights): x [m, k], w [g, n,
+/// k], splits, a bias [g, n], w2 [g, n2, n] -> h, h quantized by `hs` in
+/// the first GEMM's epilogue, y2 = the second layer over that. With
+/// `alone`, the second layer only after a quantize kernel over h: h,
+/// splits, w2 -> h quantized, y2.
+cg::Program blockChain(int64_t m, int64_t k, int64_t g, int64_t n, int64_t n2,
+                       const rt::Scheme &hs, bool alone) {
+  const rt::Scheme weights = rt::Scheme::fp8Block(DType::E4M3, 128, 128);
+  cg::Program p = groupedProgram(m, k, g, n, true, false, true);
+  cg::Entry &e = p.entries[0];
+  int h = std::get<cg::GroupedGemmKernel>(e.kernels.back()).output, hq = -1;
+  int splits = 2;
+  if (alone) {
+    e.values = {test::tensor("h", {m, n}, DType::BF16),
+                test::tensor("splits", {g}, DType::I64)};
+    e.args = {0, 1};
+    e.kernels.clear();
+    h = 0;
+    splits = 1;
+    hq = addRowwiseQuantize(e, h, hs);
+  } else {
+    auto &first = std::get<cg::GroupedGemmKernel>(e.kernels.back());
+    cg::Value q = e.values[size_t(h)];
+    q.kind = cg::Value::Kind::Quantized;
+    q.name = "h_q";
+    q.rowwise = hs;
+    e.values.push_back(q);
+    hq = first.quantizedOutput = int(e.values.size()) - 1;
+  }
+  e.values.push_back(test::tensor("w2", {g, n2, n}, DType::BF16));
+  const int w2 = int(e.values.size()) - 1;
+  e.args.push_back(w2);
+  cg::GroupedGemmKernel second;
+  second.name = "second";
+  second.x = hq;
+  second.w = addRowwiseQuantize(e, w2, weights);
+  second.splits = splits;
+  e.values.push_back(test::tensor("y2", {m, n2}, DType::BF16));
+  second.output = int(e.values.size()) - 1;
+  e.kernels.push_back(second);
+  e.results = {hq, second.output};
+  if (!alone)
+    e.results.insert(e.results.begin(), h);
+  return p;
+}
+
+const rt::Scheme kBlockHs[] = {
+    rt::Scheme::fp8Block(DType::E4M3, 1, 128),
+    rt::Scheme::fp8Block(DType::E5M2, 1, 128, /*pow2=*/true)};
+
+// On the CPU backend too, the fused epilogue quantize is a quantize of the
+// y the GEMM computed: the chain's h quantized and y2 are bit for bit those
+// of a quantize kernel over its h and the same next layer.
+TEST(GroupedGemmPlan, TheEpilogueQuantizeIsAQuantizeKernelOnTheCpu) {
+  const int64_t m = 300, k = 256, g = 3, n = 256, n2 = 128;
+  const std::vector<int64_t> splits = {120, 0, 150};
+  for (const rt::Scheme &hs : kBlockHs) {
+    cg::Program chain = blockChain(m, k, g, n, n2, hs, false);
+    cg::Program alone = blockChain(m, k, g, n, n2, hs, true);
+    ASSERT_EQ(cg::validate(chain.entries[0]), "");
+    ASSERT_EQ(cg::validate(alone.entries[0]), "");
+    const std::vector<uint8_t> w2 = bf16Bytes(normals(size_t(g * n2 * n), 4));
+    auto fused = exec::runCpu(chain, chain.entries[0],
+                              {bf16Bytes(normals(size_t(m * k), 1)),
+                               bf16Bytes(normals(size_t(g * n * k), 2)),
+                               i64Bytes(splits),
+                               bf16Bytes(normals(size_t(g * n), 3)), w2});
+    ASSERT_TRUE(fused) << fused.status().toString();
+    auto separate =
+        exec::runCpu(alone, alone.entries[0],
+                     {(*fused)[0].front().bytes, i64Bytes(splits), w2});
+    ASSERT_TRUE(separate) << separate.status().toString();
+    ASSERT_EQ((*fused)[1].size(), (*separate)[0].size());
+    for (size_t i = 0; i < (*fused)[1].size(); ++i)
+      EXPECT_TRUE((*fused)[1][i].bytes == (*separate)[0][i].bytes)
+          << (*fused)[1][i].name;
+    EXPECT_TRUE((*fused)[2].front().bytes == (*separate)[1].front().bytes);
+    // The plan: no quantize kernel over h; the first GEMM writes it.
+    rt::Expected<cg::EntryPlan> plan =
+        cg::buildEntryPlan(chain, chain.entries[0]);
+    if (!rt::cutlassIncludeDir())
+      continue;
+    ASSERT_TRUE(plan) << plan.status().toString();
+    const rt::KernelSpec &gemm = plan->kernels[2].plan.kernels.back();
+    EXPECT_NE(gemm.entry.find(hs.pow2 ? "_qe5m2p2" : "_qe4m3"),
+              std::string::npos)
+        << gemm.entry;
+    const cg::ValueBuffers &qb = plan->values[size_t(
+        std::get<cg::GroupedGemmKernel>(chain.entries[0].kernels[2])
+            .quantizedOutput)];
+    EXPECT_EQ(gemm.args[13].pointer.buffer, qb.dir[0].data);
+    EXPECT_EQ(gemm.args[14].pointer.buffer, qb.dir[0].scale);
+  }
+}
+
+// A block-FP8 layer whose epilogue quantizes h for the next block-FP8
+// layer (te-fuse-gemm-epilogue's kernel): h's codes and scales and the
+// next layer's output are bit for bit those of a quantize kernel over the
+// h the first layer wrote and the same next layer. Ragged splits with an
+// empty expert, M_total not a multiple of 128, a bias on the first layer;
+// E4M3 and E5M2 (pow2) h.
+TEST_F(GroupedGemmPlanGpu, TheEpilogueQuantizeFeedsTheNextLayerBitForBit) {
+  rt::KernelCache cache("");
+  const int64_t m = 700, k = 384, g = 4, n = 256, n2 = 384;
+  const std::vector<int64_t> splits = {200, 131, 0, 300};
+  const std::vector<uint8_t> x = bf16Bytes(normals(size_t(m * k), 31)),
+                             w = bf16Bytes(normals(size_t(g * n * k), 32)),
+                             b = bf16Bytes(normals(size_t(g * n), 33)),
+                             w2 = bf16Bytes(normals(size_t(g * n2 * n), 34));
+  for (const rt::Scheme &hs : kBlockHs) {
+    SCOPED_TRACE(rt::dtypeName(hs.element));
+    cg::Program chain = blockChain(m, k, g, n, n2, hs, false);
+    cg::Program alone = blockChain(m, k, g, n, n2, hs, true);
+    auto run = [&](const cg::Program &p,
+                   const std::vector<std::vector<uint8_t>> &args) {
+      return runOnGpu(p, args, *device_, *stream_, cache);
+    };
+    std::vector<exec::ValueData> fused =
+        run(chain, {x, w, i64Bytes(splits), b, w2});
+    ASSERT_EQ(fused.size(), 3u);
+    std::vector<exec::ValueData> separate =
+        run(alone, {fused[0].front().bytes, i64Bytes(splits), w2});
+    ASSERT_EQ(separate.size(), 2u);
+    ASSERT_EQ(fused[1].size(), separate[0].size());
+    for (size_t i = 0; i < fused[1].size(); ++i) {
+      SCOPED_TRACE(fused[1][i].name);
+      EXPECT_TRUE(fused[1][i].bytes == separate[0][i].bytes);
+    }
+    EXPECT_TRUE(fused[2].front().bytes == separate[1].front().bytes) << "y2";
+    // h within the bound of the CPU backend (which quantizes its own h).
+    exec::Comparison cmp = test::gpuVersusCpu(
+        chain, {x, w, i64Bytes(splits), b, w2}, *device_, *stream_, cache);
     EXPECT_EQ(cmp.difference, "");
   }
 }

@@ -172,6 +172,10 @@ struct GroupedGemmConfig
   /// KB more for the stage ring (FP8: a sixth stage); 2: a part's store
   /// runs while the next is written.
   static constexpr bool kTmaStore = N_ % 8 == 0;
+  /// The epilogue's FP8 codes of y (Epilogue::kBlockQuant) leave by TMA too,
+  /// a 64 x 128-byte box a block, where their rows' stride (N bytes) keeps
+  /// the TMA's 16-byte alignment.
+  static constexpr bool kTmaCodes = kTmaStore && N_ % 16 == 0;
   static constexpr int kOutBoxes = OutBoxes;
   static constexpr int kOutBytes =
       kTmaStore ? 2 * kOutBoxes * detail::kTileStoreBoxBytes : 0;
@@ -341,22 +345,100 @@ __device__ __forceinline__ float2 biasPair(const dev::u16 *bias, int expert,
 
 } // namespace detail
 
+/// What the epilogue writes besides y (bf16), chosen per kernel:
+/// `AmaxY`, each expert's amax of y max-accumulated into amaxY[expert];
+/// `BlockQuant`, y quantized rowwise by FP8 block scaling (1x128 blocks
+/// along N, E5M2 codes with `QE5M2`, power-of-two scales with `QPow2`) -
+/// the codes [M_total, N] and the scale_inv [ceil(N/128)][roundup(M_total,
+/// 4)] a standalone quantize of y writes (docs/Numerics.md §7.4).
+template <bool AmaxY_ = false, bool BlockQuant_ = false, bool QE5M2 = false,
+          bool QPow2 = false>
+struct Epilogue {
+  static constexpr bool kAmaxY = AmaxY_;
+  static constexpr bool kBlockQuant = BlockQuant_;
+  static constexpr dev::Fp8Format kFormat =
+      QE5M2 ? dev::Fp8Format::E5M2 : dev::Fp8Format::E4M3;
+  static constexpr bool kPow2 = QPow2;
+};
+
+namespace detail {
+
+/// The outputs of the epilogue's block quantize.
+struct QuantizedY {
+  dev::u8 *codes;  ///< [M_total, N]
+  float *scaleInv; ///< [ceil(N/128)][roundup(M_total, 4)]
+  float eps;
+};
+
+/// Epilogue E's block quantize of 128-column block `b` of a warpgroup's 64
+/// rows of the tile (rows wgRow0 + rowInWg and + 8 of this thread; `total`
+/// already holds y before its bf16 rounding, the bias added): each row's
+/// block from the rounded values, as the standalone quantize computes it -
+/// the amax over the columns below N (NaN ignored), the scale
+/// fp8BlockScale(amax), codes fl(v · scale), scale_inv rcp(scale). The four
+/// lanes of a quad hold a row's columns: two shuffles join their amaxes.
+/// Each pair of codes goes to put(r, c, codes) (r the row within the
+/// warpgroup's 64, c the even byte within the block); the scale_inv of rows
+/// from `rowEnd` on (the next expert's) is not stored, nor are their codes
+/// by a `put` that checks.
+template <class C, class E, int N, class Put>
+__device__ __forceinline__ void
+quantizeRowBlock(const float (&total)[N], const Tile &tile, int b, int wgRow0,
+                 int rowInWg, int colInTile, int lane, int mTotal,
+                 const QuantizedY &q, Put put) {
+  static_assert(C::kBlockN % 128 == 0 && N == C::kBlockN / 2,
+                "whole 128-column blocks of a 64-row accumulator tile");
+  const int block0 = tile.col0 + 128 * b;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    unsigned pairs[16];
+    unsigned seen = 0u;
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {
+      const int j = 16 * b + jj;
+      pairs[jj] =
+          dev::floatToBF16x2(total[j * 4 + 2 * h], total[j * 4 + 2 * h + 1]);
+      if (block0 + jj * 8 + colInTile < C::kN)
+        seen = dev::magnitudeMax2(seen, pairs[jj]);
+    }
+    seen &= 0x7FFF7FFFu; // magnitudeMax2 leaves the signs undefined
+    float amax = fmaxf(dev::bf16Lo(seen), dev::bf16Hi(seen));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    const float scale = dev::fp8BlockScale(amax, E::kFormat, E::kPow2, q.eps,
+                                           dev::SourceType::BF16);
+    const int r = rowInWg + 8 * h;
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj)
+      put(r, jj * 8 + colInTile,
+          static_cast<unsigned short>(dev::encodeFp8x2<E::kFormat>(
+              dev::mulRn(dev::bf16Lo(pairs[jj]), scale),
+              dev::mulRn(dev::bf16Hi(pairs[jj]), scale))));
+    const int row = wgRow0 + r;
+    if (lane % 4 == 0 && row < tile.rowEnd && block0 < C::kN)
+      q.scaleInv[(block0 / 128) * ((long long)(mTotal + 3) / 4 * 4) + row] =
+          dev::fp8BlockScaleInv(scale);
+  }
+}
+
+} // namespace detail
+
 /// Math warpgroup `WG`: rows [64·WG, +64) of each tile. A template
 /// parameter, so that every shared-memory descriptor the MMAs take is
 /// uniform across the warpgroup as the compiler sees it (computed once,
-/// in uniform registers, not rebuilt per MMA). With `AmaxY`, each expert's
-/// amax of the y it stores is max-accumulated into amaxY[expert].
-template <class C, int WG, bool AmaxY, class Work>
-__device__ __forceinline__ void
-mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
-              const int *tileEnd, const int *rowEnd,
-              const unsigned char *stageA, const unsigned char *stageB,
-              const unsigned char *stageSX, unsigned char *outShared,
-              cutlass::arch::ClusterTransactionBarrier *full,
-              cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
-              const dev::u16 *bias, dev::u16 *y, int mTotal,
-              const cute::TmaDescriptor *tmY, const float *amaxX,
-              const float *amaxW, float *amaxY, Work whileMmas) {
+/// in uniform registers, not rebuilt per MMA). `E`: what the epilogue
+/// writes besides y (Epilogue).
+template <class C, int WG, class E, class Work>
+__device__ __forceinline__ void mathWarpgroup(
+    int lane, int rank, int cluster, int clusters, int numItems,
+    const int *tileEnd, const int *rowEnd, const unsigned char *stageA,
+    const unsigned char *stageB, const unsigned char *stageSX,
+    unsigned char *outShared, cutlass::arch::ClusterTransactionBarrier *full,
+    cutlass::arch::ClusterTransactionBarrier *empty, const float *sw,
+    const dev::u16 *bias, dev::u16 *y, int mTotal,
+    const cute::TmaDescriptor *tmY, const cute::TmaDescriptor *tmYCodes,
+    const float *amaxX, const float *amaxW, float *amaxY,
+    const detail::QuantizedY &quantY, Work whileMmas) {
   using namespace cute;
   cutlass::arch::warpgroup_reg_alloc<C::kMathRegisters>();
   // Its TMA stores are complete before the kernel ends.
@@ -394,7 +476,8 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
     }
   };
 
-  // Padding rows past the experts' rows are zeros.
+  // Padding rows past the experts' rows are zeros (quantized: zero codes,
+  // each block's scale_inv that of amax 0).
   {
     int firstPad = rowEnd[C::kGroups - 1];
     long long padWords = (long long)(mTotal - firstPad) * C::kN / 2;
@@ -403,6 +486,21 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
     for (long long i = blockIdx.x * 256 + threadIdx.x; i < padWords;
          i += (long long)gridDim.x * 256)
       pad[i] = 0u;
+    if constexpr (E::kBlockQuant) {
+      unsigned short *padCodes = reinterpret_cast<unsigned short *>(
+          quantY.codes + (long long)firstPad * C::kN);
+      for (long long i = blockIdx.x * 256 + threadIdx.x; i < padWords;
+           i += (long long)gridDim.x * 256)
+        padCodes[i] = 0;
+      const float zeroScaleInv = dev::fp8BlockScaleInv(dev::fp8BlockScale(
+          0.0f, E::kFormat, E::kPow2, quantY.eps, dev::SourceType::BF16));
+      const long long stride = (mTotal + 3) / 4 * 4,
+                      padRows = mTotal - firstPad;
+      for (long long i = blockIdx.x * 256 + threadIdx.x;
+           i < padRows * ((C::kN + 127) / 128); i += (long long)gridDim.x * 256)
+        quantY.scaleInv[(i / padRows) * stride + firstPad + i % padRows] =
+            zeroScaleInv;
+    }
   }
 
   // NVFP4: the warp converts its part of the first stage; after each slab's
@@ -414,11 +512,11 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
   // §7.4), then per warp into the tile's expert: one atomic a warp a tile.
   unsigned seen = 0u;
   auto see = [&](unsigned pair) {
-    if constexpr (AmaxY)
+    if constexpr (E::kAmaxY)
       seen = dev::magnitudeMax2(seen, pair);
   };
   auto flushAmax = [&](int expert) {
-    if constexpr (AmaxY) {
+    if constexpr (E::kAmaxY) {
       seen &= 0x7FFF7FFFu; // magnitudeMax2 leaves the signs undefined
       float a = fmaxf(dev::bf16Lo(seen), dev::bf16Hi(seen));
 #pragma unroll
@@ -432,6 +530,54 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
   };
 
   float total[kAccum];
+  // The block quantize of y, each 128-column block's codes through the
+  // warpgroup's first output box and stored by TMA as y's parts are (`tma`:
+  // all 64 rows are the expert's and kTmaCodes), else stored from
+  // registers (the expert's last rows, none past its end). One inlined
+  // copy for both: a second one costs the NVFP4 kernel spills.
+  auto quantizeTile = [&](const detail::Tile &tile, bool tma) {
+    if constexpr (E::kBlockQuant) {
+      const int wgRow0 = tile.row0 + WG * 64;
+      unsigned char *box =
+          outShared + WG * C::kOutBoxes * detail::kTileStoreBoxBytes;
+      auto warpgroupSync = [] {
+        asm volatile("bar.sync %0, 128;" ::"r"(1 + WG) : "memory");
+      };
+#pragma unroll
+      for (int b = 0; b < C::kBlockN / 128; ++b) {
+        const int block0 = tile.col0 + 128 * b;
+        if (block0 >= C::kN)
+          break;
+        if (tma) {
+          // The box is free once every store of this warpgroup has read it.
+          if (wgThread == 0)
+            cute::tma_store_wait<0>();
+          warpgroupSync();
+        }
+        detail::quantizeRowBlock<C, E>(
+            total, tile, b, wgRow0, rowInWg, colInTile, lane, mTotal, quantY,
+            [&](int r, int c, unsigned short codes) {
+              if (tma) { // 128-byte swizzle: 16-byte chunk c/16 at ^ r % 8
+                *reinterpret_cast<unsigned short *>(
+                    box + r * 128 + (((c / 16) ^ (r % 8)) * 16) + c % 16) =
+                    codes;
+              } else if (wgRow0 + r < tile.rowEnd && block0 + c < C::kN) {
+                *reinterpret_cast<unsigned short *>(
+                    quantY.codes + (long long)(wgRow0 + r) * C::kN + block0 +
+                    c) = codes;
+              }
+            });
+        if (tma) {
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          warpgroupSync();
+          if (wgThread == 0) {
+            cute::SM90_TMA_STORE_2D::copy(tmYCodes, box, block0, wgRow0);
+            cute::tma_store_arrive();
+          }
+        }
+      }
+    }
+  };
   // FP8: two partial-sum accumulators, so that the MMAs of K block kb + 1
   // run while block kb is promoted (pipelinedFp8Blocks); BF16 accumulates
   // into the total.
@@ -473,39 +619,58 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
       }
     }
     // Epilogue: + the expert's bias (fp32), bf16 (round to nearest even),
-    // rows of this expert only.
+    // rows of this expert only. With the block quantize, the bias goes into
+    // the accumulators first, which both the quantize and the store read.
+    const dev::u16 *tileBias = bias;
+    if constexpr (E::kBlockQuant) {
+      if (bias != nullptr) {
+#pragma unroll
+        for (int j = 0; j < C::kBlockN / 8; ++j) {
+          const int col = tile.col0 + j * 8 + colInTile;
+          if (col >= C::kN)
+            continue;
+          const float2 b = detail::biasPair<C>(bias, tile.expert, col);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            total[j * 4 + 2 * h] += b.x;
+            total[j * 4 + 2 * h + 1] += b.y;
+          }
+        }
+      }
+      tileBias = nullptr;
+    }
+    // All 64 rows of the warpgroup are the expert's: the tile leaves by TMA.
+    const bool whole = C::kTmaStore && tile.row0 + WG * 64 + 64 <= tile.rowEnd;
     if constexpr (C::kTmaStore) {
       const int wgRow0 = tile.row0 + WG * 64;
-      if (wgRow0 + 64 <= tile.rowEnd) {
+      if (whole) {
         // Without a bias nothing is added (not even +0: a -0 stays -0, as
         // in the register path).
         unsigned char *boxes =
             outShared + WG * C::kOutBoxes * detail::kTileStoreBoxBytes;
-        if (bias != nullptr)
+        if (tileBias != nullptr)
           detail::storeTileThroughShared<WG, C::kBlockN, C::kOutBoxes, false>(
               total, boxes, tmY, tile.col0, wgRow0, C::kN, wgThread, lane,
               rowInWg, colInTile,
               [&](int, int col) {
-                return detail::biasPair<C>(bias, tile.expert, col);
+                return detail::biasPair<C>(tileBias, tile.expert, col);
               },
               see);
         else
           detail::storeTileThroughShared<WG, C::kBlockN, C::kOutBoxes, false>(
               total, boxes, tmY, tile.col0, wgRow0, C::kN, wgThread, lane,
               rowInWg, colInTile, detail::NoExtra{}, see);
-        flushAmax(tile.expert);
-        continue;
       }
-      // The expert's last rows: stored directly, none past its end.
+      // Else the expert's last rows: stored directly, none past its end.
     }
     const int r0 = tile.row0 + WG * 64 + rowInWg;
 #pragma unroll
-    for (int j = 0; j < C::kBlockN / 8; ++j) {
+    for (int j = 0; j < C::kBlockN / 8 && !whole; ++j) {
       int col = tile.col0 + j * 8 + colInTile;
       if (col >= C::kN)
         continue;
-      if (bias != nullptr) {
-        const float2 b = detail::biasPair<C>(bias, tile.expert, col);
+      if (tileBias != nullptr) {
+        const float2 b = detail::biasPair<C>(tileBias, tile.expert, col);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           total[j * 4 + 2 * h] += b.x;
@@ -525,6 +690,7 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
       }
     }
     flushAmax(tile.expert);
+    quantizeTile(tile, C::kTmaCodes && whole);
   }
 }
 
@@ -539,17 +705,23 @@ mathWarpgroup(int lane, int rank, int cluster, int clusters, int numItems,
 /// block FP8 reads its x scales through `tmSX`), `splits` G int64 on the
 /// device, `bias` null or [G, N] bf16 (added in fp32 before the rounding),
 /// `y` [M_total, N] bf16, `amaxX` / `amaxW` (NVFP4) each expert's global
-/// amax of x and of W ([G] f32; null for the other operands), and with
-/// `AmaxY` `amaxY` [G] f32, into which each expert's amax of its y rows is
-/// max-accumulated (the caller zeroes it) - the amax a per-tensor scaled
-/// quantize of y would otherwise take in a pass of its own.
-template <class C, bool AmaxY = false>
+/// amax of x and of W ([G] f32; null for the other operands), and what
+/// the epilogue `E` writes besides y: with E::kAmaxY `amaxY` [G] f32, into
+/// which each expert's amax of its y rows is max-accumulated (the caller
+/// zeroes it) - the amax a per-tensor scaled quantize of y would otherwise
+/// take in a pass of its own; with E::kBlockQuant y's block-FP8 codes and
+/// scales (`yCodes`, `yScaleInv`, the scheme's `yEps`; `tmYCodes` a 2-D
+/// tensor map over the codes, box 64 x 128 bytes, 128-byte swizzle, where
+/// kTmaCodes).
+template <class C, class E = Epilogue<>>
 __device__ __forceinline__ void
 groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
                 const cute::TmaDescriptor *tmSX, const cute::TmaDescriptor *tmY,
                 const void *sw, const void *sx, const long long *splits,
                 const dev::u16 *bias, dev::u16 *y, int mTotal,
-                const float *amaxX, const float *amaxW, float *amaxY) {
+                const float *amaxX, const float *amaxW, float *amaxY,
+                dev::u8 *yCodes, float *yScaleInv, float yEps,
+                const cute::TmaDescriptor *tmYCodes) {
   using namespace cute;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   extern __shared__ __align__(1024) unsigned char sharedRaw[];
@@ -621,6 +793,8 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
         prefetch_tma_descriptor(tmSX);
       if (C::kTmaStore)
         prefetch_tma_descriptor(tmY);
+      if (E::kBlockQuant && C::kTmaCodes)
+        prefetch_tma_descriptor(tmYCodes);
       constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
       // This CTA's share of the x tile (multicast to the CTAs of its
       // cluster row, which compute the same rows) and of the W tile
@@ -711,19 +885,20 @@ groupedGemmSm90(const cute::TmaDescriptor *tmX, const cute::TmaDescriptor *tmW,
             mTotal));
     }
   } else {
+    const detail::QuantizedY quantY{yCodes, yScaleInv, yEps};
     auto math = [&](auto whileMmas) {
       if (warpgroup == 0)
-        mathWarpgroup<C, 0, AmaxY>(lane, rank, cluster, clusters, numItems,
-                                   tileEnd, rowEnd, stageA, stageB, stageSX,
-                                   outShared, full, empty,
-                                   static_cast<const float *>(sw), bias, y,
-                                   mTotal, tmY, amaxX, amaxW, amaxY, whileMmas);
+        mathWarpgroup<C, 0, E>(lane, rank, cluster, clusters, numItems, tileEnd,
+                               rowEnd, stageA, stageB, stageSX, outShared, full,
+                               empty, static_cast<const float *>(sw), bias, y,
+                               mTotal, tmY, tmYCodes, amaxX, amaxW, amaxY,
+                               quantY, whileMmas);
       else
-        mathWarpgroup<C, 1, AmaxY>(lane, rank, cluster, clusters, numItems,
-                                   tileEnd, rowEnd, stageA, stageB, stageSX,
-                                   outShared, full, empty,
-                                   static_cast<const float *>(sw), bias, y,
-                                   mTotal, tmY, amaxX, amaxW, amaxY, whileMmas);
+        mathWarpgroup<C, 1, E>(lane, rank, cluster, clusters, numItems, tileEnd,
+                               rowEnd, stageA, stageB, stageSX, outShared, full,
+                               empty, static_cast<const float *>(sw), bias, y,
+                               mTotal, tmY, tmYCodes, amaxX, amaxW, amaxY,
+                               quantY, whileMmas);
     };
     if constexpr (C::kFp4) {
       // Warp-uniform as the compiler sees it (a shuffle from lane 0).

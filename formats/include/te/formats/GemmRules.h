@@ -100,6 +100,14 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
                                             bool weightColumnwise = false);
 
+/// Whether a grouped GEMM's epilogue can quantize its bf16 output in
+/// direction `dir` by `s` itself, instead of a quantize kernel reading the
+/// output again (te-fuse-gemm-epilogue): FP8 block scaling with 1x128
+/// blocks (E4M3 or E5M2, pow2 or not, any eps), rowwise - each block is part
+/// of one row of an output tile. "" when it can, else why not. The tek
+/// verifier, the pass and code generation's Program validation call it.
+std::string groupedEpilogueQuantizeError(const Scheme &s, Direction dir);
+
 /// Whether the GEMM engine's NVFP4 kernel can read a grouped GEMM's
 /// operands quantized per expert by NVFP4 (`x`, `w` as for
 /// groupedTensorScaledSchemesError) as codes instead of the BF16 kernel

@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace te::cg {
@@ -96,6 +97,11 @@ struct GroupedGemmSpec {
   /// amax pass's rule) into GroupedGemmBuffers::amaxY, which the caller
   /// zeroes: a per-tensor scaled quantize of y then needs no pass of its own.
   bool outputAmax = false;
+  /// The epilogue also quantizes y rowwise by this FP8 block scheme (1x128
+  /// blocks, rt::groupedEpilogueQuantizeError) into
+  /// GroupedGemmBuffers::yCodes / yScaleInv: the codes and scales a quantize
+  /// kernel over y would write.
+  std::optional<rt::Scheme> quantizeOutput;
 
   /// FP8 codes (block-scaled or MXFP8): 128-element K stages, FP8 MMAs.
   bool fp8() const {
@@ -111,7 +117,8 @@ struct GroupedGemmSpec {
   /// ("_wcol" after "fp8block" for a columnwise weight, then the formats'
   /// suffix; "_c2x2" for a 2 x 2 cluster, "_b8" for bands of 8 row units,
   /// "_o1" for one output box a warpgroup where tiles leave by TMA store,
-  /// "_amax" last for outputAmax).
+  /// "_amax" for outputAmax, then "_q" and the quantizeOutput scheme, e.g.
+  /// "_qe4m3", "_qe5m2p2" with pow2 scales).
   std::string kernelName() const;
 };
 
@@ -129,6 +136,16 @@ rt::Status checkGroupedGemm(const GroupedGemmSpec &s);
 /// (N a multiple of 8, the bf16 rows' 16-byte TMA stride) rather than from
 /// registers: its fourth tensor map is then Y's.
 bool groupedGemmTmaStore(const GroupedGemmSpec &s);
+
+/// Whether the epilogue's FP8 codes of y (quantizeOutput) leave by TMA:
+/// where y does and the codes' rows (N bytes) keep its 16-byte stride;
+/// else from registers. Its fifth tensor map is then the codes'.
+bool groupedGemmTmaCodes(const GroupedGemmSpec &s);
+
+/// The codes' tensor map: [mTotal, N] one-byte codes, 64 x 128-byte boxes,
+/// 128-byte swizzle.
+rt::TensorMapShape groupedGemmCodesMap(const GroupedGemmSpec &s,
+                                       int64_t mTotal);
 
 /// Dynamic shared memory the kernel needs (stages, output boxes, scales,
 /// barriers, per-expert tables).
@@ -161,6 +178,9 @@ struct GroupedGemmBuffers {
   uint64_t bias = 0; ///< 0, or [G, N] bf16 added before the rounding
   uint64_t amaxX = 0, amaxW = 0; ///< NVFP4: [G] f32 each, else 0
   uint64_t amaxY = 0;            ///< outputAmax: [G] f32, zeroed; else 0
+  /// quantizeOutput: y's codes [mTotal, N] and scale_inv
+  /// [ceil(N/128)][roundup(mTotal, 4)] f32; else 0.
+  uint64_t yCodes = 0, yScaleInv = 0;
 };
 
 /// The geometry of the kernel's four TMA descriptors for `mTotal` token
@@ -182,12 +202,15 @@ struct GroupedGemmLaunch {
   /// TMA), else 0.
   uint64_t sw = 0, sx = 0, splits = 0, bias = 0, y = 0;
   int32_t mTotal = 0;
-  uint64_t amaxX = 0, amaxW = 0, amaxY = 0;
+  uint64_t amaxX = 0, amaxW = 0, amaxY = 0, yCodes = 0, yScaleInv = 0;
+  float yEps = 0.0f;
+  /// The codes' tensor map (groupedGemmCodesMap), or x's again.
+  rt::TensorMap codesMap;
   rt::Dim3 grid, block, cluster;
   unsigned sharedBytes = 0;
   /// Pointers to each parameter, as cuLaunchKernel takes them (point into
   /// this object: do not copy it between args() and the launch).
-  std::array<void *, 13> args();
+  std::array<void *, 17> args();
 };
 
 /// Encodes the tensor maps for `b` and sizes the grid: one CTA per SM of

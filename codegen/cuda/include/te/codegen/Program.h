@@ -211,6 +211,11 @@ struct GroupedGemmKernel {
   /// scales and the engine's NVFP4 kernel reads them
   /// (rt::groupedNvfp4CodesError); else the BF16 kernel reads their values.
   bool nvfp4Codes = false;
+  /// >= 0: a quantized value (y's shape and type, rowwise by FP8 block
+  /// scaling with 1x128 blocks: rt::groupedEpilogueQuantizeError) that the
+  /// epilogue writes from y as a quantize kernel over y would
+  /// (te-fuse-gemm-epilogue; docs/Numerics.md §7.4). y is written too.
+  int quantizedOutput = -1;
 
   bool quantizesPerExpert() const { return xScheme.has_value(); }
 
