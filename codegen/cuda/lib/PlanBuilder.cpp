@@ -51,6 +51,12 @@ int64_t logicalScales(const Scheme &s, Direction d, int64_t m, int64_t k) {
 
 } // namespace
 
+bool detail::scalesHavePadding(const Program &p, const Value &v,
+                               const Scheme &s, Direction d) {
+  return logicalScales(s, d, v.rows(), v.cols()) <
+         directionStorage(v, d, p.target).scaleInv.numElements();
+}
+
 std::vector<ValueStorage> valueStorage(const Entry &e, const EntryPlan &plan,
                                        int index, const rt::Target &target) {
   const Value &v = e.values[size_t(index)];
@@ -89,9 +95,7 @@ StageBuffers detail::stageBuffers(const Program &p, const Entry &e,
     w.fill(bd.amax);
     w.kp.bytesMoved += 4;
   }
-  rt::DirectionStorage st = directionStorage(v, s.dir, p.target);
-  if (bd.scale >= 0 && logicalScales(s.scheme, s.dir, v.rows(), v.cols()) <
-                           st.scaleInv.numElements())
+  if (bd.scale >= 0 && detail::scalesHavePadding(p, v, s.scheme, s.dir))
     w.fill(bd.scale);
   w.kp.bytesMoved +=
       table.bytes(bd.data) + table.bytes(bd.scale) + table.bytes(bd.amax);

@@ -177,6 +177,13 @@ bool isDequantized(const Entry &e, int value);
 std::string gemmEngine(const Entry &e, const char *library, int a, int b,
                        bool mxfp8 = false);
 
+/// Whether direction `d` of quantized value `v`, quantized by `s`, has
+/// scale entries past the logical ones (rows or columns padded for the
+/// GEMM's layout), which every kernel writing it leaves to a zero fill the
+/// plan runs first.
+bool scalesHavePadding(const Program &p, const Value &v, const rt::Scheme &s,
+                       rt::Direction d);
+
 /// A grouped GEMM (fprop or dgrad): one persistent launch of the generated
 /// Hopper kernel.
 rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,

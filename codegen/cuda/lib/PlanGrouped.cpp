@@ -374,6 +374,10 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
     const ValueBuffers &qb = out.values[size_t(g.quantizedOutput)];
     yCodes = qb.dir[0].data;
     yScales = qb.dir[0].scale;
+    // Zero scale padding, as a quantize kernel's plan leaves it.
+    if (scalesHavePadding(p, e.values[size_t(g.quantizedOutput)],
+                          *spec.quantizeOutput, rt::Direction::Rowwise))
+      kp.addFill(yScales);
   }
   int amaxY = -1;
   if (spec.outputAmax) {

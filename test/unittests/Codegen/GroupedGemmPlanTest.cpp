@@ -788,7 +788,8 @@ const rt::Scheme kBlockHs[] = {
 // y the GEMM computed: the chain's h quantized and y2 are bit for bit those
 // of a quantize kernel over its h and the same next layer.
 TEST(GroupedGemmPlan, TheEpilogueQuantizeIsAQuantizeKernelOnTheCpu) {
-  const int64_t m = 300, k = 256, g = 3, n = 256, n2 = 128;
+  // M_total not a multiple of 4: the scales' padding rows.
+  const int64_t m = 302, k = 256, g = 3, n = 256, n2 = 128;
   const std::vector<int64_t> splits = {120, 0, 150};
   for (const rt::Scheme &hs : kBlockHs) {
     cg::Program chain = blockChain(m, k, g, n, n2, hs, false);
@@ -826,6 +827,12 @@ TEST(GroupedGemmPlan, TheEpilogueQuantizeIsAQuantizeKernelOnTheCpu) {
             .quantizedOutput)];
     EXPECT_EQ(gemm.args[13].pointer.buffer, qb.dir[0].data);
     EXPECT_EQ(gemm.args[14].pointer.buffer, qb.dir[0].scale);
+    // Zeroed first, as a quantize kernel's plan zeroes the padding.
+    bool filled = false;
+    for (const rt::Step &st : plan->kernels[2].plan.steps)
+      filled = filled || (st.kind == rt::Step::Kind::Fill &&
+                          st.index == uint32_t(qb.dir[0].scale));
+    EXPECT_TRUE(filled);
   }
 }
 
@@ -833,11 +840,11 @@ TEST(GroupedGemmPlan, TheEpilogueQuantizeIsAQuantizeKernelOnTheCpu) {
 // layer (te-fuse-gemm-epilogue's kernel): h's codes and scales and the
 // next layer's output are bit for bit those of a quantize kernel over the
 // h the first layer wrote and the same next layer. Ragged splits with an
-// empty expert, M_total not a multiple of 128, a bias on the first layer;
-// E4M3 and E5M2 (pow2) h.
+// empty expert, M_total not a multiple of 4 (the scales' padding rows), a
+// bias on the first layer; E4M3 and E5M2 (pow2) h.
 TEST_F(GroupedGemmPlanGpu, TheEpilogueQuantizeFeedsTheNextLayerBitForBit) {
   rt::KernelCache cache("");
-  const int64_t m = 700, k = 384, g = 4, n = 256, n2 = 384;
+  const int64_t m = 702, k = 384, g = 4, n = 256, n2 = 384;
   const std::vector<int64_t> splits = {200, 131, 0, 300};
   const std::vector<uint8_t> x = bf16Bytes(normals(size_t(m * k), 31)),
                              w = bf16Bytes(normals(size_t(g * n * k), 32)),
