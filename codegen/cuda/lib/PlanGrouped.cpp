@@ -65,15 +65,6 @@ static rt::KernelSpec quantizeLaunch(const Program &p, const std::string &entry,
   return ks;
 }
 
-/// Each expert's amax of `value` [rows, C] bf16 - max |x| over its rows
-/// (the tokens under the split sizes `splits`, a value; or with splits < 0
-/// the stack's rows / G rows each), or with `rht` over its Hadamard-
-/// transformed 16-row runs - into a [G] f32 buffer, which it returns. An
-/// entry computes each such amax once: the first kernel that needs it
-/// zeroes the buffer and runs the pass in `kp` (adding the read to its
-/// bytes); later kernels of the entry read that buffer (the entry's kernels
-/// run in order, and a value never changes) - the dgrad and the wgrad of
-/// one dy, say, or a train step's fprop and dgrad of one stack.
 /// The buffer name of expertAmax's result: by what it is computed from, the
 /// input's and the splits' buffers.
 static std::string expertAmaxName(const Entry &e, const EntryPlan &out,
@@ -87,6 +78,16 @@ static std::string expertAmaxName(const Entry &e, const EntryPlan &out,
                         : ".g" + std::to_string(groups));
 }
 
+/// Each expert's amax of `value` [rows, C] bf16 - max |x| over its rows
+/// (the tokens under the split sizes `splits`, a value; or with splits < 0
+/// the stack's rows / G rows each), or with `rht` over its Hadamard-
+/// transformed 16-row runs - into a [G] f32 buffer, which it returns. An
+/// entry computes each such amax once: the first kernel that needs it
+/// zeroes the buffer and runs the pass in `kp` (adding the read to its
+/// bytes); later kernels of the entry read that buffer (the entry's kernels
+/// run in order, and a value never changes) - the dgrad and the wgrad of
+/// one dy, say, or a train step's fprop and dgrad of one stack; or the
+/// value's grouped GEMM took it in its epilogue (laterTakesExpertAmax).
 static int expertAmax(const Program &p, const Entry &e, BufferTable &table,
                       const EntryPlan &out, KernelPlan &kp, int value,
                       int splits, int64_t groups, bool rht) {
@@ -367,8 +368,6 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
       amaxW = wq->amax;
     }
   }
-  // Named as expertAmax names it; added once nothing can fail, so that a
-  // plan left out (unsupported) leaves no buffer that nothing computes.
   int yCodes = -1, yScales = -1;
   if (g.quantizedOutput >= 0) {
     const ValueBuffers &qb = out.values[size_t(g.quantizedOutput)];
@@ -379,6 +378,8 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
                           *spec.quantizeOutput, rt::Direction::Rowwise))
       kp.addFill(yScales);
   }
+  // Named as expertAmax names it; added once nothing can fail, so that a
+  // plan left out (unsupported) leaves no buffer that nothing computes.
   int amaxY = -1;
   if (spec.outputAmax) {
     amaxY = table.add(

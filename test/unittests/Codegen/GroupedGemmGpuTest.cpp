@@ -791,6 +791,35 @@ TEST_F(GroupedGemmGpu, TheEpilogueQuantizesYAsAQuantizeKernelWould) {
   });
 }
 
+// The epilogues where the tiles leave otherwise: codes by TMA with a last
+// 128-column block partly past N (N = 144, 208: the map clips it), two
+// output boxes a warpgroup (the codes wait for both parts' stores), and
+// 2 x 2 clusters (each expert's row tiles padded to a pair: the pad tile
+// stores nothing); with the output's amax alongside.
+TEST_F(GroupedGemmGpu, TheEpiloguesUnderOtherTileStores) {
+  const rt::Scheme e4m3 = rt::Scheme::fp8Block(rt::DType::E4M3, 1, 128);
+  for (GroupedGemmSpec::Operands kind :
+       {GroupedGemmSpec::Operands::Fp8Block, GroupedGemmSpec::Operands::BF16})
+    for (int64_t n : {144, 208}) {
+      GroupedGemmSpec s = spec(kind, 2, n, 256);
+      s.quantizeOutput = e4m3;
+      s.outputAmax = true;
+      check(s, 300, {150, 140});
+    }
+  GroupedGemmSpec twoBoxes =
+      spec(GroupedGemmSpec::Operands::Fp8Block, 4, 384, 512);
+  twoBoxes.outBoxes = 2;
+  twoBoxes.quantizeOutput = e4m3;
+  twoBoxes.outputAmax = true;
+  check(twoBoxes, 700, {0, 300, 1, 250});
+  GroupedGemmSpec pairs =
+      spec(GroupedGemmSpec::Operands::Fp8Block, 4, 256, 512);
+  pairs.clusterM = 2;
+  pairs.quantizeOutput = e4m3;
+  pairs.outputAmax = true;
+  check(pairs, 700, {0, 300, 1, 250});
+}
+
 // Inf and NaN in the operands (bf16 values; FP8 codes: E4M3 NaN, E5M2
 // +-Inf and NaN), in the block scales (FP8 block: fp32 Inf and NaN; MXFP8:
 // E8M0 0xFF; NVFP4: E4M3 NaN) and in NVFP4's amaxes (Inf, NaN, 0) reach

@@ -416,7 +416,7 @@ quantizeRowBlock(const float (&total)[N], const Tile &tile, int b, int wgRow0,
               dev::mulRn(dev::bf16Hi(pairs[jj]), scale))));
     const int row = wgRow0 + r;
     if (lane % 4 == 0 && row < tile.rowEnd && block0 < C::kN)
-      q.scaleInv[(block0 / 128) * ((long long)(mTotal + 3) / 4 * 4) + row] =
+      q.scaleInv[(block0 / 128) * (((long long)mTotal + 3) / 4 * 4) + row] =
           dev::fp8BlockScaleInv(scale);
   }
 }
@@ -494,7 +494,7 @@ __device__ __forceinline__ void mathWarpgroup(
         padCodes[i] = 0;
       const float zeroScaleInv = dev::fp8BlockScaleInv(dev::fp8BlockScale(
           0.0f, E::kFormat, E::kPow2, quantY.eps, dev::SourceType::BF16));
-      const long long stride = (mTotal + 3) / 4 * 4,
+      const long long stride = ((long long)mTotal + 3) / 4 * 4,
                       padRows = mTotal - firstPad;
       for (long long i = blockIdx.x * 256 + threadIdx.x;
            i < padRows * ((C::kN + 127) / 128); i += (long long)gridDim.x * 256)
