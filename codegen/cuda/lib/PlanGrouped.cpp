@@ -65,6 +65,22 @@ static rt::KernelSpec quantizeLaunch(const Program &p, const std::string &entry,
   return ks;
 }
 
+/// The expert amax an operand's per-expert quantize takes: none (delayed
+/// scaling reads its states' scales; block FP8, MXFP8 and bf16 need none),
+/// of its rows, or (NVFP4 with the Hadamard transform) of its transformed
+/// 16-row runs. The one rule the plans below and laterTakesExpertAmax ask.
+enum class ExpertAmax { None, Rows, Transformed };
+static ExpertAmax expertAmaxOf(const GroupedRowsQuantizeSpec &qs) {
+  return qs.delayed() ? ExpertAmax::None : ExpertAmax::Rows;
+}
+static ExpertAmax expertAmaxOf(const GroupedQuantizeSpec &qs) {
+  if (qs.delayed() || !qs.needsExpertAmax())
+    return ExpertAmax::None;
+  return qs.scheme.kind == SchemeKind::Nvfp4 && qs.scheme.rht
+             ? ExpertAmax::Transformed
+             : ExpertAmax::Rows;
+}
+
 /// The buffer name of expertAmax's result: by what it is computed from, the
 /// input's and the splits' buffers.
 static std::string expertAmaxName(const Entry &e, const EntryPlan &out,
@@ -192,7 +208,7 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   // Each expert's amax (current scaling, NVFP4), or under delayed scaling
   // each expert's scale, the cast recording its amax.
   int amax = -1, record = -1;
-  if (qs.delayed())
+  if (expertAmaxOf(qs) == ExpertAmax::None) // delayed scaling
     std::tie(amax, record) = delayedScales(p, g.name, weightStack ? "w" : "x",
                                            weightStack ? g.wState : g.xState,
                                            groups, table, out, kp);
@@ -229,9 +245,8 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
 
 /// Whether a kernel of `e` after `producer` takes the amax of each expert's
 /// rows of `value` under `splits` - expertAmax(value, splits, rht = false) -
-/// as the plans above decide: a grouped GEMM quantizing its tokens per
-/// expert (not under delayed scaling), a grouped wgrad its dy or x by a
-/// scheme scaled by each expert's amax (not through the Hadamard transform).
+/// by expertAmaxOf, the rule the plans above follow: a grouped GEMM
+/// quantizing its tokens per expert, a grouped wgrad its dy or x.
 static bool laterTakesExpertAmax(const Entry &e, const Kernel &producer,
                                  int value, int splits) {
   auto takes = [&](const Kernel &k) {
@@ -240,7 +255,7 @@ static bool laterTakesExpertAmax(const Entry &e, const Kernel &producer,
         return false;
       GroupedRowsQuantizeSpec qs;
       qs.scheme = *g->xScheme;
-      return !qs.delayed();
+      return expertAmaxOf(qs) == ExpertAmax::Rows;
     }
     if (const auto *w = std::get_if<GroupedWgradKernel>(&k)) {
       if (w->splits != splits)
@@ -249,8 +264,7 @@ static bool laterTakesExpertAmax(const Entry &e, const Kernel &producer,
                                             std::make_pair(w->x, w->xScheme)}) {
         GroupedQuantizeSpec qs;
         qs.scheme = scheme;
-        if (operand == value && !qs.delayed() && qs.needsExpertAmax() &&
-            !(scheme.kind == SchemeKind::Nvfp4 && scheme.rht))
+        if (operand == value && expertAmaxOf(qs) == ExpertAmax::Rows)
           return true;
       }
     }
@@ -497,9 +511,9 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
       std::tie(amax, record) = delayedScales(
           p, g.name, value == g.dy ? "dy" : "x",
           value == g.dy ? g.dyState : g.xState, groups, table, out, kp);
-    else if (qs.needsExpertAmax())
+    else if (expertAmaxOf(qs) != ExpertAmax::None)
       amax = expertAmax(p, e, table, out, kp, value, g.splits, groups,
-                        scheme.kind == SchemeKind::Nvfp4 && scheme.rht);
+                        expertAmaxOf(qs) == ExpertAmax::Transformed);
     EmittedGroupedQuantize src = emitGroupedQuantize(qs);
     kp
         .addLaunch(quantizeLaunch(
