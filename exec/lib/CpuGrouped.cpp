@@ -271,7 +271,7 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
                               e.values[g.output].dtype, nullptr, n);
   if (g.quantizedOutput >= 0) {
     // The epilogue's quantization: y as stored, quantized as a quantize
-    // kernel over y would (computed from a GEMM output: no bound).
+    // kernel over y would, and as inexact as y (runQuantize's rule).
     const Value &q = e.values[g.quantizedOutput];
     ref::QuantizedTensor t =
         ref::quantize(out.tensor.data(), ref::SourceType::BF16, m, n,
@@ -279,7 +279,7 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
     if (!t.ok())
       return fail(g.name + ": " + t.error);
     values[g.quantizedOutput].quantized.rowwise = std::move(t.rowwise);
-    values[g.quantizedOutput].unbounded = true;
+    values[g.quantizedOutput].unbounded = out.inexact();
   }
   return rt::Status::ok();
 }
