@@ -15,6 +15,7 @@
 
 #include "dialect/te/TeOps.h"
 #include "dialect/te/TeOpsSupport.h"
+#include "te/formats/GemmRules.h"
 
 #include "llvm/Support/Debug.h"
 
@@ -43,13 +44,17 @@ static SchemeAttrInterface fp8SchemeOf(QTensorType type) {
 /// How `gemm` runs on an sm_`sm` GPU. Operand pairing was verified.
 static GemmPath pathOf(GemmOp gemm, int sm) {
   std::optional<rt::Scheme> scheme;
+  rt::GemmOperand operands[2];
   for (unsigned i = 0; i < 2; ++i)
     if (auto q = dyn_cast<QTensorType>(gemm->getOperand(i).getType())) {
       Direction d = gemm.getOperandDirection(i);
-      scheme = q.getScheme().getRuntimeScheme(d);
-      if (scheme->kind != rt::SchemeKind::Identity)
-        break;
+      operands[i] = {q.getScheme().getRuntimeScheme(d), toRuntime(d)};
+      if (!scheme || scheme->kind == rt::SchemeKind::Identity)
+        scheme = operands[i].scheme;
     }
+  // Two families: no kernel of any target reads the pair as stored.
+  if (rt::gemmMixesFamilies(operands[0], operands[1]))
+    return GemmPath::emulated;
   if (!scheme || scheme->kind == rt::SchemeKind::Identity ||
       scheme->isPerTensor())
     return GemmPath::cublaslt;

@@ -168,7 +168,9 @@ def TeLegalizeTargetPass : Pass<"te-legalize-target", "::mlir::ModuleOp"> {
     - block-scaled FP8: cuBLASLt on sm_90 (VEC128/BLK128x128 scales exist
       only there), emulated elsewhere;
     - MXFP8, NVFP4: cuBLASLt on sm_100 and newer, emulated before
-      (dequantize to bf16, then a bf16 GEMM).
+      (dequantize to bf16, then a bf16 GEMM);
+    - quantized operands of two scheme families: emulated on every target
+      (no kernel reads such a pair as stored).
     And on every `te.grouped_gemm` (sm_90 only): `generated` where the GEMM
     engine's kernel reads the operands as stored, `emulated` where they are
     dequantized first; MXFP8 x MXFP8 with the weight read rowwise is either,

@@ -399,14 +399,12 @@ LogicalResult GemmOp::verifyTypes(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "operand '" << names[i]
                        << "' is a high-precision tensor but operand '"
                        << names[1 - i] << "' is quantized by " << attrs[1 - i]
-                       << "; quantize both, or use #te.identity for the "
-                          "high-precision side";
-  case rt::GemmPairingError::SchemeFamiliesDiffer:
-    return emitError() << "operands pair incompatible schemes: " << attrs[0]
-                       << " (a, " << stringifyDirection(dirs[0]) << ") with "
-                       << attrs[1] << " (b, " << stringifyDirection(dirs[1])
-                       << "); a GEMM needs one scheme family on both sides "
-                          "(block FP8 may pair 1x128 with 128x128)";
+                       << "; quantize both, or keep both in high precision";
+  case rt::GemmPairingError::IdentityWithQuantized:
+    return emitError() << "operand '" << names[i] << "' is " << attrs[i]
+                       << " (high precision) but operand '" << names[1 - i]
+                       << "' is quantized by " << attrs[1 - i]
+                       << "; quantize both, or keep both in high precision";
   case rt::GemmPairingError::BlockTiles128x128:
     return emitError() << "block FP8 cannot pair 128x128 tiles with 128x128 "
                           "tiles (no such GEMM kernel); quantize one operand "

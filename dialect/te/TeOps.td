@@ -205,9 +205,13 @@ def Te_GemmOp : Te_Op<"gemm", [Pure]> {
     last dimension is read rowwise, along its first dimension columnwise:
     A is read rowwise unless `transpose_a`, B columnwise unless
     `transpose_b`. A quantized operand must hold the direction read, and the
-    two operands' schemes for those directions must pair: the same family
-    (per-tensor FP8, MXFP8, NVFP4, identity) or block FP8 1x128 with 1x128
-    or 128x128 (never 128x128 with 128x128); no e5m2 x e5m2 FP8 GEMM.
+    two operands' schemes for those directions must pair. Within one
+    family (per-tensor FP8, MXFP8, NVFP4, block FP8, identity) as the
+    family's kernel allows: block FP8 never 128x128 with 128x128, no e5m2 x
+    e5m2 FP8 GEMM. Quantized operands of two families (a hybrid recipe's
+    MXFP8 weight with NVFP4 gradients, say) pair as the bf16 GEMM of their
+    dequantized values; an identity operand pairs only with high precision.
+    NVFP4's random Hadamard transform is read on both sides or neither.
     `te-legalize-target` records in `path` whether the target runs it with
     a native cuBLASLt kernel or emulates it.
 

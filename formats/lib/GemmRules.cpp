@@ -35,18 +35,29 @@ GemmPairing checkGemmPairing(const GemmOperand &a, const GemmOperand &b) {
       return {GemmPairingError::HighPrecisionWithQuantized, i};
   if (!a.scheme || !b.scheme)
     return {}; // high precision x identity
+  for (int i = 0; i < 2; ++i)
+    if (isIdentity(*ops[i]) && !isIdentity(*ops[1 - i]))
+      return {GemmPairingError::IdentityWithQuantized, i};
   const Scheme &sa = *a.scheme, &sb = *b.scheme;
-  if (gemmSchemeFamily(sa) != gemmSchemeFamily(sb))
-    return {GemmPairingError::SchemeFamiliesDiffer, -1};
-  if (sa.kind == SchemeKind::Fp8Block && sa.tileRows == 128 &&
-      sb.tileRows == 128)
-    return {GemmPairingError::BlockTiles128x128, -1};
-  bool fp8Scaled = sa.isPerTensor() || sa.kind == SchemeKind::Fp8Block;
-  if (fp8Scaled && !fp8ElementsPair(sa.element, sb.element))
-    return {GemmPairingError::E5m2ByE5m2, -1};
+  // Within a family, the family's kernel decides; across families every
+  // operand is dequantized to bf16 first, which any pair of codes allows.
+  if (!gemmMixesFamilies(a, b)) {
+    if (sa.kind == SchemeKind::Fp8Block && sa.tileRows == 128 &&
+        sb.tileRows == 128)
+      return {GemmPairingError::BlockTiles128x128, -1};
+    bool fp8Scaled = sa.isPerTensor() || sa.kind == SchemeKind::Fp8Block;
+    if (fp8Scaled && !fp8ElementsPair(sa.element, sb.element))
+      return {GemmPairingError::E5m2ByE5m2, -1};
+  }
   if (readsHadamard(a) != readsHadamard(b))
     return {GemmPairingError::HadamardOneSided, readsHadamard(a) ? 0 : 1};
   return {};
+}
+
+bool gemmMixesFamilies(const GemmOperand &a, const GemmOperand &b) {
+  return a.scheme && b.scheme && a.scheme->kind != SchemeKind::Identity &&
+         b.scheme->kind != SchemeKind::Identity &&
+         gemmSchemeFamily(*a.scheme) != gemmSchemeFamily(*b.scheme);
 }
 
 std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b) {
@@ -65,14 +76,13 @@ std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b) {
            "' is a high-precision tensor but operand '" + names[1 - p.operand] +
            "' is quantized by " +
            gemmSchemeFamily(*ops[1 - p.operand]->scheme) +
-           "; quantize both, or use identity for the high-precision side";
-  case GemmPairingError::SchemeFamiliesDiffer:
-    return "operands pair incompatible schemes: " +
-           gemmSchemeFamily(*a.scheme) + " (a, " + directionName(a.read) +
-           ") with " + gemmSchemeFamily(*b.scheme) + " (b, " +
-           directionName(b.read) +
-           "); a GEMM needs one scheme family on both sides (block FP8 may "
-           "pair 1x128 with 128x128)";
+           "; quantize both, or keep both in high precision";
+  case GemmPairingError::IdentityWithQuantized:
+    return std::string("operand '") + names[p.operand] +
+           "' is identity (high precision) but operand '" +
+           names[1 - p.operand] + "' is quantized by " +
+           gemmSchemeFamily(*ops[1 - p.operand]->scheme) +
+           "; quantize both, or keep both in high precision";
   case GemmPairingError::BlockTiles128x128:
     return "block FP8 cannot pair 128x128 tiles with 128x128 tiles (no such "
            "GEMM kernel); quantize one operand with 1x128 tiles";

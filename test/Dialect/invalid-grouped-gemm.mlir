@@ -62,10 +62,10 @@ func.func @columnwise_only(%x: !te.qtensor<256x128xbf16, #te.fp8_block<e4m3, 1x1
 
 // -----
 
-func.func @schemes_differ(%x: !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+func.func @identity_with_quantized(%x: !te.qtensor<256x128xbf16, #te.identity<bf16>, rowwise>,
                           %w: !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op operands pair incompatible schemes: #te.mxfp8<e4m3> (a, rowwise) with #te.fp8_block<e4m3, 128x128> (b, rowwise)}}
-  %y = te.grouped_gemm %x, %w, %s : !te.qtensor<256x128xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<256x128xbf16>
+  // expected-error @+1 {{'te.grouped_gemm' op operand 'a' is #te.identity<bf16> (high precision) but operand 'b' is quantized by #te.fp8_block<e4m3, 128x128>}}
+  %y = te.grouped_gemm %x, %w, %s : !te.qtensor<256x128xbf16, #te.identity<bf16>, rowwise>, !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<256x128xbf16>
   return
 }
 

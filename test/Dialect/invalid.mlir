@@ -95,19 +95,31 @@ func.func @gemm_mixed_hp(%a: tensor<64x128xbf16>, %b: tensor<128x32xf32>) {
 // -----
 
 func.func @gemm_quantized_with_hp(%a: !te.qtensor<64x128xbf16, #te.mxfp8<e4m3>, rowwise>, %b: tensor<128x32xbf16>) {
-  // expected-error @+1 {{'te.gemm' op operand 'b' is a high-precision tensor but operand 'a' is quantized by #te.mxfp8<e4m3>; quantize both, or use #te.identity for the high-precision side}}
+  // expected-error @+1 {{'te.gemm' op operand 'b' is a high-precision tensor but operand 'a' is quantized by #te.mxfp8<e4m3>; quantize both, or keep both in high precision}}
   %y = te.gemm %a, %b : !te.qtensor<64x128xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<128x32xbf16> -> tensor<64x32xbf16>
   return
 }
 
 // -----
 
-// A hybrid pairs per direction: fprop reads the MXFP8 rowwise side of x but
-// the NVFP4 rowwise side of W.
-func.func @gemm_family_mismatch(%x: !te.qtensor<64x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>,
-                                %w: !te.qtensor<32x128xbf16, #te.nvfp4<>, rowwise>) {
-  // expected-error @+1 {{'te.gemm' op operands pair incompatible schemes: #te.mxfp8<e4m3> (a, rowwise) with #te.nvfp4<> (b, rowwise); a GEMM needs one scheme family on both sides (block FP8 may pair 1x128 with 128x128)}}
-  %y = te.gemm %x, %w {transpose_b} : !te.qtensor<64x128xbf16, #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>, rowwise|columnwise>, !te.qtensor<32x128xbf16, #te.nvfp4<>, rowwise> -> tensor<64x32xbf16>
+// An identity direction is high precision: it does not pair with a
+// quantized one (a hybrid pairs per direction: fprop reads W's identity
+// rowwise side).
+func.func @gemm_identity_with_quantized(%x: !te.qtensor<64x128xbf16, #te.mxfp8<e4m3>, rowwise>,
+                                        %w: !te.qtensor<32x128xbf16, #te.hybrid<rowwise = #te.identity<bf16>, columnwise = #te.nvfp4<>>, rowwise|columnwise>) {
+  // expected-error @+1 {{'te.gemm' op operand 'b' is #te.identity<bf16> (high precision) but operand 'a' is quantized by #te.mxfp8<e4m3>; quantize both, or keep both in high precision}}
+  %y = te.gemm %x, %w {transpose_b} : !te.qtensor<64x128xbf16, #te.mxfp8<e4m3>, rowwise>, !te.qtensor<32x128xbf16, #te.hybrid<rowwise = #te.identity<bf16>, columnwise = #te.nvfp4<>>, rowwise|columnwise> -> tensor<64x32xbf16>
+  return
+}
+
+// -----
+
+// Across scheme families too the random Hadamard transform must be read
+// on both sides: MXFP8 by an NVFP4 RHT operand read columnwise.
+func.func @gemm_mixed_rht_one_side(%dy: !te.qtensor<64x32xbf16, #te.mxfp8<e4m3>, columnwise>,
+                                   %x: !te.qtensor<64x128xbf16, #te.nvfp4<rht>, columnwise>) {
+  // expected-error @+1 {{'te.gemm' op operand 'b' is read in the random-Hadamard-transformed domain (#te.nvfp4<rht>) but operand 'a' is not; the transform cancels only when both operands apply it}}
+  %dw = te.gemm %dy, %x {transpose_a} : !te.qtensor<64x32xbf16, #te.mxfp8<e4m3>, columnwise>, !te.qtensor<64x128xbf16, #te.nvfp4<rht>, columnwise> -> tensor<32x128xbf16>
   return
 }
 

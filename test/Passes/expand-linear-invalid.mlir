@@ -1,14 +1,15 @@
 // RUN: te-opt %s --te-resolve-recipe --te-expand-linear --split-input-file -verify-diagnostics
 
 // Tests that a recipe whose dgrad operands do not pair is an error on the
-// layer naming the GEMM: dy rowwise is MXFP8, W columnwise is NVFP4.
+// layer naming the GEMM: dy rowwise is MXFP8, W columnwise is identity
+// (quantized operands of two families pair: gemm-mixed-families.mlir).
 te.recipe @mismatched {
-  te.rule "linear", "weight" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.nvfp4<>>
+  te.rule "linear", "weight" -> #te.hybrid<rowwise = #te.mxfp8<e4m3>, columnwise = #te.identity<bf16>>
   te.rule "*", "*" -> #te.mxfp8<e4m3>
 }
 func.func @dgrad_pairing(%dy: tensor<256x64xbf16>, %x: tensor<256x128xbf16>, %w: tensor<64x128xbf16>)
     -> (tensor<256x128xbf16>, tensor<64x128xf32>) {
-  // expected-error @+1 {{'te.linear_grad' op cannot form its dgrad GEMM (dx = dy W: dy rowwise, W columnwise): 'te.gemm' op operands pair incompatible schemes: #te.mxfp8<e4m3> (a, rowwise) with #te.nvfp4<> (b, columnwise)}}
+  // expected-error @+1 {{'te.linear_grad' op cannot form its dgrad GEMM (dx = dy W: dy rowwise, W columnwise): 'te.gemm' op operand 'b' is a high-precision tensor but operand 'a' is quantized by #te.mxfp8<e4m3>; quantize both, or keep both in high precision}}
   %dx, %dw = te.linear_grad %dy, %x, %w {recipe = @mismatched} : tensor<256x64xbf16>, tensor<256x128xbf16>, tensor<64x128xbf16> -> tensor<256x128xbf16>, tensor<64x128xf32>
   return %dx, %dw : tensor<256x128xbf16>, tensor<64x128xf32>
 }

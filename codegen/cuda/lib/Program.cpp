@@ -199,8 +199,15 @@ static std::string validateGemm(const Entry &e, const GemmKernel &g) {
     return rt::GemmOperand{v.isQuantized() ? v.scheme(d) : std::nullopt, d,
                            v.dtype};
   };
-  return rt::gemmOperandsError(operand(a, g.directionA()),
-                               operand(b, g.directionB()));
+  rt::GemmOperand ra = operand(a, g.directionA()),
+                  rb = operand(b, g.directionB());
+  if (rt::gemmMixesFamilies(ra, rb))
+    return "operands of two scheme families (" +
+           rt::gemmSchemeFamily(*ra.scheme) + " and " +
+           rt::gemmSchemeFamily(*rb.scheme) +
+           ") have no GEMM kernel: dequantize them first (te-legalize-target's "
+           "emulated path)";
+  return rt::gemmOperandsError(ra, rb);
 }
 
 /// Why grouped GEMM `g` of `e` is malformed, or "".

@@ -173,6 +173,25 @@ TEST(GemmCpu, BlockFp8MatchesTheReferenceBlockScaledGemm) {
   EXPECT_LT(worst, 0.05 * scale);
 }
 
+// No kernel reads quantized operands of two families as stored: the
+// kernel level takes them only dequantized (te-legalize-target's emulated
+// path), and validation says so.
+TEST(GemmCpu, KernelsReadNoPairOfTwoFamilies) {
+  std::vector<float> a(128 * 128, 1.0f), b(128 * 128, 1.0f);
+  GemmSetup g =
+      gemmProgram(a, {128, 128}, b, {128, 128}, false, true, {},
+                  Scheme::mxfp8(DType::E4M3), Scheme::nvfp4(), DType::BF16);
+  std::string why = cg::validate(g.program.entries[0]);
+  EXPECT_NE(why.find("operands of two scheme families (mxfp8 and nvfp4) have "
+                     "no GEMM kernel"),
+            std::string::npos)
+      << why;
+  g = gemmProgram(a, {128, 128}, b, {128, 128}, false, true, {},
+                  Scheme::mxfp8(DType::E4M3), Scheme::mxfp8(DType::E5M2),
+                  DType::BF16);
+  EXPECT_EQ(cg::validate(g.program.entries[0]), "");
+}
+
 //===----------------------------------------------------------------------===//
 // On the GPU: one cuBLASLt call per GEMM, within the stated bound
 //===----------------------------------------------------------------------===//

@@ -275,6 +275,53 @@ TEST(GemmRules, ReasonsNameTheOperand) {
             std::string::npos);
 }
 
+// Quantized operands of two families pair as the BF16 GEMM of their
+// dequantized values, without the FP8 kernels' rules (e5m2 by e5m2) but
+// with the Hadamard rule; an identity operand pairs with neither.
+TEST(GemmRules, QuantizedFamiliesPairAsTheirDequantizedValues) {
+  using rt::Direction;
+  using rt::DType;
+  rt::GemmOperand mx{rt::Scheme::mxfp8(DType::E5M2), Direction::Rowwise};
+  rt::GemmOperand nv{rt::Scheme::nvfp4(), Direction::Columnwise};
+  rt::GemmOperand blk{rt::Scheme::fp8Block(DType::E5M2, 128, 128),
+                      Direction::Columnwise};
+  rt::GemmOperand cur{rt::Scheme::fp8Current(DType::E5M2), Direction::Rowwise};
+  rt::GemmOperand blk1{rt::Scheme::fp8Block(DType::E5M2, 1, 128),
+                       Direction::Rowwise};
+  for (auto [a, b] : {std::pair{mx, nv}, std::pair{mx, blk}, std::pair{cur, nv},
+                      std::pair{cur, mx}, std::pair{blk1, nv}}) {
+    EXPECT_TRUE(rt::checkGemmPairing(a, b).ok()) << rt::gemmOperandsError(a, b);
+    EXPECT_TRUE(rt::gemmMixesFamilies(a, b));
+    EXPECT_TRUE(rt::gemmMixesFamilies(b, a));
+  }
+  // One family keeps its kernel's rules, and mixes nothing.
+  EXPECT_EQ(rt::checkGemmPairing(blk1, cur).error, rt::GemmPairingError::None);
+  EXPECT_FALSE(rt::gemmMixesFamilies(blk1, blk));
+  EXPECT_EQ(rt::checkGemmPairing(blk1, blk).error,
+            rt::GemmPairingError::E5m2ByE5m2);
+  rt::GemmOperand cur4{rt::Scheme::fp8Current(DType::E4M3), Direction::Rowwise};
+  rt::GemmOperand delayed{rt::Scheme::fp8Delayed(DType::E4M3),
+                          Direction::Rowwise};
+  EXPECT_FALSE(rt::gemmMixesFamilies(cur4, delayed)); // one per-tensor family
+  // The transform must still cancel.
+  rt::GemmOperand rht{rt::Scheme::nvfp4(/*rht=*/true), Direction::Columnwise};
+  rt::GemmOperand mxCol{rt::Scheme::mxfp8(DType::E4M3), Direction::Columnwise};
+  rt::GemmPairing p = rt::checkGemmPairing(mxCol, rht);
+  EXPECT_EQ(p.error, rt::GemmPairingError::HadamardOneSided);
+  EXPECT_EQ(p.operand, 1);
+  // Identity is high precision, whatever the other family.
+  rt::GemmOperand id{rt::Scheme::identity(DType::BF16), Direction::Rowwise};
+  p = rt::checkGemmPairing(id, mx);
+  EXPECT_EQ(p.error, rt::GemmPairingError::IdentityWithQuantized);
+  EXPECT_EQ(p.operand, 0);
+  EXPECT_FALSE(rt::gemmMixesFamilies(id, mx));
+  EXPECT_NE(rt::gemmOperandsError(mx, id).find(
+                "operand 'b' is identity (high precision) but operand 'a' is "
+                "quantized by mxfp8"),
+            std::string::npos)
+      << rt::gemmOperandsError(mx, id);
+}
+
 // The NVFP4 kernel reads per-expert NVFP4 codes in the fprop only, K in
 // whole 64-element stages; each refusal says which rule.
 TEST(GemmRules, GroupedNvfp4CodesNeedTheFpropInWholeStages) {

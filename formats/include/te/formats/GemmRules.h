@@ -42,8 +42,10 @@ enum class GemmPairingError : uint8_t {
   /// Operand `operand` is high precision, the other is quantized by a scheme
   /// other than identity.
   HighPrecisionWithQuantized,
-  /// The schemes are of different families (gemmSchemeFamily).
-  SchemeFamiliesDiffer,
+  /// Operand `operand` is identity (kept in high precision) and the other
+  /// is quantized: a GEMM multiplies two high-precision operands or two
+  /// quantized ones.
+  IdentityWithQuantized,
   /// Block FP8 with 128x128 tiles on both sides (no such kernel).
   BlockTiles128x128,
   /// Scaled FP8 (per-tensor or block) with e5m2 on both sides.
@@ -62,13 +64,24 @@ struct GemmPairing {
 };
 
 /// The pairing rules: high-precision operands share an element type; a
-/// high-precision operand pairs only with an identity one; quantized operands
-/// share a family (gemmSchemeFamily), block FP8 never pairs 128x128 with
-/// 128x128, scaled FP8 never multiplies e5m2 by e5m2, and NVFP4's RHT is read
-/// on both sides or on neither. Checks the first rule broken, in that order.
-/// Whether each operand holds the direction it is read in is the caller's
-/// check (it knows the directions a tensor stores).
+/// high-precision operand pairs only with an identity one, an identity one
+/// only with an identity one; quantized operands of one family
+/// (gemmSchemeFamily) pair as that family's kernel allows - block FP8 never
+/// pairs 128x128 with 128x128, scaled FP8 never multiplies e5m2 by e5m2 -
+/// and quantized operands of two families (a hybrid recipe's MXFP8 weight
+/// with an NVFP4 gradient, say) pair as the BF16 GEMM of their dequantized
+/// values (gemmMixesFamilies); NVFP4's RHT is read on both sides or on
+/// neither. Checks the first rule broken, in that order. Whether each
+/// operand holds the direction it is read in is the caller's check (it
+/// knows the directions a tensor stores).
 GemmPairing checkGemmPairing(const GemmOperand &a, const GemmOperand &b);
+
+/// Whether a GEMM that pairs (checkGemmPairing) multiplies quantized
+/// operands of two scheme families. No kernel reads such a pair as stored
+/// on any target: each operand is dequantized to bf16 in the direction read
+/// and a BF16 GEMM multiplies the values (docs/Numerics.md §11), which
+/// te-legalize-target records as the GEMM's `emulated` path.
+bool gemmMixesFamilies(const GemmOperand &a, const GemmOperand &b);
 
 /// The family a scheme pairs within: "per-tensor FP8" for both per-tensor FP8
 /// kinds, else the kind's name (schemeKindName).
