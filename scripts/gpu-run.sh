@@ -109,7 +109,7 @@ if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == linear ]]; then
   run "linear_torch.py" python3 bench/linear_torch.py 8192 20
 fi
 if [[ "${TE_GPU_BENCH:-1}" == 1 || "${TE_GPU_BENCH:-1}" == recipes ]]; then
-  run "recipes-bench" sh -c "for e in bf16 fp8_block mxfp8 nvfp4 hybrid; do echo \$e; $PACK/bin/te-run bench/linear_recipes_8192.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
+  run "recipes-bench" sh -c "for e in bf16 fp8_block mxfp8 nvfp4 hybrid mixed; do echo \$e; $PACK/bin/te-run bench/linear_recipes_8192.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
   run "double-quantize-bench" sh -c "for e in plain_mxfp8_mxfp8 doubled_mxfp8_mxfp8 plain_nvfp4_mxfp8 doubled_nvfp4_mxfp8 plain_mxfp8_nvfp4 doubled_mxfp8_nvfp4; do echo \$e; $PACK/bin/te-run bench/double_quantize_16384x8192.mlir --entry \$e --random-inputs 1 --bench 20 | grep -E 'bench|copy'; done"
   run "dequantize-bench" sh -c "$PACK/bin/te-run bench/dequantize_8192.mlir --random-inputs 1 --bench 20 | grep -E 'bench|copy'"
 fi

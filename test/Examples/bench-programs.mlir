@@ -98,6 +98,15 @@
 // RECIPES: tek.dequantize_kernel "te_dequantize_9"
 // RECIPES: tek.dequantize_kernel "te_dequantize_10"
 // RECIPES: tek.gemm_call "te_gemm_11"
+// The mixed recipe's dgrad and wgrad pair NVFP4 dy with MXFP8 W and x:
+// dequantized, then bf16 GEMMs.
+// RECIPES-LABEL: func.func @mixed(
+// RECIPES: tek.dequantize_kernel "te_dequantize_6" %{{.*}} rowwise {{.*}}#te.nvfp4<sr>
+// RECIPES: tek.dequantize_kernel "te_dequantize_7" %{{.*}} columnwise {{.*}}#te.mxfp8<e4m3>
+// RECIPES: tek.gemm_call "te_gemm_8"
+// RECIPES: tek.dequantize_kernel "te_dequantize_9" %{{.*}} columnwise {{.*}}#te.nvfp4<sr>
+// RECIPES: tek.dequantize_kernel "te_dequantize_10" %{{.*}} columnwise {{.*}}#te.mxfp8<e4m3>
+// RECIPES: tek.gemm_call "te_gemm_11"
 
 // MOE-LABEL: func.func @up(
 // MOE: tek.quantize_kernel "te_quantize_0"
