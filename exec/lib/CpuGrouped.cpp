@@ -14,6 +14,7 @@
 #include "CpuBackendInternal.h"
 
 #include "te/codegen/GroupedWgradEmitter.h"
+#include "te/formats/GemmRules.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
 #include "te/runtime/reference/GroupedQuantize.h"
@@ -300,25 +301,24 @@ rt::Status runGroupedWgrad(const Entry &e, const GroupedWgradKernel &g,
               splits.size() * sizeof(int64_t));
   // The kernel's layout and capacity (every split fits it).
   int64_t capacity = groupedWgradCapacity(m, groups);
+  // FP8 codes and 1x128 scales (block FP8, or per-tensor FP8 with each
+  // expert's scale over its blocks) where both are FP8 of one family, else
+  // bf16 values.
+  const bool fp8 = rt::groupedWgradReadsCodes(g.dyScheme, g.xScheme);
   auto layout = [&](int index, const rt::Scheme &scheme, int64_t cols,
                     const std::string &state) {
     std::vector<uint16_t> bits(static_cast<size_t>(m * cols));
     std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
     auto delayed = expertStates(states, state, groups);
-    return ref::groupedColumnwiseQuantize(bits.data(), m, cols, splits, scheme,
-                                          capacity, random.seed, random.offset,
-                                          delayed ? &*delayed : nullptr);
+    return ref::groupedColumnwiseQuantize(
+        bits.data(), m, cols, splits, scheme, capacity, random.seed,
+        random.offset, delayed ? &*delayed : nullptr, /*fp8Values=*/!fp8);
   };
   ref::GroupedColumnwise a = layout(g.dy, g.dyScheme, n, g.dyState);
   ref::GroupedColumnwise b = layout(g.x, g.xScheme, k, g.xState);
   for (const ref::GroupedColumnwise *t : {&a, &b})
     if (!t->error.empty())
       return fail(g.name + ": " + t->error);
-  // FP8 codes and 1x128 scales: block FP8, or per-tensor FP8 with each
-  // expert's scale over its blocks.
-  bool fp8 = g.dyScheme.kind == rt::SchemeKind::Fp8Block ||
-             g.dyScheme.kind == rt::SchemeKind::Fp8Current ||
-             g.dyScheme.kind == rt::SchemeKind::Fp8Delayed;
   std::vector<float> dw(static_cast<size_t>(groups * n * k), 0.0f);
   std::vector<float> absSum(dw.size(), 0.0f);
   int64_t longest = m; // the bound's contraction length

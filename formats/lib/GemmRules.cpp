@@ -106,39 +106,41 @@ static bool perTensorFp8(const Scheme &s) {
          (s.element == DType::E4M3 || s.element == DType::E5M2);
 }
 
+static bool block1x128Fp8(const Scheme &s) {
+  return s.kind == SchemeKind::Fp8Block && s.tileRows == 1 &&
+         s.tileCols == 128 &&
+         (s.element == DType::E4M3 || s.element == DType::E5M2);
+}
+
+bool groupedWgradReadsCodes(const Scheme &dy, const Scheme &x) {
+  return (block1x128Fp8(dy) && block1x128Fp8(x)) ||
+         (perTensorFp8(dy) && perTensorFp8(x));
+}
+
 std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
-  auto bf16 = [](const Scheme &s) {
-    return s.kind == SchemeKind::Identity && s.element == DType::BF16;
+  // What the grouped columnwise quantize lays out per expert: bf16, FP8
+  // codes (or their values), MXFP8's and NVFP4's (1x16 blocks down each
+  // expert's tokens) dequantized values - no MXFP8 or FP4 MMA on Hopper.
+  auto laidOut = [](const Scheme &s) {
+    return (s.kind == SchemeKind::Identity && s.element == DType::BF16) ||
+           block1x128Fp8(s) || perTensorFp8(s) || s.kind == SchemeKind::Mxfp8 ||
+           (s.kind == SchemeKind::Nvfp4 && !s.block2d);
   };
-  auto block1x128 = [](const Scheme &s) {
-    return s.kind == SchemeKind::Fp8Block && s.tileRows == 1 &&
-           s.tileCols == 128;
+  if (!laidOut(dy) || !laidOut(x))
+    return "the grouped wgrad reads each operand as identity of bf16, block "
+           "FP8 1x128, per-tensor FP8 (current or delayed scaling, one "
+           "tensor scale per expert), MXFP8 or NVFP4 with 1x16 blocks";
+  if (groupedWgradReadsCodes(dy, x)) // the FP8 kernel's pairing
+    return gemmOperandsError({dy, Direction::Columnwise},
+                             {x, Direction::Columnwise});
+  auto rht = [](const Scheme &s) {
+    return s.kind == SchemeKind::Nvfp4 && s.rht;
   };
-  // MXFP8 and NVFP4 (1x16 blocks down each expert's tokens) run as a BF16
-  // GEMM on each expert's dequantized values (no MXFP8 or FP4 MMA on
-  // Hopper), so they pair with bf16 and with each other.
-  auto nvfp4 = [](const Scheme &s) { return s.kind == SchemeKind::Nvfp4; };
-  auto bf16Gemm = [&](const Scheme &s) {
-    return bf16(s) || s.kind == SchemeKind::Mxfp8 || (nvfp4(s) && !s.block2d);
-  };
-  if (bf16Gemm(dy) && bf16Gemm(x)) {
-    if ((nvfp4(dy) && dy.rht) != (nvfp4(x) && x.rht))
-      return "one operand is read in the random-Hadamard-transformed domain "
-             "and the other is not; the transform cancels only when both "
-             "apply it";
-    return "";
-  }
-  // Per-tensor FP8 (current or delayed scaling): one tensor scale per
-  // expert, laid over the same 1x128 blocks.
-  if (!(block1x128(dy) && block1x128(x)) &&
-      !(perTensorFp8(dy) && perTensorFp8(x)))
-    return "the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, "
-           "per-tensor FP8 (current or delayed scaling) for both (one tensor "
-           "scale per expert), "
-           "or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 "
-           "blocks (a BF16 GEMM on the dequantized values)";
-  return gemmOperandsError({dy, Direction::Columnwise},
-                           {x, Direction::Columnwise});
+  if (rht(dy) != rht(x))
+    return "one operand is read in the random-Hadamard-transformed domain "
+           "and the other is not; the transform cancels only when both "
+           "apply it";
+  return "";
 }
 
 std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,

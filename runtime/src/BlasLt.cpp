@@ -248,7 +248,8 @@ std::string BlasLt::validate(const GemmProblem &p) {
 }
 
 std::string BlasLt::describe(const GemmProblem &p) {
-  auto operand = [](const char *name, const GemmOperand &o, const char *rows) {
+  auto operand = [](const char *name, const BlasLtOperand &o,
+                    const char *rows) {
     static const char *scalings[] = {"", " per-tensor", " 1x128", " 128x128"};
     return std::string(name) + " " + dtypeName(o.dtype) +
            scalings[size_t(o.scaling)] + " [" +

@@ -190,7 +190,7 @@ std::string Plan::validate() const {
   return "";
 }
 
-static void putOperand(Writer &w, const GemmOperand &o) {
+static void putOperand(Writer &w, const BlasLtOperand &o) {
   w.put<uint8_t>(uint8_t(o.dtype));
   w.put<uint8_t>(uint8_t(o.scaling));
   w.put<uint8_t>(o.transposed);

@@ -185,9 +185,10 @@ func.func @wgrad_f16(%dy: tensor<64x32xf16>, %x: tensor<64x64xf16>, %s: tensor<2
 
 // -----
 
+// 128x128 tiles would span experts' tokens.
 func.func @wgrad_schemes(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 (current or delayed scaling) for both (one tensor scale per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
-  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e4m3> and #te.fp8_block<e4m3, 128x128>; the grouped wgrad reads each operand as identity of bf16, block FP8 1x128, per-tensor FP8 (current or delayed scaling, one tensor scale per expert), MXFP8 or NVFP4 with 1x16 blocks}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.mxfp8<e4m3>, input_scheme = #te.fp8_block<e4m3, 128x128>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }
 
@@ -201,9 +202,10 @@ func.func @wgrad_e5m2_by_e5m2(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %
 
 // -----
 
-func.func @wgrad_block_with_bf16(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.identity<bf16>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 (current or delayed scaling) for both (one tensor scale per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
-  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_block<e5m2, 1x128>, input_scheme = #te.identity<bf16>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
+// Across families too the Hadamard transform must be on both sides.
+func.func @wgrad_block_with_rht(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_block<e5m2, 1x128> and #te.nvfp4<rht>; one operand is read in the random-Hadamard-transformed domain and the other is not; the transform cancels only when both apply it}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_block<e5m2, 1x128>, input_scheme = #te.nvfp4<rht>} : tensor<64x32xbf16>, tensor<64x64xbf16>, tensor<2xi64> -> tensor<2x32x64xf32>
   return
 }
 
@@ -274,9 +276,10 @@ func.func @tek_per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64
 
 // -----
 
-func.func @wgrad_current_with_block(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_current<e4m3> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs block FP8 1x128 (e4m3 or e5m2) for both, per-tensor FP8 (current or delayed scaling) for both (one tensor scale per expert), or each of them identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the dequantized values)}}
-  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_current<e4m3>, input_scheme = #te.fp8_block<e4m3, 1x128>} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
+// Per-tensor FP8 of E5M2 on both sides: the FP8 kernel's pairing rule.
+func.func @wgrad_current_e5m2_by_e5m2(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.fp8_current<e5m2> and #te.fp8_current<e5m2>; no FP8 GEMM multiplies e5m2 by e5m2}}
+  %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.fp8_current<e5m2>, input_scheme = #te.fp8_current<e5m2>} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
   return
 }
 
@@ -347,7 +350,7 @@ func.func @wgrad_nvfp4_one_sided_rht(%dy: tensor<64x128xbf16>, %x: tensor<64x256
 // -----
 
 func.func @wgrad_nvfp4_2d_tokens(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.nvfp4<block2d> and #te.nvfp4<block2d>; the grouped wgrad needs block FP8 1x128}}
+  // expected-error @+1 {{'te.grouped_wgrad' op reads grad_output and input columnwise by #te.nvfp4<block2d> and #te.nvfp4<block2d>; the grouped wgrad reads each operand as identity of bf16, block FP8 1x128}}
   %dw = te.grouped_wgrad %dy, %x, %s {grad_output_scheme = #te.nvfp4<block2d>, input_scheme = #te.nvfp4<block2d>} : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<2xi64> -> tensor<2x128x256xf32>
   return
 }

@@ -76,22 +76,6 @@ func.func @grad_bf16_dw(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: t
 
 // -----
 
-// MXFP8 gradients with block-FP8 tokens and weights: the dgrad pairs the
-// two families (each dequantized, then the BF16 kernel), but the grouped
-// wgrad's per-expert quantize writes block-FP8 codes, which the BF16 GEMM
-// of MXFP8's dequantized values cannot read.
-te.recipe @r {
-  te.rule "grouped_linear", "grad_output" -> #te.mxfp8<e5m2>
-  te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
-}
-func.func @grad_mxfp8_with_block_input(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op cannot form its wgrad (dW_g = dy_g^T x_g: dy and x columnwise): 'te.grouped_wgrad' op reads grad_output and input columnwise by #te.mxfp8<e5m2> and #te.fp8_block<e4m3, 1x128>; the grouped wgrad needs}}
-  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
-  return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
-}
-
-// -----
-
 // E5M2 on both wgrad operands: no FP8 GEMM multiplies e5m2 by e5m2.
 te.recipe @r {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>

@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 5 --entry mxfp8_nvfp4,block_mxfp8,current_nvfp4,hybrid_block,grouped_mxfp8_block,grouped_mxfp8_block_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry mxfp8_nvfp4,block_mxfp8,current_nvfp4,hybrid_block,grouped_mxfp8_block,grouped_mxfp8_block_grad,grouped_block_mxfp8_grad | FileCheck %s
 
 // Tests linear layers whose GEMMs pair operands quantized by two scheme
 // families, each dequantized to bf16 in the direction read, then the bf16
@@ -17,15 +17,19 @@
 // Then a grouped layer of 4 experts (ragged splits) with MXFP8 tokens and
 // a block-FP8 stack, forward and backward with MXFP8 E5M2 gradients: the
 // fprop and the dgrad run the engine's BF16 kernel on dequantized
-// operands, the wgrad pairs MXFP8 with MXFP8.
+// operands, the wgrad pairs MXFP8 with MXFP8; last the backward of block-FP8
+// tokens and stack with MXFP8 gradients and a bias, whose wgrad pairs
+// MXFP8 dy with block-FP8 x, each expert's codes laid out as their values.
 // CHECK: call 1 mxfp8_nvfp4: rms(result0)=
 // CHECK: call 2 block_mxfp8: rms(result0)=
 // CHECK: call 3 current_nvfp4: rms(result0)=
 // CHECK: call 4 hybrid_block: rms(result0)=
 // CHECK: call 5 grouped_mxfp8_block: rms(result0)=
 // CHECK: call 6 grouped_mxfp8_block_grad: rms(result0)=
+// CHECK: call 7 grouped_block_mxfp8_grad: rms(result0)=
 // CHECK: result0 ({{.*}}): data[512x256 bf16]
 // CHECK: result1 ({{.*}}): data[512x256 f32]
+// CHECK: result2 ({{.*}}): data[4x128 f32]
 
 te.recipe @mxfp8_nvfp4_recipe {
   te.rule "linear", "grad_output" -> #te.nvfp4<sr>
@@ -52,6 +56,12 @@ te.recipe @hybrid_block_recipe {
 }
 te.recipe @grouped {
   te.rule "grouped_linear", "input"       -> #te.mxfp8<e4m3>
+  te.rule "grouped_linear", "weight"      -> #te.fp8_block<e4m3, 128x128>
+  te.rule "grouped_linear", "grad_output" -> #te.mxfp8<e5m2>
+  te.rule "*", "*"                        -> #te.identity<bf16>
+}
+te.recipe @grouped_block {
+  te.rule "grouped_linear", "input"       -> #te.fp8_block<e4m3, 1x128>
   te.rule "grouped_linear", "weight"      -> #te.fp8_block<e4m3, 128x128>
   te.rule "grouped_linear", "grad_output" -> #te.mxfp8<e5m2>
   te.rule "*", "*"                        -> #te.identity<bf16>
@@ -94,4 +104,10 @@ func.func @grouped_mxfp8_block_grad(%dy: tensor<512x128xbf16>, %x: tensor<512x25
     -> (tensor<512x256xbf16>, tensor<4x128x256xf32>) {
   %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @grouped} : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x256xbf16>, tensor<4x128x256xf32>
   return %dx, %dw : tensor<512x256xbf16>, tensor<4x128x256xf32>
+}
+
+func.func @grouped_block_mxfp8_grad(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>) {
+  %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @grouped_block, bias} : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+  return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
 }

@@ -6,16 +6,11 @@
 
 #include "te/codegen/GroupedGemmEmitter.h"
 
+#include "te/formats/GemmRules.h"
 #include "te/runtime/Cutlass.h"
 
 #include <algorithm>
 #include <sstream>
-
-namespace te::rt {
-// From te/formats/GemmRules.h, whose rt::GemmOperand this file's
-// te/runtime/BlasLt.h (through Plan.h) defines differently.
-std::string groupedEpilogueQuantizeError(const Scheme &s, Direction dir);
-} // namespace te::rt
 
 namespace te::cg {
 

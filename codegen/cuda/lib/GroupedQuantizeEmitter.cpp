@@ -45,7 +45,8 @@ std::string GroupedQuantizeSpec::kernelName() const {
        << (scheme.kind == rt::SchemeKind::Fp8Current   ? "_tensor"
            : scheme.kind == rt::SchemeKind::Fp8Delayed ? "_delayed"
                                                        : "")
-       << (scheme.pow2 && !isDelayed(scheme) ? "_pow2" : "");
+       << (scheme.pow2 && !isDelayed(scheme) ? "_pow2" : "")
+       << (fp8Values ? "_values" : "");
   else if (isMxfp8(scheme))
     os << "mxfp8_" << formatName(scheme);
   else if (isNvfp4(scheme))
@@ -84,6 +85,9 @@ Status checkGroupedQuantize(const GroupedQuantizeSpec &s) {
     return bad("the scheme must be block FP8 1x128, per-tensor FP8 (current "
                "or delayed scaling), MXFP8, NVFP4 with 1x16 blocks or "
                "identity of bf16");
+  if (s.fp8Values && !blockFp8 && !current)
+    return bad("only FP8 codes are laid out as their values (MXFP8 and NVFP4 "
+               "always are)");
   if (s.cols < 8 || s.cols % 8 != 0)
     return bad("C must be a positive multiple of 8");
   if (nvfp4 && s.cols % 16 != 0)
@@ -99,7 +103,8 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
   std::string name = s.kernelName();
   e.mainEntry = name;
   e.biasEntry = s.biasGrad ? name + "_bias" : "";
-  bool fp8 = isFp8(s.scheme);
+  // One byte a code, or two a bf16 value.
+  bool fp8 = isFp8(s.scheme) && !s.fp8Values;
   std::ostringstream os;
   os << "#include \"te/device/GroupedQuantizeKernel.cuh\"\n\n"
      << "extern \"C\" __global__ void __launch_bounds__("
@@ -112,15 +117,15 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
      // The bias gradient's launch overlaps this kernel's last wave.
      << (s.biasGrad ? "  te::dev::releaseDependents();\n" : "")
      << "  te::dev::groupedColumnQuantize<te::dev::GroupedColumns::"
-     << (isPerTensor(s.scheme) ? "Fp8Tensor"
-         : fp8                 ? "Fp8Block"
+     << (isPerTensor(s.scheme) ? (s.fp8Values ? "Fp8TensorValues" : "Fp8Tensor")
+         : isFp8(s.scheme)     ? (s.fp8Values ? "Fp8BlockValues" : "Fp8Block")
          : isMxfp8(s.scheme)   ? "Mxfp8Values"
          : isNvfp4(s.scheme)   ? "Nvfp4Values"
                                : "Bf16")
      << ", te::dev::Fp8Format::"
      << (s.scheme.element == rt::DType::E5M2 ? "E5M2" : "E4M3") << ", "
-     << (fp8 && s.scheme.pow2 && !s.delayed() ? "true" : "false") << ", "
-     << (isNvfp4(s.scheme) && s.scheme.rht ? "true" : "false") << ", "
+     << (isFp8(s.scheme) && s.scheme.pow2 && !s.delayed() ? "true" : "false")
+     << ", " << (isNvfp4(s.scheme) && s.scheme.rht ? "true" : "false") << ", "
      << (isNvfp4(s.scheme) && s.scheme.stochasticRounding ? "true" : "false")
      << ", " << (s.delayed() ? "true" : "false")
      << ">(\n      in, mTotal, cols, splits, " << s.groups
@@ -144,7 +149,7 @@ EmittedGroupedQuantize emitGroupedQuantize(const GroupedQuantizeSpec &s) {
 
 unsigned groupedQuantizeSharedBytes(const GroupedQuantizeSpec &s) {
   // GroupedQuantizeSmem<Fp8>::kBytes: the tile and the padded output rows.
-  unsigned outRow = 128u * (isFp8(s.scheme) ? 1u : 2u) + 4u;
+  unsigned outRow = 128u * (isFp8(s.scheme) && !s.fp8Values ? 1u : 2u) + 4u;
   return 128u * 128u * 2u + 128u * outRow;
 }
 

@@ -514,12 +514,12 @@ static rt::Expected<KernelPlan> planDequantize(const Program &p, const Entry &e,
 /// element type and scaling, and whether the stored matrix has the
 /// contraction dimension contiguous. `logicalKContiguous`: the logical
 /// matrix (as the value is shaped) is [rows, K].
-static rt::Expected<std::pair<rt::GemmOperand, std::pair<int, int>>>
+static rt::Expected<std::pair<rt::BlasLtOperand, std::pair<int, int>>>
 gemmOperand(const Program &p, const Entry &e, const GemmKernel &g, int index,
             Direction d, bool logicalKContiguous, const EntryPlan &out) {
   const Value &v = e.values[index];
   const ValueBuffers &vb = out.values[index];
-  rt::GemmOperand op;
+  rt::BlasLtOperand op;
   if (!v.isQuantized()) {
     op.dtype = v.dtype;
     op.transposed = !logicalKContiguous;

@@ -17,6 +17,7 @@
 #include "te/codegen/GroupedQuantizeEmitter.h"
 #include "te/codegen/GroupedWgradEmitter.h"
 #include "te/codegen/ScalingState.h"
+#include "te/formats/GemmRules.h"
 
 #include <tuple>
 
@@ -457,11 +458,10 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                           p.arch);
   // FP8 codes in the grouped layout: block FP8, or per-tensor FP8 with one
   // scale per expert (an amax pass first, or delayed scaling's states, its
-  // scale over the same blocks); else bf16 values (identity, MXFP8 and
-  // NVFP4 dequantized; NVFP4's amax pass first).
-  const bool fp8 = g.dyScheme.kind == SchemeKind::Fp8Block ||
-                   g.dyScheme.kind == SchemeKind::Fp8Current ||
-                   g.dyScheme.kind == SchemeKind::Fp8Delayed;
+  // scale over the same blocks); else bf16 values (identity; MXFP8, NVFP4
+  // and FP8 paired with another family dequantized; NVFP4's amax pass
+  // first).
+  const bool fp8 = rt::groupedWgradReadsCodes(g.dyScheme, g.xScheme);
   GroupedWgradSpec spec;
   spec.operands = fp8 ? GroupedGemmSpec::Operands::Fp8Block
                       : GroupedGemmSpec::Operands::BF16;
@@ -494,6 +494,9 @@ rt::Expected<KernelPlan> planGroupedWgrad(const Program &p, const Entry &e,
                       int biasGrad) -> rt::Expected<Layout> {
     const Value &v = e.values[size_t(value)];
     GroupedQuantizeSpec qs{scheme, groups, cols, biasGrad >= 0};
+    qs.fp8Values = !fp8 && (scheme.kind == SchemeKind::Fp8Block ||
+                            scheme.kind == SchemeKind::Fp8Current ||
+                            scheme.kind == SchemeKind::Fp8Delayed);
     if (rt::Status st = checkGroupedQuantize(qs); !st.isOk())
       return rt::Status(rt::StatusCode::Unsupported,
                         g.name + ": " + st.message());

@@ -61,9 +61,13 @@ constexpr int kGroupedQuantizeThreads = 256;
 
 /// What the block pass writes for each expert's columns.
 enum class GroupedColumns {
-  Bf16,        ///< the bf16 values (identity)
-  Fp8Block,    ///< FP8 codes of 1x128 blocks, and their scales
-  Fp8Tensor,   ///< FP8 codes by the expert's per-tensor scale, repeated
+  Bf16,      ///< the bf16 values (identity)
+  Fp8Block,  ///< FP8 codes of 1x128 blocks, and their scales
+  Fp8Tensor, ///< FP8 codes by the expert's per-tensor scale, repeated
+  /// bf16: the values Fp8Block's / Fp8Tensor's codes dequantize to (a BF16
+  /// wgrad pairing them with another family's values)
+  Fp8BlockValues,
+  Fp8TensorValues,
   Mxfp8Values, ///< bf16: the values of the MXFP8 32 x 1 blocks, dequantized
   Nvfp4Values  ///< bf16: the values of the NVFP4 16 x 1 blocks, dequantized
 };
@@ -113,14 +117,15 @@ template <bool Fp8> struct GroupedQuantizeSmem {
   static constexpr int kBytes = 128 * 128 * 2 + 128 * kOutRow;
 };
 
-/// The two columns of a bf16 pair word through MXFP8 and back: each
-/// encoded as fl(v · 2^(127-E)) by its column's block exponent, decoded as
-/// fl(code · 2^(E-127)) and rounded to bf16 (the formulas of the tile
-/// quantize and the dequantize kernels).
+/// The two columns of a bf16 pair word through FP8 and back: each encoded
+/// as fl(v · mult) by its column's multiplier, decoded as fl(code · factor)
+/// and rounded to bf16 (the formulas of the tile quantize and the
+/// dequantize kernels). MXFP8: mult 2^(127-E), factor 2^(E-127) of the
+/// block exponent; block or per-tensor FP8: the scale and its scale_inv.
 template <Fp8Format F>
-__device__ __forceinline__ u32 mxfp8RoundTrip2(u32 pair, float multLo,
-                                               float multHi, float factorLo,
-                                               float factorHi) {
+__device__ __forceinline__ u32 fp8RoundTrip2(u32 pair, float multLo,
+                                             float multHi, float factorLo,
+                                             float factorHi) {
   u32 codes =
       encodeFp8x2<F>(mulRn(bf16Lo(pair), multLo), mulRn(bf16Hi(pair), multHi));
   float lo, hi;
@@ -195,12 +200,17 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
                       void *out, float *scaleInv, float eps, float *partial,
                       const float *expertAmax, u64 seed = 0, u64 offset = 0,
                       float *amaxRecord = nullptr) {
-  static_assert(!Delayed || Out == GroupedColumns::Fp8Tensor,
-                "delayed scaling is per-tensor FP8");
+  // Block or per-tensor FP8 scales; codes (Fp8, one byte each) or their
+  // values.
+  constexpr bool Block =
+      Out == GroupedColumns::Fp8Block || Out == GroupedColumns::Fp8BlockValues;
+  constexpr bool Tensor = Out == GroupedColumns::Fp8Tensor ||
+                          Out == GroupedColumns::Fp8TensorValues;
+  static_assert(!Delayed || Tensor, "delayed scaling is per-tensor FP8");
   constexpr bool Fp8 =
       Out == GroupedColumns::Fp8Block || Out == GroupedColumns::Fp8Tensor;
-  constexpr bool BlockAmax = Out == GroupedColumns::Fp8Block ||
-                             Out == GroupedColumns::Mxfp8Values || Delayed;
+  constexpr bool BlockAmax =
+      Block || Out == GroupedColumns::Mxfp8Values || Delayed;
   using Smem = GroupedQuantizeSmem<Fp8>;
   extern __shared__ __align__(16) unsigned char groupedSmem[];
   u16(*tile)[128] = reinterpret_cast<u16(*)[128]>(groupedSmem);
@@ -238,7 +248,7 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
     for (int r = r0; r < r0 + 32; ++r)
       acc = absMax2<false>(acc, words[r][p]);
   }
-  if (Out == GroupedColumns::Fp8Block) {
+  if (Block) {
     quarterAmax[q][p] = acc;
     __syncthreads();
   }
@@ -247,9 +257,9 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
   if (valid) {
     u32 *rowLo = reinterpret_cast<u32 *>(rowsOut + 2 * p * Smem::kOutRow);
     u32 *rowHi = reinterpret_cast<u32 *>(rowsOut + (2 * p + 1) * Smem::kOutRow);
-    if (Fp8) {
+    if (Block || Tensor) {
       float sLo, sHi;
-      if (Out == GroupedColumns::Fp8Tensor) {
+      if (Tensor) {
         // The expert's scale, as the dense per-tensor cast computes it (or
         // its state's).
         sLo = sHi = Delayed
@@ -264,8 +274,20 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
         sHi = fp8BlockScale(bitsToFloat(both & 0xFFFF0000u), F, Pow2, eps,
                             SourceType::BF16);
       }
+      if (!Fp8) {
+        // The values: both columns of rows r and r + 1 through FP8 and
+        // back, then each column's two rows into one word.
+        const float iLo = fp8BlockScaleInv(sLo), iHi = fp8BlockScaleInv(sHi);
+        TE_UNROLL
+        for (int r = r0; r < r0 + 32; r += 2) {
+          u32 upper = fp8RoundTrip2<F>(words[r][p], sLo, sHi, iLo, iHi);
+          u32 lower = fp8RoundTrip2<F>(words[r + 1][p], sLo, sHi, iLo, iHi);
+          rowLo[r / 2] = __byte_perm(upper, lower, 0x5410);
+          rowHi[r / 2] = __byte_perm(upper, lower, 0x7632);
+        }
+      }
       TE_UNROLL
-      for (int r = r0; r < r0 + 32; r += 4) {
+      for (int r = r0; r < r0 + 32 && Fp8; r += 4) {
         u32 w[4] = {words[r][p], words[r + 1][p], words[r + 2][p],
                     words[r + 3][p]};
         rowLo[r / 4] =
@@ -277,7 +299,7 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
             bitsToFloat(w[2] & 0xFFFF0000u), bitsToFloat(w[3] & 0xFFFF0000u),
             sHi, sHi, sHi, sHi);
       }
-      if (q == 0) {
+      if (Fp8 && q == 0) {
         float *sc = scaleInv + block * ((cols + 3) / 4 * 4) + c0 + 2 * p;
         sc[0] = fp8BlockScaleInv(sLo);
         sc[1] = fp8BlockScaleInv(sHi);
@@ -319,8 +341,8 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
       for (int r = r0; r < r0 + 32; r += 2) {
         // Both columns of rows r and r + 1, then each column's two rows
         // into one word.
-        u32 upper = mxfp8RoundTrip2<F>(words[r][p], mLo, mHi, fLo, fHi);
-        u32 lower = mxfp8RoundTrip2<F>(words[r + 1][p], mLo, mHi, fLo, fHi);
+        u32 upper = fp8RoundTrip2<F>(words[r][p], mLo, mHi, fLo, fHi);
+        u32 lower = fp8RoundTrip2<F>(words[r + 1][p], mLo, mHi, fLo, fHi);
         rowLo[r / 2] = __byte_perm(upper, lower, 0x5410);
         rowHi[r / 2] = __byte_perm(upper, lower, 0x7632);
       }

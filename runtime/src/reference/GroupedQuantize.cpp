@@ -18,22 +18,22 @@ namespace te {
 namespace rt {
 namespace ref {
 
-GroupedColumnwise
-groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal, int64_t cols,
-                          const std::vector<int64_t> &splits,
-                          const Scheme &scheme, int64_t capacity, uint64_t seed,
-                          uint64_t offset,
-                          const std::vector<DelayedScalingState *> *delayed) {
+GroupedColumnwise groupedColumnwiseQuantize(
+    const uint16_t *x, int64_t mTotal, int64_t cols,
+    const std::vector<int64_t> &splits, const Scheme &scheme, int64_t capacity,
+    uint64_t seed, uint64_t offset,
+    const std::vector<DelayedScalingState *> *delayed, bool fp8Values) {
   QuantizeOptions options;
   options.seed = seed;
   options.offset = offset;
   const bool perTensor = scheme.kind == SchemeKind::Fp8Current ||
                          scheme.kind == SchemeKind::Fp8Delayed;
   const bool fp8 = scheme.kind == SchemeKind::Fp8Block || perTensor;
-  const int64_t width = fp8 ? 1 : 2, colsPad = (cols + 3) / 4 * 4;
+  const bool codes = fp8 && !fp8Values;
+  const int64_t width = codes ? 1 : 2, colsPad = (cols + 3) / 4 * 4;
   GroupedColumnwise out;
   out.data.assign(static_cast<size_t>(cols * capacity * width), 0);
-  if (fp8)
+  if (codes)
     out.scaleInv.assign(static_cast<size_t>(capacity / 128 * colsPad), 0.0f);
   out.biasGrad.assign(splits.size() * static_cast<size_t>(cols), 0.0f);
   std::vector<int64_t> clamped = clampSplits(splits, mTotal);
@@ -57,6 +57,18 @@ groupedColumnwiseQuantize(const uint16_t *x, int64_t mTotal, int64_t cols,
       if (!q.ok()) {
         out.error = q.error;
         return out;
+      }
+      if (fp8Values) { // the values the codes and scales dequantize to
+        std::vector<float> v =
+            dequantize(q, Direction::Columnwise, scheme, m, cols);
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t c = 0; c < cols; ++c) {
+            uint16_t b = floatToBF16(v[size_t(r * cols + c)]);
+            std::memcpy(&out.data[2 * (c * capacity + block * 128 + r)], &b, 2);
+          }
+        row += m;
+        block += (m + 127) / 128;
+        continue;
       }
       const QuantizedDirection &d = *q.columnwise;
       const int64_t stride = d.scaleInv.desc.cols; // roundup(cols, 4)

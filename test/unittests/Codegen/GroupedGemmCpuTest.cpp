@@ -18,6 +18,7 @@
 #include "te/codegen/GroupedGemmEmitter.h"
 #include "te/codegen/PlanBuilder.h"
 #include "te/exec/CpuBackend.h"
+#include "te/formats/GemmRules.h"
 #include "te/runtime/Cutlass.h"
 #include "te/runtime/reference/Codecs.h"
 #include "te/runtime/reference/Gemm.h"
@@ -405,8 +406,9 @@ TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
 
 /// dW = dy^T x and db for one expert as te.linear_grad computes them on
 /// Hopper: dy and x quantized columnwise by their schemes, dy with its bias
-/// gradient, then one dense GEMM - on the codes for block FP8, on the
-/// values dequantized to bf16 for MXFP8 and NVFP4 (the emulated GEMM).
+/// gradient, then one dense GEMM - on the codes for FP8 of one family, else
+/// on the values dequantized to bf16 (MXFP8, NVFP4, two families: the
+/// emulated GEMM).
 cg::Program denseWgrad(int64_t m, int64_t n, int64_t k, const Scheme &dyScheme,
                        const Scheme &xScheme) {
   cg::Entry e;
@@ -432,7 +434,8 @@ cg::Program denseWgrad(int64_t m, int64_t n, int64_t k, const Scheme &dyScheme,
       db = qk.biasGrad = int(e.values.size()) - 1;
     }
     e.kernels.push_back(qk);
-    if (s.kind == rt::SchemeKind::Mxfp8 || s.kind == rt::SchemeKind::Nvfp4) {
+    if (!rt::groupedWgradReadsCodes(dyScheme, xScheme) &&
+        s.kind != rt::SchemeKind::Identity) {
       cg::DequantizeKernel dk;
       dk.name = "dequantize_" + q.name;
       dk.input = operand[i];
@@ -567,6 +570,18 @@ void checkWgradOnPaddedRows(const Scheme &dyScheme, const Scheme &xScheme,
 TEST(GroupedGemmCpu, Mxfp8WgradIsEachExpertsDenseWgradOnPaddedRows) {
   checkWgradOnPaddedRows(Scheme::mxfp8(DType::E5M2), Scheme::mxfp8(DType::E4M3),
                          136, 32);
+}
+
+// Two scheme families: FP8 (block 1x128, per-tensor current) laid out as the
+// values its codes dequantize to, beside MXFP8's or NVFP4's; the zero rows
+// of the padding change no block amax and no tensor amax.
+TEST(GroupedGemmCpu, MixedFamilyWgradIsEachExpertsDenseWgradOnPaddedRows) {
+  checkWgradOnPaddedRows(Scheme::fp8Block(DType::E5M2, 1, 128),
+                         Scheme::mxfp8(DType::E4M3), 136, 32);
+  checkWgradOnPaddedRows(Scheme::fp8Current(DType::E5M2), Scheme::nvfp4(), 144,
+                         16);
+  checkWgradOnPaddedRows(Scheme::nvfp4(false, true),
+                         Scheme::fp8Block(DType::E4M3, 1, 128, true), 144, 16);
 }
 
 // NVFP4 as TE's recipe quantizes the wgrad's operands: both Hadamard-

@@ -1025,21 +1025,25 @@ TEST_F(GroupedGemmPlanGpu, WgradRunsAndReplaysWithNewSplitSizesWithinTheBound) {
   // per-tensor FP8 current scaling (one amax per expert, E5M2 dy), and
   // NVFP4 (16-row blocks; TE's recipe - both Hadamard-transformed, dy
   // stochastically rounded - and without the transform; K = 144, NVFP4
-  // needs whole 16-element blocks).
+  // needs whole 16-element blocks); then two families, each laid out as
+  // bf16 values for the BF16 GEMM: block FP8 (E5M2) dy with MXFP8 x, and
+  // NVFP4 dy with per-tensor FP8 x (its values by each expert's amax).
   const int64_t m = 700, n = 256, g = 4;
   std::vector<float> dy = normals(size_t(m * n), 7),
                      x = normals(size_t(m * 144), 8);
   for (size_t i = 200 * n; i < 331 * n; ++i) // expert 1's dy larger
     dy[i] *= 100.0f;
-  for (int variant = 0; variant < 6; ++variant) {
+  for (int variant = 0; variant < 8; ++variant) {
     const bool fp8 = variant == 0, mxfp8 = variant == 2, current = variant == 3,
-               nvfp4 = variant >= 4;
-    const int64_t k = nvfp4 ? 144 : 136;
+               nvfp4 = variant == 4 || variant == 5;
+    const int64_t k = nvfp4 || variant == 7 ? 144 : 136;
     SCOPED_TRACE(fp8            ? "block FP8"
                  : mxfp8        ? "MXFP8"
                  : current      ? "per-tensor FP8"
                  : variant == 4 ? "NVFP4 with the transform"
                  : nvfp4        ? "NVFP4"
+                 : variant == 6 ? "block FP8 dy, MXFP8 x"
+                 : variant == 7 ? "NVFP4 dy, per-tensor FP8 x"
                                 : "bf16");
     cg::Program p = test::groupedWgradProgram(m, n, k, g, fp8, true);
     auto &w = std::get<cg::GroupedWgradKernel>(p.entries[0].kernels[0]);
@@ -1054,6 +1058,14 @@ TEST_F(GroupedGemmPlanGpu, WgradRunsAndReplaysWithNewSplitSizesWithinTheBound) {
     if (nvfp4) {
       w.dyScheme = rt::Scheme::nvfp4(variant == 4, true);
       w.xScheme = rt::Scheme::nvfp4(variant == 4);
+    }
+    if (variant == 6) {
+      w.dyScheme = rt::Scheme::fp8Block(DType::E5M2, 1, 128);
+      w.xScheme = rt::Scheme::mxfp8(DType::E4M3);
+    }
+    if (variant == 7) {
+      w.dyScheme = rt::Scheme::nvfp4(false, true);
+      w.xScheme = rt::Scheme::fp8Current(DType::E4M3);
     }
     const std::vector<std::vector<int64_t>> splits = {
         {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};

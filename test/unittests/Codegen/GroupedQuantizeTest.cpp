@@ -183,6 +183,23 @@ TEST(GroupedQuantize, KernelsCompileAndRefuseWhatTheyCannotDo) {
             std::string::npos);
   EXPECT_EQ(cg::GroupedQuantizeSpec({kSchemes[5], 8, 4096, false}).kernelName(),
             "te_grouped_quantize_mxfp8_e5m2_g8_c4096");
+  // FP8 codes laid out as their values (a wgrad pairing them with another
+  // family); no other scheme has codes to lay out so.
+  cg::GroupedQuantizeSpec values{kSchemes[7], 8, 4096, true};
+  values.fp8Values = true;
+  EXPECT_EQ(values.kernelName(),
+            "te_grouped_quantize_e5m2_tensor_pow2_values_g8_c4096_db");
+  ASSERT_TRUE(cg::checkGroupedQuantize(values).isOk());
+  if (rt::nvrtcVersion()) {
+    cg::EmittedGroupedQuantize e = cg::emitGroupedQuantize(values);
+    ASSERT_TRUE(
+        rt::compileCuda(e.source, e.mainEntry + ".cu", rt::CompileOptions{}))
+        << e.source;
+  }
+  values.scheme = kSchemes[4];
+  EXPECT_NE(cg::checkGroupedQuantize(values).message().find(
+                "only FP8 codes are laid out as their values"),
+            std::string::npos);
   cg::GroupedQuantizeSpec odd{kSchemes[0], 8, 100, false};
   EXPECT_NE(cg::checkGroupedQuantize(odd).message().find("multiple of 8"),
             std::string::npos);
@@ -264,122 +281,128 @@ TEST_F(GroupedQuantizeGpu, EveryExpertSegmentIsBitExact) {
   std::vector<int64_t> splits = {129, 0, 300, 250}; // 21 padding rows
   rt::DeviceBuffer in = upload(x), sp = upload(splits);
   rt::KernelCache cache;
-  for (const Scheme &scheme : kSchemes) {
-    cg::GroupedQuantizeSpec spec{scheme, g, c, true};
-    SCOPED_TRACE(spec.kernelName());
-    // FP8 codes: block FP8, per-tensor FP8 (current or delayed scaling).
-    const bool fp8 = scheme.kind == rt::SchemeKind::Fp8Block ||
-                     scheme.kind == rt::SchemeKind::Fp8Current ||
-                     scheme.kind == rt::SchemeKind::Fp8Delayed;
-    rt::Expected<KernelPair> kernels = loadGroupedQuantize(cache, spec);
-    ASSERT_TRUE(kernels) << kernels.status().message();
-    auto alloc = [&](int64_t bytes) {
-      rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
-      EXPECT_TRUE(b);
-      EXPECT_TRUE(b->fill(0xA5, *stream_)); // poison
-      return std::move(*b);
-    };
-    rt::DeviceBuffer out = alloc(c * cap * (fp8 ? 1 : 2));
-    rt::DeviceBuffer scales = alloc(cap / 128 * colsPad * 4);
-    rt::DeviceBuffer partial = alloc(cap / 128 * c * 4);
-    rt::DeviceBuffer db = alloc(g * c * 4);
-    uint64_t inP = in.devicePtr(), spP = sp.devicePtr(), outP = out.devicePtr(),
-             scP = scales.devicePtr(), paP = partial.devicePtr(),
-             dbP = db.devicePtr();
-    long long mm = m, cc = c;
-    float eps = static_cast<float>(scheme.eps);
-    // Per-tensor FP8 and NVFP4: each expert's amax first (the amax pass the
-    // plan runs; with the Hadamard transform, of the transformed runs).
-    rt::DeviceBuffer amax = alloc(g * 4), record = alloc(g * 4);
-    ASSERT_TRUE(amax.fill(0, *stream_));
-    ASSERT_TRUE(record.fill(0, *stream_));
-    uint64_t amP =
-        spec.needsExpertAmax() || spec.delayed() ? amax.devicePtr() : 0;
-    // Delayed scaling: each expert's state (its scale given to the pass,
-    // its amax recorded).
-    ExpertStates expert(g, 1.25f, 5, -6);
-    std::vector<ref::DelayedScalingState> &states = expert.states;
-    if (spec.delayed()) {
-      ASSERT_TRUE(amax.copyFromHost(expert.scales.data(), g * 4, *stream_));
-    }
-    if (spec.needsExpertAmax()) {
-      const bool rht = scheme.kind == rt::SchemeKind::Nvfp4 && scheme.rht;
-      cg::EmittedGroupedAmax r =
-          rht ? cg::emitGroupedRhtAmax(g) : cg::emitGroupedExpertAmax(g);
-      auto rc = cache.getOrCompile(r.source, rt::CompileOptions{});
-      ASSERT_TRUE(rc) << rc.status().message();
-      rt::Expected<rt::Kernel> pass = rt::Kernel::load((*rc)->cubin, r.entry);
-      ASSERT_TRUE(pass);
-      long long none = 0;
-      void *amaxArgs[] = {&inP, &mm, &cc, &spP, &none, &amP};
-      void *rhtArgs[] = {&inP, &mm, &cc, &spP, &amP};
-      ASSERT_TRUE(rht ? pass->launch(cg::groupedQuantizeGrid(cap, c),
-                                     {cg::kGroupedQuantizeThreads, 1, 1}, 0,
-                                     *stream_, rhtArgs)
-                      : pass->launch(cg::groupedRowsGrid(m),
-                                     {cg::kGroupedRowsThreads, 1, 1}, 0,
-                                     *stream_, amaxArgs));
-    }
-    uint64_t recP = spec.delayed() ? record.devicePtr() : 0;
-    ASSERT_TRUE(launchGroupedQuantize(
-        *kernels, spec, m, cap, {inP, spP, outP, scP, paP, amP, recP, dbP}, eps,
-        seed, offset, *stream_));
-    std::vector<uint8_t> gotData(c * cap * (fp8 ? 1 : 2));
-    std::vector<float> gotScales(cap / 128 * colsPad), gotDb(g * c);
-    ASSERT_TRUE(out.copyToHost(gotData.data(), gotData.size(), *stream_));
-    ASSERT_TRUE(
-        scales.copyToHost(gotScales.data(), gotScales.size() * 4, *stream_));
-    ASSERT_TRUE(db.copyToHost(gotDb.data(), gotDb.size() * 4, *stream_));
-    ASSERT_TRUE(stream_->synchronize());
-
-    ref::GroupedColumnwise want = ref::groupedColumnwiseQuantize(
-        x.data(), m, c, splits, scheme, cap, seed, offset,
-        spec.delayed() ? &expert.pointers : nullptr);
-    ASSERT_EQ(want.error, "");
-    if (spec.delayed()) {
-      std::vector<float> gotRecord(g);
-      ASSERT_TRUE(record.copyToHost(gotRecord.data(), g * 4, *stream_));
+  for (const Scheme &scheme : kSchemes)
+    for (bool values : {false, true}) {
+      // FP8 codes: block FP8, per-tensor FP8 (current or delayed scaling);
+      // or, for a wgrad pairing them with another family, their values.
+      const bool fp8Scheme = scheme.kind == rt::SchemeKind::Fp8Block ||
+                             scheme.kind == rt::SchemeKind::Fp8Current ||
+                             scheme.kind == rt::SchemeKind::Fp8Delayed;
+      if (values && !fp8Scheme)
+        continue;
+      cg::GroupedQuantizeSpec spec{scheme, g, c, true};
+      spec.fp8Values = values;
+      SCOPED_TRACE(spec.kernelName());
+      const bool fp8 = fp8Scheme && !values;
+      rt::Expected<KernelPair> kernels = loadGroupedQuantize(cache, spec);
+      ASSERT_TRUE(kernels) << kernels.status().message();
+      auto alloc = [&](int64_t bytes) {
+        rt::Expected<rt::DeviceBuffer> b = rt::DeviceBuffer::allocate(bytes);
+        EXPECT_TRUE(b);
+        EXPECT_TRUE(b->fill(0xA5, *stream_)); // poison
+        return std::move(*b);
+      };
+      rt::DeviceBuffer out = alloc(c * cap * (fp8 ? 1 : 2));
+      rt::DeviceBuffer scales = alloc(cap / 128 * colsPad * 4);
+      rt::DeviceBuffer partial = alloc(cap / 128 * c * 4);
+      rt::DeviceBuffer db = alloc(g * c * 4);
+      uint64_t inP = in.devicePtr(), spP = sp.devicePtr(),
+               outP = out.devicePtr(), scP = scales.devicePtr(),
+               paP = partial.devicePtr(), dbP = db.devicePtr();
+      long long mm = m, cc = c;
+      float eps = static_cast<float>(scheme.eps);
+      // Per-tensor FP8 and NVFP4: each expert's amax first (the amax pass the
+      // plan runs; with the Hadamard transform, of the transformed runs).
+      rt::DeviceBuffer amax = alloc(g * 4), record = alloc(g * 4);
+      ASSERT_TRUE(amax.fill(0, *stream_));
+      ASSERT_TRUE(record.fill(0, *stream_));
+      uint64_t amP =
+          spec.needsExpertAmax() || spec.delayed() ? amax.devicePtr() : 0;
+      // Delayed scaling: each expert's state (its scale given to the pass,
+      // its amax recorded).
+      ExpertStates expert(g, 1.25f, 5, -6);
+      std::vector<ref::DelayedScalingState> &states = expert.states;
+      if (spec.delayed()) {
+        ASSERT_TRUE(amax.copyFromHost(expert.scales.data(), g * 4, *stream_));
+      }
+      if (spec.needsExpertAmax()) {
+        const bool rht = scheme.kind == rt::SchemeKind::Nvfp4 && scheme.rht;
+        cg::EmittedGroupedAmax r =
+            rht ? cg::emitGroupedRhtAmax(g) : cg::emitGroupedExpertAmax(g);
+        auto rc = cache.getOrCompile(r.source, rt::CompileOptions{});
+        ASSERT_TRUE(rc) << rc.status().message();
+        rt::Expected<rt::Kernel> pass = rt::Kernel::load((*rc)->cubin, r.entry);
+        ASSERT_TRUE(pass);
+        long long none = 0;
+        void *amaxArgs[] = {&inP, &mm, &cc, &spP, &none, &amP};
+        void *rhtArgs[] = {&inP, &mm, &cc, &spP, &amP};
+        ASSERT_TRUE(rht ? pass->launch(cg::groupedQuantizeGrid(cap, c),
+                                       {cg::kGroupedQuantizeThreads, 1, 1}, 0,
+                                       *stream_, rhtArgs)
+                        : pass->launch(cg::groupedRowsGrid(m),
+                                       {cg::kGroupedRowsThreads, 1, 1}, 0,
+                                       *stream_, amaxArgs));
+      }
+      uint64_t recP = spec.delayed() ? record.devicePtr() : 0;
+      ASSERT_TRUE(launchGroupedQuantize(
+          *kernels, spec, m, cap, {inP, spP, outP, scP, paP, amP, recP, dbP},
+          eps, seed, offset, *stream_));
+      std::vector<uint8_t> gotData(c * cap * (fp8 ? 1 : 2));
+      std::vector<float> gotScales(cap / 128 * colsPad), gotDb(g * c);
+      ASSERT_TRUE(out.copyToHost(gotData.data(), gotData.size(), *stream_));
+      ASSERT_TRUE(
+          scales.copyToHost(gotScales.data(), gotScales.size() * 4, *stream_));
+      ASSERT_TRUE(db.copyToHost(gotDb.data(), gotDb.size() * 4, *stream_));
       ASSERT_TRUE(stream_->synchronize());
-      for (int64_t e = 0; e < g; ++e)
-        EXPECT_EQ(0, std::memcmp(&gotRecord[e], &states[e].history[0], 4))
-            << "expert " << e << ": " << gotRecord[e] << " want "
-            << states[e].history[0];
-    }
-    int64_t width = fp8 ? 1 : 2, wrong = 0;
-    std::vector<int64_t> clamped = ref::clampSplits(splits, m);
-    for (int64_t e = 0; e < g; ++e) {
-      int64_t first = want.segmentStart[e], blocks = (clamped[e] + 127) / 128;
-      for (int64_t col = 0; col < c; ++col) {
-        size_t at = size_t((col * cap + first * 128) * width);
-        for (int64_t i = 0; i < blocks * 128 * width; i += width) {
-          // bf16 values: a NaN is a NaN (the device writes the canonical
-          // one, the reference keeps the sign; NVFP4 decodes a zero code
-          // of an expert whose amax is infinite to 0 · inf).
-          auto bits = [&](const std::vector<uint8_t> &d) {
-            return width == 1 ? unsigned(d[at + i])
-                              : unsigned(d[at + i] | d[at + i + 1] << 8);
-          };
-          auto nan = [&](unsigned b) {
-            return width == 2 && (b & 0x7F80u) == 0x7F80u && (b & 0x7Fu);
-          };
-          unsigned got = bits(gotData), exp = bits(want.data);
-          if (got != exp && !(nan(got) && nan(exp)) && wrong++ < 5)
-            ADD_FAILURE() << "expert " << e << " column " << col << " byte "
-                          << i << ": 0x" << std::hex << got << " want 0x"
-                          << exp;
-        }
-        for (int64_t b = 0; fp8 && b < blocks; ++b) {
-          size_t s = size_t((first + b) * colsPad + col);
-          if (std::memcmp(&gotScales[s], &want.scaleInv[s], 4) && wrong++ < 5)
-            ADD_FAILURE() << "expert " << e << " block " << b << " column "
-                          << col << ": scale_inv " << gotScales[s] << " want "
-                          << want.scaleInv[s];
+
+      ref::GroupedColumnwise want = ref::groupedColumnwiseQuantize(
+          x.data(), m, c, splits, scheme, cap, seed, offset,
+          spec.delayed() ? &expert.pointers : nullptr, values);
+      ASSERT_EQ(want.error, "");
+      if (spec.delayed()) {
+        std::vector<float> gotRecord(g);
+        ASSERT_TRUE(record.copyToHost(gotRecord.data(), g * 4, *stream_));
+        ASSERT_TRUE(stream_->synchronize());
+        for (int64_t e = 0; e < g; ++e)
+          EXPECT_EQ(0, std::memcmp(&gotRecord[e], &states[e].history[0], 4))
+              << "expert " << e << ": " << gotRecord[e] << " want "
+              << states[e].history[0];
+      }
+      int64_t width = fp8 ? 1 : 2, wrong = 0;
+      std::vector<int64_t> clamped = ref::clampSplits(splits, m);
+      for (int64_t e = 0; e < g; ++e) {
+        int64_t first = want.segmentStart[e], blocks = (clamped[e] + 127) / 128;
+        for (int64_t col = 0; col < c; ++col) {
+          size_t at = size_t((col * cap + first * 128) * width);
+          for (int64_t i = 0; i < blocks * 128 * width; i += width) {
+            // bf16 values: a NaN is a NaN (the device writes the canonical
+            // one, the reference keeps the sign; NVFP4 decodes a zero code
+            // of an expert whose amax is infinite to 0 · inf).
+            auto bits = [&](const std::vector<uint8_t> &d) {
+              return width == 1 ? unsigned(d[at + i])
+                                : unsigned(d[at + i] | d[at + i + 1] << 8);
+            };
+            auto nan = [&](unsigned b) {
+              return width == 2 && (b & 0x7F80u) == 0x7F80u && (b & 0x7Fu);
+            };
+            unsigned got = bits(gotData), exp = bits(want.data);
+            if (got != exp && !(nan(got) && nan(exp)) && wrong++ < 5)
+              ADD_FAILURE()
+                  << "expert " << e << " column " << col << " byte " << i
+                  << ": 0x" << std::hex << got << " want 0x" << exp;
+          }
+          for (int64_t b = 0; fp8 && b < blocks; ++b) {
+            size_t s = size_t((first + b) * colsPad + col);
+            if (std::memcmp(&gotScales[s], &want.scaleInv[s], 4) && wrong++ < 5)
+              ADD_FAILURE() << "expert " << e << " block " << b << " column "
+                            << col << ": scale_inv " << gotScales[s] << " want "
+                            << want.scaleInv[s];
+          }
         }
       }
+      wrong += wrongBiasGradients(gotDb, want.biasGrad, c);
+      EXPECT_EQ(wrong, 0);
     }
-    wrong += wrongBiasGradients(gotDb, want.biasGrad, c);
-    EXPECT_EQ(wrong, 0);
-  }
 }
 
 // Each expert's bias gradient, its partials summed in block order: experts

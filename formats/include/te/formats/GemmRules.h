@@ -94,13 +94,22 @@ std::string gemmOperandsError(const GemmOperand &a, const GemmOperand &b);
 
 /// The grouped wgrad's operands (te.grouped_wgrad, dW_g = dy_g^T x_g with dy
 /// and x read columnwise, each expert's rows quantized as their own
-/// tensor): both block FP8 1x128 or both per-tensor FP8 current scaling
-/// (e4m3 or e5m2, paired by checkGemmPairing; one amax per expert), or each
-/// identity of bf16, MXFP8 or NVFP4 with 1x16 blocks (a BF16 GEMM on the
-/// dequantized values; the random Hadamard transform on both NVFP4
-/// operands or neither). "" when `dy` and `x` pass, else the reason.
+/// tensor), each identity of bf16, block FP8 1x128, per-tensor FP8 (current
+/// or delayed scaling; one scale per expert), MXFP8 or NVFP4 with 1x16
+/// blocks: FP8 codes where groupedWgradReadsCodes (paired by
+/// checkGemmPairing), else a BF16 GEMM on the values each expert's
+/// quantization dequantizes to (the random Hadamard transform on both
+/// NVFP4 operands or neither). "" when `dy` and `x` pass, else the reason.
 /// The te verifier and code generation's Program validation call it.
 std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
+
+/// Whether the grouped wgrad of `dy` and `x` (passing
+/// groupedWgradSchemesError) multiplies FP8 codes on the FP8 kernel: both
+/// block FP8 1x128, or both per-tensor FP8. Every other pair - one of them
+/// identity, MXFP8 or NVFP4, or FP8 of two families - runs the BF16 kernel
+/// on each expert's dequantized values. The plan, the CPU backend and
+/// groupedWgradSchemesError ask it.
+bool groupedWgradReadsCodes(const Scheme &dy, const Scheme &x);
 
 /// A grouped GEMM whose operands it quantizes itself, one amax per expert
 /// (te.grouped_gemm's `input_scheme` / `weight_scheme`; x rowwise, w rowwise

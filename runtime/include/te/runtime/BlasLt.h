@@ -43,7 +43,7 @@ enum class GemmScaling : uint8_t {
   Block128x128 ///< FP8 with FP32 scales per 128x128 tile
 };
 
-struct GemmOperand {
+struct BlasLtOperand {
   DType dtype = DType::BF16;
   GemmScaling scaling = GemmScaling::None;
   uint64_t data = 0;     ///< device pointer, [rows, K] row-major
@@ -54,8 +54,8 @@ struct GemmOperand {
 
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
-  GemmOperand a; ///< [M, K]
-  GemmOperand b; ///< [N, K]
+  BlasLtOperand a; ///< [M, K]
+  BlasLtOperand b; ///< [N, K]
   DType outType = DType::BF16;
   uint64_t out = 0;  ///< D, [M, N] row-major
   uint64_t bias = 0; ///< optional [N], of `biasType`

@@ -40,10 +40,15 @@ struct GroupedQuantizeSpec {
   int64_t groups = 1;
   int64_t cols = 0; ///< C of the [M_total, C] bf16 input
   bool biasGrad = false;
+  /// FP8 (block or per-tensor): the bf16 values the codes dequantize to
+  /// instead of the codes and scales, for a BF16 wgrad that pairs them with
+  /// another family (rt::groupedWgradReadsCodes).
+  bool fp8Values = false;
 
   /// e.g. "te_grouped_quantize_e4m3_pow2_g8_c4096_db",
   /// "te_grouped_quantize_mxfp8_e4m3_g8_c4096",
-  /// "te_grouped_quantize_nvfp4_rht_sr_g8_c4096_db".
+  /// "te_grouped_quantize_nvfp4_rht_sr_g8_c4096_db"; "_values" after the
+  /// FP8 format for fp8Values.
   std::string kernelName() const;
   /// Per-tensor FP8 current scaling and NVFP4: the block pass reads each
   /// expert's amax.
@@ -54,7 +59,8 @@ struct GroupedQuantizeSpec {
 };
 
 /// InvalidArgument naming the rule: the scheme, C a positive multiple of 8
-/// (16-byte loads; of 16 for NVFP4), 1..4096 experts.
+/// (16-byte loads; of 16 for NVFP4), 1..4096 experts, fp8Values for FP8
+/// only.
 rt::Status checkGroupedQuantize(const GroupedQuantizeSpec &s);
 
 struct EmittedGroupedQuantize {

@@ -38,10 +38,12 @@ namespace rt {
 namespace ref {
 
 struct GroupedColumnwise {
-  /// [C, capacity] codes (block FP8, 1 byte each) or bf16 values (identity,
-  /// MXFP8 dequantized; 2 bytes each); zero outside the experts' rows.
+  /// [C, capacity] codes (FP8, 1 byte each) or bf16 values (identity;
+  /// MXFP8, NVFP4 and with `fp8Values` FP8 dequantized; 2 bytes each); zero
+  /// outside the experts' rows.
   std::vector<uint8_t> data;
-  /// [capacity/128][roundup(C, 4)] f32 scale_inv (FP8), zero elsewhere.
+  /// [capacity/128][roundup(C, 4)] f32 scale_inv (FP8 codes), zero
+  /// elsewhere; empty for values.
   std::vector<float> scaleInv;
   /// [G, C] f32: each expert's bias gradient (128-row chunks).
   std::vector<float> biasGrad;
@@ -56,12 +58,17 @@ struct GroupedColumnwise {
 /// `capacity` a multiple of 128 that holds every segment; (`seed`,
 /// `offset`) NVFP4's stochastic rounding state, each expert's random bytes
 /// those of quantizing it alone (QuantizeOptions); `delayed` (fp8_delayed):
-/// each expert's state, which casts it and records its amax.
+/// each expert's state, which casts it and records its amax; `fp8Values`
+/// (FP8 schemes): instead of the codes and scales, the bf16 values they
+/// dequantize to, fl(decode(code) · scale_inv) rounded to bf16 - what the
+/// BF16 wgrad reads where the other operand is of another family
+/// (groupedWgradReadsCodes).
 GroupedColumnwise groupedColumnwiseQuantize(
     const uint16_t *x, int64_t mTotal, int64_t cols,
     const std::vector<int64_t> &splits, const Scheme &scheme, int64_t capacity,
     uint64_t seed = 0, uint64_t offset = 0,
-    const std::vector<DelayedScalingState *> *delayed = nullptr);
+    const std::vector<DelayedScalingState *> *delayed = nullptr,
+    bool fp8Values = false);
 
 /// The rows of expert g's segment the wgrad GEMM contracts: its m_g rows,
 /// or for NVFP4 (whose transform fills its padding rows) m_g rounded up to
