@@ -42,7 +42,19 @@ struct DequantArgs {
   const float *amax; ///< NVFP4: the tensor amax of the direction
   i64 m, k;
   i64 scaleCols; ///< columns of the scale_inv buffer
+  /// *amax, loaded once (withAmaxLoaded) before any decoder runs - a load
+  /// the decoders would otherwise repeat, since the output stores may alias
+  /// it as far as the compiler knows.
+  float amaxValue = 0.0f;
 };
+
+/// `a` with amaxValue read from amax, where there is one: what every kernel
+/// decoding through `a` does first.
+__device__ __forceinline__ DequantArgs withAmaxLoaded(DequantArgs a) {
+  if (a.amax)
+    a.amaxValue = __ldg(a.amax);
+  return a;
+}
 
 /// How a generated kernel walks the tensor (chosen by the host).
 enum class DequantPath { Rows = 0, Tiles = 1, Elements = 2 };
@@ -112,7 +124,7 @@ template <bool Rowwise> struct Nvfp4Decode {
   __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
     const u8 *s = static_cast<const u8 *>(a.scale);
     u8 sB = Rowwise ? s[r * a.scaleCols + c / 16] : s[c * a.scaleCols + r / 16];
-    return nvfp4DequantFactor(sB, *a.amax);
+    return nvfp4DequantFactor(sB, a.amaxValue);
   }
   /// Columnwise: the scale bytes of column c's 8 blocks of 16 rows from r0
   /// (16-aligned, all inside the tensor), 8 consecutive bytes of the
@@ -336,11 +348,9 @@ template <class D> struct Run8 {
     }
   }
 
-  /// Run `t` (elements 8t .. 8t + 7) is row t / runsPerRow from column
-  /// 8 (t % runsPerRow): 32-bit arithmetic (the host keeps runs <= 2^30,
-  /// so t plus four grid strides stays below 2^32: cg::kMaxRowPathRuns).
+  /// Run `t` (elements 8t .. 8t + 7), row `r` from column `c0`.
   template <int Out>
-  __device__ void store(const DequantArgs &a, u32 t, u32 runsPerRow,
+  __device__ void store(const DequantArgs &a, u32 t, u32 r, u32 c0,
                         void *out) const {
     float v[8];
     if constexpr (kIdentity) {
@@ -349,11 +359,32 @@ template <class D> struct Run8 {
         v[j] = D::kBytes == 4 ? bitsToFloat(raw[j])
                               : D::widen16(u16(raw[j / 2] >> (16 * (j % 2))));
     } else {
-      const u32 r = t / runsPerRow, c0 = (t - r * runsPerRow) * 8;
       factorsOf8<D>(a, r, c0, v);
       decodeTimes8<D>(raw, v);
     }
     store8<Out>(out, i64(t) * 8, v);
+  }
+};
+
+/// Where a thread's runs lie: run t is row t / runsPerRow, run t %
+/// runsPerRow of it. A thread's runs are a grid stride apart, so it divides
+/// once and then steps by the stride's quotient and remainder - an integer
+/// division by a runtime divisor is some twenty instructions, which every
+/// 8-element run paid. 32-bit arithmetic: the host keeps runs <= 2^30, so
+/// t plus four grid strides stays below 2^32 (cg::kMaxRowPathRuns).
+struct RunPosition {
+  u32 row, run;
+  u32 rowStep, runStep, runsPerRow;
+  __device__ RunPosition(u32 t, u32 stride, u32 perRow)
+      : row(t / perRow), run(t % perRow), rowStep(stride / perRow),
+        runStep(stride % perRow), runsPerRow(perRow) {}
+  __device__ void next() {
+    row += rowStep;
+    run += runStep;
+    if (run >= runsPerRow) {
+      run -= runsPerRow;
+      ++row;
+    }
   }
 };
 
@@ -365,17 +396,20 @@ __device__ __forceinline__ void dequantizeRows(const DequantArgs &a,
   const u32 stride = gridDim.x * blockDim.x;
   // Several runs in flight per thread (the loads first).
   constexpr u32 kInFlight = IsIdentity<D>::value ? 2 : 4;
-  for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < runs;
-       t += kInFlight * stride) {
+  const u32 first = blockIdx.x * blockDim.x + threadIdx.x;
+  RunPosition at(first, stride, runsPerRow);
+  for (u32 t = first; t < runs; t += kInFlight * stride) {
     Run8<D> x[kInFlight];
     TE_UNROLL
     for (u32 q = 0; q < kInFlight; ++q)
       if (t + q * stride < runs)
         x[q].load(a, i64(t + q * stride) * 8);
     TE_UNROLL
-    for (u32 q = 0; q < kInFlight; ++q)
+    for (u32 q = 0; q < kInFlight; ++q) {
       if (t + q * stride < runs)
-        x[q].template store<Out>(a, t + q * stride, runsPerRow, out);
+        x[q].template store<Out>(a, t + q * stride, at.row, at.run * 8, out);
+      at.next();
+    }
   }
 }
 
@@ -461,7 +495,7 @@ __device__ __forceinline__ void dequantizeTiles(const DequantArgs &a,
       factorsOf8<D>(a, r0, c0 + (threadIdx.x % 8) * 8, columnFactors);
     } else if (threadIdx.x < kTileC) { // blockDim >= 64 (DequantizeEmitter)
       scaleBytes = D::columnScales8(a, r0, c0 + threadIdx.x);
-      amax = *a.amax;
+      amax = a.amaxValue;
     }
     __syncthreads(); // the previous tile's readers are done
     for (int b = threadIdx.x; b < kBlocks; b += blockDim.x) {
@@ -574,12 +608,13 @@ __device__ __forceinline__ void dequantizeElements(const DequantArgs &a,
 template <class Decode, int Out, DequantPath Path>
 __device__ __forceinline__ void dequantizeTensor(const DequantArgs &a,
                                                  void *out) {
+  const DequantArgs args = withAmaxLoaded(a);
   if constexpr (Path == DequantPath::Rows)
-    detail::dequantizeRows<Decode, Out>(a, out);
+    detail::dequantizeRows<Decode, Out>(args, out);
   else if constexpr (Path == DequantPath::Tiles)
-    detail::dequantizeTiles<Decode, Out>(a, out);
+    detail::dequantizeTiles<Decode, Out>(args, out);
   else
-    detail::dequantizeElements<Decode, Out>(a, out);
+    detail::dequantizeElements<Decode, Out>(args, out);
 }
 
 } // namespace dev

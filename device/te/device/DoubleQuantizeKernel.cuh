@@ -128,7 +128,8 @@ __device__ __forceinline__ void dequantizeStoredRows(Tile &t,
 template <SourceType Src, class RowStage, class Decode, class ColStage>
 __device__ __forceinline__ void
 quantizeTileTwice(const void *x, i64 m, i64 k, const StageArgs &row,
-                  const DequantArgs &stored, const StageArgs &col) {
+                  const DequantArgs &storedArgs, const StageArgs &col) {
+  const DequantArgs stored = withAmaxLoaded(storedArgs);
   __shared__ TileSmem smem;
   Tile t = loadCtaTile<Src>(smem, x, m, k);
   const int tid = t.tid;

@@ -136,8 +136,12 @@ TE_HD float nvfp4BlockEncodeFactor(u8 sB, float sDec) {
 }
 
 /// Dequantization factor fl(fl(e4m3(sB) * A) * fl(1/2688)); x = e2m1 * it.
+/// Any sB, a NaN code too: a NaN code decodes to some NaN, which the
+/// multiply makes the canonical one whichever decoder gave it, so the
+/// device takes the hardware conversion (decodeE4M3NotNaN) for the integer
+/// decode's dozen instructions.
 TE_HD float nvfp4DequantFactor(u8 sB, float globalAmax) {
-  return mulRn(mulRn(decodeE4M3(sB), globalAmax), nvfp4OneOver2688());
+  return mulRn(mulRn(decodeE4M3NotNaN(sB), globalAmax), nvfp4OneOver2688());
 }
 
 //===----------------------------------------------------------------------===//
