@@ -394,9 +394,13 @@ def Te_GroupedWgradOp : Te_Op<"grouped_wgrad", [Pure]> {
     te.grouped_gemm) as if each expert's rows were
     their own tensor (docs/Numerics.md §7.4): block FP8 1x128 (e4m3 or
     e5m2, not both e5m2) for both, per-tensor FP8 (current or delayed
-    scaling) for both (one tensor scale per expert), or each identity of
-    bf16, MXFP8 or NVFP4 (the BF16 GEMM on each expert's values dequantized,
-    its rows padded to whole 32- or 16-row blocks). The quantized operands are private
+    scaling) for both (one tensor scale per expert) - the FP8 GEMM on the
+    codes -, or any other pair of identity of bf16, block FP8 1x128,
+    per-tensor FP8, MXFP8 and NVFP4 (the BF16 GEMM on each expert's values
+    dequantized, its rows padded to whole 32- or 16-row blocks; unlike
+    te.gemm, whose operands arrive quantized, a bf16 side then pairs with a
+    quantized one, as both are bf16 values by the time the GEMM reads
+    them). The quantized operands are private
     to the op (a per-expert layout only this GEMM reads), which is why it
     takes the high-precision tensors. `te-expand-linear` produces it from
     `te.grouped_linear_grad`.

@@ -124,7 +124,7 @@ template <bool Rowwise> struct Nvfp4Decode {
   __device__ static float factor(const DequantArgs &a, i64 r, i64 c) {
     const u8 *s = static_cast<const u8 *>(a.scale);
     u8 sB = Rowwise ? s[r * a.scaleCols + c / 16] : s[c * a.scaleCols + r / 16];
-    return nvfp4DequantFactor(sB, a.amaxValue);
+    return nvfp4DequantFactor<true>(sB, a.amaxValue);
   }
   /// Columnwise: the scale bytes of column c's 8 blocks of 16 rows from r0
   /// (16-aligned, all inside the tensor), 8 consecutive bytes of the
@@ -146,7 +146,8 @@ template <bool Rowwise> struct Nvfp4Decode {
   __device__ static void columnFactors8(uint2 s, float amax, float (&f)[8]) {
     TE_UNROLL
     for (int j = 0; j < 8; ++j)
-      f[j] = nvfp4DequantFactor(u8((j < 4 ? s.x : s.y) >> (8 * (j % 4))), amax);
+      f[j] = nvfp4DequantFactor<true>(u8((j < 4 ? s.x : s.y) >> (8 * (j % 4))),
+                                      amax);
   }
 };
 

@@ -196,7 +196,9 @@ TE_HD void decodeFp8x2(u16 pair, float &first, float &second) {
 /// decodeE4M3 of a code that is not a NaN (0x7F, 0xFF), such as a block
 /// scale tejit encoded (satfinite, from an amax that is never NaN): on
 /// sm_89+ one conversion and one widening instead of the integer decode's
-/// branches.
+/// branches. A NaN code gives a NaN whose sign and payload may differ from
+/// decodeE4M3's: callers that multiply it at once (which canonicalises a
+/// NaN on the device) may pass any code.
 TE_HD float decodeE4M3NotNaN(u8 code) {
 #if TE_DEVICE_HW_FP8
   float value;

@@ -133,6 +133,26 @@ __device__ __forceinline__ u32 fp8RoundTrip2(u32 pair, float multLo,
   return floatToBF16x2(mulRn(lo, factorLo), mulRn(hi, factorHi));
 }
 
+/// Rows r0 .. r0 + 31 of column pair `pair` (word `pair` of each row of
+/// `words`) through FP8 and back (fp8RoundTrip2, each column by its own
+/// multiplier and factor) into the two columns' output rows, each word two
+/// rows of one column.
+template <Fp8Format F>
+__device__ __forceinline__ void
+roundTripColumnPair(const u32 (*words)[64], int pair, int r0, float multLo,
+                    float multHi, float factorLo, float factorHi, u32 *rowLo,
+                    u32 *rowHi) {
+  TE_UNROLL
+  for (int r = r0; r < r0 + 32; r += 2) {
+    u32 upper =
+        fp8RoundTrip2<F>(words[r][pair], multLo, multHi, factorLo, factorHi);
+    u32 lower = fp8RoundTrip2<F>(words[r + 1][pair], multLo, multHi, factorLo,
+                                 factorHi);
+    rowLo[r / 2] = __byte_perm(upper, lower, 0x5410);
+    rowHi[r / 2] = __byte_perm(upper, lower, 0x7632);
+  }
+}
+
 /// Sixteen rows of one column (elements 2·`pair` + `high` of the words
 /// rows[0 .. 15]) as floats, random-Hadamard-transformed and rounded to
 /// bf16 with `Rht` (docs/Numerics.md §6.4).
@@ -277,14 +297,8 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
       if (!Fp8) {
         // The values: both columns of rows r and r + 1 through FP8 and
         // back, then each column's two rows into one word.
-        const float iLo = fp8BlockScaleInv(sLo), iHi = fp8BlockScaleInv(sHi);
-        TE_UNROLL
-        for (int r = r0; r < r0 + 32; r += 2) {
-          u32 upper = fp8RoundTrip2<F>(words[r][p], sLo, sHi, iLo, iHi);
-          u32 lower = fp8RoundTrip2<F>(words[r + 1][p], sLo, sHi, iLo, iHi);
-          rowLo[r / 2] = __byte_perm(upper, lower, 0x5410);
-          rowHi[r / 2] = __byte_perm(upper, lower, 0x7632);
-        }
+        roundTripColumnPair<F>(words, p, r0, sLo, sHi, fp8BlockScaleInv(sLo),
+                               fp8BlockScaleInv(sHi), rowLo, rowHi);
       }
       TE_UNROLL
       for (int r = r0; r < r0 + 32 && Fp8; r += 4) {
@@ -336,16 +350,8 @@ groupedColumnQuantize(const u16 *in, i64 mTotal, i64 cols,
       const u8 eHi = mxfp8BlockExponent(bf16Hi(acc), F);
       const float mLo = e8m0ReciprocalScale(eLo),
                   mHi = e8m0ReciprocalScale(eHi);
-      const float fLo = decodeE8M0(eLo), fHi = decodeE8M0(eHi);
-      TE_UNROLL
-      for (int r = r0; r < r0 + 32; r += 2) {
-        // Both columns of rows r and r + 1, then each column's two rows
-        // into one word.
-        u32 upper = fp8RoundTrip2<F>(words[r][p], mLo, mHi, fLo, fHi);
-        u32 lower = fp8RoundTrip2<F>(words[r + 1][p], mLo, mHi, fLo, fHi);
-        rowLo[r / 2] = __byte_perm(upper, lower, 0x5410);
-        rowHi[r / 2] = __byte_perm(upper, lower, 0x7632);
-      }
+      roundTripColumnPair<F>(words, p, r0, mLo, mHi, decodeE8M0(eLo),
+                             decodeE8M0(eHi), rowLo, rowHi);
     } else {
       // Rows r and r + 1 of each column into one word: a byte permutation.
       TE_UNROLL

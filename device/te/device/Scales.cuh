@@ -136,12 +136,17 @@ TE_HD float nvfp4BlockEncodeFactor(u8 sB, float sDec) {
 }
 
 /// Dequantization factor fl(fl(e4m3(sB) * A) * fl(1/2688)); x = e2m1 * it.
-/// Any sB, a NaN code too: a NaN code decodes to some NaN, which the
-/// multiply makes the canonical one whichever decoder gave it, so the
-/// device takes the hardware conversion (decodeE4M3NotNaN) for the integer
-/// decode's dozen instructions.
+/// `HardwareDecode`: sB through the hardware conversion (decodeE4M3NotNaN)
+/// instead of the integer decode's dozen instructions - the same bits for
+/// every byte, a NaN code too (its NaN, whichever decoder gave it, becomes
+/// the canonical one in the multiply). The dequantize kernels, which decode
+/// a stored scale a run, take it; in the quantize kernels ptxas gave the
+/// 16x16 NVFP4 stack cast 24 bytes of spills with it, so they keep the
+/// integer decode.
+template <bool HardwareDecode = false>
 TE_HD float nvfp4DequantFactor(u8 sB, float globalAmax) {
-  return mulRn(mulRn(decodeE4M3NotNaN(sB), globalAmax), nvfp4OneOver2688());
+  const float s = HardwareDecode ? decodeE4M3NotNaN(sB) : decodeE4M3(sB);
+  return mulRn(mulRn(s, globalAmax), nvfp4OneOver2688());
 }
 
 //===----------------------------------------------------------------------===//

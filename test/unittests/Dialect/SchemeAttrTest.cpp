@@ -294,8 +294,10 @@ TEST(GemmRules, QuantizedFamiliesPairAsTheirDequantizedValues) {
     EXPECT_TRUE(rt::gemmMixesFamilies(a, b));
     EXPECT_TRUE(rt::gemmMixesFamilies(b, a));
   }
-  // One family keeps its kernel's rules, and mixes nothing.
+  // Across families the FP8 kernels' e5m2 rule does not apply (block FP8
+  // and per-tensor FP8 are two families)...
   EXPECT_EQ(rt::checkGemmPairing(blk1, cur).error, rt::GemmPairingError::None);
+  // ... within one it does, and nothing mixes.
   EXPECT_FALSE(rt::gemmMixesFamilies(blk1, blk));
   EXPECT_EQ(rt::checkGemmPairing(blk1, blk).error,
             rt::GemmPairingError::E5m2ByE5m2);

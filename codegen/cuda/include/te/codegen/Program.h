@@ -228,8 +228,10 @@ struct GroupedGemmKernel {
 /// The wgrad of an MoE layer: dW [G, N, K] f32, dW_g = dy_g^T x_g over
 /// each expert's rows of dy [M, N] and x [M, K] (bf16 tensors; `splits` as
 /// for GroupedGemmKernel), each operand quantized columnwise per expert by
-/// its scheme (block FP8 1x128 for both, or each identity of bf16 or MXFP8,
-/// read dequantized by the BF16 GEMM; rt::groupedWgradSchemesError) as if the
+/// its scheme (FP8 of one family for both, read as codes; else each of
+/// bf16, block FP8 1x128, per-tensor FP8, MXFP8 and NVFP4, read as values by
+/// the BF16 GEMM; rt::groupedWgradSchemesError, rt::groupedWgradReadsCodes)
+/// as if the
 /// expert's rows were their own tensor (docs/Numerics.md §7.4); with
 /// `biasGrad` >= 0, also each expert's bias gradient [G, N] f32 from the
 /// same read of dy. The quantized operands live in the kernel's workspace
