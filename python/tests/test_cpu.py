@@ -217,6 +217,34 @@ def test_linear_program_compiles_and_runs_on_the_cpu_backend(recipe):
     assert y2.shape == (128, 128)
 
 
+def test_a_recipe_may_pair_two_scheme_families():
+    # MXFP8 activations and weights with NVFP4 gradients: the dgrad pairs
+    # NVFP4 dy with the MXFP8 weight's columnwise copy, the wgrad NVFP4 dy
+    # with MXFP8 x - each dequantized, then the bf16 GEMM (docs/Numerics.md
+    # section 11).
+    from tejit.programs import Recipe, linear_program
+
+    recipe = Recipe({"input": "#te.mxfp8<e4m3>", "weight": "#te.mxfp8<e4m3>",
+                     "grad_output": "#te.nvfp4<>"})
+    m = tejit.compile(linear_program(128, 256, 128, recipe, True))
+    s = m.new_session("cpu")
+    rng = np.random.default_rng(7)
+    x = tejit.float_to_bf16_bits(rng.standard_normal((128, 256)).astype(np.float32))
+    w = (rng.standard_normal((128, 256)) * 0.05).astype(np.float32)
+    b = tejit.float_to_bf16_bits(np.zeros(128, np.float32))
+    s.forward(x, w, b)
+    dy = tejit.float_to_bf16_bits((rng.standard_normal((128, 128)) * 0.01).astype(np.float32))
+    dx, dw, db = s.backward(dy, x)
+    # dx = dy W and dW = dy^T x within the two formats' precision (about
+    # 0.1 of the largest output here; a wrong layout or scale is off by 1).
+    dy64 = tejit.bf16_bits_to_float(dy).astype(np.float64)
+    x64 = tejit.bf16_bits_to_float(x).astype(np.float64)
+    for got, ref in ((tejit.bf16_bits_to_float(dx), dy64 @ w.astype(np.float64)),
+                     (dw, dy64.T @ x64)):
+        err = np.abs(np.asarray(got, np.float64) - ref).max() / np.abs(ref).max()
+        assert err < 0.2, err
+
+
 def test_recipe_errors():
     from tejit.programs import Recipe
 
