@@ -382,6 +382,16 @@ TEST(GroupedGemmPlan, TheDgradAndWgradOfOneDyShareItsAmaxPass) {
             wgrad.kernels[1].args[5].pointer.buffer);
 }
 
+/// Empties `e` down to the second layer's inputs, h [m, n] bf16 and the
+/// split sizes [g] (values 0 and 1, both arguments): what the two-layer
+/// programs below keep when they build the second layer alone.
+void keepOnlyHAndSplits(cg::Entry &e, int64_t m, int64_t n, int64_t g) {
+  e.values = {test::tensor("h", {m, n}, DType::BF16),
+              test::tensor("splits", {g}, DType::I64)};
+  e.args = {0, 1};
+  e.kernels.clear();
+}
+
 /// Two MoE layers in a row: groupedProgram's bf16 (or block-FP8) layer
 /// x [m, k] -> h [m, n], then a layer over h whose grouped GEMM quantizes h
 /// and its stack w2 [g, n2, n] per expert by `h` (per-tensor FP8 or NVFP4;
@@ -397,10 +407,7 @@ cg::Program chainedProgram(int64_t m, int64_t k, int64_t g, int64_t n,
   cg::Entry &e = p.entries[0];
   int hv = std::get<cg::GroupedGemmKernel>(e.kernels.back()).output;
   if (alone) {
-    e.values = {test::tensor("h", {m, n}, DType::BF16),
-                test::tensor("splits", {g}, DType::I64)};
-    e.args = {0, 1};
-    e.kernels.clear();
+    keepOnlyHAndSplits(e, m, n, g);
     hv = 0;
   }
   const int splitsValue = alone ? 1 : 2;
@@ -747,10 +754,7 @@ cg::Program blockChain(int64_t m, int64_t k, int64_t g, int64_t n, int64_t n2,
   int h = std::get<cg::GroupedGemmKernel>(e.kernels.back()).output, hq = -1;
   int splits = 2;
   if (alone) {
-    e.values = {test::tensor("h", {m, n}, DType::BF16),
-                test::tensor("splits", {g}, DType::I64)};
-    e.args = {0, 1};
-    e.kernels.clear();
+    keepOnlyHAndSplits(e, m, n, g);
     h = 0;
     splits = 1;
     hq = addRowwiseQuantize(e, h, hs);
