@@ -6,8 +6,9 @@
 //
 // The plan of a ShardedQuantizeKernel (docs/Numerics.md §17). With every
 // rank in one process: the amax table zeroed, the tensor amax of each
-// rank's shard and the amaxes of the tiles ranks share max-accumulated into
-// it (the reduction over ranks), then one launch over every rank's tiles.
+// rank's shard and the amaxes of the blocks ranks share max-accumulated
+// into it (the reduction over ranks), then one launch over every rank's
+// tiles.
 // With one process per rank the same launches run the process's own rank
 // (a Rank argument) and two collectives make the reduction: the amax
 // table's all-reduce (max) before the tiles, and the merge of the ranks'
@@ -62,38 +63,10 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
   int amaxTable =
       table.add(q.name + ".amax_table", uint64_t(g.tableFloats()) * 4);
   w.fill(amaxTable);
-  int tensorAmax = -1;
-  if (!src.amaxEntry.empty()) {
-    int64_t largest = *std::max_element(sizes.begin(), sizes.end());
-    int64_t grid = std::min<int64_t>(rt::ceilDiv(rt::ceilDiv(largest, 8), 1024),
-                                     132 * 16 / int(rows) + 1);
-    w.launch(
-        src.amaxEntry, rt::Dim3{unsigned(grid), rows, 1},
-        {sh, first, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)});
-    w.kp.bytesMoved += masterBytes;
-    tensorAmax = amaxTable; // word 0 of the table
-  }
-  if (!g.boundaryRows.empty()) {
-    w.launch(
-         src.shardAmaxEntry, rt::Dim3{unsigned(2 * g.tilesAcross), rows, 1},
-         {sh, first, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)})
-        .sharedBytes = quantizeDynamicSmem(whole.dtype);
-    // Each split tile row is read by the two (or more) ranks it holds
-    // elements of, once in all, and its slots are written.
-    w.kp.bytesMoved += uint64_t(g.boundaryRows.size()) * kQuantizeTileRows *
-                       uint64_t(k) * elementBytes;
-  }
-  auto collective = [&](rt::CollectiveCall::Kind kind, int buffer) {
-    rt::CollectiveCall c;
-    c.kind = kind;
-    c.ranks = ranks;
-    c.send = {buffer, 0};
-    c.bytes = table.bytes(buffer);
-    w.kp.addCollective(c);
-  };
-  if (q.perProcess() && (tensorAmax >= 0 || !g.boundaryRows.empty()))
-    collective(rt::CollectiveCall::Kind::AllReduceMax, amaxTable);
+  int tensorAmax = src.amaxEntry.empty() ? -1 : amaxTable; // word 0
 
+  // The stages' buffers (and their fills) first, so that nothing stands
+  // between the launches below.
   std::vector<ArgDesc> args = {sh, first, ArgDesc::i64(m), ArgDesc::i64(k)};
   std::vector<StageBuffers> written;
   for (const Stage &s : q.stages) {
@@ -113,11 +86,50 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
     args.push_back(ArgDesc::i64(int64_t(p.random.seed)));
     args.push_back(ArgDesc::i64(int64_t(p.random.offset)));
   }
+
+  if (tensorAmax >= 0) {
+    int64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    int64_t grid = std::min<int64_t>(rt::ceilDiv(rt::ceilDiv(largest, 8), 1024),
+                                     132 * 16 / int(rows) + 1);
+    w.launch(
+        src.amaxEntry, rt::Dim3{unsigned(grid), rows, 1},
+        {sh, first, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)});
+    w.kp.bytesMoved += masterBytes;
+  }
+  bool partial = !g.boundaryRows.empty();
+  if (partial) {
+    w.launch(
+         src.shardAmaxEntry, rt::Dim3{unsigned(2 * g.tilesAcross), rows, 1},
+         {sh, first, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)})
+        .sharedBytes = quantizeDynamicSmem(whole.dtype);
+    // Each split tile row is read by the two (or more) ranks it holds
+    // elements of, once in all, and its slots are written.
+    w.kp.bytesMoved += uint64_t(g.boundaryRows.size()) * kQuantizeTileRows *
+                       uint64_t(k) * elementBytes;
+  }
+  auto collective = [&](rt::CollectiveCall::Kind kind, int buffer) {
+    rt::CollectiveCall c;
+    c.kind = kind;
+    c.ranks = ranks;
+    c.send = {buffer, 0};
+    c.bytes = table.bytes(buffer);
+    w.kp.addCollective(c);
+  };
+  if (q.perProcess() && (tensorAmax >= 0 || partial))
+    collective(rt::CollectiveCall::Kind::AllReduceMax, amaxTable);
+
+  // Phase B, every rank's tiles. Right after the tile amaxes' launch (no
+  // collective between) it overlaps it: the whole tiles run on, the
+  // partial ones wait before they read the table (shardedQuantizeTile).
+  // Never right after the tensor amax, which its whole tiles do not wait
+  // for.
   args.push_back(ArgDesc::ptr(amaxTable));
   w.kp.bytesMoved += 2 * table.bytes(amaxTable);
-  w.launch(src.mainEntry, rt::Dim3{unsigned(g.rankTiles), rows, 1},
-           std::move(args))
-      .sharedBytes = quantizeDynamicSmem(whole.dtype);
+  bool overlaps = partial && w.kp.lastStepLaunches();
+  rt::KernelSpec &tiles = w.launch(
+      src.mainEntry, rt::Dim3{unsigned(g.rankTiles), rows, 1}, std::move(args));
+  tiles.sharedBytes = quantizeDynamicSmem(whole.dtype);
+  tiles.overlapsPredecessor = overlaps;
   // The merge, one NCCL group: a code byte has one writer (an FP4 byte's
   // nibbles one each), a scale byte the same value from every writer, an
   // amax each rank's (delayed scaling records the rank's own) as floats.

@@ -219,8 +219,10 @@ EmittedShardedQuantize emitShardedQuantize(const ShardedQuantizeKernel &q,
      << ")\n"
      << k.shardAmaxEntry << "(" << shards
      << ", long long m, long long k, float *table) {\n"
-     << "  te::dev::shardAmaxes<" << src
-     << ">(sh, firstRank, m, k, table);\n}\n\n";
+     << "  te::dev::shardAmaxes<" << src << ", " << ranks;
+  for (const Stage &s : q.stages)
+    os << ",\n      " << stageType(s.scheme, s.dir, out.dtype);
+  os << ">(sh, firstRank, m, k, table);\n}\n\n";
   bool amax = false;
   for (const Stage &s : q.stages)
     amax |= s.scheme.scalesByTensorAmax();

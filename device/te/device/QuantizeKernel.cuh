@@ -47,18 +47,20 @@ namespace dev {
 /// The elements a tile loads: those of the tensor, and with `Ranged` only
 /// those at row-major offsets [lo, hi) (a master shard's,
 /// ShardedQuantizeKernel.cuh); the rest load as zero. The source pointer is
-/// element lo (0 for a whole tensor, a master shard's first element): element
-/// f is at index f - lo. (The pointer is never moved before the shard: that
-/// pointer would point outside its allocation, undefined behaviour the
-/// optimizer may exploit.) A tile wholly inside a shard loads unranged with
-/// the shard's lo: the whole-tensor load, bounds checks and all.
+/// element `base` (0 for a whole tensor, a master shard's first element;
+/// lo unless given, as phase A of master shards loads fewer rows than the
+/// shard holds): element f is at index f - base. (The pointer is never
+/// moved before the shard: that pointer would point outside its
+/// allocation, undefined behaviour the optimizer may exploit.) A tile wholly
+/// inside a shard loads unranged with the shard's lo: the whole-tensor load,
+/// bounds checks and all.
 template <bool Ranged> struct LoadRange {
-  i64 lo = 0, hi = 0;
+  i64 lo = 0, hi = 0, base = lo;
   __device__ bool holds(i64 first, int n) const {
     return !Ranged || (first >= lo && first + n <= hi);
   }
   /// The source index of row-major element f.
-  __device__ i64 index(i64 f) const { return f - lo; }
+  __device__ i64 index(i64 f) const { return f - base; }
   /// Whether element f of a source `x` of `Bytes`-byte elements is 16-byte
   /// aligned for every f that is a multiple of 16 / Bytes: where element 0
   /// would be (computed as an integer) is.
@@ -285,7 +287,7 @@ template <SourceType Src, bool BiasGrad, class... Stages>
 __device__ __forceinline__ void
 quantizeTileIn(TileSmem &smem, const void *x, i64 m, i64 k, i64 r0, i64 c0,
                const StageArgs *args, float *biasPartial,
-               LoadRange<false> source = {}) {
+               LoadRange<false> source = {}, bool waitForPrepass = true) {
   using List = StageList<Stages...>;
   Tile t = loadTileAt<Src>(smem, x, m, k, r0, c0, source);
   reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
@@ -295,7 +297,8 @@ quantizeTileIn(TileSmem &smem, const void *x, i64 m, i64 k, i64 r0, i64 c0,
   // while that pass ends; the stages read its amax (LaunchOrder.cuh). So a
   // kernel whose predecessor writes x (an optimizer's requantize after its
   // update) must not be launched to overlap it.
-  waitForPredecessor();
+  if (waitForPrepass)
+    waitForPredecessor();
   List::template emit<Src>(t, args);
 }
 

@@ -9,7 +9,8 @@
 // with and without the random Hadamard transform, identity), the kernel
 // parameters it is bound to (StageArgs) and a kernel's list of them
 // (StageList). A stage says which reductions phase 2 must compute for it
-// (kNeedsRowSegments / kNeedsColSegments / kNeedsTileAmax) and, in emit(),
+// (kNeedsRowSegments / kNeedsColSegments / kNeedsTileAmax), the blocks its
+// segment amaxes combine into (kBlocks) and, in emit(),
 // reads its block amaxes from the segment amaxes, computes the scale
 // exactly as the reference does (Scales.cuh), encodes and stores.
 //
@@ -42,9 +43,25 @@ struct StageArgs {
   u64 offset;
 };
 
+/// The blocks a stage's segment amaxes combine into, in segments: a row
+/// segment's block is rowRows rows x rowSegs segments, a column segment's
+/// colBands segments x colCols columns (MXFP8 rowwise {1, 2, 1, 1}: 1x32).
+/// Master shards (ShardedQuantizeKernel.cuh) exchange the amaxes of the
+/// blocks that two ranks share, so they need the extents, not just whether
+/// a segment is read. Blocks are aligned, and every extent a power of two.
+struct SegmentBlocks {
+  int rowRows = 1, rowSegs = 1, colBands = 1, colCols = 1;
+};
+TE_HD constexpr int maxInt(int a, int b) { return a < b ? b : a; }
+/// The smallest aligned block holding a block of each.
+TE_HD constexpr SegmentBlocks unionOf(SegmentBlocks a, SegmentBlocks b) {
+  return {maxInt(a.rowRows, b.rowRows), maxInt(a.rowSegs, b.rowSegs),
+          maxInt(a.colBands, b.colBands), maxInt(a.colCols, b.colCols)};
+}
+
 //===----------------------------------------------------------------------===//
 // Stages. Each has kNeedsRowSegments / kNeedsColSegments / kNeedsTileAmax
-// (what phase 2 must compute for it) and emit(tile, args).
+// (what phase 2 must compute for it), kBlocks and emit(tile, args).
 //===----------------------------------------------------------------------===//
 
 /// Per-tensor FP8, current (scale from the global amax in `in`) or delayed
@@ -55,6 +72,7 @@ struct Fp8PerTensorStage {
   static constexpr bool kNeedsRowSegments = false;
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = Delayed;
+  static constexpr SegmentBlocks kBlocks{};
 
   __device__ static float scale(const StageArgs &a) {
     if (Delayed)
@@ -98,6 +116,7 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
   static constexpr bool kNeedsRowSegments = Rowwise;
   static constexpr bool kNeedsColSegments = !Rowwise;
   static constexpr bool kNeedsTileAmax = false;
+  static constexpr SegmentBlocks kBlocks{1, 32 / kSegment, 32 / kSegment, 1};
 
   /// Where column c's multiplier sits in a colMult row: the four 16-byte
   /// chunks of each 16-column segment j are XOR-swizzled with (j / 2) % 4,
@@ -122,7 +141,8 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
         encodeFp8x16<F>(v, e8m0ReciprocalScale(e), w);
         i64 c = t.c0 + kSegment * j;
         storeSpan16(data + (t.r0 + r) * t.k + c, w, 16, rowSpan(t, r, j));
-        if (j % 2 == 0)
+        if (j % 2 == 0 &&
+            t.storesScaleOf(r, r + 1, kSegment * j, kSegment * j + 32))
           scale[(t.r0 + r) * scaleCols + c / 32] = e;
       });
     } else {
@@ -139,7 +159,8 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
         int b = id / kTileCols, c = id % kTileCols;
         u8 e = mxfp8BlockExponent(colBlockAmax<32>(t, 2 * b, c), F);
         colMult[b][multColumn(c)] = e8m0ReciprocalScale(e);
-        if (32 * b < t.rows && c < t.cols)
+        if (32 * b < t.rows && c < t.cols &&
+            t.storesScaleOf(32 * b, 32 * b + 32, c, c + 1))
           scale[(t.r0 / 32 + b) * scaleCols + t.c0 + c] = e;
       }
       __syncthreads();
@@ -173,6 +194,7 @@ struct Fp8BlockStage {
   static constexpr bool kNeedsRowSegments = Rowwise && !Tile2d;
   static constexpr bool kNeedsColSegments = !Rowwise && !Tile2d;
   static constexpr bool kNeedsTileAmax = Tile2d;
+  static constexpr SegmentBlocks kBlocks{1, kRowSegments, kColSegments, 1};
 
   __device__ static float scaleOf(float amax, const StageArgs &a) {
     return fp8BlockScale(amax, F, Pow2, a.eps, Input);
@@ -200,7 +222,7 @@ struct Fp8BlockStage {
         int n = t.cols - kSegment * j;
         storeSpan16(data + (t.r0 + r) * t.k + t.c0 + kSegment * j, w,
                     n < 16 ? n : 16, rowSpan(t, r, j));
-        if (!Tile2d && j == 0)
+        if (!Tile2d && j == 0 && t.storesScaleOf(r, r + 1, 0, kTileCols))
           scaleInv[cb * stride + t.r0 + r] = fp8BlockScaleInv(sc);
       });
     } else {
@@ -208,7 +230,7 @@ struct Fp8BlockStage {
       forColumnRunValues<Src>(t, [&](int s, int c, const float *v) {
         float sc = Tile2d ? tileScale : scaleOf(colBlockAmax<128>(t, s, c), a);
         storeTransposedFp8<F>(t, data, s, c, v, sc);
-        if (!Tile2d && s == 0)
+        if (!Tile2d && s == 0 && t.storesScaleOf(0, kTileRows, c, c + 1))
           scaleInv[rb * stride + t.c0 + c] = fp8BlockScaleInv(sc);
       });
     }
@@ -224,6 +246,8 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
   static constexpr bool kNeedsRowSegments = Rowwise;
   static constexpr bool kNeedsColSegments = !Rowwise;
   static constexpr bool kNeedsTileAmax = false;
+  static constexpr SegmentBlocks kBlocks{Block2d ? kSegment : 1, 1, 1,
+                                         Block2d ? kSegment : 1};
 
   /// Packs fl(v[i] * enc) of 16 consecutive stored elements (stored index
   /// `first` of the first one) into two words.
@@ -264,8 +288,9 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
     encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
     storeSpanFp4(static_cast<u8 *>(a.data) + first / 2, w, runSpan(t, s, c));
     i64 scaleCols = (t.m / 16 + 3) / 4 * 4;
-    static_cast<u8 *>(a.scale)[col * scaleCols + (t.r0 + kSegment * s) / 16] =
-        sB;
+    if (t.storesScaleOf(kSegment * s, kSegment * s + kSegment, c, c + 1))
+      static_cast<u8 *>(a.scale)[col * scaleCols + (t.r0 + kSegment * s) / 16] =
+          sB;
   }
 
   template <SourceType Src>
@@ -285,7 +310,8 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
         u32 w[2];
         encode16(v, nvfp4BlockEncodeFactor(sB, sDec), u64(first), a, w);
         storeSpanFp4(data + first / 2, w, rowSpan(t, r, j));
-        scale[(t.r0 + r) * scaleCols + (t.c0 + kSegment * j) / 16] = sB;
+        if (t.storesScaleOf(r, r + 1, kSegment * j, kSegment * j + kSegment))
+          scale[(t.r0 + r) * scaleCols + (t.c0 + kSegment * j) / 16] = sB;
       });
     } else {
       forColumnRunValues<Src>(t, [&](int s, int c, const float *v) {
@@ -315,6 +341,7 @@ template <bool Stochastic, bool Block2d> struct Nvfp4RhtColumnStage {
   static constexpr bool kNeedsRowSegments = false;
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = false;
+  static constexpr SegmentBlocks kBlocks{};
   using Plain = Nvfp4Stage<false, false, Stochastic>;
 
   template <SourceType Src>
@@ -379,6 +406,7 @@ template <int Out> struct IdentityStage {
   static constexpr bool kNeedsRowSegments = false;
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = false;
+  static constexpr SegmentBlocks kBlocks{};
 
   template <SourceType Src>
   __device__ static void emit(const Tile &t, const StageArgs &a) {
@@ -411,6 +439,7 @@ template <class... Stages> struct StageList {
   static constexpr bool kNeedsRowSegments = false;
   static constexpr bool kNeedsColSegments = false;
   static constexpr bool kNeedsTileAmax = false;
+  static constexpr SegmentBlocks kBlocks{};
   template <SourceType Src>
   __device__ static void emit(const Tile &, const StageArgs *) {}
 };
@@ -422,6 +451,8 @@ template <class Head, class... Tail> struct StageList<Head, Tail...> {
       Head::kNeedsColSegments || Rest::kNeedsColSegments;
   static constexpr bool kNeedsTileAmax =
       Head::kNeedsTileAmax || Rest::kNeedsTileAmax;
+  static constexpr SegmentBlocks kBlocks =
+      unionOf(Head::kBlocks, Rest::kBlocks);
   template <SourceType Src>
   __device__ static void emit(const Tile &t, const StageArgs *args) {
     Head::template emit<Src>(t, args[0]);

@@ -87,6 +87,37 @@ __device__ __forceinline__ int tileExtent(i64 left, int full) {
   return int(left < full ? left : full);
 }
 
+/// How much of rows [a, b) x columns [ac, bc) of a row-major tensor of k
+/// columns (a non-empty block) lies in the element range [lo, hi): any of
+/// it, all of it. (loRow, loCol) is lo's position, found once by the
+/// caller: no division per block.
+struct RangeCover {
+  bool any, all;
+};
+__device__ __forceinline__ RangeCover coverOf(i64 k, i64 lo, i64 hi, i64 loRow,
+                                              i64 loCol, i64 a, i64 b, i64 ac,
+                                              i64 bc) {
+  i64 first = a * k + ac, last = (b - 1) * k + bc - 1;
+  if (last < lo || first >= hi)
+    return {false, false};
+  if (lo <= first && last < hi)
+    return {true, true};
+  if (first >= lo)
+    return {true, false}; // the first element, not the last
+  // lo lies in (first, last]: the range's first element in the block, if
+  // any, is lo itself or the start of the block's next row piece.
+  i64 r = loRow, c = loCol;
+  if (c < ac) {
+    c = ac;
+  } else if (c >= bc) {
+    ++r;
+    c = ac;
+    if (r >= b)
+      return {false, false};
+  }
+  return {r * k + c < hi, false};
+}
+
 /// A tile in flight: where it sits in the tensor and its valid extent.
 struct Tile {
   TileSmem &s;
@@ -100,6 +131,7 @@ struct Tile {
   /// other kernels compile as before.
   bool partial = false;
   i64 ownLo = 0, ownHi = 0;
+  i64 ownLoRow = 0, ownLoCol = 0; ///< ownLo's position
 
   /// The tile at (r0, c0) of an M x K tensor, clipped at its edges.
   __device__ static Tile at(TileSmem &s, i64 m, i64 k, i64 r0, i64 c0, int tid,
@@ -115,6 +147,21 @@ struct Tile {
                 lo};
   }
   __device__ bool leader() const { return tid == 0 && r0 == 0 && c0 == 0; }
+  /// Whether the tile stores the scale of the block at tile rows [ra, rb) x
+  /// columns [ca, cb) (clipped to the tensor): always, but a partial tile
+  /// only where the rank holds some of the block - the amaxes of a block
+  /// wholly another rank's are not the rank's to know
+  /// (ShardedQuantizeKernel.cuh).
+  __device__ bool storesScaleOf(int ra, int rb, int ca, int cb) const {
+    if (!partial)
+      return true;
+    rb = rb < rows ? rb : rows;
+    cb = cb < cols ? cb : cols;
+    return ra < rb && ca < cb &&
+           coverOf(k, ownLo, ownHi, ownLoRow, ownLoCol, r0 + ra, r0 + rb,
+                   c0 + ca, c0 + cb)
+               .any;
+  }
   __device__ float tileAmax() const { return bitsToFloat(s.tileAmax); }
 };
 

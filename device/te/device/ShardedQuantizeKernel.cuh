@@ -12,16 +12,23 @@
 // work; what changes is where a tile's amaxes come from:
 //  - a tile wholly inside one rank's range is quantized as usual;
 //  - a tile split between ranks (a partial tile; all lie in the 128-row
-//    tile rows that hold a shard boundary) needs amaxes of elements other
-//    ranks hold. Phase A: each rank loads its part of the tile (zeros
-//    elsewhere) and max-accumulates the tile's segment amaxes and tile
-//    amax into the amax table (zeroed by the plan). Where one process
+//    tile rows that hold a shard boundary) has blocks (the stages' kBlocks)
+//    that hold elements of two ranks: shared blocks, whose amaxes need
+//    elements other ranks hold. Phase A: each rank loads its part of the
+//    rows such blocks lie in (zeros elsewhere) and max-accumulates the
+//    segment amaxes of the shared blocks it takes part in, and the tile
+//    amax, into the amax table (zeroed by the plan). Where one process
 //    plays every rank they share one table, so the atomics are the
 //    reduction over ranks; with one process per GPU each has its own and
 //    the plan all-reduces it (max) before phase B. Phase B: each rank
-//    fills the tile's shared-memory amaxes from the table, so every
-//    stage's emit runs unchanged and computes the whole tensor's scales,
-//    and stores only its own elements (Span in QuantizeTile.cuh).
+//    reduces its part of the tile as a whole tile is reduced, takes the
+//    shared blocks' segment amaxes from the table, so every stage's emit
+//    runs unchanged and computes the whole tensor's scales, and stores only
+//    its own elements (Span in QuantizeTile.cuh).
+// A block no two ranks share is wholly one rank's, and only that rank
+// stores its codes and scale, from its own reduction; so the table traffic
+// is that of the blocks across the boundaries (MXFP8: the 32-row band of
+// the boundary row, not the whole tile).
 // The tensor amax (per-tensor FP8, NVFP4) is one more entry of the table,
 // reduced by the same step.
 //
@@ -104,40 +111,122 @@ __device__ __forceinline__ void maxInto(float *p, float v) {
   atomicMax(reinterpret_cast<unsigned *>(p), floatToBits(v));
 }
 
-/// Phase A: CTA (blockIdx.x, rank blockIdx.y) takes tile blockIdx.x of the
-/// rank's first or last tile row (the first half of the grid the first,
-/// the second half the last); a partial tile's amaxes are max-accumulated
-/// into its slot of `table`. The tensor amax is tensorAmaxRanks' work.
-template <SourceType Src, int R>
-__device__ __forceinline__ void shardAmaxes(const MasterShards<R> &sh,
-                                            int firstRank, i64 m, i64 k,
-                                            float *table) {
-  __shared__ TileSmem smem;
-  int rank = firstRank + int(blockIdx.y), tid = int(threadIdx.x);
-  i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
+/// The blocks of a partial tile (the stage list's kBlocks) that the rank
+/// holding elements [lo, hi) shares with another rank: it holds some but
+/// not all of their elements. Tested on element offsets, with lo's row and
+/// column found once (no division per block).
+template <class List> struct SharedBlocks {
+  i64 m, k, r0, c0, lo, hi;
+  i64 loRow, loCol;
+
+  __device__ static SharedBlocks of(i64 m, i64 k, i64 r0, i64 c0, i64 lo,
+                                    i64 hi) {
+    return {m, k, r0, c0, lo, hi, lo / k, lo % k};
+  }
+  /// Whether the rank shares rows [ra, rb) x columns [ca, cb) of the tile
+  /// (clipped to the tensor).
+  __device__ bool rect(int ra, int rb, int ca, int cb) const {
+    i64 a = r0 + ra, b = r0 + rb < m ? r0 + rb : m;
+    i64 ac = c0 + ca, bc = c0 + cb < k ? c0 + cb : k;
+    if (a >= b || ac >= bc)
+      return false;
+    RangeCover cover = coverOf(k, lo, hi, loRow, loCol, a, b, ac, bc);
+    return cover.any && !cover.all;
+  }
+  __device__ bool rowSegment(int r, int j) const {
+    constexpr SegmentBlocks b = List::kBlocks;
+    int ra = r / b.rowRows * b.rowRows, ja = j / b.rowSegs * b.rowSegs;
+    return rect(ra, ra + b.rowRows, kSegment * ja, kSegment * (ja + b.rowSegs));
+  }
+  __device__ bool colSegment(int s, int c) const {
+    constexpr SegmentBlocks b = List::kBlocks;
+    int sa = s / b.colBands * b.colBands, ca = c / b.colCols * b.colCols;
+    return rect(kSegment * sa, kSegment * (sa + b.colBands), ca,
+                ca + b.colCols);
+  }
+  /// The rows every shared block of the tile lies in: a shared block's
+  /// first and last element straddle lo or hi, so its rows hold that
+  /// boundary's row; its aligned span of the tallest block round it.
+  __device__ LoadRange<true> rowsOfSharedBlocks() const {
+    constexpr SegmentBlocks b = List::kBlocks;
+    constexpr int span =
+        List::kNeedsTileAmax
+            ? kTileRows
+            : maxInt(List::kNeedsRowSegments ? b.rowRows : 1,
+                     List::kNeedsColSegments ? kSegment * b.colBands : 1);
+    i64 first = r0 + kTileRows, last = r0, bounds[2] = {lo, hi};
+    TE_UNROLL
+    for (int i = 0; i < 2; ++i) {
+      i64 row = bounds[i] / k - r0;
+      if (row < 0 || row >= kTileRows)
+        continue;
+      i64 a = r0 + row / span * span;
+      first = a < first ? a : first;
+      last = a + span > last ? a + span : last;
+    }
+    return {first * k > lo ? first * k : lo, last * k < hi ? last * k : hi, lo};
+  }
+};
+
+/// The partial tile of CTA (blockIdx.x, rank blockIdx.y) in phase A's and
+/// phase B's grids (2 x tiles across, ranks): tile blockIdx.x of the rank's
+/// first or last tile row (the first half of the grid the first, the second
+/// half the last; a rank's partial tiles all lie in those rows), at (r0,
+/// c0). False when the tile is not partial for the rank [lo, hi).
+__device__ __forceinline__ bool boundaryTile(i64 m, i64 k, i64 lo, i64 hi,
+                                             i64 &r0, i64 &c0) {
   i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
   bool last = i64(blockIdx.x) >= tilesAcross;
   i64 tileRow = (last ? (hi - 1) : lo) / k / kTileRows;
   if (last && tileRow == lo / k / kTileRows)
-    return; // one tile row: the first half of the grid covers it
-  i64 r0 = tileRow * kTileRows, c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
+    return false; // one tile row: the first half of the grid covers it
+  r0 = tileRow * kTileRows;
+  c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
   TileOverlap o = overlap(m, k, r0, c0, lo, hi);
-  if (!o.any || o.all)
+  return o.any && !o.all;
+}
+
+/// Phase A: CTA (blockIdx.x, rank blockIdx.y) takes the tile boundaryTile
+/// gives it; the segment amaxes of a partial tile's shared
+/// blocks (and its tile amax) are max-accumulated into its slot of `table`.
+/// The tensor amax is tensorAmaxRanks' work.
+template <SourceType Src, int R, class... Stages>
+__device__ __forceinline__ void shardAmaxes(const MasterShards<R> &sh,
+                                            int firstRank, i64 m, i64 k,
+                                            float *table) {
+  using List = StageList<Stages...>;
+  __shared__ TileSmem smem;
+  // The tile kernel after this one may start now: only its partial tiles
+  // read the table, and they wait for this grid (quantizePartialTile).
+  releaseDependents();
+  int rank = firstRank + int(blockIdx.y), tid = int(threadIdx.x);
+  i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
+  i64 r0, c0;
+  if (!boundaryTile(m, k, lo, hi, r0, c0))
     return;
-  Tile t =
-      loadTileAt<Src>(smem, sh.x[rank], m, k, r0, c0, LoadRange<true>{lo, hi});
-  reduceTile<Src, true, true, true, false>(t, nullptr);
+  auto shared = SharedBlocks<List>::of(m, k, r0, c0, lo, hi);
+  Tile t = loadTileAt<Src>(smem, sh.x[rank], m, k, r0, c0,
+                           shared.rowsOfSharedBlocks());
+  reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
+             List::kNeedsTileAmax, false>(t, nullptr);
   __syncthreads();
   float *slot =
       table + kShardTableHeader +
       tableSlot(sh.boundaryRows, sh.boundaryCount, k, r0, c0) * kSlotFloats;
-  if (tid == 0)
+  if (List::kNeedsTileAmax && tid == 0)
     maxInto(slot, t.tileAmax());
-  for (int i = tid; i < kTileRows * kRowSegments; i += kTileThreads)
-    maxInto(slot + kSlotRow + i,
-            smem.rowAmax[i / kRowSegments][i % kRowSegments]);
-  for (int i = tid; i < kColSegments * kTileCols; i += kTileThreads)
-    maxInto(slot + kSlotCol + i, smem.colAmax[i / kTileCols][i % kTileCols]);
+  if (List::kNeedsRowSegments)
+    for (int i = tid; i < kTileRows * kRowSegments; i += kTileThreads) {
+      int r = i / kRowSegments, j = i % kRowSegments;
+      if (shared.rowSegment(r, j))
+        maxInto(slot + kSlotRow + i, smem.rowAmax[r][j]);
+    }
+  if (List::kNeedsColSegments)
+    for (int i = tid; i < kColSegments * kTileCols; i += kTileThreads) {
+      int s = i / kTileCols, c = i % kTileCols;
+      if (shared.colSegment(s, c))
+        maxInto(slot + kSlotCol + i, smem.colAmax[s][c]);
+    }
 }
 
 /// The tensor amax of every rank's elements, max-accumulated into word 0
@@ -159,9 +248,10 @@ __shared__ TileSmem shardTileSmem;
 /// The stages' arguments, passed by value.
 template <int N> struct StagePack { StageArgs a[N]; };
 
-/// Phase B of a partial tile (rank `rank`'s elements [lo, hi) of the tile
-/// at (r0, c0)): its amaxes come from the reduced table, and it stores only
-/// the rank's elements.
+/// Phase B of a partial tile (the rank's elements [lo, hi) of the tile at
+/// (r0, c0)): reduced as a whole tile is, its shared blocks' amaxes then
+/// come from the reduced table, and it stores only the rank's elements
+/// (and the scales of the blocks it holds some of: Tile::storesScaleOf).
 ///
 /// Out of line on purpose. Inlined beside the whole-tile path, the kernel
 /// was large enough that ptxas (CUDA 13.0) juggled its convergence
@@ -174,7 +264,8 @@ template <int N> struct StagePack { StageArgs a[N]; };
 /// reconvergence hazard"). Compiled as its own function, neither this nor
 /// the whole-tile path has such a pattern (the KernelsHaveNoReconvergence-
 /// Hazard tests scan every sharded kernel's SASS: test/unittests/Codegen/
-/// SassHazards.h).
+/// SassHazards.h). Its own launch was tried as well: the hazard came back
+/// in it, and it ran no faster.
 ///
 /// Everything comes by value (the stages' arguments in a StagePack): an
 /// address the kernel passed would put the kernel's own copy in local
@@ -187,8 +278,14 @@ quantizePartialTile(const void *x, i64 lo, i64 hi, i64 m, i64 k, i64 r0, i64 c0,
   TileSmem &smem = shardTileSmem;
   int tid = int(threadIdx.x);
   Tile t = loadTileAt<Src>(smem, x, m, k, r0, c0, LoadRange<true>{lo, hi});
+  reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments, false,
+             false>(t, nullptr);
+  // The table is phase A's: a grid launched to overlap it waits here.
+  waitForPredecessor();
+  __syncthreads();
   if (tid == 0)
     smem.tileAmax = floatToBits(slot[0]);
+  auto shared = SharedBlocks<List>::of(m, k, r0, c0, lo, hi);
   // Whole rounds of the CTA: no thread-dependent trip count, so no
   // divergent loop.
   static_assert(kTileRows * kRowSegments % kTileThreads == 0 &&
@@ -198,19 +295,25 @@ quantizePartialTile(const void *x, i64 lo, i64 hi, i64 m, i64 k, i64 r0, i64 c0,
     TE_UNROLL
     for (int i = 0; i < kTileRows * kRowSegments / kTileThreads; ++i) {
       int e = i * kTileThreads + tid;
-      smem.rowAmax[e / kRowSegments][e % kRowSegments] = slot[kSlotRow + e];
+      int r = e / kRowSegments, j = e % kRowSegments;
+      if (shared.rowSegment(r, j))
+        smem.rowAmax[r][j] = slot[kSlotRow + e];
     }
   }
   if (List::kNeedsColSegments) {
     TE_UNROLL
     for (int i = 0; i < kColSegments * kTileCols / kTileThreads; ++i) {
       int e = i * kTileThreads + tid;
-      smem.colAmax[e / kTileCols][e % kTileCols] = slot[kSlotCol + e];
+      int s = e / kTileCols, c = e % kTileCols;
+      if (shared.colSegment(s, c))
+        smem.colAmax[s][c] = slot[kSlotCol + e];
     }
   }
   t.partial = true;
   t.ownLo = lo;
   t.ownHi = hi;
+  t.ownLoRow = shared.loRow;
+  t.ownLoCol = shared.loCol;
   __syncthreads();
   List::template emit<Src>(t, args.a);
 }
@@ -218,7 +321,10 @@ quantizePartialTile(const void *x, i64 lo, i64 hi, i64 m, i64 k, i64 r0, i64 c0,
 /// Phase B: CTA (blockIdx.x, rank blockIdx.y) quantizes tile blockIdx.x of
 /// the rank's tiles (rankTile) into the whole tensor's buffers: a tile
 /// wholly the rank's as a whole tensor's is, a partial one by
-/// quantizePartialTile.
+/// quantizePartialTile. Launched to overlap phase A (the plan does so only
+/// right after it), the whole tiles run on, since they read no table (a
+/// tensor amax comes from the launch before phase A, finished when phase A
+/// began); the partial ones wait for phase A before they read it.
 template <SourceType Src, int R, class... Stages>
 __device__ __forceinline__ void
 shardedQuantizeTile(const MasterShards<R> &sh, int firstRank, i64 m, i64 k,
@@ -238,7 +344,8 @@ shardedQuantizeTile(const MasterShards<R> &sh, int firstRank, i64 m, i64 k,
     // per-element range test and no partial-store paths (measured: with
     // them, the tiles of one shard ran at 70 % of copy, not 89 %).
     quantizeTileIn<Src, false, Stages...>(smem, sh.x[rank], m, k, r0, c0, args,
-                                          nullptr, LoadRange<false>{lo, hi});
+                                          nullptr, LoadRange<false>{lo, hi},
+                                          /*waitForPrepass=*/false);
     return;
   }
   constexpr int N = int(sizeof...(Stages));

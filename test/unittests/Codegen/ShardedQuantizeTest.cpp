@@ -416,6 +416,9 @@ TEST(ShardedQuantizePerProcessPlan, ReducesTheTableThenMergesTheOutputs) {
   EXPECT_EQ(std::count(order.begin() + 4, order.end(), "max8"), 2);
   EXPECT_EQ(size_t(std::count(order.begin() + 4, order.end(), "max")),
             order.size() - 8);
+  // No launch overlaps a collective.
+  for (const rt::KernelSpec &ks : kp.kernels)
+    EXPECT_FALSE(ks.overlapsPredecessor) << ks.entry;
   for (const rt::CollectiveCall &call : kp.collectives)
     EXPECT_EQ(call.ranks, 2);
   // One grid row per launch, run as the communicator's rank.

@@ -107,12 +107,12 @@ struct ShardGeometry {
 ShardGeometry shardGeometry(const std::vector<int64_t> &sizes, int64_t k);
 
 /// The kernels of sharded quantize `q`: `mainEntry` (phase B: every rank's
-/// tiles), `shardAmaxEntry` (phase A: the amaxes of the tiles ranks share)
+/// tiles), `shardAmaxEntry` (phase A: the amaxes of the blocks ranks share)
 /// and `amaxEntry` where a stage scales by the tensor amax. Each takes a
 /// te::dev::MasterShards<R> (a Table argument), the rank of its first grid
 /// row (an I32, or the Rank argument with one process per rank), then m,
-/// k; the main entry
-/// then every stage's kStageParams and the table, the others the table.
+/// k; the main entry then every stage's kStageParams and the table, the
+/// others the table.
 struct EmittedShardedQuantize {
   std::string source, mainEntry, shardAmaxEntry, amaxEntry;
 };
