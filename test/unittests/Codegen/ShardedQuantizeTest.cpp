@@ -468,6 +468,34 @@ TEST(ShardedQuantizePerProcessRules, OffsetsMustPlaceEveryRank) {
             std::string::npos);
 }
 
+TEST(ShardedQuantizePlan, TheTilesOverlapOnlyTheTileAmaxes) {
+  // The whole tiles do not wait for a predecessor, so the tile kernel may
+  // overlap the tile amaxes (whose table only its partial tiles read, after
+  // a wait) but never the tensor amax.
+  auto launches = [](const Case &c) {
+    cg::Program p = shardedProgram(c);
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    EXPECT_TRUE(plan) << plan.status().toString();
+    std::vector<std::pair<std::string, bool>> out;
+    const rt::Plan &kp = plan->kernels.front().plan;
+    for (const rt::Step &s : kp.steps)
+      if (s.kind == rt::Step::Kind::Launch)
+        out.emplace_back(kp.kernels[s.index].entry,
+                         kp.kernels[s.index].overlapsPredecessor);
+    return out;
+  };
+  using L = std::vector<std::pair<std::string, bool>>;
+  Scheme current = Scheme::fp8Current(DType::E4M3);
+  Case split{"current", current, std::nullopt, 256, 384, {50001, 48303}};
+  EXPECT_EQ(launches(split), (L{{"te_quantize_shards_0_amax", false},
+                                {"te_quantize_shards_0_tile_amax", false},
+                                {"te_quantize_shards_0", true}}));
+  Case aligned = split;
+  aligned.sizes = {128 * 384, 128 * 384}; // no tile is shared
+  EXPECT_EQ(launches(aligned), (L{{"te_quantize_shards_0_amax", false},
+                                  {"te_quantize_shards_0", false}}));
+}
+
 TEST(ShardedQuantizeGeometry, SplitTileRowsAndTheLaunches) {
   // 300 x 256: tile rows of 128 * 256 elements. Offsets: mid tile row 0,
   // again mid tile row 0, exactly tile row 1's start, mid tile row 2.
