@@ -24,6 +24,21 @@ namespace te::cg::detail {
 
 using rt::ArgDesc;
 
+/// The rows round a shard boundary that phase A reads: the tallest block
+/// whose amaxes it exchanges (on the device, the stages' kBlocks decide it:
+/// SharedBlocks::rowsOfSharedBlocks). Per-tensor scales need none, but
+/// delayed scaling records the 128x128 tile amax.
+static int64_t sharedBlockRows(const std::vector<Stage> &stages) {
+  int64_t rows = 1;
+  for (const Stage &s : stages) {
+    int64_t r = s.scheme.kind == rt::SchemeKind::Fp8Delayed ? kQuantizeTileRows
+                : s.scheme.isPerTensor()                    ? 1
+                                         : rt::blockShape(s.scheme, s.dir).rows;
+    rows = std::max(rows, r);
+  }
+  return rows;
+}
+
 rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
                                              const ShardedQuantizeKernel &q,
                                              BufferTable &table,
@@ -102,9 +117,12 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
          src.shardAmaxEntry, rt::Dim3{unsigned(2 * g.tilesAcross), rows, 1},
          {sh, first, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)})
         .sharedBytes = quantizeDynamicSmem(whole.dtype);
-    // Each split tile row is read by the two (or more) ranks it holds
-    // elements of, once in all, and its slots are written.
-    w.kp.bytesMoved += uint64_t(g.boundaryRows.size()) * kQuantizeTileRows *
+    // The rows round each offset inside a tile row that shared blocks lie
+    // in, read once in all by the ranks that hold them.
+    uint64_t inside = 0;
+    for (size_t r = 1; r + 1 < g.lo.size(); ++r)
+      inside += g.lo[r] % (int64_t(kQuantizeTileRows) * k) != 0;
+    w.kp.bytesMoved += inside * uint64_t(sharedBlockRows(q.stages)) *
                        uint64_t(k) * elementBytes;
   }
   auto collective = [&](rt::CollectiveCall::Kind kind, int buffer) {
@@ -124,7 +142,9 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
   // Never right after the tensor amax, which its whole tiles do not wait
   // for.
   args.push_back(ArgDesc::ptr(amaxTable));
-  w.kp.bytesMoved += 2 * table.bytes(amaxTable);
+  // The table's fill; the entries of shared blocks the kernels exchange
+  // (a few KB a split tile) are not counted.
+  w.kp.bytesMoved += table.bytes(amaxTable);
   bool overlaps = partial && w.kp.lastStepLaunches();
   rt::KernelSpec &tiles = w.launch(
       src.mainEntry, rt::Dim3{unsigned(g.rankTiles), rows, 1}, std::move(args));

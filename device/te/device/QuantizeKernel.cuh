@@ -281,8 +281,10 @@ __device__ __forceinline__ Tile loadCtaTile(TileSmem &smem, const void *x,
 }
 
 /// Quantizes the tile at (r0, c0) in `smem`: load, reduce, every stage's
-/// emit. `args[i]` belongs to the i-th stage; `x` is element `source.lo`
-/// (LoadRange).
+/// emit. `args[i]` belongs to the i-th stage; `x` is element `source.base`
+/// (LoadRange). `waitForPrepass`: wait for the predecessor launch before
+/// the stages emit (below); false where the caller knows that launch
+/// writes nothing the stages read (master shards' tile amaxes).
 template <SourceType Src, bool BiasGrad, class... Stages>
 __device__ __forceinline__ void
 quantizeTileIn(TileSmem &smem, const void *x, i64 m, i64 k, i64 r0, i64 c0,

@@ -46,6 +46,7 @@ struct StageArgs {
 /// The blocks a stage's segment amaxes combine into, in segments: a row
 /// segment's block is rowRows rows x rowSegs segments, a column segment's
 /// colBands segments x colCols columns (MXFP8 rowwise {1, 2, 1, 1}: 1x32).
+/// A stage gives only the kind of segments it reads (1s for the other).
 /// Master shards (ShardedQuantizeKernel.cuh) exchange the amaxes of the
 /// blocks that two ranks share, so they need the extents, not just whether
 /// a segment is read. Blocks are aligned, and every extent a power of two.
@@ -116,7 +117,9 @@ template <Fp8Format F, bool Rowwise> struct Mxfp8Stage {
   static constexpr bool kNeedsRowSegments = Rowwise;
   static constexpr bool kNeedsColSegments = !Rowwise;
   static constexpr bool kNeedsTileAmax = false;
-  static constexpr SegmentBlocks kBlocks{1, 32 / kSegment, 32 / kSegment, 1};
+  static constexpr SegmentBlocks kBlocks =
+      Rowwise ? SegmentBlocks{1, 32 / kSegment, 1, 1}
+              : SegmentBlocks{1, 1, 32 / kSegment, 1};
 
   /// Where column c's multiplier sits in a colMult row: the four 16-byte
   /// chunks of each 16-column segment j are XOR-swizzled with (j / 2) % 4,
@@ -194,7 +197,10 @@ struct Fp8BlockStage {
   static constexpr bool kNeedsRowSegments = Rowwise && !Tile2d;
   static constexpr bool kNeedsColSegments = !Rowwise && !Tile2d;
   static constexpr bool kNeedsTileAmax = Tile2d;
-  static constexpr SegmentBlocks kBlocks{1, kRowSegments, kColSegments, 1};
+  static constexpr SegmentBlocks kBlocks =
+      Tile2d    ? SegmentBlocks{} // the tile amax, no segments
+      : Rowwise ? SegmentBlocks{1, kRowSegments, 1, 1}
+                : SegmentBlocks{1, 1, kColSegments, 1};
 
   __device__ static float scaleOf(float amax, const StageArgs &a) {
     return fp8BlockScale(amax, F, Pow2, a.eps, Input);
@@ -246,8 +252,9 @@ template <bool Rowwise, bool Block2d, bool Stochastic> struct Nvfp4Stage {
   static constexpr bool kNeedsRowSegments = Rowwise;
   static constexpr bool kNeedsColSegments = !Rowwise;
   static constexpr bool kNeedsTileAmax = false;
-  static constexpr SegmentBlocks kBlocks{Block2d ? kSegment : 1, 1, 1,
-                                         Block2d ? kSegment : 1};
+  static constexpr SegmentBlocks kBlocks =
+      Rowwise ? SegmentBlocks{Block2d ? kSegment : 1, 1, 1, 1}
+              : SegmentBlocks{1, 1, 1, Block2d ? kSegment : 1};
 
   /// Packs fl(v[i] * enc) of 16 consecutive stored elements (stored index
   /// `first` of the first one) into two words.

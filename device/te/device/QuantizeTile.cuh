@@ -127,7 +127,8 @@ struct Tile {
   TilePlane *lo; ///< the low halves of an f32 tile, else null
   /// A master shard's partial tile (ShardedQuantizeKernel.cuh): only the
   /// elements at row-major offsets [ownLo, ownHi) are this rank's, and
-  /// only their codes are stored (Span). Constant false elsewhere, so the
+  /// only their codes (Span) and the scales of blocks holding some of them
+  /// (storesScaleOf) are stored. Constant false elsewhere, so the
   /// other kernels compile as before.
   bool partial = false;
   i64 ownLo = 0, ownHi = 0;

@@ -17,18 +17,22 @@
 //    elements other ranks hold. Phase A: each rank loads its part of the
 //    rows such blocks lie in (zeros elsewhere) and max-accumulates the
 //    segment amaxes of the shared blocks it takes part in, and the tile
-//    amax, into the amax table (zeroed by the plan). Where one process
+//    amax where a stage needs it, into the amax table (zeroed by the
+//    plan). Where one process
 //    plays every rank they share one table, so the atomics are the
 //    reduction over ranks; with one process per GPU each has its own and
 //    the plan all-reduces it (max) before phase B. Phase B: each rank
 //    reduces its part of the tile as a whole tile is reduced, takes the
 //    shared blocks' segment amaxes from the table, so every stage's emit
 //    runs unchanged and computes the whole tensor's scales, and stores only
-//    its own elements (Span in QuantizeTile.cuh).
-// A block no two ranks share is wholly one rank's, and only that rank
-// stores its codes and scale, from its own reduction; so the table traffic
-// is that of the blocks across the boundaries (MXFP8: the 32-row band of
-// the boundary row, not the whole tile).
+//    its own elements (Span in QuantizeTile.cuh) and the scales of blocks
+//    it holds some of (Tile::storesScaleOf).
+// Which blocks are shared is decided on the union of the stages' blocks
+// (per direction, the tallest and widest), the same for every rank. A
+// union block no two ranks share is wholly one rank's, and only that rank
+// stores the codes and scales in it, from its own reduction; so the table
+// traffic is that of the blocks across the boundaries (MXFP8: the 32-row
+// band of the boundary row, not the whole tile).
 // The tensor amax (per-tensor FP8, NVFP4) is one more entry of the table,
 // reduced by the same step.
 //
@@ -158,8 +162,8 @@ template <class List> struct SharedBlocks {
     TE_UNROLL
     for (int i = 0; i < 2; ++i) {
       i64 row = bounds[i] / k - r0;
-      if (row < 0 || row >= kTileRows)
-        continue;
+      if (row < 0 || row >= kTileRows || bounds[i] == m * k)
+        continue; // not in the tile, or the tensor's end
       i64 a = r0 + row / span * span;
       first = a < first ? a : first;
       last = a + span > last ? a + span : last;
@@ -197,7 +201,9 @@ __device__ __forceinline__ void shardAmaxes(const MasterShards<R> &sh,
   using List = StageList<Stages...>;
   __shared__ TileSmem smem;
   // The tile kernel after this one may start now: only its partial tiles
-  // read the table, and they wait for this grid (quantizePartialTile).
+  // read what this grid writes, and they wait for it (quantizePartialTile).
+  // (Its stages also read the table's word 0, the tensor amax: the launch
+  // before this one wrote it, and this grid never does.)
   releaseDependents();
   int rank = firstRank + int(blockIdx.y), tid = int(threadIdx.x);
   i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
