@@ -141,10 +141,9 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
   // partial ones wait before they read the table (shardedQuantizeTile).
   // Never right after the tensor amax, which its whole tiles do not wait
   // for.
+  // (The table counts as its fill; the entries of shared blocks the kernels
+  // exchange, a few KB a split tile, are not counted.)
   args.push_back(ArgDesc::ptr(amaxTable));
-  // The table's fill; the entries of shared blocks the kernels exchange
-  // (a few KB a split tile) are not counted.
-  w.kp.bytesMoved += table.bytes(amaxTable);
   bool overlaps = partial && w.kp.lastStepLaunches();
   rt::KernelSpec &tiles = w.launch(
       src.mainEntry, rt::Dim3{unsigned(g.rankTiles), rows, 1}, std::move(args));

@@ -496,6 +496,31 @@ TEST(ShardedQuantizePlan, TheTilesOverlapOnlyTheTileAmaxes) {
                                   {"te_quantize_shards_0", false}}));
 }
 
+TEST(ShardedQuantizePlan, CountsTheRowsTheTileAmaxesRead) {
+  // Against one shard, two add what the tile amaxes read round the one
+  // offset inside a tile row - the rows of the tallest block whose amaxes
+  // are exchanged (MXFP8 columnwise: 32; per-tensor: none but the offset's
+  // own) - and the table's fill (a slot per tile of the split tile row).
+  auto bytes = [](const Case &c) {
+    cg::Program p = shardedProgram(c);
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+    EXPECT_TRUE(plan) << plan.status().toString();
+    return plan ? plan->kernels.front().bytesMoved : 0;
+  };
+  const uint64_t k = 384, slots = 3 * (4 + 2 * 128 * 128 / 16);
+  auto added = [&](std::optional<Scheme> row, std::optional<Scheme> col) {
+    Case two{"two", row, col, 256, 384, {50001, 48303}};
+    Case one{"one", row, col, 256, 384, {256 * 384}};
+    return bytes(two) - bytes(one);
+  };
+  Scheme mx = Scheme::mxfp8(DType::E4M3);
+  EXPECT_EQ(added(mx, mx), 32 * k * 4 + slots * 4);
+  EXPECT_EQ(added(Scheme::fp8Current(DType::E4M3), std::nullopt),
+            1 * k * 4 + slots * 4);
+  Scheme row128 = Scheme::fp8Block(DType::E4M3, 1, 128);
+  EXPECT_EQ(added(row128, row128), 128 * k * 4 + slots * 4);
+}
+
 TEST(ShardedQuantizeGeometry, SplitTileRowsAndTheLaunches) {
   // 300 x 256: tile rows of 128 * 256 elements. Offsets: mid tile row 0,
   // again mid tile row 0, exactly tile row 1's start, mid tile row 2.
