@@ -151,7 +151,8 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
   tiles.overlapsPredecessor = overlaps;
   // The merge, one NCCL group: a code byte has one writer (an FP4 byte's
   // nibbles one each), a scale byte the same value from every writer, an
-  // amax each rank's (delayed scaling records the rank's own) as floats.
+  // amax each rank's (delayed scaling records that of the tiles the rank
+  // quantizes) as floats.
   if (q.perProcess())
     for (const StageBuffers &b : written) {
       if (b.data >= 0)
