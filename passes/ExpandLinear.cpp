@@ -242,9 +242,8 @@ LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
            << "quantizes its " << role << " by " << *scheme
            << ", which te-expand-linear does not lower for grouped layers "
               "yet: identity, block FP8 and MXFP8 are lowered (their scaling "
-              "blocks never span two experts), and per-tensor FP8 current "
-              "scaling for both operands of each GEMM (one amax per expert, "
-              "quantized by the grouped GEMMs)";
+              "blocks never span two experts), and per-tensor FP8 and NVFP4 "
+              "(one amax per expert, quantized by the grouped GEMMs)";
   if (s.kind == rt::SchemeKind::Mxfp8 && dir == Direction::columnwise &&
       out % 32)
     return lin->emitOpError()
@@ -290,45 +289,58 @@ static StringAttr expertState(Builder &b, StringAttr layer,
   return b.getStringAttr(layerStateName(layer.getValue(), role));
 }
 
-/// te.grouped_linear under per-tensor FP8 current scaling or NVFP4: one
-/// te.grouped_gemm on the bf16 tokens and stack that quantizes both
-/// itself, one amax per expert (each expert's rows and weight scaled as
-/// their own tensors).
+/// te.grouped_linear with per-tensor FP8 (current or delayed) or NVFP4 on
+/// either operand: one te.grouped_gemm that quantizes those operands per
+/// expert itself from bf16, one amax per expert (each expert's rows and
+/// weight scaled as their own tensors). An operand of another kind is
+/// quantized here as for any grouped layer, and the GEMM pairs the two as
+/// their dequantized values (rt::groupedPerExpertPartnerError).
 LogicalResult expandPerExpertScaled(GroupedLinearOp lin) {
   DictionaryAttr schemes = lin.getSchemesAttr();
   FailureOr<SchemeAttrInterface> x = roleScheme(lin, schemes, "input");
   FailureOr<SchemeAttrInterface> w = roleScheme(lin, schemes, "weight");
   if (failed(x) || failed(w))
     return failure();
-  if (!expertTensorScaled(schemes, "input") ||
-      !expertTensorScaled(schemes, "weight"))
-    return lin.emitOpError()
-           << "quantizes one operand by a scheme with a tensor-wide scale ("
-           << (expertTensorScaled(schemes, "input") ? *x : *w)
-           << ") and the other by "
-           << (expertTensorScaled(schemes, "input") ? *w : *x)
-           << "; a grouped layer lowers a tensor-wide scale (one amax per "
-              "expert) only for both input and weight";
+  const bool xPerExpert = expertTensorScaled(schemes, "input");
+  const bool wPerExpert = expertTensorScaled(schemes, "weight");
+  auto stack = cast<RankedTensorType>(lin.getWeight().getType());
+  LinearExpansion e(lin, schemes, lin.getLayerAttr());
+  FailureOr<Value> xv = lin.getInput(), wv = lin.getWeight();
+  if (!xPerExpert &&
+      (failed(checkGroupedScheme(lin, schemes, "input", stack.getDimSize(1))) ||
+       failed(xv = e.operand(lin.getInput(), "input", Directions::rowwise))))
+    return failure();
+  if (!wPerExpert &&
+      (failed(
+           checkGroupedScheme(lin, schemes, "weight", stack.getDimSize(1))) ||
+       failed(wv = e.operand(lin.getWeight(), "weight", Directions::rowwise))))
+    return failure();
+  SchemeAttrInterface xs = xPerExpert ? *x : SchemeAttrInterface();
+  SchemeAttrInterface ws = wPerExpert ? *w : SchemeAttrInterface();
   Type result = lin.getResult().getType();
   Value splits = lin.getSplitSizes(), bias = lin.getBias();
   if (failed(GroupedGemmOp::verifyTypes(
           [&] {
             return lin.emitOpError()
                    << "cannot form its fprop grouped GEMM (y_g = x_g W_g^T, "
-                      "both quantized per expert): '"
+                   << (xPerExpert && wPerExpert ? "both"
+                       : xPerExpert             ? "x"
+                                                : "W")
+                   << " quantized per expert): '"
                    << GroupedGemmOp::getOperationName() << "' op ";
           },
-          lin.getInput().getType(), lin.getWeight().getType(), splits.getType(),
+          xv->getType(), wv->getType(), splits.getType(),
           bias ? bias.getType() : Type(), result,
-          /*weightColumnwise=*/false, *x, *w)))
+          /*weightColumnwise=*/false, xs, ws)))
     return failure();
-  OpBuilder b(lin);
   auto g = GroupedGemmOp::create(
-      b, NameLoc::get(b.getStringAttr("fprop"), lin.getLoc()), result,
-      lin.getInput(), lin.getWeight(), splits, bias,
-      /*weight_columnwise=*/UnitAttr(), *x, *w,
-      expertState(b, lin.getLayerAttr(), schemes, "input", Direction::rowwise),
-      expertState(b, lin.getLayerAttr(), schemes, "weight", Direction::rowwise),
+      e.b, NameLoc::get(e.b.getStringAttr("fprop"), lin.getLoc()), result, *xv,
+      *wv, splits, bias,
+      /*weight_columnwise=*/UnitAttr(), xs, ws,
+      expertState(e.b, lin.getLayerAttr(), schemes, "input",
+                  Direction::rowwise),
+      expertState(e.b, lin.getLayerAttr(), schemes, "weight",
+                  Direction::rowwise),
       GemmPathAttr());
   lin.getResult().replaceAllUsesWith(g.getResult());
   lin.erase();
@@ -384,27 +396,21 @@ LogicalResult expand(GroupedLinearGradOp grad) {
   DictionaryAttr schemes = grad.getSchemesAttr();
   auto w = cast<RankedTensorType>(grad.getWeight().getType());
   int64_t n = w.getDimSize(1);
-  // Per-tensor FP8 current scaling and NVFP4: the dgrad quantizes dy and
-  // the stack's columnwise copy itself, one tensor scale per expert.
+  // Per-tensor FP8 (current or delayed) and NVFP4: the dgrad quantizes dy
+  // or the stack's columnwise copy or both itself, one tensor scale per
+  // expert.
   FailureOr<SchemeAttrInterface> dyRole =
       roleScheme(grad, schemes, "grad_output");
   FailureOr<SchemeAttrInterface> wRole = roleScheme(grad, schemes, "weight");
   if (failed(dyRole) || failed(wRole))
     return failure();
-  const bool dyCurrent = expertTensorScaled(schemes, "grad_output");
-  const bool wCurrent =
+  const bool dyPerExpert = expertTensorScaled(schemes, "grad_output");
+  const bool wPerExpert =
       expertTensorScaled(schemes, "weight", Direction::columnwise);
-  if (dyCurrent != wCurrent)
-    return grad.emitOpError()
-           << "quantizes one operand of its dgrad by a scheme with a "
-              "tensor-wide scale and the other by "
-           << (dyCurrent ? *wRole : *dyRole)
-           << "; a grouped layer lowers a tensor-wide scale (one amax per "
-              "expert) only for both grad_output and weight";
-  if (!dyCurrent &&
-      (failed(checkGroupedScheme(grad, schemes, "grad_output", n)) ||
-       failed(checkGroupedScheme(grad, schemes, "weight", n,
-                                 Direction::columnwise))))
+  if ((!dyPerExpert &&
+       failed(checkGroupedScheme(grad, schemes, "grad_output", n))) ||
+      (!wPerExpert && failed(checkGroupedScheme(grad, schemes, "weight", n,
+                                                Direction::columnwise))))
     return failure();
   auto dwType = cast<RankedTensorType>(grad.getGradWeight().getType());
   if (!dwType.getElementType().isF32())
@@ -413,21 +419,17 @@ LogicalResult expand(GroupedLinearGradOp grad) {
            << " grad_weight; the grouped wgrad writes f32 (a cast to the "
               "weight's type is not lowered yet)";
   LinearExpansion e(grad, schemes, grad.getLayerAttr());
-  // The dgrad's operands: quantized here, or (per-tensor) the bf16 tensors
-  // the grouped GEMM quantizes per expert by these schemes.
+  // The dgrad's operands: quantized here, or (per-tensor FP8, NVFP4) the
+  // bf16 tensors the grouped GEMM quantizes per expert by these schemes.
   FailureOr<Value> dy = grad.getGradOutput(), wq = grad.getWeight();
-  SchemeAttrInterface dyPerExpert, wPerExpert;
-  if (dyCurrent) {
-    dyPerExpert = *dyRole;
-    wPerExpert = *wRole;
-  } else {
-    dy = e.operand(grad.getGradOutput(), "grad_output", Directions::rowwise);
-    if (failed(dy))
-      return failure();
-    wq = e.operand(grad.getWeight(), "weight", Directions::columnwise);
-    if (failed(wq))
-      return failure();
-  }
+  SchemeAttrInterface dyScheme = dyPerExpert ? *dyRole : SchemeAttrInterface();
+  SchemeAttrInterface wScheme = wPerExpert ? *wRole : SchemeAttrInterface();
+  if (!dyPerExpert && failed(dy = e.operand(grad.getGradOutput(), "grad_output",
+                                            Directions::rowwise)))
+    return failure();
+  if (!wPerExpert && failed(wq = e.operand(grad.getWeight(), "weight",
+                                           Directions::columnwise)))
+    return failure();
   Value splits = grad.getSplitSizes();
   Type dxType = grad.getGradInput().getType();
   if (failed(GroupedGemmOp::verifyTypes(
@@ -438,21 +440,20 @@ LogicalResult expand(GroupedLinearGradOp grad) {
                    << GroupedGemmOp::getOperationName() << "' op ";
           },
           dy->getType(), wq->getType(), splits.getType(), Type(), dxType,
-          /*weightColumnwise=*/true, dyPerExpert, wPerExpert)))
+          /*weightColumnwise=*/true, dyScheme, wScheme)))
     return failure();
   StringAttr layer = grad.getLayerAttr();
   auto dx = GroupedGemmOp::create(
       e.b, NameLoc::get(e.b.getStringAttr("dgrad"), grad.getLoc()), dxType, *dy,
-      *wq, splits, Value(), e.b.getUnitAttr(), dyPerExpert, wPerExpert,
-      dyCurrent
+      *wq, splits, Value(), e.b.getUnitAttr(), dyScheme, wScheme,
+      dyPerExpert
           ? expertState(e.b, layer, schemes, "grad_output", Direction::rowwise)
           : StringAttr(),
-      dyCurrent
+      wPerExpert
           ? expertState(e.b, layer, schemes, "weight", Direction::columnwise)
           : StringAttr(),
       GemmPathAttr());
 
-  auto dyScheme = cast<SchemeAttrInterface>(schemes.get("grad_output"));
   FailureOr<SchemeAttrInterface> xScheme = roleScheme(grad, schemes, "input");
   if (failed(xScheme))
     return failure();
@@ -465,13 +466,13 @@ LogicalResult expand(GroupedLinearGradOp grad) {
                    << GroupedWgradOp::getOperationName() << "' op ";
           },
           grad.getGradOutput().getType(), grad.getInput().getType(),
-          splits.getType(), dwType, db ? db.getType() : Type(), dyScheme,
+          splits.getType(), dwType, db ? db.getType() : Type(), *dyRole,
           *xScheme)))
     return failure();
   auto wgrad = GroupedWgradOp::create(
       e.b, NameLoc::get(e.b.getStringAttr("wgrad"), grad.getLoc()), dwType,
       db ? db.getType() : Type(), grad.getGradOutput(), grad.getInput(), splits,
-      dyScheme, *xScheme,
+      *dyRole, *xScheme,
       expertState(e.b, layer, schemes, "grad_output", Direction::columnwise),
       expertState(e.b, layer, schemes, "input", Direction::columnwise));
   grad.getGradInput().replaceAllUsesWith(dx.getResult());

@@ -131,9 +131,14 @@ static bool isEmulated(GemmOp g) {
 /// dequantize them (`path`): its quantized operands are dequantized to
 /// bf16 first and the bf16 kernel runs, as for an emulated te.gemm.
 /// MXFP8 operands are read directly only where te-legalize-target chose it.
+/// Where the op quantizes one operand per expert, the other is dequantized.
 static bool isEmulated(GroupedGemmOp g) {
   std::optional<GemmPath> path = g.getPath();
   Type x = g.getInput().getType(), w = g.getWeight().getType();
+  // Beside an operand quantized per expert, a quantized one is another
+  // family's: the BF16 kernel reads both as values.
+  if (g.getInputSchemeAttr() || g.getWeightSchemeAttr())
+    return isa<QTensorType>(x) || isa<QTensorType>(w);
   if (path == GemmPath::emulated ||
       !GroupedGemmOp::engineReads(x, w, g.getWeightDirection()))
     return true;

@@ -105,7 +105,8 @@ bool GroupedGemmOp::engineReads(Type input, Type weight, Direction weightDir) {
 LogicalResult GroupedGemmOp::verifyTypes(
     function_ref<InFlightDiagnostic()> emitError, Type input, Type weight,
     Type splitSizes, Type bias, Type result, bool weightColumnwise,
-    SchemeAttrInterface inputScheme, SchemeAttrInterface weightScheme) {
+    SchemeAttrInterface inputScheme, SchemeAttrInterface weightScheme,
+    bool partnerDequantized) {
   ArrayRef<int64_t> x = shapeOf(input), w = shapeOf(weight);
   const char *xShape = weightColumnwise ? "[M_total, N]" : "[M_total, K]";
   if (x.size() != 2)
@@ -149,59 +150,125 @@ LogicalResult GroupedGemmOp::verifyTypes(
                          << "): the GEMM epilogue adds it in that type";
   }
   if (inputScheme || weightScheme) {
-    // Operands the op quantizes itself, per expert.
-    if (!inputScheme || !weightScheme)
-      return emitError() << "needs both input_scheme and weight_scheme (the "
-                            "operands it quantizes per expert) or neither";
-    for (Type t : {input, weight})
-      if (!llvm::isa<RankedTensorType>(t) ||
-          !llvm::cast<RankedTensorType>(t).getElementType().isBF16())
-        return emitError() << "quantizes its operands per expert, so input "
-                              "and weight must be bf16 tensors, got "
+    // Operands the op quantizes itself, per expert; where it quantizes one,
+    // the other comes quantized by another family (or, in tek, already
+    // dequantized to bf16 for the BF16 kernel).
+    const Direction wDir =
+        weightColumnwise ? Direction::columnwise : Direction::rowwise;
+    std::optional<rt::Scheme> xs, ws;
+    if (inputScheme)
+      xs = inputScheme.getRuntimeScheme(Direction::rowwise);
+    if (weightScheme)
+      ws = weightScheme.getRuntimeScheme(wDir);
+    auto isBf16 = [](Type t) {
+      auto rt = llvm::dyn_cast<RankedTensorType>(t);
+      return rt && rt.getElementType().isBF16();
+    };
+    for (auto [t, scheme, role] :
+         {std::make_tuple(input, inputScheme, "input"),
+          std::make_tuple(weight, weightScheme, "weight")}) {
+      if (scheme && !isBf16(t))
+        return emitError() << "quantizes its " << role
+                           << " per expert, so it must be a bf16 tensor, got "
                            << t;
-    std::string why = rt::groupedTensorScaledSchemesError(
-        inputScheme.getRuntimeScheme(Direction::rowwise),
-        weightScheme.getRuntimeScheme(weightColumnwise ? Direction::columnwise
-                                                       : Direction::rowwise),
-        weightColumnwise);
-    if (!why.empty())
-      return emitError() << "quantizes input by " << inputScheme
-                         << " and weight by " << weightScheme << "; " << why;
-    // FP8: each expert's scale over 128x128 tiles, 128-element K blocks.
-    // NVFP4: 16x16 blocks of the stack, the BF16 GEMM's 64-element slabs.
-    const bool nvfp4 = inputScheme.getRuntimeScheme(Direction::rowwise).kind ==
-                       rt::SchemeKind::Nvfp4;
-    if (nvfp4) {
-      if (w[1] % 16 != 0 || w[2] % 16 != 0)
-        return emitError() << "quantizes its weight per expert by NVFP4 with "
-                              "[N, K] = "
-                           << w[1] << "x" << w[2]
-                           << ": each expert's 16x16 blocks are its own only "
-                              "when N and K are multiples of 16";
-      const int64_t contracted = weightColumnwise ? w[1] : w[2];
-      if (contracted % 64 != 0)
-        return emitError() << "quantizes its operands per expert by NVFP4 "
-                              "with "
-                           << (weightColumnwise ? "N = " : "K = ") << contracted
-                           << ": the BF16 GEMM contracts 64-element slabs, "
-                              "so it must be a multiple of 64";
+      if (scheme)
+        continue;
+      SchemeAttrInterface perExpert = inputScheme ? inputScheme : weightScheme;
+      if (partnerDequantized) {
+        if (!isBf16(t))
+          return emitError() << "quantizes one operand per expert and reads "
+                                "the other's dequantized values, so its "
+                             << role << " must be a bf16 tensor, got " << t;
+        continue;
+      }
+      auto q = llvm::dyn_cast<QTensorType>(t);
+      const Direction dir =
+          StringRef(role) == "input" ? Direction::rowwise : wDir;
+      if (!q)
+        return emitError() << "quantizes its "
+                           << (inputScheme ? "input" : "weight")
+                           << " per expert by " << perExpert << ", so its "
+                           << role
+                           << " must be quantized too (a GEMM multiplies two "
+                              "quantized operands or two high-precision "
+                              "ones), got "
+                           << t;
+      if (!q.hasDirection(dir))
+        return emitError() << "reads its " << role << " "
+                           << stringifyDirection(dir) << ", but " << t
+                           << " does not hold that direction";
+      std::string why = rt::groupedPerExpertPartnerError(
+          perExpert.getRuntimeScheme(inputScheme ? Direction::rowwise : wDir),
+          q.getScheme().getRuntimeScheme(dir));
+      if (!why.empty())
+        return emitError() << "quantizes its "
+                           << (inputScheme ? "input" : "weight")
+                           << " per expert by " << perExpert
+                           << " and reads its " << role << " as "
+                           << q.getScheme() << "; " << why;
+    }
+    std::string why =
+        rt::groupedPerExpertSchemesError(xs, ws, weightColumnwise);
+    if (!why.empty()) {
+      InFlightDiagnostic d = emitError() << "quantizes ";
+      if (inputScheme)
+        d << "input by " << inputScheme << (weightScheme ? " and " : "");
+      if (weightScheme)
+        d << "weight by " << weightScheme;
+      return d << "; " << why;
+    }
+    const int64_t contracted = weightColumnwise ? w[1] : w[2];
+    if (rt::groupedPerExpertReadsCodes(xs, ws)) {
+      // FP8 codes: each expert's scale over 128x128 tiles, 128-element K
+      // blocks.
+      if (w[1] % 128 != 0)
+        return emitError() << "quantizes its weight per expert with N = "
+                           << w[1]
+                           << ": the GEMM reads each expert's scale over "
+                              "128x128 tiles of its own, so N must be a "
+                              "multiple of 128";
+      if (w[2] % 128 != 0 && !weightColumnwise)
+        return emitError() << "quantizes its operands per expert with K = "
+                           << w[2]
+                           << ": the per-expert GEMMs contract whole "
+                              "128-element blocks, so K must be a multiple "
+                              "of 128";
+      if (w[2] % 8 != 0)
+        return emitError() << "quantizes its weight per expert with K = "
+                           << w[2]
+                           << ": the quantize reads 16-byte pieces of each "
+                              "row, so K must be a multiple of 8";
       return success();
     }
-    if (w[1] % 128 != 0)
-      return emitError() << "quantizes its weight per expert with N = " << w[1]
-                         << ": the GEMM reads each expert's scale over "
-                            "128x128 tiles of its own, so N must be a "
-                            "multiple of 128";
-    if (w[2] % 128 != 0 && !weightColumnwise)
-      return emitError() << "quantizes its operands per expert with K = "
-                         << w[2]
-                         << ": the per-expert GEMMs contract whole "
-                            "128-element blocks, so K must be a multiple of "
-                            "128";
-    if (w[2] % 8 != 0)
-      return emitError() << "quantizes its weight per expert with K = " << w[2]
-                         << ": the quantize reads 16-byte pieces of each "
-                            "row, so K must be a multiple of 8";
+    // Values (or NVFP4 codes): NVFP4's 16x16 blocks of the stack are each
+    // expert's own; the quantize reads 16-byte pieces of each row; the BF16
+    // and NVFP4 kernels contract 64-element slabs.
+    auto nvfp4 = [](const std::optional<rt::Scheme> &s) {
+      return s && s->kind == rt::SchemeKind::Nvfp4;
+    };
+    if (nvfp4(ws) && (w[1] % 16 != 0 || w[2] % 16 != 0))
+      return emitError() << "quantizes its weight per expert by NVFP4 with "
+                            "[N, K] = "
+                         << w[1] << "x" << w[2]
+                         << ": each expert's 16x16 blocks are its own only "
+                            "when N and K are multiples of 16";
+    if (nvfp4(xs) && x[1] % 16 != 0)
+      return emitError() << "quantizes its input per expert by NVFP4 with "
+                         << x[1]
+                         << " columns: each row's 1x16 blocks need a "
+                            "multiple of 16";
+    if ((xs && x[1] % 8 != 0) || (ws && w[2] % 8 != 0))
+      return emitError() << "quantizes "
+                         << (xs && x[1] % 8 != 0 ? "its input" : "its weight")
+                         << " per expert with rows of "
+                         << (xs && x[1] % 8 != 0 ? x[1] : w[2])
+                         << " elements: the quantize reads 16-byte pieces of "
+                            "each row, so they must be a multiple of 8";
+    if (contracted % 64 != 0)
+      return emitError() << "quantizes its operands per expert with "
+                         << (weightColumnwise ? "N = " : "K = ") << contracted
+                         << ": the BF16 GEMM contracts 64-element slabs, "
+                            "so it must be a multiple of 64";
     return success();
   }
   // Each expert's GEMM is te.gemm's y = x W^T (or y = x W with the weight

@@ -277,16 +277,22 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
     [M_total, N], `y` [M_total, K], and each expert's weight is contracted
     along its first dimension, so `w` is read columnwise; it takes no bias.
 
-    With `input_scheme` and `weight_scheme` (both per-tensor FP8, current or
-    delayed scaling, or both NVFP4) `x` and `w` are bf16 tensors that the op
-    quantizes itself, one tensor scale per expert: each expert's tokens and
-    weight are scaled as their own tensors would be, which a te.quantize of
-    the whole [M_total, K] or [G, N, K] tensor (one amax) cannot express
-    (docs/Numerics.md §7.4). `x` is quantized rowwise, `w` rowwise or, with
-    `weight_columnwise`, into its columnwise copy; NVFP4 operands are
-    quantized and dequantized per expert for the BF16 kernel. The quantized
+    With `input_scheme` and/or `weight_scheme` (per-tensor FP8, current or
+    delayed scaling, or NVFP4) the operand so named is a bf16 tensor that
+    the op quantizes itself, one tensor scale per expert: each expert's
+    tokens or weight are scaled as their own tensors would be, which a
+    te.quantize of the whole [M_total, K] or [G, N, K] tensor (one amax)
+    cannot express (docs/Numerics.md §7.4). `x` is quantized rowwise, `w`
+    rowwise or, with `weight_columnwise`, into its columnwise copy. Both
+    per-tensor FP8: the block-scaled FP8 kernel reads the codes. Otherwise
+    the BF16 kernel reads each expert's dequantized values: NVFP4 by NVFP4,
+    NVFP4 by per-tensor FP8, and a GEMM that quantizes only one operand per
+    expert, whose other operand then comes quantized by a scheme without a
+    tensor-wide scale (block FP8 or MXFP8, dequantized first: two scheme
+    families pair as their values, as for te.gemm). The quantized
     operands are private to the op, as te.grouped_wgrad's are. N and K must
-    be multiples of 128 (FP8) or of 16 and 64 (NVFP4). An operand under
+    be multiples of 128 (FP8 codes); otherwise the contracted dimension a
+    multiple of 64 (and N, K of 16 for an NVFP4 weight). An operand under
     `#te.fp8_delayed` names its state in `input_state` / `weight_state`:
     expert g casts with the scale of the state `<name>.expert<g>` and records
     its amax there (each expert keeps its own amax history).
@@ -345,14 +351,17 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
   let extraClassDeclaration = [{
     /// The te.grouped_gemm rules on its types alone (shapes, split sizes,
     /// the directions read, scheme pairing), for passes that check a
-    /// grouped GEMM before building it and for tek.grouped_gemm.
+    /// grouped GEMM before building it and for tek.grouped_gemm. With
+    /// `partnerDequantized` (tek.grouped_gemm), where one operand is
+    /// quantized per expert the other is a bf16 tensor, its values.
     static ::llvm::LogicalResult
     verifyTypes(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
                 ::mlir::Type input, ::mlir::Type weight,
                 ::mlir::Type splitSizes, ::mlir::Type bias,
                 ::mlir::Type result, bool weightColumnwise,
                 SchemeAttrInterface inputScheme = {},
-                SchemeAttrInterface weightScheme = {});
+                SchemeAttrInterface weightScheme = {},
+                bool partnerDequantized = false);
     /// The direction the weight is read in.
     Direction getWeightDirection() {
       return getWeightColumnwise() ? Direction::columnwise

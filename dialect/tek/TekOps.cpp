@@ -231,7 +231,8 @@ LogicalResult GroupedGemmOp::verify() {
           [&] { return emitOpError(); }, getInput().getType(),
           getWeight().getType(), getSplitSizes().getType(),
           bias ? bias.getType() : Type(), getResult().getType(),
-          getWeightColumnwise(), getInputSchemeAttr(), getWeightSchemeAttr())))
+          getWeightColumnwise(), getInputSchemeAttr(), getWeightSchemeAttr(),
+          /*partnerDequantized=*/true)))
     return failure();
   const Direction weightDir =
       getWeightColumnwise() ? Direction::columnwise : Direction::rowwise;

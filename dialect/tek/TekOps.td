@@ -164,11 +164,13 @@ def Tek_GroupedGemmOp : Tek_Op<"grouped_gemm", [Pure]> {
     (codegen's GroupedGemmEmitter), with the same operands and rules. The
     engine picks the tile, cluster and stage depth for the shape; split
     sizes stay on the device, so the launch needs no host synchronisation.
-    With `input_scheme` and `weight_scheme` the plan first quantizes both
-    bf16 operands per expert (te.grouped_gemm's rule); NVFP4 ones to bf16
-    values for the BF16 kernel, or with `nvfp4_codes` (te-legalize-target's
-    `generated` path) to packed codes and block scales for the engine's
-    NVFP4 kernel (the fprop, K a multiple of 64). With a second result
+    With `input_scheme` and/or `weight_scheme` the plan first quantizes
+    those bf16 operands per expert (te.grouped_gemm's rule): both per-tensor
+    FP8 to codes for the block-scaled kernel; NVFP4 x NVFP4 with
+    `nvfp4_codes` (te-legalize-target's `generated` path) to packed codes
+    and block scales for the engine's NVFP4 kernel (the fprop, K a multiple
+    of 64); every other case to each expert's dequantized bf16 values for
+    the BF16 kernel, beside an operand that te-lower-to-kernels dequantized. With a second result
     (`te-fuse-gemm-epilogue`), the epilogue also quantizes the bf16 result
     rowwise by FP8 block scaling with 1x128 blocks, the codes and scales a
     `tek.quantize_kernel` over the result would write

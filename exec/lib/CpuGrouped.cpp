@@ -43,15 +43,18 @@ expertStates(CallStates &states, const std::string &state, int64_t groups) {
   return out;
 }
 
-/// A grouped GEMM that quantizes its bf16 operands per expert
+/// A grouped GEMM that quantizes one or both bf16 operands per expert
 /// (GroupedGemmKernel::quantizesPerExpert): each expert's rows and weight
 /// (for the dgrad its columnwise copy) quantized as their own tensors, then
-/// as the kernel's plan runs it - per-tensor FP8
+/// as the kernel's plan runs it - both per-tensor FP8
 /// (ref::groupedTensorScaledQuantize): the block-scaled grouped GEMM over
-/// each expert's scale repeated per block; NVFP4 (ref::groupedNvfp4Values):
-/// the BF16 grouped GEMM on the values, or (nvfp4Codes) ref::nvfp4Gemm on
-/// each expert's codes. `x` and `w` receive the operands' logical values
-/// (for the bound); empty with `error` set on failure.
+/// each expert's scale repeated per block; NVFP4 x NVFP4 with nvfp4Codes:
+/// ref::nvfp4Gemm on each expert's codes; otherwise the BF16 grouped GEMM
+/// on each expert's dequantized values (ref::groupedNvfp4Values,
+/// ref::groupedTensorScaledValues) and, for an operand not quantized per
+/// expert, the values it holds (another family's, dequantized before).
+/// `x` and `w` receive the operands' logical values (for the bound); empty
+/// with `error` set on failure.
 static std::vector<float>
 perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
                     const RandomState &random, CallStates &states,
@@ -59,36 +62,60 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
                     const std::vector<int64_t> &splits, std::vector<float> &x,
                     std::vector<float> &w, std::string *error) {
   const int64_t groups = e.values[g.w].shape[0];
-  if (g.xScheme->kind == rt::SchemeKind::Nvfp4) {
+  auto bitsOf = [&](int index) {
+    const Value &v = e.values[index];
+    std::vector<uint16_t> bits(static_cast<size_t>(v.rows() * v.cols()));
+    std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
+    return bits;
+  };
+  if (!g.readsPerExpertCodes()) {
     // NVFP4: each expert quantized alone - its dequantized values (for the
     // dgrad, the stack's columnwise ones in its own layout) and, rowwise,
-    // its codes and block scales.
-    auto quantized = [&](int index, const rt::Scheme &scheme, bool stack,
-                         std::vector<float> &f) {
+    // its codes and block scales. Per-tensor FP8: its codes' values (the
+    // same in either direction).
+    std::vector<ref::GroupedNvfp4Values> nvfp4(2);
+    auto quantized = [&](int index, const std::optional<rt::Scheme> &scheme,
+                         bool stack, std::vector<float> &f) {
       const Value &v = e.values[index];
-      std::vector<uint16_t> bits(static_cast<size_t>(v.rows() * v.cols()));
-      std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
-      ref::GroupedNvfp4Values q = ref::groupedNvfp4Values(
-          bits.data(), v.rows(), v.cols(),
-          stack ? std::vector<int64_t>{} : splits, groups, scheme, random.seed,
-          random.offset, stack && g.weightColumnwise);
-      *error = q.error;
-      f.resize(q.values.size());
+      if (!scheme) { // another family's values, dequantized before
+        f = widen(values[index].tensor, v.dtype);
+        return true;
+      }
+      std::vector<uint16_t> bits = bitsOf(index), out;
+      const std::vector<int64_t> rowsSplits =
+          stack ? std::vector<int64_t>{} : splits;
+      if (scheme->kind == rt::SchemeKind::Nvfp4) {
+        ref::GroupedNvfp4Values &q = nvfp4[stack ? 1 : 0];
+        q = ref::groupedNvfp4Values(bits.data(), v.rows(), v.cols(), rowsSplits,
+                                    groups, *scheme, random.seed, random.offset,
+                                    stack && g.weightColumnwise);
+        *error = q.error;
+        out = q.values;
+      } else {
+        auto delayed =
+            expertStates(states, stack ? g.wState : g.xState, groups);
+        ref::GroupedTensorScaled q = ref::groupedTensorScaledQuantize(
+            bits.data(), v.rows(), v.cols(), rowsSplits, groups, *scheme, false,
+            delayed ? &*delayed : nullptr);
+        *error = q.error;
+        if (error->empty())
+          out = ref::groupedTensorScaledValues(q, v.rows(), v.cols(),
+                                               rowsSplits, groups, *scheme);
+      }
+      f.resize(out.size());
       for (size_t i = 0; i < f.size(); ++i)
-        f[i] = ref::bf16ToFloat(q.values[i]);
-      return q;
+        f[i] = ref::bf16ToFloat(out[i]);
+      return error->empty();
     };
-    ref::GroupedNvfp4Values qx = quantized(g.x, *g.xScheme, false, x);
-    if (!error->empty())
-      return {};
-    ref::GroupedNvfp4Values qw = quantized(g.w, *g.wScheme, true, w);
-    if (!error->empty())
+    if (!quantized(g.x, g.xScheme, false, x) ||
+        !quantized(g.w, g.wScheme, true, w))
       return {};
     const Value &xv = e.values[g.x];
     const int64_t m = xv.rows(), k = xv.cols(), n = e.values[g.output].shape[1];
     if (!g.nvfp4Codes) // the BF16 grouped GEMM on the values
       return ref::groupedGemm(x.data(), w.data(), m, n, k, splits,
                               g.weightColumnwise);
+    const ref::GroupedNvfp4Values &qx = nvfp4[0], &qw = nvfp4[1];
     // The engine's NVFP4 kernel: each expert's codes by ref::nvfp4Gemm's
     // rule (exact f16 products, its amaxes' alpha); padding rows +0.
     std::vector<float> d(static_cast<size_t>(m * n), 0.0f);
@@ -121,12 +148,12 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
     }
     return d;
   }
+  // Both per-tensor FP8: the block-scaled GEMM on the codes.
   auto operand = [&](int index, const rt::Scheme &scheme, bool stack,
                      ref::BlockScaledOperand &op) {
     const Value &v = e.values[index];
     const bool columnwise = stack && g.weightColumnwise;
-    std::vector<uint16_t> bits(static_cast<size_t>(v.rows() * v.cols()));
-    std::memcpy(bits.data(), values[index].tensor.data(), bits.size() * 2);
+    std::vector<uint16_t> bits = bitsOf(index);
     auto delayed = expertStates(states, stack ? g.wState : g.xState, groups);
     ref::GroupedTensorScaled q = ref::groupedTensorScaledQuantize(
         bits.data(), v.rows(), v.cols(),
@@ -265,11 +292,9 @@ rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,
                   values[g.splits].inexact() ||
                   (g.bias >= 0 && values[g.bias].inexact());
   if (!out.unbounded)
-    out.tolerance = gemmBound(d, absSum, k,
-                              xv.isQuantized() ||
-                                  (g.quantizesPerExpert() &&
-                                   g.xScheme->kind != rt::SchemeKind::Nvfp4),
-                              e.values[g.output].dtype, nullptr, n);
+    out.tolerance =
+        gemmBound(d, absSum, k, xv.isQuantized() || g.readsPerExpertCodes(),
+                  e.values[g.output].dtype, nullptr, n);
   if (g.quantizedOutput >= 0) {
     // The epilogue's quantization: y as stored, quantized as a quantize
     // kernel over y would, and as inexact as y (runQuantize's rule).

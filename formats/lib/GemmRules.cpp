@@ -143,40 +143,83 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
   return "";
 }
 
-std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
-                                            bool weightColumnwise) {
-  // NVFP4 runs as the BF16 GEMM on each expert's dequantized values (no FP4
-  // MMA on Hopper); 16x16 blocks for the weight only (the tokens' splits
-  // need not be multiples of 16).
-  if (x.kind == SchemeKind::Nvfp4 || w.kind == SchemeKind::Nvfp4) {
-    if (x.kind != SchemeKind::Nvfp4 || w.kind != SchemeKind::Nvfp4)
-      return "a grouped GEMM quantizes its operands per expert by NVFP4 for "
-             "both or by per-tensor FP8 (current or delayed scaling) for "
-             "both";
-    if (x.block2d)
+/// A scheme with one scale for a whole tensor, which a grouped GEMM takes
+/// per expert: per-tensor FP8 or NVFP4 (whose tensor scale is its amax's).
+static bool tensorWide(const Scheme &s) {
+  return s.isPerTensor() || s.kind == SchemeKind::Nvfp4;
+}
+
+/// The rules of one operand quantized per expert by `s` (the weight's read
+/// columnwise for the dgrad).
+static std::string perExpertSchemeError(const Scheme &s, bool weight,
+                                        bool weightColumnwise) {
+  if (s.kind == SchemeKind::Nvfp4) {
+    // NVFP4 runs on the BF16 kernel as each expert's dequantized values (no
+    // FP4 MMA on Hopper), or on the NVFP4 kernel as codes; 16x16 blocks for
+    // the weight only (the tokens' splits need not be multiples of 16).
+    if (!weight && s.block2d)
       return "the tokens' NVFP4 blocks are 1x16 (16x16 blocks would span "
              "experts whose rows are not multiples of 16)";
     // The dgrad reads each expert's weight columnwise: 16x16 blocks (the
     // rowwise values) or 16x1 blocks down its N rows, rounded to nearest
     // (stochastic rounding would draw the columnwise direction's bytes).
-    if (weightColumnwise && (w.rht || w.stochasticRounding))
+    if (weight && weightColumnwise && (s.rht || s.stochasticRounding))
       return "the dgrad reads each expert's NVFP4 weight columnwise without "
              "the random Hadamard transform (which only the wgrad's operands "
              "take) and rounded to nearest";
     return "";
   }
-  if (!perTensorFp8(x) || !perTensorFp8(w))
-    return "a grouped GEMM quantizes its operands per expert by per-tensor "
-           "FP8 (current or delayed scaling; e4m3 or e5m2) for both, or by "
-           "NVFP4 for both, one tensor scale per expert";
-  return gemmOperandsError({x, Direction::Rowwise}, {w, Direction::Rowwise});
+  if (!perTensorFp8(s))
+    return "a grouped GEMM quantizes an operand per expert (one tensor scale "
+           "per expert) by per-tensor FP8 (current or delayed scaling; e4m3 "
+           "or e5m2) or by NVFP4, not by " +
+           gemmSchemeFamily(s);
+  return "";
+}
+
+bool groupedPerExpertReadsCodes(const std::optional<Scheme> &x,
+                                const std::optional<Scheme> &w) {
+  return x && w && perTensorFp8(*x) && perTensorFp8(*w);
+}
+
+std::string groupedPerExpertSchemesError(const std::optional<Scheme> &x,
+                                         const std::optional<Scheme> &w,
+                                         bool weightColumnwise) {
+  if (!x && !w)
+    return "quantizes no operand per expert";
+  if (x)
+    if (std::string why = perExpertSchemeError(*x, false, weightColumnwise);
+        !why.empty())
+      return why;
+  if (w)
+    if (std::string why = perExpertSchemeError(*w, true, weightColumnwise);
+        !why.empty())
+      return why;
+  // The FP8 kernel's pairing; the BF16 kernel multiplies any values.
+  if (groupedPerExpertReadsCodes(x, w))
+    return gemmOperandsError({*x, Direction::Rowwise},
+                             {*w, Direction::Rowwise});
+  return "";
+}
+
+std::string groupedPerExpertPartnerError(const Scheme &perExpert,
+                                         const Scheme &other) {
+  if (other.kind == SchemeKind::Identity)
+    return "the other operand is identity (high precision) but this one is "
+           "quantized by " +
+           gemmSchemeFamily(perExpert) +
+           "; quantize both, or keep both in high precision";
+  if (tensorWide(other))
+    return "the other operand is quantized by " + gemmSchemeFamily(other) +
+           ", a tensor-wide scale: quantize it per expert too";
+  return "";
 }
 
 std::string groupedNvfp4CodesError(const Scheme &x, const Scheme &w,
                                    bool weightColumnwise, int64_t k) {
   if (x.kind != SchemeKind::Nvfp4 || w.kind != SchemeKind::Nvfp4)
     return "the NVFP4 kernel reads operands quantized per expert by NVFP4";
-  if (std::string why = groupedTensorScaledSchemesError(x, w, weightColumnwise);
+  if (std::string why = groupedPerExpertSchemesError(x, w, weightColumnwise);
       !why.empty())
     return why;
   if (weightColumnwise)

@@ -219,9 +219,10 @@ func.func @tek_wgrad_rules(%dy: tensor<64x32xbf16>, %x: tensor<64x64xbf16>, %s: 
 
 // -----
 
-// Operands the op quantizes per expert (input_scheme / weight_scheme).
+// Operands the op quantizes per expert (input_scheme / weight_scheme). One
+// of them alone pairs only with a quantized operand.
 func.func @per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op needs both input_scheme and weight_scheme (the operands it quantizes per expert) or neither}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its input per expert by #te.fp8_current<e4m3>, so its weight must be quantized too (a GEMM multiplies two quantized operands or two high-precision ones), got 'tensor<2x128x64xbf16>'}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
@@ -229,7 +230,7 @@ func.func @per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf1
 // -----
 
 func.func @per_expert_quantized_operand(%x: !te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert, so input and weight must be bf16 tensors, got '!te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>'}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its input per expert, so it must be a bf16 tensor, got '!te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>'}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : !te.qtensor<64x64xbf16, #te.fp8_current<e4m3>, rowwise>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
@@ -237,7 +238,7 @@ func.func @per_expert_quantized_operand(%x: !te.qtensor<64x64xbf16, #te.fp8_curr
 // -----
 
 func.func @per_expert_f32(%x: tensor<64x64xf32>, %w: tensor<2x128x64xf32>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert, so input and weight must be bf16 tensors, got 'tensor<64x64xf32>'}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its input per expert, so it must be a bf16 tensor, got 'tensor<64x64xf32>'}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xf32>, tensor<2x128x64xf32>, tensor<2xi64> -> tensor<64x128xf32>
   return
 }
@@ -245,7 +246,7 @@ func.func @per_expert_f32(%x: tensor<64x64xf32>, %w: tensor<2x128x64xf32>, %s: t
 // -----
 
 func.func @per_expert_block_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.fp8_block<e4m3, 1x128> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by per-tensor FP8 (current or delayed scaling; e4m3 or e5m2) for both, or by NVFP4 for both, one tensor scale per expert}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.fp8_block<e4m3, 1x128> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes an operand per expert (one tensor scale per expert) by per-tensor FP8 (current or delayed scaling; e4m3 or e5m2) or by NVFP4, not by fp8_block}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_block<e4m3, 1x128>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
@@ -268,9 +269,10 @@ func.func @per_expert_tiles_straddle(%x: tensor<64x64xbf16>, %w: tensor<2x96x64x
 
 // -----
 
-func.func @tek_per_expert_one_scheme(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'tek.grouped_gemm' op needs both input_scheme and weight_scheme (the operands it quantizes per expert) or neither}}
-  %y = tek.grouped_gemm "g" %x, %w, %s {weight_scheme = #te.fp8_current<e4m3>} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+// In tek the operand beside one quantized per expert is already dequantized.
+func.func @tek_per_expert_beside_codes(%x: !te.qtensor<64x64xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'tek.grouped_gemm' op quantizes one operand per expert and reads the other's dequantized values, so its input must be a bf16 tensor, got '!te.qtensor<64x64xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>'}}
+  %y = tek.grouped_gemm "g" %x, %w, %s {weight_scheme = #te.fp8_current<e4m3>} : !te.qtensor<64x64xbf16, #te.fp8_block<e4m3, 1x128>, rowwise>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
 
@@ -326,7 +328,7 @@ func.func @per_expert_nvfp4_dgrad_stochastic_columns(%dy: tensor<64x128xbf16>, %
 // -----
 
 func.func @per_expert_nvfp4_dgrad_n_not_64(%dy: tensor<64x80xbf16>, %w: tensor<2x80x128xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert by NVFP4 with N = 80: the BF16 GEMM contracts 64-element slabs, so it must be a multiple of 64}}
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert with N = 80: the BF16 GEMM contracts 64-element slabs, so it must be a multiple of 64}}
   %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<>, weight_scheme = #te.nvfp4<block2d>} : tensor<64x80xbf16>, tensor<2x80x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
@@ -365,9 +367,19 @@ func.func @wgrad_nvfp4_features_not_16(%dy: tensor<64x40xbf16>, %x: tensor<64x25
 
 // -----
 
-func.func @per_expert_nvfp4_with_current(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<> and weight by #te.fp8_current<e4m3>; a grouped GEMM quantizes its operands per expert by NVFP4 for both or by per-tensor FP8 (current or delayed scaling) for both}}
-  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.nvfp4<>, weight_scheme = #te.fp8_current<e4m3>} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+// A tensor-wide scheme beside one quantized per expert: one amax over all
+// experts would not be each expert's.
+func.func @per_expert_nvfp4_beside_tensor_scaled(%x: tensor<64x128xbf16>, %w: !te.qtensor<2x128x128xbf16, #te.fp8_current<e4m3>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its input per expert by #te.nvfp4<> and reads its weight as #te.fp8_current<e4m3>; the other operand is quantized by per-tensor FP8, a tensor-wide scale: quantize it per expert too}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.nvfp4<>} : tensor<64x128xbf16>, !te.qtensor<2x128x128xbf16, #te.fp8_current<e4m3>, rowwise>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_weight_direction_missing(%dy: tensor<64x128xbf16>, %w: !te.qtensor<2x128x128xbf16, #te.mxfp8<e4m3>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op reads its weight columnwise, but '!te.qtensor<2x128x128xbf16, #te.mxfp8<e4m3>, rowwise>' does not hold that direction}}
+  %y = te.grouped_gemm %dy, %w, %s {weight_columnwise, input_scheme = #te.nvfp4<>} : tensor<64x128xbf16>, !te.qtensor<2x128x128xbf16, #te.mxfp8<e4m3>, rowwise>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
 

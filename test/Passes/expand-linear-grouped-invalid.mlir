@@ -18,34 +18,10 @@ func.func @nvfp4_backward_transformed_weight(%dy: tensor<64x128xbf16>, %x: tenso
 // -----
 
 te.recipe @r {
-  te.rule "grouped_linear", "grad_output" -> #te.nvfp4<sr>
-  te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
-}
-func.func @nvfp4_dy_block_weight(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes one operand of its dgrad by a scheme with a tensor-wide scale and the other by #te.fp8_block<e4m3, 1x128>; a grouped layer lowers a tensor-wide scale (one amax per expert) only for both grad_output and weight}}
-  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
-  return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
-}
-
-// -----
-
-te.recipe @r {
   te.rule "*", "*" -> #te.nvfp4<block2d>
 }
 func.func @nvfp4_2d_tokens(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
   // expected-error @+1 {{'te.grouped_gemm' op quantizes input by #te.nvfp4<block2d> and weight by #te.nvfp4<block2d>; the tokens' NVFP4 blocks are 1x16 (16x16 blocks would span experts whose rows are not multiples of 16)}}
-  %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
-  return %y : tensor<64x128xbf16>
-}
-
-// -----
-
-te.recipe @r {
-  te.rule "grouped_linear", "weight" -> #te.fp8_current<e4m3>
-  te.rule "*", "*" -> #te.fp8_block<e4m3, 1x128>
-}
-func.func @per_tensor_weight(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
-  // expected-error @+1 {{'te.grouped_linear' op quantizes one operand by a scheme with a tensor-wide scale (#te.fp8_current<e4m3>) and the other by #te.fp8_block<e4m3, 1x128>; a grouped layer lowers a tensor-wide scale (one amax per expert) only for both input and weight}}
   %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return %y : tensor<64x128xbf16>
 }
@@ -107,18 +83,6 @@ func.func @current_scaling_n_not_128(%x: tensor<64x128xbf16>, %w: tensor<2x96x12
   // expected-error @+1 {{'te.grouped_linear' op cannot form its fprop grouped GEMM (y_g = x_g W_g^T, both quantized per expert): 'te.grouped_gemm' op quantizes its weight per expert with N = 96: the GEMM reads each expert's scale over 128x128 tiles of its own, so N must be a multiple of 128}}
   %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x96x128xbf16>, tensor<2xi64> -> tensor<64x96xbf16>
   return %y : tensor<64x96xbf16>
-}
-
-// -----
-
-te.recipe @r {
-  te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128>
-  te.rule "*", "*" -> #te.fp8_current<e4m3>
-}
-func.func @current_scaling_backward_mixed(%dy: tensor<64x128xbf16>, %x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> (tensor<64x128xbf16>, tensor<2x128x128xf32>) {
-  // expected-error @+1 {{'te.grouped_linear_grad' op quantizes one operand of its dgrad by a scheme with a tensor-wide scale and the other by #te.fp8_block<e4m3, 128x128>; a grouped layer lowers a tensor-wide scale (one amax per expert) only for both grad_output and weight}}
-  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, tensor<2x128x128xf32>
-  return %dx, %dw : tensor<64x128xbf16>, tensor<2x128x128xf32>
 }
 
 // -----

@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 5 --entry mxfp8_nvfp4,block_mxfp8,current_nvfp4,hybrid_block,grouped_mxfp8_block,grouped_mxfp8_block_grad,grouped_block_mxfp8_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry mxfp8_nvfp4,block_mxfp8,current_nvfp4,hybrid_block,grouped_mxfp8_block,grouped_mxfp8_block_grad,grouped_block_mxfp8_grad,grouped_nvfp4_mxfp8,grouped_nvfp4_mxfp8_grad | FileCheck %s
 
 // Tests linear layers whose GEMMs pair operands quantized by two scheme
 // families, each dequantized to bf16 in the direction read, then the bf16
@@ -20,6 +20,11 @@
 // operands, the wgrad pairs MXFP8 with MXFP8; last the backward of block-FP8
 // tokens and stack with MXFP8 gradients and a bias, whose wgrad pairs
 // MXFP8 dy with block-FP8 x, each expert's codes laid out as their values.
+// Last a grouped layer under a tensor-wide scheme on one operand only
+// (grouped_nvfp4_mxfp8: per-tensor current tokens by an MXFP8 stack, then
+// the hybrid backward of NVFP4 gradients by the MXFP8 stack read
+// columnwise): the grouped GEMM quantizes that operand per expert to its
+// values, the other is dequantized, the BF16 kernel multiplies them.
 // CHECK: call 1 mxfp8_nvfp4: rms(result0)=
 // CHECK: call 2 block_mxfp8: rms(result0)=
 // CHECK: call 3 current_nvfp4: rms(result0)=
@@ -27,9 +32,10 @@
 // CHECK: call 5 grouped_mxfp8_block: rms(result0)=
 // CHECK: call 6 grouped_mxfp8_block_grad: rms(result0)=
 // CHECK: call 7 grouped_block_mxfp8_grad: rms(result0)=
+// CHECK: call 8 grouped_nvfp4_mxfp8: rms(result0)=
+// CHECK: call 9 grouped_nvfp4_mxfp8_grad: rms(result0)=
 // CHECK: result0 ({{.*}}): data[512x256 bf16]
 // CHECK: result1 ({{.*}}): data[512x256 f32]
-// CHECK: result2 ({{.*}}): data[4x128 f32]
 
 te.recipe @mxfp8_nvfp4_recipe {
   te.rule "linear", "grad_output" -> #te.nvfp4<sr>
@@ -64,6 +70,12 @@ te.recipe @grouped_block {
   te.rule "grouped_linear", "input"       -> #te.fp8_block<e4m3, 1x128>
   te.rule "grouped_linear", "weight"      -> #te.fp8_block<e4m3, 128x128>
   te.rule "grouped_linear", "grad_output" -> #te.mxfp8<e5m2>
+  te.rule "*", "*"                        -> #te.identity<bf16>
+}
+te.recipe @grouped_tensor_wide {
+  te.rule "grouped_linear", "input"       -> #te.fp8_current<e4m3>
+  te.rule "grouped_linear", "weight"      -> #te.mxfp8<e4m3>
+  te.rule "grouped_linear", "grad_output" -> #te.nvfp4<sr>
   te.rule "*", "*"                        -> #te.identity<bf16>
 }
 
@@ -110,4 +122,15 @@ func.func @grouped_block_mxfp8_grad(%dy: tensor<512x128xbf16>, %x: tensor<512x25
     -> (tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>) {
   %dx, %dw, %db = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @grouped_block, bias} : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
   return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
+}
+
+func.func @grouped_nvfp4_mxfp8(%x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %b: tensor<4x128xbf16>, %s: tensor<4xi64>) -> tensor<512x128xbf16> {
+  %y = te.grouped_linear %x, %w, %s bias %b {recipe = @grouped_tensor_wide} : tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>, tensor<4x128xbf16> -> tensor<512x128xbf16>
+  return %y : tensor<512x128xbf16>
+}
+
+func.func @grouped_nvfp4_mxfp8_grad(%dy: tensor<512x128xbf16>, %x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<512x256xbf16>, tensor<4x128x256xf32>) {
+  %dx, %dw = te.grouped_linear_grad %dy, %x, %w, %s {recipe = @grouped_tensor_wide} : tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x256xbf16>, tensor<4x128x256xf32>
+  return %dx, %dw : tensor<512x256xbf16>, tensor<4x128x256xf32>
 }

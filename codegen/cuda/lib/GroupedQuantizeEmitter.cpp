@@ -182,7 +182,8 @@ std::string GroupedRowsQuantizeSpec::kernelName() const {
   else
     os << formatName(scheme) << (scheme.pow2 ? "_pow2" : "");
   os << "_g" << groups << "_c" << cols << (weightStack ? "_weights" : "_tokens")
-     << (columnwise ? "_t" : "") << (nvfp4Codes ? "_codes" : "");
+     << (columnwise ? "_t" : "") << (nvfp4Codes ? "_codes" : "")
+     << (fp8Values ? "_values" : "");
   return os.str();
 }
 
@@ -220,6 +221,9 @@ Status checkGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
     return bad("the number of experts must be 1..4096");
   if (s.columnwise && !s.weightStack)
     return bad("only the stacked weight has a columnwise copy here");
+  if (s.fp8Values && (s.nvfp4() || s.columnwise))
+    return bad("FP8 values are written rowwise (per-tensor values are the "
+               "same in both directions); NVFP4 writes values anyway");
   return Status::ok();
 }
 
@@ -318,7 +322,8 @@ emitGroupedRowsQuantize(const GroupedRowsQuantizeSpec &s) {
     os << "  te::dev::groupedRowsQuantizeFp8<te::dev::Fp8Format::" << format
        << ", " << pow2 << ", te::dev::GroupedScaleLayout::"
        << (s.weightStack ? "WeightTiles" : "TokenBlocks") << ", " << s.groups
-       << ", " << (s.delayed() ? "true" : "false")
+       << ", " << (s.delayed() ? "true" : "false") << ", "
+       << (s.fp8Values ? "true" : "false")
        << ">(\n      in, rows, cols, splits, rowsPerExpert, amax, eps, codes, "
           "scaleInv,\n      blockScales, blockStride, amaxRecord);\n";
   os << "}\n";
@@ -354,6 +359,8 @@ int64_t groupedRowsBlockStride(const GroupedRowsQuantizeSpec &s, int64_t rows) {
 int64_t groupedRowsBlockScales(const GroupedRowsQuantizeSpec &s, int64_t rows) {
   if (s.nvfp4()) // E4M3 bytes [rows, C/16] as whole floats, or none
     return s.nvfp4Codes ? (rows * (s.cols / 16) + 3) / 4 : 0;
+  if (s.fp8Values)
+    return 0;
   int64_t stride = groupedRowsBlockStride(s, rows);
   if (!s.weightStack || s.columnwise)
     return (s.cols + 127) / 128 * stride;

@@ -176,8 +176,9 @@ struct PerExpertOperand {
 /// the stacked weight, rowwise or for the dgrad columnwise) quantized with
 /// one amax per expert into workspaces of `g`: the amax pass and the cast
 /// (GroupedRowsQuantizeSpec) appended to `kp`. Returns the buffers the GEMM
-/// reads: per-tensor FP8 codes and their block scales; NVFP4's codes and
-/// block scales (g.nvfp4Codes), or its bf16 values; and the amaxes.
+/// reads: per-tensor FP8 codes and their block scales (g.readsPerExpertCodes);
+/// NVFP4's codes and block scales (g.nvfp4Codes); or the bf16 values; and
+/// the amaxes.
 static rt::Expected<PerExpertOperand>
 quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
                   BufferTable &table, const EntryPlan &out, KernelPlan &kp,
@@ -185,17 +186,21 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   const Value &v = e.values[size_t(value)];
   const int64_t groups = e.values[size_t(g.w)].shape[0];
   const int64_t rows = v.rows(), cols = v.cols();
-  // The dgrad reads the stack columnwise: FP8 from its own transposed copy;
-  // NVFP4 as values in the stack's layout, read along N by the BF16 dgrad
-  // (16x16 blocks: the rowwise values; 1x16: those of its 16x1 columns).
+  // The dgrad reads the stack columnwise: FP8 codes from its own transposed
+  // copy; values in the stack's layout, read along N by the BF16 dgrad
+  // (per-tensor FP8 and NVFP4's 16x16 blocks: the rowwise values; NVFP4's
+  // 1x16: those of its 16x1 columns).
+  const bool fp8Values =
+      scheme.kind != SchemeKind::Nvfp4 && g.readsPerExpertValues();
   GroupedRowsQuantizeSpec qs{
       scheme,
       groups,
       cols,
       weightStack,
-      weightStack && g.weightColumnwise &&
+      weightStack && g.weightColumnwise && !fp8Values &&
           !(scheme.kind == SchemeKind::Nvfp4 && scheme.block2d),
-      g.nvfp4Codes};
+      g.nvfp4Codes,
+      fp8Values};
   if (rt::Status st = checkGroupedRowsQuantize(qs); !st.isOk())
     return rt::Status(rt::StatusCode::Unsupported,
                       g.name + ": " + st.message());
@@ -203,9 +208,10 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   // FP8 codes and the expert's scales over the blocks, NVFP4's packed codes
   // and block scales, or its bf16 values (no scales: the BF16 GEMM reads
   // them as they are).
-  int codes = table.add(
-      prefix, uint64_t(qs.nvfp4Codes ? rows * cols / 2
-                                     : rows * cols * (qs.nvfp4() ? 2 : 1)));
+  const bool values = (qs.nvfp4() && !qs.nvfp4Codes) || qs.fp8Values;
+  int codes = table.add(prefix, uint64_t(qs.nvfp4Codes
+                                             ? rows * cols / 2
+                                             : rows * cols * (values ? 2 : 1)));
   // Each expert's amax (current scaling, NVFP4), or under delayed scaling
   // each expert's scale, the cast recording its amax.
   int amax = -1, record = -1;
@@ -216,8 +222,9 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   else
     amax = expertAmax(p, e, table, out, kp, value, weightStack ? -1 : g.splits,
                       groups, false);
-  int scaleInv =
-      qs.nvfp4() ? -1 : table.add(prefix + "_scale_inv", uint64_t(groups * 4));
+  int scaleInv = qs.nvfp4() || qs.fp8Values
+                     ? -1
+                     : table.add(prefix + "_scale_inv", uint64_t(groups * 4));
   const int64_t blockScaleFloats = groupedRowsBlockScales(qs, rows);
   int blockScales = blockScaleFloats == 0
                         ? -1
@@ -252,7 +259,7 @@ static bool laterTakesExpertAmax(const Entry &e, const Kernel &producer,
                                  int value, int splits) {
   auto takes = [&](const Kernel &k) {
     if (const auto *g = std::get_if<GroupedGemmKernel>(&k)) {
-      if (!g->quantizesPerExpert() || g->x != value || g->splits != splits)
+      if (!g->xScheme || g->x != value || g->splits != splits)
         return false;
       GroupedRowsQuantizeSpec qs;
       qs.scheme = *g->xScheme;
@@ -307,8 +314,7 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   GroupedGemmSpec spec;
   // Quantized per expert: FP8 codes for the block-scaled kernel, NVFP4
   // codes for the NVFP4 one, or NVFP4's dequantized values for the BF16 one.
-  const bool perExpertFp8 =
-      g.quantizesPerExpert() && g.xScheme->kind != SchemeKind::Nvfp4;
+  const bool perExpertFp8 = g.readsPerExpertCodes();
   const bool mxfp8 =
       x.isQuantized() &&
       x.scheme(rt::Direction::Rowwise)->kind == rt::SchemeKind::Mxfp8;
@@ -363,25 +369,28 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   KernelPlan kp;
   kp.name = g.name;
   int amaxX = -1, amaxW = -1; // NVFP4 codes: each expert's amaxes
-  if (g.quantizesPerExpert()) {
-    // Both operands quantized per expert into workspaces first; the GEMM
-    // then reads them (block-scaled FP8, NVFP4 codes or bf16 values).
+  // Operands quantized per expert into workspaces first; the GEMM then
+  // reads them (block-scaled FP8, NVFP4 codes or bf16 values), beside the
+  // other operand's values where only one is.
+  if (g.xScheme) {
     rt::Expected<PerExpertOperand> xq =
         quantizePerExpert(p, e, g, table, out, kp, g.x, *g.xScheme, false);
     if (!xq)
       return xq.status();
+    xData = xq->data;
+    xScale = xq->scales;
+    if (g.nvfp4Codes)
+      amaxX = xq->amax;
+  }
+  if (g.wScheme) {
     rt::Expected<PerExpertOperand> wq =
         quantizePerExpert(p, e, g, table, out, kp, g.w, *g.wScheme, true);
     if (!wq)
       return wq.status();
-    xData = xq->data;
-    xScale = xq->scales;
     wData = wq->data;
     wScale = wq->scales;
-    if (g.nvfp4Codes) {
-      amaxX = xq->amax;
+    if (g.nvfp4Codes)
       amaxW = wq->amax;
-    }
   }
   int yCodes = -1, yScales = -1;
   if (g.quantizedOutput >= 0) {
@@ -431,9 +440,10 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
                 amaxW, amaxY, yCodes, yScales})
     kp.bytesMoved += table.bytes(b);
   kp.flops = uint64_t(2 * x.rows() * spec.n * spec.k);
-  if (g.quantizesPerExpert() && g.xScheme->kind == SchemeKind::Nvfp4)
-    kp.engine = g.nvfp4Codes ? "generated, NVFP4 operands"
-                             : "generated, dequantized operands";
+  if (g.nvfp4Codes)
+    kp.engine = "generated, NVFP4 operands";
+  else if (g.readsPerExpertValues())
+    kp.engine = "generated, dequantized operands";
   else
     kp.engine = gemmEngine(e, "generated", g.x, g.w, spec.mxfp8());
   return kp;

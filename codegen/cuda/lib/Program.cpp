@@ -269,45 +269,54 @@ static std::string validateGroupedGemm(const Entry &e,
   }
   if (x.isQuantized() != w.isQuantized())
     return "x and w must both be quantized or both be tensors";
-  if (g.xScheme.has_value() != g.wScheme.has_value())
-    return "x and w must both be quantized per expert or neither";
   for (auto [scheme, state] : {std::make_pair(&g.xScheme, &g.xState),
                                std::make_pair(&g.wScheme, &g.wState)})
     if (std::string why = expertStateError(*scheme, *state); !why.empty())
       return why;
-  if (g.nvfp4Codes && !g.quantizesPerExpert())
-    return "reads NVFP4 codes, but quantizes no operand per expert";
+  if (g.nvfp4Codes && !(g.xScheme && g.wScheme))
+    return "reads NVFP4 codes, but does not quantize both operands per expert";
   if (g.quantizesPerExpert()) {
+    // Quantized per expert from bf16; an operand that is not is the bf16
+    // values of another family's (dequantized before).
     if (x.isQuantized() || x.dtype != rt::DType::BF16 ||
         w.dtype != rt::DType::BF16)
-      return "operands quantized per expert must be bf16 tensors";
-    if (g.xScheme->kind == rt::SchemeKind::Nvfp4) {
-      if (w.shape[1] % 16 != 0 || w.shape[2] % 16 != 0)
-        return "N and K must be multiples of 16: each expert's NVFP4 blocks "
-               "are its own";
-      if ((g.weightColumnwise ? w.shape[1] : w.shape[2]) % 64 != 0)
-        return "the contracted dimension must be a multiple of 64: the BF16 "
-               "and NVFP4 GEMMs contract 64-element stages";
-      return g.nvfp4Codes
-                 ? rt::groupedNvfp4CodesError(*g.xScheme, *g.wScheme,
-                                              g.weightColumnwise, w.shape[2])
-                 : rt::groupedTensorScaledSchemesError(*g.xScheme, *g.wScheme,
-                                                       g.weightColumnwise);
-    }
+      return "operands quantized per expert, and another family's values "
+             "beside one, must be bf16 tensors";
+    if (std::string why = rt::groupedPerExpertSchemesError(g.xScheme, g.wScheme,
+                                                           g.weightColumnwise);
+        !why.empty())
+      return why;
     if (g.nvfp4Codes)
-      return "reads NVFP4 codes, but quantizes its operands per expert by " +
-             rt::gemmSchemeFamily(*g.xScheme);
-    if (w.shape[1] % 128 != 0)
-      return "N must be a multiple of 128: each expert's 128x128 weight "
-             "tiles are its own";
-    if (!g.weightColumnwise && w.shape[2] % 128 != 0)
-      return "K must be a multiple of 128: the per-expert GEMMs contract "
-             "whole 128-element blocks";
-    if (w.shape[2] % 8 != 0)
-      return "K must be a multiple of 8: the quantize reads 16-byte pieces "
-             "of each row";
-    return rt::groupedTensorScaledSchemesError(*g.xScheme, *g.wScheme,
-                                               g.weightColumnwise);
+      return rt::groupedNvfp4CodesError(*g.xScheme, *g.wScheme,
+                                        g.weightColumnwise, w.shape[2]);
+    if (g.readsPerExpertCodes()) {
+      if (w.shape[1] % 128 != 0)
+        return "N must be a multiple of 128: each expert's 128x128 weight "
+               "tiles are its own";
+      if (!g.weightColumnwise && w.shape[2] % 128 != 0)
+        return "K must be a multiple of 128: the per-expert GEMMs contract "
+               "whole 128-element blocks";
+      if (w.shape[2] % 8 != 0)
+        return "K must be a multiple of 8: the quantize reads 16-byte pieces "
+               "of each row";
+      return "";
+    }
+    auto nvfp4 = [](const std::optional<rt::Scheme> &s) {
+      return s && s->kind == rt::SchemeKind::Nvfp4;
+    };
+    if (nvfp4(g.wScheme) && (w.shape[1] % 16 != 0 || w.shape[2] % 16 != 0))
+      return "N and K must be multiples of 16: each expert's NVFP4 blocks "
+             "are its own";
+    if (nvfp4(g.xScheme) && x.shape[1] % 16 != 0)
+      return "the tokens' rows must be multiples of 16 elements: their NVFP4 "
+             "1x16 blocks";
+    if ((g.xScheme && x.shape[1] % 8 != 0) || (g.wScheme && w.shape[2] % 8))
+      return "rows quantized per expert must be multiples of 8 elements: the "
+             "quantize reads 16-byte pieces of each row";
+    if ((g.weightColumnwise ? w.shape[1] : w.shape[2]) % 64 != 0)
+      return "the contracted dimension must be a multiple of 64: the BF16 "
+             "and NVFP4 GEMMs contract 64-element stages";
+    return "";
   }
   if (!x.isQuantized())
     return ""; // a tensor weight read columnwise is the stack read along N

@@ -117,22 +117,6 @@ template <bool Fp8> struct GroupedQuantizeSmem {
   static constexpr int kBytes = 128 * 128 * 2 + 128 * kOutRow;
 };
 
-/// The two columns of a bf16 pair word through FP8 and back: each encoded
-/// as fl(v · mult) by its column's multiplier, decoded as fl(code · factor)
-/// and rounded to bf16 (the formulas of the tile quantize and the
-/// dequantize kernels). MXFP8: mult 2^(127-E), factor 2^(E-127) of the
-/// block exponent; block or per-tensor FP8: the scale and its scale_inv.
-template <Fp8Format F>
-__device__ __forceinline__ u32 fp8RoundTrip2(u32 pair, float multLo,
-                                             float multHi, float factorLo,
-                                             float factorHi) {
-  u32 codes =
-      encodeFp8x2<F>(mulRn(bf16Lo(pair), multLo), mulRn(bf16Hi(pair), multHi));
-  float lo, hi;
-  decodeFp8x2<F>(u16(codes), lo, hi);
-  return floatToBF16x2(mulRn(lo, factorLo), mulRn(hi, factorHi));
-}
-
 /// Rows r0 .. r0 + 31 of column pair `pair` (word `pair` of each row of
 /// `words`) through FP8 and back (fp8RoundTrip2, each column by its own
 /// multiplier and factor) into the two columns' output rows, each word two

@@ -37,6 +37,7 @@
 #define TE_DEVICE_GROUPEDTENSORQUANTIZE_CUH
 
 #include "te/device/Fp4.cuh"
+#include "te/device/Fp8.cuh"
 #include "te/device/GroupedSplits.cuh"
 #include "te/device/Philox.cuh"
 #include "te/device/QuantizeCommon.cuh"
@@ -179,12 +180,42 @@ __device__ __forceinline__ U32x2 encodeFp8x8(const U32x4 &v, float scale) {
   return o;
 }
 
+/// The two columns of a bf16 pair word through FP8 and back: each encoded
+/// as fl(v · mult) by its column's multiplier, decoded as fl(code · factor)
+/// and rounded to bf16 (the formulas of the tile quantize and the
+/// dequantize kernels). MXFP8: mult 2^(127-E), factor 2^(E-127) of the
+/// block exponent; block or per-tensor FP8: the scale and its scale_inv.
+template <Fp8Format F>
+__device__ __forceinline__ u32 fp8RoundTrip2(u32 pair, float multLo,
+                                             float multHi, float factorLo,
+                                             float factorHi) {
+  u32 codes =
+      encodeFp8x2<F>(mulRn(bf16Lo(pair), multLo), mulRn(bf16Hi(pair), multHi));
+  float lo, hi;
+  decodeFp8x2<F>(u16(codes), lo, hi);
+  return floatToBF16x2(mulRn(lo, factorLo), mulRn(hi, factorHi));
+}
+
+/// The eight bf16 values of a 16-byte load through FP8 and back by one
+/// scale (fp8RoundTrip2): the values the codes encodeFp8x8 gives dequantize
+/// to, as eight bf16 values.
+template <Fp8Format F>
+__device__ __forceinline__ U32x4 roundTripFp8x8(const U32x4 &v, float scale,
+                                                float scaleInv) {
+  return U32x4{fp8RoundTrip2<F>(v.x, scale, scale, scaleInv, scaleInv),
+               fp8RoundTrip2<F>(v.y, scale, scale, scaleInv, scaleInv),
+               fp8RoundTrip2<F>(v.z, scale, scale, scaleInv, scaleInv),
+               fp8RoundTrip2<F>(v.w, scale, scale, scaleInv, scaleInv)};
+}
+
 /// Launch 2: codes [rows, C] (row-major, as the input), scaleInv[G], and
 /// each expert's scale_inv over `blockScales` in `Layout` (stride: the
 /// layout's row length; for the tokens roundup(rows, 4), whose columns
-/// past `rows` get zeros too).
+/// past `rows` get zeros too). With `Values`, instead of all three, the
+/// bf16 values [rows, C] the codes dequantize to (roundTripFp8x8), into
+/// `codes` - what the BF16 GEMM reads beside another family's operand.
 template <Fp8Format F, bool Pow2, GroupedScaleLayout Layout, int Groups,
-          bool Delayed = false>
+          bool Delayed = false, bool Values = false>
 __device__ __forceinline__ void groupedRowsQuantizeFp8(
     const u16 *in, i64 rows, i64 cols, const long long *splits,
     i64 rowsPerExpert, const float *amax, float eps, u8 *codes, float *scaleInv,
@@ -196,16 +227,16 @@ __device__ __forceinline__ void groupedRowsQuantizeFp8(
   auto expertScale = [&](int g) {
     return Delayed ? amax[g] : fp8CurrentScale<F, Pow2>(amax[g], eps);
   };
-  if (blockIdx.x == 0)
+  if (blockIdx.x == 0 && !Values)
     for (int g = threadIdx.x; g < Groups; g += blockDim.x)
       scaleInv[g] = scaleInvFromScale(expertScale(g));
   const bool tokens = Layout == GroupedScaleLayout::TokenBlocks;
   // The tokens' scale columns run to roundup(rows, 4).
   i64 first, last;
-  warpRows(tokens ? stride : rows, first, last);
+  warpRows(tokens && !Values ? stride : rows, first, last);
   const int lane = threadIdx.x % 32;
   const i64 chunks = cols / 8, kBlocks = (cols + 127) / 128;
-  if (tokens) {
+  if (tokens && !Values) {
     // The run's scale columns, a row per lane: each block row's stores are
     // 32 consecutive floats.
     for (i64 r = first + lane; r < last; r += 32) {
@@ -240,7 +271,8 @@ __device__ __forceinline__ void groupedRowsQuantizeFp8(
       scale = expert >= 0 ? expertScale(expert) : 0.0f;
       sInv = expert >= 0 ? scaleInvFromScale(scale) : 0.0f;
     }
-    if (!tokens && expert >= 0 && (r - expert * rowsPerExpert) % 128 == 0) {
+    if (!tokens && !Values && expert >= 0 &&
+        (r - expert * rowsPerExpert) % 128 == 0) {
       // The first row of one of the expert's 128-row tiles writes the
       // tile's scale row (its padding columns zero).
       float *tile = blockScales + (i64(expert) * ((rowsPerExpert + 127) / 128) +
@@ -253,8 +285,15 @@ __device__ __forceinline__ void groupedRowsQuantizeFp8(
       continue;
     const u16 *row = in + r * cols;
     U32x2 *out = reinterpret_cast<U32x2 *>(codes + r * cols);
+    U32x4 *values = reinterpret_cast<U32x4 *>(codes + 2 * r * cols);
     auto load = [&](i64 c) {
       return expert >= 0 ? loadGlobal16(row + 8 * c) : U32x4{0, 0, 0, 0};
+    };
+    auto store = [&](i64 c, const U32x4 &v) {
+      if (Values)
+        values[c] = roundTripFp8x8<F>(v, scale, sInv);
+      else
+        out[c] = encodeFp8x8<F>(v, scale);
     };
     // Four loads in flight before their stores (the stores may alias the
     // input as the compiler sees it, so it would not hoist the loads).
@@ -268,14 +307,14 @@ __device__ __forceinline__ void groupedRowsQuantizeFp8(
       for (int u = 0; u < 4; ++u) {
         if (Delayed)
           seen = absMax4(seen, v[u]);
-        out[c + 32 * u] = encodeFp8x8<F>(v[u], scale);
+        store(c + 32 * u, v[u]);
       }
     }
     for (; c < chunks; c += 32) {
       const U32x4 v = load(c);
       if (Delayed)
         seen = absMax4(seen, v);
-      out[c] = encodeFp8x8<F>(v, scale);
+      store(c, v);
     }
   }
   record();

@@ -231,6 +231,28 @@ groupedTensorScaledQuantize(const uint16_t *x, int64_t rows, int64_t cols,
   return out;
 }
 
+std::vector<uint16_t>
+groupedTensorScaledValues(const GroupedTensorScaled &q, int64_t rows,
+                          int64_t cols, const std::vector<int64_t> &splits,
+                          int64_t groups, const Scheme &scheme) {
+  const Fp8Format format =
+      scheme.element == DType::E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
+  std::vector<int64_t> counts =
+      !splits.empty()
+          ? clampSplits(splits, rows)
+          : std::vector<int64_t>(static_cast<size_t>(groups), rows / groups);
+  std::vector<uint16_t> values(static_cast<size_t>(rows * cols), 0);
+  int64_t first = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    const float sInv = q.scaleInv[size_t(g)];
+    for (int64_t i = first * cols; i < (first + counts[size_t(g)]) * cols; ++i)
+      values[size_t(i)] =
+          floatToBF16(decodeFp8(format, q.codes[size_t(i)]) * sInv);
+    first += counts[size_t(g)];
+  }
+  return values;
+}
+
 GroupedNvfp4Values groupedNvfp4Values(const uint16_t *x, int64_t rows,
                                       int64_t cols,
                                       const std::vector<int64_t> &splits,

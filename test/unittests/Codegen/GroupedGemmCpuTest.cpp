@@ -399,6 +399,111 @@ TEST(GroupedGemmCpu, Nvfp4DgradRowsAreEachExpertsDenseDgrad) {
   }
 }
 
+// A grouped GEMM that quantizes one operand per expert and reads the other
+// as given (another family's values, dequantized before it), or both per
+// expert by two families: the BF16 GEMM of each expert's own quantized and
+// dequantized values - bit for bit the per-expert reference GEMM of the
+// expert's rows quantized alone (ref::quantize, ref::dequantize), its
+// NVFP4 random bytes its own.
+TEST(GroupedGemmCpu, PerExpertValuesAreEachExpertsOwnQuantization) {
+  const int64_t m = 300, k = 256, g = 3, n = 128;
+  const std::vector<int64_t> splits = {130, 0, 150}; // 20 padding rows
+  struct Case {
+    const char *name;
+    std::optional<Scheme> x, w;
+    bool dgrad;
+  } cases[] = {
+      {"per-tensor x, w values", Scheme::fp8Current(DType::E4M3), {}, false},
+      {"dy values, per-tensor w", {}, Scheme::fp8Current(DType::E5M2), true},
+      {"NVFP4 dy, w values", Scheme::nvfp4(false, true), {}, true},
+      {"x values, NVFP4 w (16x16)",
+       {},
+       Scheme::nvfp4(false, false, true),
+       false},
+      {"NVFP4 x, per-tensor w", Scheme::nvfp4(),
+       Scheme::fp8Current(DType::E4M3), false},
+      {"per-tensor dy, NVFP4 w (16x1)", Scheme::fp8Delayed(DType::E4M3, 4),
+       Scheme::nvfp4(), true}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    const Scheme any = Scheme::fp8Current(DType::E4M3);
+    cg::Program p =
+        perExpertScaledProgram(m, k, g, n, false, any, any, c.dgrad);
+    auto &gg = std::get<cg::GroupedGemmKernel>(p.entries[0].kernels.back());
+    gg.xScheme = c.x;
+    gg.wScheme = c.w;
+    if (c.x && c.x->kind == rt::SchemeKind::Fp8Delayed)
+      gg.xState = "moe.grad_output";
+    ASSERT_EQ(cg::validate(p.entries[0]), "");
+    ASSERT_TRUE(gg.readsPerExpertValues());
+    const int64_t cols = c.dgrad ? n : k, out = c.dgrad ? k : n;
+    std::vector<float> x = normals(size_t(m * cols), 31),
+                       w = normals(size_t(g * n * k), 32);
+    for (int64_t i = 0; i < 130 * cols; ++i) // expert 0's rows tiny
+      x[size_t(i)] = ref::bf16ToFloat(ref::floatToBF16(x[size_t(i)] / 4096));
+    for (int64_t i = 2 * n * k; i < 3 * n * k; ++i) // expert 2's weight large
+      w[size_t(i)] = ref::bf16ToFloat(ref::floatToBF16(w[size_t(i)] * 512));
+    exec::HostStore store;
+    store.declareStates(p);
+    auto got = exec::runCpu(p, p.entries[0],
+                            {bf16Bytes(x), bf16Bytes(w), i64Bytes(splits)},
+                            nullptr, nullptr, &store);
+    ASSERT_TRUE(got) << got.status().toString();
+    const std::vector<uint8_t> &y = (*got)[0][0].bytes;
+    // Rows [first, first + rows) of a [*, cols] tensor, quantized alone by
+    // `s` in `dir` and dequantized to bf16 - or as given.
+    auto own = [&](const std::vector<float> &v, int64_t first, int64_t rows,
+                   int64_t width, const std::optional<Scheme> &s,
+                   rt::Direction dir) {
+      std::vector<float> part(v.begin() + first * width,
+                              v.begin() + (first + rows) * width);
+      if (!s)
+        return part;
+      std::vector<uint16_t> bits(part.size());
+      for (size_t i = 0; i < bits.size(); ++i)
+        bits[i] = ref::floatToBF16(part[i]);
+      // Delayed scaling casts with the state's first scale: 1.
+      ref::DelayedScalingState state;
+      state.history.assign(4, 0.0f);
+      ref::QuantizeOptions options; // the program's random state
+      options.seed = p.random.seed;
+      options.offset = p.random.offset;
+      options.delayed =
+          s->kind == rt::SchemeKind::Fp8Delayed ? &state : nullptr;
+      ref::QuantizedTensor q =
+          ref::quantize(bits.data(), ref::SourceType::BF16, rows, width, *s,
+                        unsigned(dir), options);
+      EXPECT_TRUE(q.ok()) << q.error;
+      std::vector<float> values = ref::dequantize(q, dir, *s, rows, width);
+      EXPECT_EQ(values.size(), part.size());
+      values.resize(part.size());
+      for (float &f : values)
+        f = ref::bf16ToFloat(ref::floatToBF16(f));
+      return values;
+    };
+    int64_t row = 0;
+    for (int64_t e = 0; e < g; ++e) {
+      const int64_t rows = splits[size_t(e)];
+      if (rows == 0)
+        continue;
+      std::vector<float> xe =
+          own(x, row, rows, cols, c.x, rt::Direction::Rowwise);
+      std::vector<float> we =
+          own(w, e * n, n, k, c.w,
+              c.dgrad ? rt::Direction::Columnwise : rt::Direction::Rowwise);
+      std::vector<uint16_t> want = ref::roundToBF16(ref::referenceGemm(
+          xe.data(), false, we.data(), !c.dgrad, rows, out, cols));
+      EXPECT_EQ(
+          std::memcmp(y.data() + row * out * 2, want.data(), want.size() * 2),
+          0)
+          << "expert " << e;
+      row += rows;
+    }
+    for (size_t i = size_t(row * out * 2); i < y.size(); ++i)
+      ASSERT_EQ(y[i], 0) << "padding byte " << i;
+  }
+}
+
 TEST(GroupedGemmCpu, Bf16DgradRowsAreEachExpertsDenseDgrad) {
   // The bf16 stack read along N: dx_g = dy_g W_g.
   checkDgradAgainstEachExpert(false, {0, 170, 111});
@@ -667,11 +772,19 @@ TEST(GroupedGemmCpu, MalformedKernelsAreRefused) {
   q = perExpert(128);
   ASSERT_EQ(cg::validate(q.entries[0]), "");
   auto &pe = std::get<cg::GroupedGemmKernel>(q.entries[0].kernels.back());
+  // One operand per expert: the other holds another family's values.
   pe.wScheme.reset();
-  refused(q, "both be quantized per expert or neither");
+  EXPECT_EQ(cg::validate(q.entries[0]), "");
+  EXPECT_TRUE(pe.readsPerExpertValues());
   pe.wScheme = rt::Scheme::fp8Block(DType::E4M3, 128, 128);
-  refused(q,
-          "per-tensor FP8 (current or delayed scaling; e4m3 or e5m2) for both");
+  refused(q, "per-tensor FP8 (current or delayed scaling; e4m3 or e5m2) or "
+             "by NVFP4, not by");
+  pe.xScheme.reset();
+  pe.wScheme.reset();
+  pe.nvfp4Codes = true;
+  refused(q, "does not quantize both operands per expert");
+  pe.nvfp4Codes = false;
+  pe.xScheme = current;
   // A delayed-scaling state on an operand quantized by current scaling.
   pe.wScheme = current;
   pe.wState = "moe.weight";

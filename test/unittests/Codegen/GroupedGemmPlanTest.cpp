@@ -939,6 +939,66 @@ TEST_F(GroupedGemmPlanGpu, PerExpertScalingRunsAndReplaysWithinTheBound) {
   }
 }
 
+// One operand quantized per expert beside another family's values (what
+// te-lower-to-kernels dequantized), and two tensor-wide families: the
+// per-expert side quantized to each expert's dequantized values, then the
+// BF16 kernel - within the bound of the CPU backend, and after new split
+// sizes in a replayed graph.
+TEST_F(GroupedGemmPlanGpu, PerExpertBesideAnotherFamilyRunsWithinTheBound) {
+  rt::KernelCache cache("");
+  const int64_t m = 700, k = 384, g = 4, n = 256;
+  std::vector<float> w = normals(size_t(g * n * k), 16);
+  for (size_t i = 2 * n * k; i < 3 * n * k; ++i) // expert 2's weight smaller
+    w[i] /= 500.0f;
+  const std::vector<std::vector<int64_t>> splits = {
+      {200, 131, 0, 300}, {0, 0, 690, 0}, {1, 257, 0, 442}};
+  struct Case {
+    const char *name;
+    std::optional<rt::Scheme> x, w;
+    bool dgrad;
+  } cases[] = {{"per-tensor E4M3 tokens, values stack",
+                rt::Scheme::fp8Current(DType::E4M3),
+                {},
+                false},
+               {"NVFP4 dy stochastically rounded, values stack",
+                rt::Scheme::nvfp4(false, true),
+                {},
+                true},
+               {"NVFP4 tokens, per-tensor stack", rt::Scheme::nvfp4(),
+                rt::Scheme::fp8Current(DType::E4M3, true), false},
+               {"values dy, per-tensor E5M2 stack read columnwise",
+                {},
+                rt::Scheme::fp8Current(DType::E5M2),
+                true},
+               {"per-tensor dy, NVFP4 16x1 stack read columnwise",
+                rt::Scheme::fp8Current(DType::E5M2), rt::Scheme::nvfp4(),
+                true}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    const rt::Scheme any = rt::Scheme::fp8Current(DType::E4M3);
+    cg::Program p = te::test::perExpertScaledProgram(m, k, g, n, !c.dgrad, any,
+                                                     any, c.dgrad);
+    auto &gg = std::get<cg::GroupedGemmKernel>(p.entries[0].kernels.back());
+    gg.xScheme = c.x;
+    gg.wScheme = c.w;
+    ASSERT_EQ(cg::validate(p.entries[0]), "");
+    p.random.seed = 77;
+    std::vector<float> x = normals(size_t(m * (c.dgrad ? n : k)), 17);
+    for (size_t i = 200 * (c.dgrad ? n : k); i < 331 * (c.dgrad ? n : k); ++i)
+      x[i] *= 300.0f; // expert 1's tokens larger
+    std::vector<std::vector<uint8_t>> args = {bf16Bytes(x), bf16Bytes(w),
+                                              i64Bytes(splits[0])};
+    if (!c.dgrad)
+      args.push_back(bf16Bytes(normals(size_t(g * n), 18)));
+    exec::Comparison first =
+        test::gpuVersusCpu(p, args, *device_, *stream_, cache);
+    EXPECT_EQ(first.difference, "");
+    EXPECT_EQ(first.boundedBuffers, 1u);
+    EXPECT_LE(first.worstBoundRatio, 1.0);
+    replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
+  }
+}
+
 // Delayed scaling, one state per expert: the fprop (x and the stack) and
 // the wgrad (dy and x) over eight steps, eager and then captured once and
 // replayed, with new split sizes every step (so experts gain and lose rows,

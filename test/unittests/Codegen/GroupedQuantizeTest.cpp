@@ -558,6 +558,17 @@ TEST(GroupedRowsQuantize, TheReferenceIsEachExpertAlone) {
   EXPECT_EQ(g.scaleInv[2], ref::loadF32(d.scaleInv, 0));
   EXPECT_EQ(g.amax[2], ref::loadF32(d.amax, 0));
   EXPECT_NE(g.scaleInv[0], g.scaleInv[2]); // two amaxes, two scales
+  // The values the BF16 GEMM reads: the expert's own dequantized codes.
+  std::vector<uint16_t> values =
+      ref::groupedTensorScaledValues(g, m, c, splits, 3, kCurrentSchemes[0]);
+  std::vector<float> aloneValues = ref::dequantize(
+      alone, rt::Direction::Rowwise, kCurrentSchemes[0], 160, c);
+  for (int64_t i = 0; i < 160 * c; ++i)
+    ASSERT_EQ(values[size_t(130 * c + i)],
+              ref::floatToBF16(aloneValues[size_t(i)]))
+        << i;
+  for (int64_t i = 290 * c; i < m * c; ++i)
+    ASSERT_EQ(values[size_t(i)], 0) << "padding row " << i / c;
   EXPECT_EQ(g.amax[1], 0.0f);              // the empty expert
   EXPECT_EQ(g.scaleInv[1], 1.0f);
   for (int64_t i = 290 * c; i < m * c; ++i)
@@ -603,15 +614,18 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
   rt::KernelCache cache;
   // Current scaling, and delayed scaling (each expert's scale given, its
   // amax recorded) - the tokens, the stack, the stack's columnwise copy
-  // (the dgrad's).
+  // (the dgrad's); then the bf16 values of the tokens' and the stack's
+  // codes (fp8Values, what the BF16 GEMM reads beside another family).
   std::vector<Scheme> schemes(std::begin(kCurrentSchemes),
                               std::end(kCurrentSchemes));
   schemes.push_back(Scheme::fp8Delayed(DType::E4M3, 4));
   schemes.push_back(Scheme::fp8Delayed(DType::E5M2, 4));
   for (const Scheme &scheme : schemes)
-    for (int variant = 0; variant < 3; ++variant) {
-      const bool stack = variant > 0, columnwise = variant == 2;
-      cg::GroupedRowsQuantizeSpec spec{scheme, g, c, stack, columnwise};
+    for (int variant = 0; variant < 5; ++variant) {
+      const bool stack = variant == 1 || variant == 2 || variant == 4,
+                 columnwise = variant == 2, values = variant >= 3;
+      cg::GroupedRowsQuantizeSpec spec{scheme,     g,     c,     stack,
+                                       columnwise, false, values};
       SCOPED_TRACE(spec.kernelName());
       const int64_t rows = stack ? g * n : m;
       rt::Expected<KernelPair> k = loadGroupedRows(cache, spec);
@@ -623,9 +637,11 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
         return std::move(*b);
       };
       const int64_t scales = cg::groupedRowsBlockScales(spec, rows);
-      rt::DeviceBuffer amax = alloc(g * 4, 0), codes = alloc(rows * c, 0xA5),
+      const int64_t width = values ? 2 : 1;
+      rt::DeviceBuffer amax = alloc(g * 4, 0),
+                       codes = alloc(rows * c * width, 0xA5),
                        sInv = alloc(g * 4, 0xA5),
-                       block = alloc(scales * 4, 0xA5),
+                       block = alloc(std::max<int64_t>(scales, 1) * 4, 0xA5),
                        record = alloc(g * 4, 0);
       // Delayed: each expert's state, its scale far from the others'.
       const bool delayed = spec.delayed();
@@ -639,17 +655,19 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       buf.splits = stack ? 0 : sp.devicePtr();
       buf.amax = amax.devicePtr();
       buf.codes = codes.devicePtr();
-      buf.scaleInv = sInv.devicePtr();
-      buf.blockScales = block.devicePtr();
+      // Values take no scales: null pointers, so a stray store would fault.
+      buf.scaleInv = values ? 0 : sInv.devicePtr();
+      buf.blockScales = values ? 0 : block.devicePtr();
       buf.rows = rows;
       buf.amaxRecord = delayed ? record.devicePtr() : 0;
       ASSERT_TRUE(cg::launchGroupedRowsQuantize(spec, k->first, k->second, buf,
                                                 stream));
-      std::vector<uint8_t> gotCodes(rows * c);
+      std::vector<uint8_t> gotCodes(rows * c * width);
       std::vector<float> gotBlock(scales), gotInv(g), gotAmax(g), gotRecord(g);
       ASSERT_TRUE(record.copyToHost(gotRecord.data(), g * 4, stream));
       ASSERT_TRUE(codes.copyToHost(gotCodes.data(), gotCodes.size(), stream));
-      ASSERT_TRUE(block.copyToHost(gotBlock.data(), scales * 4, stream));
+      if (scales > 0)
+        ASSERT_TRUE(block.copyToHost(gotBlock.data(), scales * 4, stream));
       ASSERT_TRUE(sInv.copyToHost(gotInv.data(), g * 4, stream));
       ASSERT_TRUE(amax.copyToHost(gotAmax.data(), g * 4, stream));
       ASSERT_TRUE(stream.synchronize());
@@ -661,6 +679,26 @@ void checkPerExpertQuantize(GroupedQuantizeGpu &t, int64_t m, int64_t c,
       ASSERT_EQ(want.error, "");
       const int64_t ld = columnwise ? rows : c;
       int64_t wrong = 0;
+      if (values) {
+        std::vector<uint16_t> v = ref::groupedTensorScaledValues(
+            want, rows, c, stack ? std::vector<int64_t>{} : splits, g, scheme);
+        ASSERT_EQ(v.size(), size_t(rows * c));
+        for (int64_t i = 0; i < rows * c; ++i) {
+          uint16_t got;
+          std::memcpy(&got, &gotCodes[size_t(2 * i)], 2);
+          if (got != v[size_t(i)] && wrong++ < 5)
+            ADD_FAILURE() << "row " << i / c << " column " << i % c << ": 0x"
+                          << std::hex << got << " want 0x" << v[size_t(i)];
+        }
+        if (delayed)
+          for (int64_t e = 0; e < g; ++e)
+            EXPECT_EQ(0, std::memcmp(&gotRecord[e], &states[e].history[0], 4))
+                << "expert " << e;
+        else
+          EXPECT_EQ(0, std::memcmp(gotAmax.data(), want.amax.data(), g * 4));
+        EXPECT_EQ(wrong, 0);
+        continue;
+      }
       for (int64_t i = 0; i < rows * c; ++i)
         if (gotCodes[i] != want.codes[i] && wrong++ < 5)
           ADD_FAILURE() << "row " << i / ld << " column " << i % ld << ": 0x"

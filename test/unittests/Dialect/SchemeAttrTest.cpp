@@ -342,5 +342,46 @@ TEST(GemmRules, GroupedNvfp4CodesNeedTheFpropInWholeStages) {
             std::string::npos);
   // The per-expert rules come first (16x16 blocks for the stack only).
   EXPECT_EQ(rt::groupedNvfp4CodesError(w, w, false, 4096),
-            rt::groupedTensorScaledSchemesError(w, w, false));
+            rt::groupedPerExpertSchemesError(w, w, false));
+}
+
+// A grouped GEMM quantizes one or both operands per expert by a tensor-wide
+// scheme: codes on the FP8 kernel only for two per-tensor FP8 operands,
+// values on the BF16 kernel for every other pairing; the operand it does
+// not quantize comes quantized by a scheme without a tensor-wide scale.
+TEST(GemmRules, GroupedPerExpertOperandsPairAsCodesOrValues) {
+  const rt::Scheme e4m3 = rt::Scheme::fp8Current(rt::DType::E4M3),
+                   e5m2 = rt::Scheme::fp8Current(rt::DType::E5M2),
+                   nvfp4 = rt::Scheme::nvfp4(),
+                   nvfp4Rht = rt::Scheme::nvfp4(true),
+                   block = rt::Scheme::fp8Block(rt::DType::E4M3, 1, 128),
+                   mxfp8 = rt::Scheme::mxfp8(rt::DType::E4M3),
+                   identity = rt::Scheme::identity(rt::DType::BF16);
+  const std::optional<rt::Scheme> none;
+  EXPECT_TRUE(rt::groupedPerExpertReadsCodes(e4m3, e5m2));
+  EXPECT_FALSE(rt::groupedPerExpertReadsCodes(e4m3, nvfp4));
+  EXPECT_FALSE(rt::groupedPerExpertReadsCodes(e4m3, none));
+  EXPECT_FALSE(rt::groupedPerExpertReadsCodes(nvfp4, nvfp4));
+  // The FP8 kernel's pairing binds codes only.
+  EXPECT_NE(rt::groupedPerExpertSchemesError(e5m2, e5m2).find("e5m2"),
+            std::string::npos);
+  EXPECT_EQ(rt::groupedPerExpertSchemesError(e5m2, nvfp4), "");
+  EXPECT_EQ(rt::groupedPerExpertSchemesError(nvfp4, e4m3, true), "");
+  EXPECT_EQ(rt::groupedPerExpertSchemesError(none, nvfp4), "");
+  EXPECT_EQ(rt::groupedPerExpertSchemesError(e5m2, none), "");
+  EXPECT_NE(rt::groupedPerExpertSchemesError(none, none).find("no operand"),
+            std::string::npos);
+  // Each side's own rules hold alone too.
+  EXPECT_NE(
+      rt::groupedPerExpertSchemesError(none, nvfp4Rht, true).find("Hadamard"),
+      std::string::npos);
+  EXPECT_NE(rt::groupedPerExpertSchemesError(block, none).find("block"),
+            std::string::npos);
+  // The other operand.
+  EXPECT_EQ(rt::groupedPerExpertPartnerError(nvfp4, mxfp8), "");
+  EXPECT_EQ(rt::groupedPerExpertPartnerError(e4m3, block), "");
+  EXPECT_NE(rt::groupedPerExpertPartnerError(e4m3, identity).find("identity"),
+            std::string::npos);
+  EXPECT_NE(rt::groupedPerExpertPartnerError(nvfp4, e4m3).find("per expert"),
+            std::string::npos);
 }

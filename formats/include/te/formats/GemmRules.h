@@ -111,16 +111,40 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 /// groupedWgradSchemesError ask it.
 bool groupedWgradReadsCodes(const Scheme &dy, const Scheme &x);
 
-/// A grouped GEMM whose operands it quantizes itself, one amax per expert
-/// (te.grouped_gemm's `input_scheme` / `weight_scheme`; x rowwise, w rowwise
-/// or for the dgrad columnwise): both NVFP4 (1x16 blocks for the tokens;
-/// for the dgrad no random Hadamard transform and no stochastic rounding on
-/// the weight: a BF16 GEMM on each expert's dequantized values), or both
-/// per-tensor FP8 current scaling (e4m3 or e5m2, paired by
-/// checkGemmPairing). "" when `x` and `w` pass, else the reason. The te
-/// verifier and code generation's Program validation call it.
-std::string groupedTensorScaledSchemesError(const Scheme &x, const Scheme &w,
-                                            bool weightColumnwise = false);
+/// A grouped GEMM that quantizes one or both of its bf16 operands itself,
+/// one tensor scale per expert (te.grouped_gemm's `input_scheme` /
+/// `weight_scheme`; x rowwise, w rowwise or for the dgrad columnwise). `x`
+/// and `w` are those schemes, absent for an operand that comes in another
+/// form (groupedPerExpertPartnerError). Each scheme present is per-tensor
+/// FP8 (current or delayed scaling, e4m3 or e5m2) or NVFP4 (1x16 blocks
+/// for the tokens; for the dgrad's weight no random Hadamard transform and
+/// no stochastic rounding). Both per-tensor FP8: the block-scaled FP8
+/// kernel reads the codes (paired by checkGemmPairing); every other case
+/// is a BF16 GEMM on each expert's dequantized values
+/// (groupedPerExpertReadsCodes). "" when they pass, else the reason. The
+/// te and tek verifiers and code generation's Program validation call it.
+std::string groupedPerExpertSchemesError(const std::optional<Scheme> &x,
+                                         const std::optional<Scheme> &w,
+                                         bool weightColumnwise = false);
+
+/// Where a grouped GEMM quantizes only one operand per expert by
+/// `perExpert`, what the other operand (read in its direction) may be:
+/// quantized by a scheme without a tensor-wide scale (block FP8, MXFP8),
+/// which pairs as two families do - the BF16 GEMM of both operands'
+/// dequantized values (gemmMixesFamilies, docs/Numerics.md §7.4). Not
+/// identity (a GEMM multiplies two quantized operands or two high-precision
+/// ones) and not a tensor-wide scheme (that operand is quantized per expert
+/// too). "" when it may, else the reason.
+std::string groupedPerExpertPartnerError(const Scheme &perExpert,
+                                         const Scheme &other);
+
+/// Whether a grouped GEMM passing groupedPerExpertSchemesError reads FP8
+/// codes (the block-scaled kernel, each expert's scale repeated over the
+/// blocks): both operands quantized per expert by per-tensor FP8. Otherwise
+/// it reads bf16 values - NVFP4 x NVFP4 may instead read codes on the
+/// NVFP4 kernel (groupedNvfp4CodesError).
+bool groupedPerExpertReadsCodes(const std::optional<Scheme> &x,
+                                const std::optional<Scheme> &w);
 
 /// Whether a grouped GEMM's epilogue can quantize its bf16 output in
 /// direction `dir` by `s` itself, instead of a quantize kernel reading the
@@ -132,7 +156,7 @@ std::string groupedEpilogueQuantizeError(const Scheme &s, Direction dir);
 
 /// Whether the GEMM engine's NVFP4 kernel can read a grouped GEMM's
 /// operands quantized per expert by NVFP4 (`x`, `w` as for
-/// groupedTensorScaledSchemesError) as codes instead of the BF16 kernel
+/// groupedPerExpertSchemesError) as codes instead of the BF16 kernel
 /// reading their values (docs/Numerics.md §6.7): the fprop (the weight
 /// read rowwise, 1x16 or 16x16 blocks) with `k`, the contracted dimension,
 /// a multiple of 64 (the kernel's stage). "" when it can, else why not.

@@ -113,9 +113,14 @@ struct GroupedRowsQuantizeSpec {
   /// each of its rows), each expert's tensor amax the amax pass's - which
   /// the GEMM engine's NVFP4 kernel reads (docs/Numerics.md §6.7).
   bool nvfp4Codes = false;
+  /// Per-tensor FP8, rowwise: instead of the codes and scales, the bf16
+  /// values [rows, C] they dequantize to (ref::groupedTensorScaledValues),
+  /// which the BF16 GEMM reads beside an operand of another family. The
+  /// same values serve the dgrad's columnwise read of the stack.
+  bool fp8Values = false;
 
   /// e.g. "te_grouped_rows_e4m3_g8_c4096_tokens", "..._weights_t",
-  /// "te_grouped_rows_nvfp4_2d_g8_c4096_weights", "..._codes".
+  /// "te_grouped_rows_nvfp4_2d_g8_c4096_weights", "..._codes", "..._values".
   std::string kernelName() const;
   bool nvfp4() const;
   bool delayed() const;

@@ -18,6 +18,7 @@
 #ifndef TE_CODEGEN_PROGRAM_H
 #define TE_CODEGEN_PROGRAM_H
 
+#include "te/formats/GemmRules.h"
 #include "te/formats/Scheme.h"
 
 #include <array>
@@ -199,10 +200,13 @@ struct GroupedGemmKernel {
   std::string name;
   int x = -1, w = -1, splits = -1, output = -1, bias = -1;
   bool weightColumnwise = false;
-  /// Set together: x and w are bf16 tensors that the kernel's plan
-  /// quantizes rowwise by these per-tensor FP8 schemes with one amax per
-  /// expert, into workspaces laid out for the block-scaled GEMM
-  /// (rt::groupedTensorScaledSchemesError; docs/Numerics.md §7.4).
+  /// Operands (bf16 tensors) that the kernel's plan quantizes by these
+  /// per-tensor FP8 or NVFP4 schemes with one amax per expert
+  /// (rt::groupedPerExpertSchemesError; docs/Numerics.md §7.4): both
+  /// per-tensor FP8 into workspaces laid out for the block-scaled GEMM;
+  /// otherwise into each expert's dequantized bf16 values for the BF16 GEMM
+  /// (an operand without a scheme then holds another family's values,
+  /// dequantized before), or NVFP4 x NVFP4 codes (nvfp4Codes).
   std::optional<rt::Scheme> xScheme, wScheme;
   /// fp8_delayed operands: their states (ScalingState.h), one per expert,
   /// rt::expertStateName(xState, g); "" otherwise.
@@ -217,7 +221,16 @@ struct GroupedGemmKernel {
   /// (te-fuse-gemm-epilogue; docs/Numerics.md §7.4). y is written too.
   int quantizedOutput = -1;
 
-  bool quantizesPerExpert() const { return xScheme.has_value(); }
+  bool quantizesPerExpert() const { return xScheme || wScheme; }
+  /// Both operands per-tensor FP8 per expert: the FP8 codes on the
+  /// block-scaled kernel (rt::groupedPerExpertReadsCodes).
+  bool readsPerExpertCodes() const {
+    return rt::groupedPerExpertReadsCodes(xScheme, wScheme);
+  }
+  /// Quantized per expert and read as bf16 values by the BF16 kernel.
+  bool readsPerExpertValues() const {
+    return quantizesPerExpert() && !readsPerExpertCodes() && !nvfp4Codes;
+  }
 
   rt::Direction weightDirection() const {
     return weightColumnwise ? rt::Direction::Columnwise

@@ -110,6 +110,18 @@ GroupedTensorScaled groupedTensorScaledQuantize(
     bool columnwise = false,
     const std::vector<DelayedScalingState *> *delayed = nullptr);
 
+/// The values groupedTensorScaledQuantize's rowwise codes `q` of `x` [rows,
+/// cols] (`splits`, `groups` as given to it) dequantize to: fl(decode(code)
+/// · scale_inv of the row's expert), rounded to bf16; zero on padding rows.
+/// What the BF16 grouped GEMM reads where a per-tensor FP8 operand quantized
+/// per expert meets another family (rt::groupedPerExpertReadsCodes false);
+/// a per-tensor scale makes them the same in either direction, so the
+/// stack's serve the dgrad too.
+std::vector<uint16_t>
+groupedTensorScaledValues(const GroupedTensorScaled &q, int64_t rows,
+                          int64_t cols, const std::vector<int64_t> &splits,
+                          int64_t groups, const Scheme &scheme);
+
 /// NVFP4 with one tensor scale per expert, as the BF16 grouped GEMM reads
 /// it on a GPU without FP4 MMAs (te/device/GroupedTensorQuantize.cuh's
 /// groupedRowsNvfp4Values): `values` [rows, cols] bf16, each expert's rows
