@@ -11,6 +11,7 @@
 // RUN: te-opt %te_src_root/bench/moe_fp8_current_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOECURRENT
 // RUN: te-opt %te_src_root/bench/moe_grouped_bf16_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOEBF16
 // RUN: te-opt %te_src_root/bench/moe_nvfp4_fprop_8192.mlir --te-to-cuda | FileCheck %s --check-prefix=MOENVFP4
+// RUN: te-opt %te_src_root/bench/moe_tensor_wide_mixed_32768.mlir --te-to-cuda | FileCheck %s --check-prefix=MOEMIXED
 // RUN: te-opt %te_src_root/bench/quantize_16384x8192.mlir --te-to-cuda | FileCheck %s --check-prefix=QBF16
 // RUN: te-opt %te_src_root/bench/quantize_f32_8192.mlir --te-to-cuda | FileCheck %s --check-prefix=QF32
 // RUN: te-opt %te_src_root/bench/quantize_rank_shards_8192.mlir --te-to-cuda | FileCheck %s --check-prefix=RANKSHARDS
@@ -199,3 +200,16 @@
 // At 256 tokens an expert the NVFP4 forward reads codes (te-legalize-target).
 // MOENVFP4-LABEL: func.func @nvfp4_fprop(
 // MOENVFP4-NEXT: tek.grouped_gemm "te_grouped_gemm_0" %arg0, %arg1, %arg2 {input_scheme = #te.nvfp4<>, nvfp4_codes, weight_scheme = #te.nvfp4<block2d>}
+
+// MOEMIXED-LABEL: func.func @hybrid_grad(
+// MOEMIXED: tek.quantize_kernel "te_quantize_0"
+// MOEMIXED: tek.dequantize_kernel "te_dequantize_1" %{{.*}} columnwise
+// MOEMIXED: tek.grouped_gemm "te_grouped_gemm_2" {{.*}}input_scheme = #te.nvfp4<sr>, weight_columnwise
+// MOEMIXED: tek.grouped_wgrad "te_grouped_wgrad_3"
+// MOEMIXED-LABEL: func.func @bf16_grad(
+// MOEMIXED: tek.grouped_gemm "te_grouped_gemm_0"
+// MOEMIXED: tek.grouped_wgrad "te_grouped_wgrad_1"
+// MOEMIXED-LABEL: func.func @current_block(
+// MOEMIXED: tek.quantize_kernel "te_quantize_0"
+// MOEMIXED: tek.dequantize_kernel "te_dequantize_1" %{{.*}} rowwise
+// MOEMIXED: tek.grouped_gemm "te_grouped_gemm_2" {{.*}}input_scheme = #te.fp8_current<e4m3>
