@@ -69,25 +69,14 @@ template <int R> struct MasterShards {
   i64 boundaryCount;
 };
 
-/// Whether the tile at (r0, c0) of an M x K tensor holds any element of
-/// the row-major range [lo, hi), and whether it holds only such elements.
-struct TileOverlap {
-  bool any, all;
-};
-__device__ __forceinline__ TileOverlap overlap(i64 m, i64 k, i64 r0, i64 c0,
-                                               i64 lo, i64 hi) {
+/// How much of the tile at (r0, c0) of an M x K tensor lies in the
+/// row-major range [lo, hi): any of it, all of it (coverOf on its valid
+/// extent).
+__device__ __forceinline__ RangeCover tileCover(i64 m, i64 k, i64 r0, i64 c0,
+                                                i64 lo, i64 hi) {
   int rows = tileExtent(m - r0, kTileRows),
       cols = tileExtent(k - c0, kTileCols);
-  i64 first = r0 * k + c0, last = (r0 + rows - 1) * k + c0 + cols - 1;
-  if (lo <= first && last < hi)
-    return {true, true};
-  // The first tile row whose piece ends past lo, and where its piece of
-  // [lo, hi) starts.
-  i64 row = ceilDivSigned(lo - c0 - cols + 1, k);
-  row = row < r0 ? r0 : row;
-  i64 start = row * k + c0;
-  start = start < lo ? lo : start;
-  return {row < r0 + rows && start < hi, false};
+  return coverOf(k, lo, hi, lo / k, lo % k, r0, r0 + rows, c0, c0 + cols);
 }
 
 /// The table slot of tile (r0, c0), or -1 when its tile row holds no
@@ -186,7 +175,7 @@ __device__ __forceinline__ bool boundaryTile(i64 m, i64 k, i64 lo, i64 hi,
     return false; // one tile row: the first half of the grid covers it
   r0 = tileRow * kTileRows;
   c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
-  TileOverlap o = overlap(m, k, r0, c0, lo, hi);
+  RangeCover o = tileCover(m, k, r0, c0, lo, hi);
   return o.any && !o.all;
 }
 
@@ -342,7 +331,7 @@ shardedQuantizeTile(const MasterShards<R> &sh, int firstRank, i64 m, i64 k,
   rankTile(blockIdx.x, k, lo, r0, c0);
   if (r0 >= m)
     return;
-  TileOverlap o = overlap(m, k, r0, c0, lo, hi);
+  RangeCover o = tileCover(m, k, r0, c0, lo, hi);
   if (!o.any)
     return;
   if (o.all) {
