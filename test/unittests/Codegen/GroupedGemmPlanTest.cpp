@@ -604,6 +604,19 @@ std::vector<exec::Comparison> replayWithNewSplits(
   return out;
 }
 
+/// A run of `p` on `args` within the bound of the CPU backend (one bounded
+/// result), then replayWithNewSplits over `splits` (argument 2).
+void runThenReplayWithinTheBound(
+    const cg::Program &p, const std::vector<std::vector<uint8_t>> &args,
+    const std::vector<std::vector<int64_t>> &splits, const rt::Device &dev,
+    const rt::Stream &stream, rt::KernelCache &cache) {
+  exec::Comparison first = test::gpuVersusCpu(p, args, dev, stream, cache);
+  EXPECT_EQ(first.difference, "");
+  EXPECT_EQ(first.boundedBuffers, 1u);
+  EXPECT_LE(first.worstBoundRatio, 1.0);
+  replayWithNewSplits(p, args, 2, splits, dev, stream, cache);
+}
+
 TEST_F(GroupedGemmPlanGpu, RunsAndReplaysWithNewSplitSizesWithinTheBound) {
   rt::KernelCache cache("");
   // 4 experts, N = 256 (two column blocks: 2-CTA clusters), K = 384,
@@ -657,11 +670,7 @@ TEST_F(GroupedGemmPlanGpu, Mxfp8RunsAndReplaysWithinTheBound) {
       bf16Bytes(normals(size_t(m * k), 1)),
       bf16Bytes(normals(size_t(g * n * k), 2)), i64Bytes(splits[0]),
       bf16Bytes(normals(size_t(g * n), 3))};
-  exec::Comparison first =
-      test::gpuVersusCpu(p, args, *device_, *stream_, cache);
-  EXPECT_EQ(first.difference, "");
-  EXPECT_EQ(first.boundedBuffers, 1u);
-  replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
+  runThenReplayWithinTheBound(p, args, splits, *device_, *stream_, cache);
 }
 
 // Two layers in a row on the GPU, the first GEMM's epilogue handing each
@@ -930,12 +939,7 @@ TEST_F(GroupedGemmPlanGpu, PerExpertScalingRunsAndReplaysWithinTheBound) {
                                               i64Bytes(splits[0])};
     if (!dgrad)
       args.push_back(bf16Bytes(b));
-    exec::Comparison first =
-        test::gpuVersusCpu(p, args, *device_, *stream_, cache);
-    EXPECT_EQ(first.difference, "");
-    EXPECT_EQ(first.boundedBuffers, 1u);
-    EXPECT_LE(first.worstBoundRatio, 1.0);
-    replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
+    runThenReplayWithinTheBound(p, args, splits, *device_, *stream_, cache);
   }
 }
 
@@ -983,19 +987,15 @@ TEST_F(GroupedGemmPlanGpu, PerExpertBesideAnotherFamilyRunsWithinTheBound) {
     gg.wScheme = c.w;
     ASSERT_EQ(cg::validate(p.entries[0]), "");
     p.random.seed = 77;
-    std::vector<float> x = normals(size_t(m * (c.dgrad ? n : k)), 17);
-    for (size_t i = 200 * (c.dgrad ? n : k); i < 331 * (c.dgrad ? n : k); ++i)
-      x[i] *= 300.0f; // expert 1's tokens larger
+    const int64_t cols = c.dgrad ? n : k;
+    std::vector<float> x = normals(size_t(m * cols), 17);
+    for (int64_t i = 200 * cols; i < 331 * cols; ++i)
+      x[size_t(i)] *= 300.0f; // expert 1's tokens larger
     std::vector<std::vector<uint8_t>> args = {bf16Bytes(x), bf16Bytes(w),
                                               i64Bytes(splits[0])};
     if (!c.dgrad)
       args.push_back(bf16Bytes(normals(size_t(g * n), 18)));
-    exec::Comparison first =
-        test::gpuVersusCpu(p, args, *device_, *stream_, cache);
-    EXPECT_EQ(first.difference, "");
-    EXPECT_EQ(first.boundedBuffers, 1u);
-    EXPECT_LE(first.worstBoundRatio, 1.0);
-    replayWithNewSplits(p, args, 2, splits, *device_, *stream_, cache);
+    runThenReplayWithinTheBound(p, args, splits, *device_, *stream_, cache);
   }
 }
 
