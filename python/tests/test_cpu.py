@@ -638,7 +638,20 @@ def test_master_shards_that_do_not_add_up_are_refused():
     assert "the shards hold 16383 of the tensor's 16384 elements" in str(e.value)
 
 
-@pytest.mark.parametrize("preset", ["bf16", "fp8_block", "mxfp8", "nvfp4", "mxfp8_nvfp4"])
+# Two recipes beyond the presets whose GEMMs meet a tensor-wide scheme on one
+# operand only (docs/Numerics.md 7.4): NVFP4 gradients by an MXFP8 weight
+# (the dgrad), per-tensor current tokens by a 128x128 block-FP8 weight.
+TENSOR_WIDE_BESIDE = {
+    "mxfp8_w_nvfp4_dy": {"input": "#te.mxfp8<e4m3>", "weight": "#te.mxfp8<e4m3>",
+                         "grad_output": "#te.nvfp4<sr>"},
+    "current_x_block_w": {"input": "#te.fp8_current<e4m3>",
+                          "weight": "#te.fp8_block<e4m3, 128x128>",
+                          "grad_output": "#te.fp8_current<e5m2>"},
+}
+
+
+@pytest.mark.parametrize("preset", ["bf16", "fp8_block", "mxfp8", "nvfp4", "mxfp8_nvfp4",
+                                    *TENSOR_WIDE_BESIDE])
 def test_grouped_linear_program_runs_every_preset(preset):
     # tejit.torch.GroupedLinear's program (programs.grouped_linear_program)
     # under every preset, on the CPU backend: each expert's rows of y are
@@ -646,7 +659,8 @@ def test_grouped_linear_program_runs_every_preset(preset):
     # of dy_g; the empty expert's gradients and the padding rows are zeros.
     from tejit.programs import Recipe, grouped_linear_program
     m, k, n, g = 256, 256, 128, 3
-    mod = tejit.compile(grouped_linear_program(m, k, n, g, Recipe(preset, kind="grouped_linear"), True))
+    recipe = Recipe(TENSOR_WIDE_BESIDE.get(preset, preset), kind="grouped_linear")
+    mod = tejit.compile(grouped_linear_program(m, k, n, g, recipe, True))
     rng = np.random.default_rng(21)
     f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
     x, w, b, dy = f(m, k), f(g, n, k) * 0.1, f(g, n), f(m, n)
@@ -656,7 +670,8 @@ def test_grouped_linear_program_runs_every_preset(preset):
     y = as_f(mod.forward(bits(x), bits(w), splits, bits(b)))
     dx, dw, db = mod.backward(bits(dy), bits(x), bits(w), splits)
     xf, wf, bf, dyf = as_f(bits(x)), as_f(bits(w)), as_f(bits(b)), as_f(bits(dy))
-    tol = {"bf16": 0.02, "fp8_block": 0.1, "mxfp8": 0.1, "nvfp4": 0.35, "mxfp8_nvfp4": 0.35}[preset]
+    tol = {"bf16": 0.02, "fp8_block": 0.1, "mxfp8": 0.1, "nvfp4": 0.35, "mxfp8_nvfp4": 0.35,
+           "mxfp8_w_nvfp4_dy": 0.35, "current_x_block_w": 0.1}[preset]
     row = 0
     for e, rows in enumerate(splits):
         if rows:
