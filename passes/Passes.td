@@ -69,6 +69,10 @@ def TeExpandLinearPass : Pass<"te-expand-linear", "::mlir::func::FuncOp"> {
     each expert's part must quantize as its own tensor would, so its roles
     must be identity, block FP8 (128x128 weight tiles need N a multiple of
     128) or MXFP8 (forward; its grouped GEMM runs on dequantized operands).
+    A role under a tensor-wide scheme (per-tensor FP8, NVFP4: one amax per
+    expert) is not quantized here: its grouped GEMM takes the bf16 tensor
+    with `input_scheme` / `weight_scheme` and quantizes it per expert,
+    beside the other operand quantized here or per expert too.
     `te.grouped_linear_grad` becomes the dgrad `te.grouped_gemm
     {weight_columnwise}` (dy rowwise, the stack columnwise) and
     `te.grouped_wgrad` (dW and, with `bias`, each expert's db; it quantizes

@@ -470,3 +470,29 @@ func.func @tek_epilogue_quantize_tiles(%x: tensor<64x64xbf16>, %w: tensor<2x128x
   %y, %q = tek.grouped_gemm "g" %x, %w, %s : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>, !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>
   return
 }
+
+// -----
+
+// Values read by the BF16 kernel beside another family: the per-expert
+// cast's and the kernel's shape rules.
+func.func @per_expert_nvfp4_tokens_not_16(%x: tensor<64x72xbf16>, %w: !te.qtensor<2x128x72xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its input per expert by NVFP4 with 72 columns: each row's 1x16 blocks need a multiple of 16}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.nvfp4<>} : tensor<64x72xbf16>, !te.qtensor<2x128x72xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_values_rows_not_8(%x: tensor<64x100xbf16>, %w: !te.qtensor<2x128x100xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its input per expert with rows of 100 elements: the quantize reads 16-byte pieces of each row, so they must be a multiple of 8}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>} : tensor<64x100xbf16>, !te.qtensor<2x128x100xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_values_k_not_64(%x: tensor<64x96xbf16>, %w: !te.qtensor<2x128x96xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert with K = 96: the BF16 GEMM contracts 64-element slabs, so it must be a multiple of 64}}
+  %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>} : tensor<64x96xbf16>, !te.qtensor<2x128x96xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}

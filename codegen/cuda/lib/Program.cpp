@@ -15,6 +15,14 @@
 
 namespace te::cg {
 
+bool GroupedGemmKernel::readsPerExpertCodes() const {
+  return rt::groupedPerExpertReadsCodes(xScheme, wScheme);
+}
+
+bool GroupedGemmKernel::readsPerExpertValues() const {
+  return quantizesPerExpert() && !readsPerExpertCodes() && !nvfp4Codes;
+}
+
 int64_t Value::rows() const {
   int64_t r = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i)

@@ -18,7 +18,6 @@
 #ifndef TE_CODEGEN_PROGRAM_H
 #define TE_CODEGEN_PROGRAM_H
 
-#include "te/formats/GemmRules.h"
 #include "te/formats/Scheme.h"
 
 #include <array>
@@ -224,13 +223,9 @@ struct GroupedGemmKernel {
   bool quantizesPerExpert() const { return xScheme || wScheme; }
   /// Both operands per-tensor FP8 per expert: the FP8 codes on the
   /// block-scaled kernel (rt::groupedPerExpertReadsCodes).
-  bool readsPerExpertCodes() const {
-    return rt::groupedPerExpertReadsCodes(xScheme, wScheme);
-  }
+  bool readsPerExpertCodes() const;
   /// Quantized per expert and read as bf16 values by the BF16 kernel.
-  bool readsPerExpertValues() const {
-    return quantizesPerExpert() && !readsPerExpertCodes() && !nvfp4Codes;
-  }
+  bool readsPerExpertValues() const;
 
   rt::Direction weightDirection() const {
     return weightColumnwise ? rt::Direction::Columnwise
