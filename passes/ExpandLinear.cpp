@@ -19,11 +19,13 @@
 // one tensor each, which is the same only where no scaling block or amax
 // spans two experts - identity, block FP8 (128x128 weight tiles with N a
 // multiple of 128) and MXFP8 (1x32 blocks along K; te-lower-to-kernels runs
-// its grouped GEMM on dequantized operands). Per-tensor FP8 current scaling
-// and NVFP4 need one amax per expert: te.grouped_linear under them becomes
-// one te.grouped_gemm on the bf16 tensors that quantizes both itself, and
-// its backward a dgrad of the same kind and te.grouped_wgrad (which
-// quantizes per expert anyway). Delayed scaling is a located error.
+// its grouped GEMM on dequantized operands). Per-tensor FP8 (current or
+// delayed scaling) and NVFP4 need one amax per expert: te.grouped_gemm takes
+// an operand under them as the bf16 tensor and quantizes it per expert
+// itself (both operands, or one beside the other quantized here as above,
+// then paired as their values), in the fprop and in the backward's dgrad;
+// te.grouped_wgrad quantizes per expert anyway. Delayed scaling needs the
+// layer's name (each expert's amax history is kept under it).
 // te.grouped_linear_grad becomes a dgrad grouped GEMM (weights block FP8,
 // or dequantized from MXFP8 by te-lower-to-kernels) and te.grouped_wgrad
 // (below: block FP8 operands, or MXFP8 / NVFP4 ones quantized and
@@ -42,6 +44,7 @@
 #include "passes/Passes.h"
 
 #include "dialect/te/TeOps.h"
+#include "te/formats/GemmRules.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -252,6 +255,12 @@ LogicalResult checkGroupedScheme(Operation *lin, DictionaryAttr schemes,
            << " output features per expert: columnwise 32x1 blocks of the "
               "[G, N, K] stack are each expert's own only when N is a "
               "multiple of 32";
+  if (s.kind == rt::SchemeKind::Fp8Block && s.tileRows == 128 &&
+      role != "weight")
+    return lin->emitOpError()
+           << "quantizes its " << role << " by " << *scheme
+           << ": the tokens' 128x128 tiles would span experts whose rows are "
+              "not multiples of 128; quantize them by 1x128 blocks";
   if (s.kind == rt::SchemeKind::Fp8Block && s.tileRows == 128 && out % 128)
     return lin->emitOpError()
            << "quantizes its " << role << " by " << *scheme
@@ -268,10 +277,7 @@ static bool expertTensorScaled(DictionaryAttr schemes, StringRef role,
                                Direction dir = Direction::rowwise) {
   auto s = dyn_cast_or_null<SchemeAttrInterface>(schemes ? schemes.get(role)
                                                          : Attribute());
-  rt::SchemeKind k =
-      s ? s.getRuntimeScheme(dir).kind : rt::SchemeKind::Identity;
-  return k == rt::SchemeKind::Fp8Current || k == rt::SchemeKind::Fp8Delayed ||
-         k == rt::SchemeKind::Nvfp4;
+  return s && rt::groupedTensorWide(s.getRuntimeScheme(dir));
 }
 
 /// The state attribute of a grouped GEMM operand of `role` read in `dir`:

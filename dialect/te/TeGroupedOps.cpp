@@ -199,7 +199,8 @@ LogicalResult GroupedGemmOp::verifyTypes(
                            << " does not hold that direction";
       std::string why = rt::groupedPerExpertPartnerError(
           perExpert.getRuntimeScheme(inputScheme ? Direction::rowwise : wDir),
-          q.getScheme().getRuntimeScheme(dir));
+          q.getScheme().getRuntimeScheme(dir),
+          /*otherIsTokens=*/StringRef(role) == "input");
       if (!why.empty())
         return emitError() << "quantizes its "
                            << (inputScheme ? "input" : "weight")
@@ -217,58 +218,10 @@ LogicalResult GroupedGemmOp::verifyTypes(
         d << "weight by " << weightScheme;
       return d << "; " << why;
     }
-    const int64_t contracted = weightColumnwise ? w[1] : w[2];
-    if (rt::groupedPerExpertReadsCodes(xs, ws)) {
-      // FP8 codes: each expert's scale over 128x128 tiles, 128-element K
-      // blocks.
-      if (w[1] % 128 != 0)
-        return emitError() << "quantizes its weight per expert with N = "
-                           << w[1]
-                           << ": the GEMM reads each expert's scale over "
-                              "128x128 tiles of its own, so N must be a "
-                              "multiple of 128";
-      if (w[2] % 128 != 0 && !weightColumnwise)
-        return emitError() << "quantizes its operands per expert with K = "
-                           << w[2]
-                           << ": the per-expert GEMMs contract whole "
-                              "128-element blocks, so K must be a multiple "
-                              "of 128";
-      if (w[2] % 8 != 0)
-        return emitError() << "quantizes its weight per expert with K = "
-                           << w[2]
-                           << ": the quantize reads 16-byte pieces of each "
-                              "row, so K must be a multiple of 8";
-      return success();
-    }
-    // Values (or NVFP4 codes): NVFP4's 16x16 blocks of the stack are each
-    // expert's own; the quantize reads 16-byte pieces of each row; the BF16
-    // and NVFP4 kernels contract 64-element slabs.
-    auto nvfp4 = [](const std::optional<rt::Scheme> &s) {
-      return s && s->kind == rt::SchemeKind::Nvfp4;
-    };
-    if (nvfp4(ws) && (w[1] % 16 != 0 || w[2] % 16 != 0))
-      return emitError() << "quantizes its weight per expert by NVFP4 with "
-                            "[N, K] = "
-                         << w[1] << "x" << w[2]
-                         << ": each expert's 16x16 blocks are its own only "
-                            "when N and K are multiples of 16";
-    if (nvfp4(xs) && x[1] % 16 != 0)
-      return emitError() << "quantizes its input per expert by NVFP4 with "
-                         << x[1]
-                         << " columns: each row's 1x16 blocks need a "
-                            "multiple of 16";
-    if ((xs && x[1] % 8 != 0) || (ws && w[2] % 8 != 0))
-      return emitError() << "quantizes "
-                         << (xs && x[1] % 8 != 0 ? "its input" : "its weight")
-                         << " per expert with rows of "
-                         << (xs && x[1] % 8 != 0 ? x[1] : w[2])
-                         << " elements: the quantize reads 16-byte pieces of "
-                            "each row, so they must be a multiple of 8";
-    if (contracted % 64 != 0)
-      return emitError() << "quantizes its operands per expert with "
-                         << (weightColumnwise ? "N = " : "K = ") << contracted
-                         << ": the BF16 GEMM contracts 64-element slabs, "
-                            "so it must be a multiple of 64";
+    std::string shape = rt::groupedPerExpertShapeError(xs, ws, weightColumnwise,
+                                                       x[1], w[1], w[2]);
+    if (!shape.empty())
+      return emitError() << shape;
     return success();
   }
   // Each expert's GEMM is te.gemm's y = x W^T (or y = x W with the weight

@@ -249,8 +249,8 @@ LogicalResult GroupedGemmOp::verify() {
   auto emit = [&] { return emitOpError(); };
   if (getNvfp4Codes()) {
     if (!getInputSchemeAttr() || !getWeightSchemeAttr())
-      return emitOpError() << "reads NVFP4 codes (nvfp4_codes), but "
-                              "quantizes no operand per expert";
+      return emitOpError() << "reads NVFP4 codes (nvfp4_codes), but does "
+                              "not quantize both operands per expert";
     // Per-expert operands are bf16 tensors (verifyTypes above).
     auto x = llvm::cast<RankedTensorType>(getInput().getType());
     std::string why = ::te::rt::groupedNvfp4CodesError(

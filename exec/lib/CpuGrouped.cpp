@@ -191,9 +191,9 @@ perExpertScaledGemm(const Entry &e, const GroupedGemmKernel &g,
   return d;
 }
 
-/// A grouped GEMM with the reference (ref::groupedBlockScaledGemm for block
-/// FP8 and operands quantized per expert, ref::groupedMxfp8Gemm for MXFP8,
-/// ref::groupedGemm otherwise) and the
+/// A grouped GEMM with the reference (perExpertScaledGemm for operands
+/// quantized per expert, ref::groupedBlockScaledGemm for block FP8,
+/// ref::groupedMxfp8Gemm for MXFP8, ref::groupedGemm otherwise) and the
 /// GEMM bound per output, each expert's |a||b| sums from its own rows and
 /// weight. Padding rows are exact zeros.
 rt::Status runGroupedGemm(const Entry &e, const GroupedGemmKernel &g,

@@ -143,9 +143,7 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x) {
   return "";
 }
 
-/// A scheme with one scale for a whole tensor, which a grouped GEMM takes
-/// per expert: per-tensor FP8 or NVFP4 (whose tensor scale is its amax's).
-static bool tensorWide(const Scheme &s) {
+bool groupedTensorWide(const Scheme &s) {
   return s.isPerTensor() || s.kind == SchemeKind::Nvfp4;
 }
 
@@ -203,15 +201,84 @@ std::string groupedPerExpertSchemesError(const std::optional<Scheme> &x,
 }
 
 std::string groupedPerExpertPartnerError(const Scheme &perExpert,
-                                         const Scheme &other) {
+                                         const Scheme &other,
+                                         bool otherIsTokens) {
   if (other.kind == SchemeKind::Identity)
     return "the other operand is identity (high precision) but this one is "
            "quantized by " +
            gemmSchemeFamily(perExpert) +
            "; quantize both, or keep both in high precision";
-  if (tensorWide(other))
+  if (groupedTensorWide(other))
     return "the other operand is quantized by " + gemmSchemeFamily(other) +
            ", a tensor-wide scale: quantize it per expert too";
+  if (otherIsTokens && other.kind == SchemeKind::Fp8Block &&
+      other.tileRows != 1)
+    return "the tokens' 128x128 tiles would span experts whose rows are not "
+           "multiples of 128: quantize them by 1x128 blocks";
+  return "";
+}
+
+std::string groupedPerExpertShapeError(const std::optional<Scheme> &x,
+                                       const std::optional<Scheme> &w,
+                                       bool weightColumnwise, int64_t xCols,
+                                       int64_t n, int64_t k) {
+  const std::string nStr = std::to_string(n), kStr = std::to_string(k);
+  if (groupedPerExpertReadsCodes(x, w)) {
+    // FP8 codes: each expert's scale over 128x128 tiles, 128-element K
+    // blocks.
+    if (n % 128 != 0)
+      return "quantizes its weight per expert with N = " + nStr +
+             ": the GEMM reads each expert's scale over 128x128 tiles of its "
+             "own, so N must be a multiple of 128";
+    if (k % 128 != 0 && !weightColumnwise)
+      return "quantizes its operands per expert with K = " + kStr +
+             ": the per-expert GEMMs contract whole 128-element blocks, so K "
+             "must be a multiple of 128";
+    if (k % 8 != 0)
+      return "quantizes its weight per expert with K = " + kStr +
+             ": the quantize reads 16-byte pieces of each row, so K must be a "
+             "multiple of 8";
+    return "";
+  }
+  // Values (or NVFP4 codes): NVFP4's 16x16 blocks of the stack are each
+  // expert's own; the quantize reads 16-byte pieces of each row; the BF16
+  // and NVFP4 kernels contract 64-element slabs.
+  auto nvfp4 = [](const std::optional<Scheme> &s) {
+    return s && s->kind == SchemeKind::Nvfp4;
+  };
+  if (nvfp4(w) && (n % 16 != 0 || k % 16 != 0))
+    return "quantizes its weight per expert by NVFP4 with [N, K] = " + nStr +
+           "x" + kStr +
+           ": each expert's 16x16 blocks are its own only when N and K are "
+           "multiples of 16";
+  if (nvfp4(x) && xCols % 16 != 0)
+    return "quantizes its input per expert by NVFP4 with " +
+           std::to_string(xCols) +
+           " columns: each row's 1x16 blocks need a multiple of 16";
+  const bool xRows = x && xCols % 8 != 0;
+  if (xRows || (w && k % 8 != 0))
+    return std::string("quantizes ") + (xRows ? "its input" : "its weight") +
+           " per expert with rows of " + std::to_string(xRows ? xCols : k) +
+           " elements: the quantize reads 16-byte pieces of each row, so "
+           "they must be a multiple of 8";
+  const int64_t contracted = weightColumnwise ? n : k;
+  if (contracted % 64 != 0)
+    return "quantizes its operands per expert with " +
+           std::string(weightColumnwise ? "N = " : "K = ") +
+           std::to_string(contracted) +
+           ": the BF16 GEMM contracts 64-element slabs, so it must be a "
+           "multiple of 64";
+  // The BF16 kernel's output pairs, and (the dgrad) the stack it reads
+  // along N by TMA in 16-byte rows.
+  const int64_t outCols = weightColumnwise ? k : n;
+  if (outCols % 2 != 0)
+    return "quantizes its operands per expert with " + std::to_string(outCols) +
+           " output columns: the BF16 GEMM writes column pairs, so they "
+           "must be even";
+  if (weightColumnwise && k % 8 != 0)
+    return "quantizes its operands per expert with K = " + kStr +
+           ": the BF16 dgrad reads the stack's rows of K elements in 16-byte "
+           "pieces, so K must be a multiple of 8";
   return "";
 }
 

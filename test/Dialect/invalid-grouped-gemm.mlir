@@ -410,7 +410,7 @@ func.func @wgrad_empty_state(%dy: tensor<64x128xbf16>, %x: tensor<64x256xbf16>, 
 // -----
 
 func.func @tek_nvfp4_codes_need_schemes(%x: tensor<64x64xbf16>, %w: tensor<2x128x64xbf16>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'tek.grouped_gemm' op reads NVFP4 codes (nvfp4_codes), but quantizes no operand per expert}}
+  // expected-error @+1 {{'tek.grouped_gemm' op reads NVFP4 codes (nvfp4_codes), but does not quantize both operands per expert}}
   %y = tek.grouped_gemm "g" %x, %w, %s {nvfp4_codes} : tensor<64x64xbf16>, tensor<2x128x64xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }
@@ -494,5 +494,13 @@ func.func @per_expert_values_rows_not_8(%x: tensor<64x100xbf16>, %w: !te.qtensor
 func.func @per_expert_values_k_not_64(%x: tensor<64x96xbf16>, %w: !te.qtensor<2x128x96xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %s: tensor<2xi64>) {
   // expected-error @+1 {{'te.grouped_gemm' op quantizes its operands per expert with K = 96: the BF16 GEMM contracts 64-element slabs, so it must be a multiple of 64}}
   %y = te.grouped_gemm %x, %w, %s {input_scheme = #te.fp8_current<e4m3>} : tensor<64x96xbf16>, !te.qtensor<2x128x96xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2xi64> -> tensor<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @per_expert_weight_beside_tiled_tokens(%x: !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'te.grouped_gemm' op quantizes its weight per expert by #te.fp8_current<e4m3> and reads its input as #te.fp8_block<e4m3, 128x128>; the tokens' 128x128 tiles would span experts whose rows are not multiples of 128: quantize them by 1x128 blocks}}
+  %y = te.grouped_gemm %x, %w, %s {weight_scheme = #te.fp8_current<e4m3>} : !te.qtensor<64x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return
 }

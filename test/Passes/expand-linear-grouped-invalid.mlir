@@ -95,3 +95,17 @@ func.func @delayed_without_a_layer_name(%x: tensor<64x128xbf16>, %w: tensor<2x12
   %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return %y : tensor<64x128xbf16>
 }
+
+// -----
+
+// 128x128 tiles of the tokens would span experts, beside a per-expert
+// weight as anywhere else.
+te.recipe @r {
+  te.rule "grouped_linear", "weight" -> #te.fp8_current<e4m3>
+  te.rule "*", "*" -> #te.fp8_block<e4m3, 128x128>
+}
+func.func @tokens_in_128x128_tiles(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
+  // expected-error @+1 {{'te.grouped_linear' op quantizes its input by #te.fp8_block<e4m3, 128x128>: the tokens' 128x128 tiles would span experts whose rows are not multiples of 128; quantize them by 1x128 blocks}}
+  %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return %y : tensor<64x128xbf16>
+}

@@ -79,3 +79,22 @@ func.func @nvfp4_tokens_current_weight(%x: tensor<64x128xbf16>, %w: tensor<2x128
   %y = te.grouped_linear %x, %w, %s {recipe = @r} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
   return %y : tensor<64x128xbf16>
 }
+
+// -----
+
+// Delayed-scaling tokens beside a block-FP8 weight: each expert's amax
+// history under the layer's name.
+te.recipe @r {
+  te.rule "grouped_linear", "input" -> #te.fp8_delayed<e4m3, history = 4>
+  te.rule "*", "*" -> #te.fp8_block<e4m3, 128x128>
+}
+// CHECK-LABEL: func.func @delayed_tokens_block_weight
+// CHECK: %[[W:.*]] = te.quantize %arg1 : tensor<2x128x128xbf16> -> !te.qtensor<2x128x128xbf16, #te.fp8_block<e4m3, 128x128>, rowwise>
+// CHECK: te.grouped_gemm %arg0, %[[W]], %arg2 {input_scheme = #te.fp8_delayed<e4m3, history = 4, algo = max, margin = 0>, input_state = "moe.input.delayed_scaling"}
+// KERNELS-LABEL: func.func @delayed_tokens_block_weight
+// KERNELS: tek.dequantize_kernel "te_dequantize_1" {{.*}} rowwise
+// KERNELS: tek.grouped_gemm "te_grouped_gemm_2" %arg0, {{.*}}input_state = "moe.input.delayed_scaling"
+func.func @delayed_tokens_block_weight(%x: tensor<64x128xbf16>, %w: tensor<2x128x128xbf16>, %s: tensor<2xi64>) -> tensor<64x128xbf16> {
+  %y = te.grouped_linear %x, %w, %s {recipe = @r, layer = "moe"} : tensor<64x128xbf16>, tensor<2x128x128xbf16>, tensor<2xi64> -> tensor<64x128xbf16>
+  return %y : tensor<64x128xbf16>
+}

@@ -1,4 +1,4 @@
-// RUN: te-run %s --random-inputs 5 --entry mxfp8_nvfp4,block_mxfp8,current_nvfp4,hybrid_block,grouped_mxfp8_block,grouped_mxfp8_block_grad,grouped_block_mxfp8_grad,grouped_nvfp4_mxfp8,grouped_nvfp4_mxfp8_grad | FileCheck %s
+// RUN: te-run %s --random-inputs 5 --entry mxfp8_nvfp4,block_mxfp8,current_nvfp4,hybrid_block,grouped_mxfp8_block,grouped_mxfp8_block_grad,grouped_block_mxfp8_grad,grouped_current_mxfp8,grouped_delayed_block,grouped_nvfp4_mxfp8_grad | FileCheck %s
 
 // Tests linear layers whose GEMMs pair operands quantized by two scheme
 // families, each dequantized to bf16 in the direction read, then the bf16
@@ -17,14 +17,16 @@
 // Then a grouped layer of 4 experts (ragged splits) with MXFP8 tokens and
 // a block-FP8 stack, forward and backward with MXFP8 E5M2 gradients: the
 // fprop and the dgrad run the engine's BF16 kernel on dequantized
-// operands, the wgrad pairs MXFP8 with MXFP8; last the backward of block-FP8
+// operands, the wgrad pairs MXFP8 with MXFP8; then the backward of block-FP8
 // tokens and stack with MXFP8 gradients and a bias, whose wgrad pairs
 // MXFP8 dy with block-FP8 x, each expert's codes laid out as their values.
 // Last a grouped layer under a tensor-wide scheme on one operand only
-// (grouped_nvfp4_mxfp8: per-tensor current tokens by an MXFP8 stack, then
+// (grouped_current_mxfp8: per-tensor current tokens by an MXFP8 stack, then
 // the hybrid backward of NVFP4 gradients by the MXFP8 stack read
-// columnwise): the grouped GEMM quantizes that operand per expert to its
-// values, the other is dequantized, the BF16 kernel multiplies them.
+// columnwise; grouped_delayed_block: delayed-scaling tokens, each expert's
+// own amax history, by a block-FP8 stack): the grouped GEMM quantizes that
+// operand per expert to its values, the other is dequantized, the BF16
+// kernel multiplies them.
 // CHECK: call 1 mxfp8_nvfp4: rms(result0)=
 // CHECK: call 2 block_mxfp8: rms(result0)=
 // CHECK: call 3 current_nvfp4: rms(result0)=
@@ -32,8 +34,9 @@
 // CHECK: call 5 grouped_mxfp8_block: rms(result0)=
 // CHECK: call 6 grouped_mxfp8_block_grad: rms(result0)=
 // CHECK: call 7 grouped_block_mxfp8_grad: rms(result0)=
-// CHECK: call 8 grouped_nvfp4_mxfp8: rms(result0)=
-// CHECK: call 9 grouped_nvfp4_mxfp8_grad: rms(result0)=
+// CHECK: call 8 grouped_current_mxfp8: rms(result0)=
+// CHECK: call 9 grouped_delayed_block: rms(result0)=
+// CHECK: call 10 grouped_nvfp4_mxfp8_grad: rms(result0)=
 // CHECK: result0 ({{.*}}): data[512x256 bf16]
 // CHECK: result1 ({{.*}}): data[512x256 f32]
 
@@ -70,6 +73,11 @@ te.recipe @grouped_block {
   te.rule "grouped_linear", "input"       -> #te.fp8_block<e4m3, 1x128>
   te.rule "grouped_linear", "weight"      -> #te.fp8_block<e4m3, 128x128>
   te.rule "grouped_linear", "grad_output" -> #te.mxfp8<e5m2>
+  te.rule "*", "*"                        -> #te.identity<bf16>
+}
+te.recipe @grouped_delayed {
+  te.rule "grouped_linear", "input"       -> #te.fp8_delayed<e4m3, history = 4>
+  te.rule "grouped_linear", "weight"      -> #te.fp8_block<e4m3, 128x128>
   te.rule "*", "*"                        -> #te.identity<bf16>
 }
 te.recipe @grouped_tensor_wide {
@@ -124,8 +132,13 @@ func.func @grouped_block_mxfp8_grad(%dy: tensor<512x128xbf16>, %x: tensor<512x25
   return %dx, %dw, %db : tensor<512x256xbf16>, tensor<4x128x256xf32>, tensor<4x128xf32>
 }
 
-func.func @grouped_nvfp4_mxfp8(%x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %b: tensor<4x128xbf16>, %s: tensor<4xi64>) -> tensor<512x128xbf16> {
+func.func @grouped_current_mxfp8(%x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %b: tensor<4x128xbf16>, %s: tensor<4xi64>) -> tensor<512x128xbf16> {
   %y = te.grouped_linear %x, %w, %s bias %b {recipe = @grouped_tensor_wide} : tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64>, tensor<4x128xbf16> -> tensor<512x128xbf16>
+  return %y : tensor<512x128xbf16>
+}
+
+func.func @grouped_delayed_block(%x: tensor<512x256xbf16>, %w: tensor<4x128x256xbf16>, %s: tensor<4xi64>) -> tensor<512x128xbf16> {
+  %y = te.grouped_linear %x, %w, %s {recipe = @grouped_delayed, layer = "moe_delayed"} : tensor<512x256xbf16>, tensor<4x128x256xbf16>, tensor<4xi64> -> tensor<512x128xbf16>
   return %y : tensor<512x128xbf16>
 }
 

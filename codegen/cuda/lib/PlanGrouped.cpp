@@ -167,7 +167,7 @@ static std::pair<int, int> delayedScales(const Program &p,
 
 /// The buffers of an operand quantized per expert that its GEMM reads.
 struct PerExpertOperand {
-  int data = -1;   ///< FP8 or NVFP4 codes, or NVFP4's bf16 values
+  int data = -1;   ///< FP8 or NVFP4 codes, or the bf16 values
   int scales = -1; ///< FP8 block scales, NVFP4 E4M3 block scales, or -1
   int amax = -1;   ///< each expert's amax [G] (or delayed-scaling scale)
 };
@@ -313,7 +313,7 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
                        std::string(rt::dtypeName(y.dtype)));
   GroupedGemmSpec spec;
   // Quantized per expert: FP8 codes for the block-scaled kernel, NVFP4
-  // codes for the NVFP4 one, or NVFP4's dequantized values for the BF16 one.
+  // codes for the NVFP4 one, or dequantized values for the BF16 one.
   const bool perExpertFp8 = g.readsPerExpertCodes();
   const bool mxfp8 =
       x.isQuantized() &&

@@ -294,37 +294,15 @@ static std::string validateGroupedGemm(const Entry &e,
                                                            g.weightColumnwise);
         !why.empty())
       return why;
-    if (g.nvfp4Codes)
-      return rt::groupedNvfp4CodesError(*g.xScheme, *g.wScheme,
-                                        g.weightColumnwise, w.shape[2]);
-    if (g.readsPerExpertCodes()) {
-      if (w.shape[1] % 128 != 0)
-        return "N must be a multiple of 128: each expert's 128x128 weight "
-               "tiles are its own";
-      if (!g.weightColumnwise && w.shape[2] % 128 != 0)
-        return "K must be a multiple of 128: the per-expert GEMMs contract "
-               "whole 128-element blocks";
-      if (w.shape[2] % 8 != 0)
-        return "K must be a multiple of 8: the quantize reads 16-byte pieces "
-               "of each row";
-      return "";
-    }
-    auto nvfp4 = [](const std::optional<rt::Scheme> &s) {
-      return s && s->kind == rt::SchemeKind::Nvfp4;
-    };
-    if (nvfp4(g.wScheme) && (w.shape[1] % 16 != 0 || w.shape[2] % 16 != 0))
-      return "N and K must be multiples of 16: each expert's NVFP4 blocks "
-             "are its own";
-    if (nvfp4(g.xScheme) && x.shape[1] % 16 != 0)
-      return "the tokens' rows must be multiples of 16 elements: their NVFP4 "
-             "1x16 blocks";
-    if ((g.xScheme && x.shape[1] % 8 != 0) || (g.wScheme && w.shape[2] % 8))
-      return "rows quantized per expert must be multiples of 8 elements: the "
-             "quantize reads 16-byte pieces of each row";
-    if ((g.weightColumnwise ? w.shape[1] : w.shape[2]) % 64 != 0)
-      return "the contracted dimension must be a multiple of 64: the BF16 "
-             "and NVFP4 GEMMs contract 64-element stages";
-    return "";
+    if (std::string why = rt::groupedPerExpertShapeError(
+            g.xScheme, g.wScheme, g.weightColumnwise, x.shape[1], w.shape[1],
+            w.shape[2]);
+        !why.empty())
+      return why;
+    return g.nvfp4Codes
+               ? rt::groupedNvfp4CodesError(*g.xScheme, *g.wScheme,
+                                            g.weightColumnwise, w.shape[2])
+               : "";
   }
   if (!x.isQuantized())
     return ""; // a tensor weight read columnwise is the stack read along N

@@ -423,7 +423,11 @@ TEST(GroupedGemmCpu, PerExpertValuesAreEachExpertsOwnQuantization) {
       {"NVFP4 x, per-tensor w", Scheme::nvfp4(),
        Scheme::fp8Current(DType::E4M3), false},
       {"per-tensor dy, NVFP4 w (16x1)", Scheme::fp8Delayed(DType::E4M3, 4),
-       Scheme::nvfp4(), true}};
+       Scheme::nvfp4(), true},
+      {"delayed x alone, w values",
+       Scheme::fp8Delayed(DType::E5M2, 4),
+       {},
+       false}};
   for (const Case &c : cases) {
     SCOPED_TRACE(c.name);
     const Scheme any = Scheme::fp8Current(DType::E4M3);

@@ -1023,19 +1023,30 @@ TEST_F(GroupedGemmPlanGpu,
   wk.xScheme = e4m3;
   wk.dyState = "moe.grad_output.delayed_scaling";
   wk.xState = "moe.input.delayed_scaling";
+  // The tokens alone per expert, beside the stack's values (another
+  // family's, dequantized before): the values path's delayed cast.
+  cg::Program oneSided = fprop;
+  auto &og =
+      std::get<cg::GroupedGemmKernel>(oneSided.entries[0].kernels.back());
+  og.wScheme.reset();
+  og.wState.clear();
   const std::vector<std::vector<int64_t>> splits = {
       {200, 131, 0, 300}, {0, 0, 690, 0},       {1, 257, 0, 442},
       {300, 300, 50, 50}, {175, 175, 175, 175}, {0, 700, 0, 0},
       {10, 20, 30, 40},   {699, 0, 0, 1}};
-  for (bool wgradEntry : {false, true}) {
-    const cg::Program &p = wgradEntry ? wgrad : fprop;
+  for (int entry = 0; entry < 3; ++entry) {
+    const bool wgradEntry = entry == 1;
+    const cg::Program &p = entry == 0 ? fprop : entry == 1 ? wgrad : oneSided;
     ASSERT_EQ(cg::validate(p.entries[0]), "");
     std::vector<std::string> names;
     for (const cg::ScalingState &s : cg::scalingStates(p.entries[0]))
       names.push_back(s.name);
-    ASSERT_EQ(names.size(), size_t(2 * g));
+    ASSERT_EQ(names.size(), size_t(entry == 2 ? g : 2 * g));
     for (bool graph : {false, true}) {
-      SCOPED_TRACE(std::string(wgradEntry ? "wgrad" : "fprop") +
+      SCOPED_TRACE(std::string(entry == 0 ? "fprop"
+                               : entry == 1
+                                   ? "wgrad"
+                                   : "fprop, tokens alone per expert") +
                    (graph ? ", graph replays" : ", eager runs"));
       exec::HostStore host;
       exec::DeviceStore device;

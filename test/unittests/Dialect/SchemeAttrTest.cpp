@@ -378,10 +378,29 @@ TEST(GemmRules, GroupedPerExpertOperandsPairAsCodesOrValues) {
   EXPECT_NE(rt::groupedPerExpertSchemesError(block, none).find("block"),
             std::string::npos);
   // The other operand.
-  EXPECT_EQ(rt::groupedPerExpertPartnerError(nvfp4, mxfp8), "");
-  EXPECT_EQ(rt::groupedPerExpertPartnerError(e4m3, block), "");
-  EXPECT_NE(rt::groupedPerExpertPartnerError(e4m3, identity).find("identity"),
+  EXPECT_EQ(rt::groupedPerExpertPartnerError(nvfp4, mxfp8, true), "");
+  EXPECT_EQ(rt::groupedPerExpertPartnerError(e4m3, block, true), "");
+  EXPECT_NE(
+      rt::groupedPerExpertPartnerError(e4m3, identity, false).find("identity"),
+      std::string::npos);
+  EXPECT_NE(
+      rt::groupedPerExpertPartnerError(nvfp4, e4m3, false).find("per expert"),
+      std::string::npos);
+  // 128x128 tiles: the stack's own, never the tokens'.
+  const rt::Scheme tiles = rt::Scheme::fp8Block(rt::DType::E4M3, 128, 128);
+  EXPECT_EQ(rt::groupedPerExpertPartnerError(e4m3, tiles, false), "");
+  EXPECT_NE(rt::groupedPerExpertPartnerError(e4m3, tiles, true).find("span"),
             std::string::npos);
-  EXPECT_NE(rt::groupedPerExpertPartnerError(nvfp4, e4m3).find("per expert"),
+  // The shapes: codes over 128x128 tiles; values over 64-element slabs.
+  EXPECT_NE(rt::groupedPerExpertShapeError(e4m3, e4m3, false, 256, 96, 256)
+                .find("N must be a multiple of 128"),
+            std::string::npos);
+  EXPECT_EQ(rt::groupedPerExpertShapeError(e4m3, none, false, 192, 96, 192),
+            "");
+  EXPECT_NE(rt::groupedPerExpertShapeError(e4m3, none, false, 200, 96, 200)
+                .find("multiple of 64"),
+            std::string::npos);
+  EXPECT_NE(rt::groupedPerExpertShapeError(none, e4m3, true, 128, 128, 100)
+                .find("16-byte pieces"),
             std::string::npos);
 }

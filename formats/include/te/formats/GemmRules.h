@@ -111,6 +111,11 @@ std::string groupedWgradSchemesError(const Scheme &dy, const Scheme &x);
 /// groupedWgradSchemesError ask it.
 bool groupedWgradReadsCodes(const Scheme &dy, const Scheme &x);
 
+/// Whether `s` scales by one scale for a whole tensor, which a grouped GEMM
+/// takes per expert (quantizing that operand itself): per-tensor FP8 or
+/// NVFP4 (whose tensor scale is its amax's).
+bool groupedTensorWide(const Scheme &s);
+
 /// A grouped GEMM that quantizes one or both of its bf16 operands itself,
 /// one tensor scale per expert (te.grouped_gemm's `input_scheme` /
 /// `weight_scheme`; x rowwise, w rowwise or for the dgrad columnwise). `x`
@@ -134,9 +139,26 @@ std::string groupedPerExpertSchemesError(const std::optional<Scheme> &x,
 /// dequantized values (gemmMixesFamilies, docs/Numerics.md §7.4). Not
 /// identity (a GEMM multiplies two quantized operands or two high-precision
 /// ones) and not a tensor-wide scheme (that operand is quantized per expert
-/// too). "" when it may, else the reason.
+/// too); the tokens (`otherIsTokens`) not in 128x128 tiles, which would
+/// span experts. "" when it may, else the reason.
 std::string groupedPerExpertPartnerError(const Scheme &perExpert,
-                                         const Scheme &other);
+                                         const Scheme &other,
+                                         bool otherIsTokens);
+
+/// The shapes a grouped GEMM quantizing operands per expert (`x`, `w` as
+/// for groupedPerExpertSchemesError) takes, with the stack [G, n, k] and
+/// x's rows of `xCols` elements (k for the fprop, n for the dgrad): codes
+/// (groupedPerExpertReadsCodes) over each expert's own 128x128 weight tiles
+/// and whole 128-element K blocks; values for the BF16 kernel over
+/// 64-element slabs of the contracted dimension, rows quantized in 16-byte
+/// pieces, NVFP4's 1x16 and 16x16 blocks each an expert's own, an even
+/// output width, and a stack read along N in 16-byte rows. "" when they
+/// fit, else the reason, as "quantizes its ... per expert ...: ...". The te
+/// verifier and code generation's Program validation call it.
+std::string groupedPerExpertShapeError(const std::optional<Scheme> &x,
+                                       const std::optional<Scheme> &w,
+                                       bool weightColumnwise, int64_t xCols,
+                                       int64_t n, int64_t k);
 
 /// Whether a grouped GEMM passing groupedPerExpertSchemesError reads FP8
 /// codes (the block-scaled kernel, each expert's scale repeated over the

@@ -92,10 +92,11 @@ rt::Dim3 groupedBiasGrid(int64_t groups, int64_t cols);
 struct GroupedRowsQuantizeSpec {
   /// #te.fp8_current (E4M3 or E5M2, pow2 or not) or #te.fp8_delayed (each
   /// expert's scale given, its amax recorded): codes and the expert's
-  /// scale over the block-scaled GEMM's blocks; or #te.nvfp4 (stochastic
-  /// rounding or not; 16x16 blocks for the stack only): bf16 values, each
-  /// expert's rows quantized with its own tensor scale and dequantized, for
-  /// the BF16 GEMM (no FP4 MMA on Hopper).
+  /// scale over the block-scaled GEMM's blocks (or with fp8Values their
+  /// bf16 values); or #te.nvfp4 (stochastic rounding or not; 16x16 blocks
+  /// for the stack only): bf16 values, each expert's rows quantized with its
+  /// own tensor scale and dequantized, for the BF16 GEMM (no FP4 MMA on
+  /// Hopper).
   rt::Scheme scheme;
   int64_t groups = 1;
   int64_t cols = 0; ///< C of the [rows, C] bf16 input
