@@ -104,14 +104,10 @@ static GemmPath groupedPathOf(GroupedGemmOp op, StringRef mxfp8,
   const double m = double(xs[0]), k = double(xs[1]), g = double(ws[0]),
                n = double(ws[1]);
   const double flops = 2 * m * n * k;
-  SchemeAttrInterface xScheme = op.getInputSchemeAttr(),
-                      wScheme = op.getWeightSchemeAttr();
-  if (xScheme || wScheme) {
-    std::optional<::te::rt::Scheme> xq, wq;
-    if (xScheme)
-      xq = xScheme.getRuntimeScheme(Direction::rowwise);
-    if (wScheme)
-      wq = wScheme.getRuntimeScheme(wDir);
+  if (op.getInputSchemeAttr() || op.getWeightSchemeAttr()) {
+    auto [xq, wq] = GroupedGemmOp::perExpertSchemes(op.getInputSchemeAttr(),
+                                                    op.getWeightSchemeAttr(),
+                                                    op.getWeightColumnwise());
     if (::te::rt::groupedPerExpertReadsCodes(xq, wq))
       return GemmPath::generated; // per-tensor FP8: the block-scaled kernel
     // Values on the BF16 kernel, or NVFP4 x NVFP4 codes where readable.

@@ -102,6 +102,19 @@ bool GroupedGemmOp::engineReads(Type input, Type weight, Direction weightDir) {
   return true;
 }
 
+std::pair<std::optional<rt::Scheme>, std::optional<rt::Scheme>>
+GroupedGemmOp::perExpertSchemes(SchemeAttrInterface inputScheme,
+                                SchemeAttrInterface weightScheme,
+                                bool weightColumnwise) {
+  std::optional<rt::Scheme> x, w;
+  if (inputScheme)
+    x = inputScheme.getRuntimeScheme(Direction::rowwise);
+  if (weightScheme)
+    w = weightScheme.getRuntimeScheme(weightColumnwise ? Direction::columnwise
+                                                       : Direction::rowwise);
+  return {x, w};
+}
+
 LogicalResult GroupedGemmOp::verifyTypes(
     function_ref<InFlightDiagnostic()> emitError, Type input, Type weight,
     Type splitSizes, Type bias, Type result, bool weightColumnwise,
@@ -155,11 +168,8 @@ LogicalResult GroupedGemmOp::verifyTypes(
     // dequantized to bf16 for the BF16 kernel).
     const Direction wDir =
         weightColumnwise ? Direction::columnwise : Direction::rowwise;
-    std::optional<rt::Scheme> xs, ws;
-    if (inputScheme)
-      xs = inputScheme.getRuntimeScheme(Direction::rowwise);
-    if (weightScheme)
-      ws = weightScheme.getRuntimeScheme(wDir);
+    auto [xs, ws] =
+        perExpertSchemes(inputScheme, weightScheme, weightColumnwise);
     auto isBf16 = [](Type t) {
       auto rt = llvm::dyn_cast<RankedTensorType>(t);
       return rt && rt.getElementType().isBF16();

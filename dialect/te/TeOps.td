@@ -362,6 +362,13 @@ def Te_GroupedGemmOp : Te_Op<"grouped_gemm", [Pure]> {
                 SchemeAttrInterface inputScheme = {},
                 SchemeAttrInterface weightScheme = {},
                 bool partnerDequantized = false);
+    /// The runtime schemes of the operands quantized per expert (x
+    /// rowwise, w in the direction read), absent for an operand without
+    /// one: what the GemmRules per-expert rules take.
+    static std::pair<std::optional<::te::rt::Scheme>,
+                     std::optional<::te::rt::Scheme>>
+    perExpertSchemes(SchemeAttrInterface inputScheme,
+                     SchemeAttrInterface weightScheme, bool weightColumnwise);
     /// The direction the weight is read in.
     Direction getWeightDirection() {
       return getWeightColumnwise() ? Direction::columnwise

@@ -171,6 +171,10 @@ bool GroupedRowsQuantizeSpec::nvfp4() const {
 
 bool GroupedRowsQuantizeSpec::delayed() const { return isDelayed(scheme); }
 
+bool GroupedRowsQuantizeSpec::values() const {
+  return (nvfp4() && !nvfp4Codes) || fp8Values;
+}
+
 std::string GroupedRowsQuantizeSpec::kernelName() const {
   std::ostringstream os;
   os << "te_grouped_rows_";

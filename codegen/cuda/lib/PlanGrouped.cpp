@@ -208,10 +208,9 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   // FP8 codes and the expert's scales over the blocks, NVFP4's packed codes
   // and block scales, or its bf16 values (no scales: the BF16 GEMM reads
   // them as they are).
-  const bool values = (qs.nvfp4() && !qs.nvfp4Codes) || qs.fp8Values;
-  int codes = table.add(prefix, uint64_t(qs.nvfp4Codes
-                                             ? rows * cols / 2
-                                             : rows * cols * (values ? 2 : 1)));
+  int codes = table.add(
+      prefix, uint64_t(qs.nvfp4Codes ? rows * cols / 2
+                                     : rows * cols * (qs.values() ? 2 : 1)));
   // Each expert's amax (current scaling, NVFP4), or under delayed scaling
   // each expert's scale, the cast recording its amax.
   int amax = -1, record = -1;

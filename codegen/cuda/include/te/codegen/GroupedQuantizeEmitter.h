@@ -125,6 +125,9 @@ struct GroupedRowsQuantizeSpec {
   std::string kernelName() const;
   bool nvfp4() const;
   bool delayed() const;
+  /// Whether the cast writes bf16 values (no scales): NVFP4 without
+  /// nvfp4Codes, or FP8 with fp8Values.
+  bool values() const;
 };
 
 /// InvalidArgument naming the rule: the scheme, C a positive multiple of 8,
