@@ -65,8 +65,8 @@ static double timeMedian(rt::EventTimer &timer, const rt::Stream &s, int runs,
   return median(ms);
 }
 
-/// A GEMM op of several launches (a grouped GEMM that quantizes its
-/// operands first): each launch timed alone, with its share of the op.
+/// An op of several launches (a grouped GEMM that quantizes its operands
+/// first, a two-pass quantize, a sharded one): each launch timed alone.
 /// Run alone, a launch reads what the previous run of the op left (an amax,
 /// a cast operand), so its time is that of its place in the op.
 static void benchSteps(exec::CudaRunner &runner, size_t k,
@@ -135,6 +135,8 @@ void bench(exec::CudaRunner &runner, const rt::Stream &s, int runs,
         "of copy\n",
         kp.name.c_str(), kp.launches, t * 1e3, double(kp.bytesMoved) * 1e-6,
         gbs, ceiling > 0 ? 100.0 * gbs * 1e9 / ceiling : 0.0);
+    if (kp.launches > 1)
+      benchSteps(runner, k, *timer, s, runs);
   }
   double whole =
       timeMedian(*timer, s, runs, [&] { return runner.run(s); }) * 1e3;
