@@ -13,7 +13,8 @@
 // expert's values for the BF16 kernels), @bf16 and @bf16_grad in BF16, for
 // the comparison in one run; @nvfp4_1d_grad is @nvfp4_grad with 1x16 weight
 // blocks (the dgrad casts the stack's 16x1 columns); @mlp and @mlp_grad are
-// two such layers in a row and their backward:
+// two such layers in a row and their backward, @mlp_delayed the two under
+// delayed scaling:
 //
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry current
 //   te-run bench/moe_fp8_current_32768.mlir --random-inputs 1 --bench 20 --entry block
@@ -191,6 +192,23 @@ func.func @mlp(%x: tensor<32768x7168xbf16>,
          : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
          -> tensor<32768x4096xbf16>
   %y = te.grouped_linear %h, %w2, %splits {recipe = @per_tensor}
+         : tensor<32768x4096xbf16>, tensor<8x7168x4096xbf16>, tensor<8xi64>
+         -> tensor<32768x7168xbf16>
+  return %y : tensor<32768x7168xbf16>
+}
+
+// @mlp under delayed scaling: the first GEMM's epilogue casts h by each
+// expert's scale of the second layer's state into the codes that layer's
+// GEMM reads (and records h's amaxes for that state), so the second layer
+// casts only its stack.
+func.func @mlp_delayed(%x: tensor<32768x7168xbf16>,
+                       %w1: tensor<8x4096x7168xbf16> {te.persistent = "experts.w1"},
+                       %w2: tensor<8x7168x4096xbf16> {te.persistent = "experts.w2"},
+                       %splits: tensor<8xi64>) -> tensor<32768x7168xbf16> {
+  %h = te.grouped_linear %x, %w1, %splits {recipe = @delayed, layer = "experts1"}
+         : tensor<32768x7168xbf16>, tensor<8x4096x7168xbf16>, tensor<8xi64>
+         -> tensor<32768x4096xbf16>
+  %y = te.grouped_linear %h, %w2, %splits {recipe = @delayed, layer = "experts2"}
          : tensor<32768x4096xbf16>, tensor<8x7168x4096xbf16>, tensor<8xi64>
          -> tensor<32768x7168xbf16>
   return %y : tensor<32768x7168xbf16>

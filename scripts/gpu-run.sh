@@ -52,7 +52,7 @@ done
 run "te-run-check-moe" "$PACK/bin/te-run" examples/moe_block_fp8.mlir --random-inputs 7 --check --entry up,down,up_grad
 run "te-run-check-moe-dgrad" "$PACK/bin/te-run" test/Passes/grouped-gemm-dgrad.mlir --random-inputs 7 --check
 run "te-run-check-double-quantize" "$PACK/bin/te-run" test/Tools/te-run-double-quantize.mlir --random-inputs 2 --check --entry both
-run "te-run-check-moe-bias" "$PACK/bin/te-run" test/Tools/te-run-grouped-linear.mlir --random-inputs 7 --check --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad,nvfp4_grad,mxfp8_nvfp4_grad,current_chain,nvfp4_chain,current_chain_grad,block_chain
+run "te-run-check-moe-bias" "$PACK/bin/te-run" test/Tools/te-run-grouped-linear.mlir --random-inputs 7 --check --entry bf16_bias,fp8_bias,mxfp8_bias,current_bias,nvfp4_bias,bf16_grad,hybrid_grad,current_grad,mxfp8_grad,nvfp4_grad,mxfp8_nvfp4_grad,current_chain,nvfp4_chain,current_chain_grad,block_chain,delayed_chain,delayed_chain_grad
 # GEMMs pairing two scheme families (dequantized, then the bf16 GEMM).
 run "te-run-check-mixed-families" "$PACK/bin/te-run" test/Tools/te-run-mixed-families.mlir --random-inputs 7 --check --entry mxfp8_nvfp4,block_mxfp8,current_nvfp4,hybrid_block,grouped_mxfp8_block,grouped_mxfp8_block_grad,grouped_block_mxfp8_grad,grouped_current_mxfp8,grouped_delayed_block,grouped_nvfp4_mxfp8_grad
 # Sessions: persistent values across alternating train / optimizer / eval calls.

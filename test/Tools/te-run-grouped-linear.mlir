@@ -3,7 +3,7 @@
 // RUN: not te-run %s --entry mxfp8_bias --grouped-mxfp8=fast 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: te-run %s --random-inputs 5 --entry nvfp4_bias --grouped-nvfp4=dequantize --check-if-gpu | FileCheck %s --check-prefix=NVDEQUANT
 // RUN: not te-run %s --entry nvfp4_bias --grouped-nvfp4=codes 2>&1 | FileCheck %s --check-prefix=NVBAD
-// RUN: te-run %s --random-inputs 5 --entry current_chain,nvfp4_chain,current_chain_grad,block_chain | FileCheck %s --check-prefix=CHAIN
+// RUN: te-run %s --random-inputs 5 --entry current_chain,nvfp4_chain,current_chain_grad,block_chain,delayed_chain,delayed_chain_grad | FileCheck %s --check-prefix=CHAIN
 
 // Tests that grouped linear layers with a bias run on the CPU backend
 // (scripts/gpu-run.sh runs the same with --check against the GPU): bf16
@@ -38,14 +38,20 @@
 // two per-tensor layers, whose second dgrad's output dh the first layer's
 // dgrad and wgrad quantize: on the GPU the producing GEMM takes those
 // amaxes in its epilogue, with no pass of their own (GroupedGemmPlanTest).
-// Last two block-FP8 layers, whose first GEMM's epilogue writes h's 1x128
-// codes and scales for the second (te-fuse-gemm-epilogue).
+// Then two block-FP8 layers, whose first GEMM's epilogue writes h's 1x128
+// codes and scales for the second (te-fuse-gemm-epilogue). Last two layers
+// under per-tensor delayed scaling and their backward: on the GPU the
+// first GEMM's epilogue casts h (the second dgrad's, dh) by each expert's
+// scale of the next layer's state, into the codes the next GEMM reads, and
+// records each expert's amax for that state (GroupedGemmPlanTest).
 // CHAIN: call 1 current_chain: rms(result0)=
 // CHAIN: call 2 nvfp4_chain: rms(result0)=
 // CHAIN: call 3 current_chain_grad: rms(result0)=
 // CHAIN: call 4 block_chain: rms(result0)=
-// CHAIN: result0 ({{.*}}): data[500x256 bf16]
-// CHAIN: result1 ({{.*}}): data[500x384 bf16]
+// CHAIN: call 5 delayed_chain: rms(result0)=
+// CHAIN: call 6 delayed_chain_grad: rms(result0)=
+// CHAIN: result0 ({{.*}}): data[500x384 bf16]
+// CHAIN: result1 ({{.*}}): data[1024x384 f32]
 // CHECK: call 1 bf16_bias: rms(result0)=
 // CHECK: call 2 fp8_bias: rms(result0)=
 // CHECK: call 3 mxfp8_bias: rms(result0)=
@@ -92,6 +98,10 @@ te.recipe @mxfp8_nvfp4 {
 te.recipe @current_bwd {
   te.rule "grouped_linear", "grad_output" -> #te.fp8_current<e5m2>
   te.rule "grouped_linear", "*" -> #te.fp8_current<e4m3>
+}
+te.recipe @delayed {
+  te.rule "grouped_linear", "grad_output" -> #te.fp8_delayed<e5m2, history = 4>
+  te.rule "grouped_linear", "*" -> #te.fp8_delayed<e4m3, history = 4>
 }
 te.recipe @hybrid {
   te.rule "grouped_linear", "weight" -> #te.fp8_block<e4m3, 128x128, pow2>
@@ -241,4 +251,30 @@ func.func @block_chain(%x: tensor<500x384xbf16>, %w1: tensor<4x256x384xbf16>,
          : tensor<500x256xbf16>, tensor<4x384x256xbf16>, tensor<4xi64>
          -> tensor<500x384xbf16>
   return %h, %y : tensor<500x256xbf16>, tensor<500x384xbf16>
+}
+
+func.func @delayed_chain(%x: tensor<500x384xbf16>, %w1: tensor<4x256x384xbf16>,
+                         %w2: tensor<4x384x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x256xbf16>, tensor<500x384xbf16>) {
+  %h = te.grouped_linear %x, %w1, %s {recipe = @delayed, layer = "e1"}
+         : tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+         -> tensor<500x256xbf16>
+  %y = te.grouped_linear %h, %w2, %s {recipe = @delayed, layer = "e2"}
+         : tensor<500x256xbf16>, tensor<4x384x256xbf16>, tensor<4xi64>
+         -> tensor<500x384xbf16>
+  return %h, %y : tensor<500x256xbf16>, tensor<500x384xbf16>
+}
+
+func.func @delayed_chain_grad(%dy: tensor<500x384xbf16>, %x: tensor<500x384xbf16>,
+                              %h: tensor<500x256xbf16>,
+                              %w1: tensor<4x256x384xbf16>,
+                              %w2: tensor<4x384x256xbf16>, %s: tensor<4xi64>)
+    -> (tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x384x256xf32>) {
+  %dh, %dw2 = te.grouped_linear_grad %dy, %h, %w2, %s {recipe = @delayed, layer = "e2"}
+      : tensor<500x384xbf16>, tensor<500x256xbf16>, tensor<4x384x256xbf16>, tensor<4xi64>
+      -> tensor<500x256xbf16>, tensor<4x384x256xf32>
+  %dx, %dw1 = te.grouped_linear_grad %dh, %x, %w1, %s {recipe = @delayed, layer = "e1"}
+      : tensor<500x256xbf16>, tensor<500x384xbf16>, tensor<4x256x384xbf16>, tensor<4xi64>
+      -> tensor<500x384xbf16>, tensor<4x256x384xf32>
+  return %dx, %dw1, %dw2 : tensor<500x384xbf16>, tensor<4x256x384xf32>, tensor<4x384x256xf32>
 }

@@ -136,7 +136,9 @@ std::string GroupedGemmSpec::kernelName() const {
     os << "_amax";
   if (quantizeOutput)
     os << "_q" << rt::dtypeName(quantizeOutput->element)
-       << (quantizeOutput->pow2 ? "p2" : "");
+       << (quantizesPerExpert()   ? "d"
+           : quantizeOutput->pow2 ? "p2"
+                                  : "");
   return os.str();
 }
 
@@ -201,8 +203,12 @@ Status checkGroupedGemm(const GroupedGemmSpec &spec) {
   if (s.outBoxes != 1 && s.outBoxes != 2)
     return bad("a warpgroup stores through 1 or 2 output boxes");
   if (s.quantizeOutput) {
-    if (std::string why = rt::groupedEpilogueQuantizeError(
-            *s.quantizeOutput, rt::Direction::Rowwise);
+    // Each expert by its given scale (the next grouped GEMM's per-expert
+    // cast), or the 1x128 blocks of a quantize kernel over y.
+    if (std::string why = s.quantizesPerExpert()
+                              ? ""
+                              : rt::groupedEpilogueQuantizeError(
+                                    *s.quantizeOutput, rt::Direction::Rowwise);
         !why.empty())
       return bad(why);
     if (std::string why = s.quantizeOutput->validate(); !why.empty())
@@ -240,16 +246,21 @@ std::string emitGroupedGemm(const GroupedGemmSpec &spec) {
      << "    const unsigned short *bias, unsigned short *y, int mTotal,\n"
      << "    const float *amaxX, const float *amaxW, float *amaxY,\n"
      << "    unsigned char *yCodes, float *yScaleInv, float yEps,\n"
-     << "    const __grid_constant__ cute::TmaDescriptor tmYCodes) {\n"
+     << "    const __grid_constant__ cute::TmaDescriptor tmYCodes,\n"
+     << "    const float *yScale) {\n"
      << "  te::gemm::groupedGemmSm90<Config, te::gemm::Epilogue<"
      << (s.outputAmax ? "true" : "false") << ", "
      << (s.quantizeOutput ? "true" : "false") << ", "
      << (s.quantizeOutput && s.quantizeOutput->element == rt::DType::E5M2
              ? "true"
              : "false")
-     << ", " << (s.quantizeOutput && s.quantizeOutput->pow2 ? "true" : "false")
+     << ", "
+     << (s.quantizeOutput && s.quantizeOutput->pow2 && !s.quantizesPerExpert()
+             ? "true"
+             : "false")
+     << ", " << (s.quantizesPerExpert() ? "true" : "false")
      << ">>(&tmX, &tmW, &tmSX, &tmY, sw, sx, splits, bias, y, mTotal, amaxX, "
-        "amaxW, amaxY, yCodes, yScaleInv, yEps, &tmYCodes);\n"
+        "amaxW, amaxY, yCodes, yScaleInv, yEps, &tmYCodes, yScale);\n"
      << "}\n";
   return os.str();
 }
@@ -268,10 +279,10 @@ rt::Expected<rt::CompileOptions> groupedGemmCompileOptions() {
   return o;
 }
 
-std::array<void *, 17> GroupedGemmLaunch::args() {
-  return {&maps[0], &maps[1], &maps[2],   &maps[3], &sw,      &sx,
-          &splits,  &bias,    &y,         &mTotal,  &amaxX,   &amaxW,
-          &amaxY,   &yCodes,  &yScaleInv, &yEps,    &codesMap};
+std::array<void *, 18> GroupedGemmLaunch::args() {
+  return {&maps[0], &maps[1], &maps[2],   &maps[3], &sw,       &sx,
+          &splits,  &bias,    &y,         &mTotal,  &amaxX,    &amaxW,
+          &amaxY,   &yCodes,  &yScaleInv, &yEps,    &codesMap, &yScale};
 }
 
 bool groupedGemmTmaCodes(const GroupedGemmSpec &s) {
@@ -366,11 +377,14 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
     return Status(StatusCode::InvalidArgument,
                   "grouped GEMM (" + s.kernelName() +
                       "): the output's amax needs its [G] f32 buffer");
-  if (s.quantizeOutput && (b.yCodes == 0 || b.yScaleInv == 0))
-    return Status(StatusCode::InvalidArgument,
-                  "grouped GEMM (" + s.kernelName() +
-                      "): the output's quantization needs its codes and "
-                      "scale buffers");
+  if (s.quantizeOutput && (b.yCodes == 0 || b.yScaleInv == 0 ||
+                           (s.quantizesPerExpert() && b.yScale == 0)))
+    return Status(
+        StatusCode::InvalidArgument,
+        "grouped GEMM (" + s.kernelName() +
+            "): the output's quantization needs its codes and "
+            "scale buffers" +
+            (s.quantizesPerExpert() ? " and each expert's scale" : ""));
   std::array<rt::TensorMapShape, 4> shapes = groupedGemmMaps(s, b.mTotal);
   const bool scaleMap = s.fp8() && !s.mxfp8();
   uint64_t bases[4] = {b.x, b.w, scaleMap ? b.sx : b.x,
@@ -390,6 +404,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
   l.yCodes = s.quantizeOutput ? b.yCodes : 0;
   l.yScaleInv = s.quantizeOutput ? b.yScaleInv : 0;
   l.yEps = s.quantizeOutput ? static_cast<float>(s.quantizeOutput->eps) : 0.f;
+  l.yScale = s.quantizesPerExpert() ? b.yScale : 0;
   {
     // The codes' map (or x's again where the kernel reads none).
     const bool codes = s.quantizeOutput && groupedGemmTmaCodes(s);
@@ -420,7 +435,7 @@ rt::Expected<GroupedGemmLaunch> prepareGroupedGemm(const GroupedGemmSpec &spec,
 
 rt::Status launchGroupedGemm(const rt::Kernel &kernel, GroupedGemmLaunch &l,
                              const rt::Stream &stream) {
-  std::array<void *, 17> args = l.args();
+  std::array<void *, 18> args = l.args();
   return kernel.launch(l.grid, l.block, l.sharedBytes, stream, args.data(),
                        l.cluster);
 }

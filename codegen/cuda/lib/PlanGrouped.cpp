@@ -137,6 +137,12 @@ static int expertAmax(const Program &p, const Entry &e, BufferTable &table,
   return amax;
 }
 
+/// The [G] workspace of delayedScales' gathered scales.
+static std::string delayedScalesName(const std::string &kernel,
+                                     const std::string &operand) {
+  return kernel + "." + operand + ".expert_scales";
+}
+
 /// A delayed-scaling operand `operand` of grouped kernel `kernel`: its
 /// experts' scales (the states rt::expertStateName(state, g)) gathered into
 /// a [G] workspace, and its [G] amax record (groupedAmaxRecord, which the
@@ -151,8 +157,8 @@ static std::pair<int, int> delayedScales(const Program &p,
   for (int64_t g = 0; g < groups; ++g)
     scalePtrs.push_back(
         ArgDesc::ptr(stateScaleBuffer(out, rt::expertStateName(state, g))));
-  const int scales = table.add(kernel + "." + operand + ".expert_scales",
-                               uint64_t(groups * 4));
+  const int scales =
+      table.add(delayedScalesName(kernel, operand), uint64_t(groups * 4));
   const int record =
       table.add(groupedAmaxRecord(kernel, operand), uint64_t(groups * 4));
   EmittedGroupedAmax gather = emitGatherScales(groups);
@@ -171,6 +177,14 @@ struct PerExpertOperand {
   int scales = -1; ///< FP8 block scales, NVFP4 E4M3 block scales, or -1
   int amax = -1;   ///< each expert's amax [G] (or delayed-scaling scale)
 };
+
+/// The name of grouped GEMM `g`'s workspace of operand `v` quantized per
+/// expert (its codes or values; "_block_scale_inv" after it, their block
+/// scales): where quantizePerExpert writes them, or the epilogue of the GEMM
+/// that computes the tokens (laterCastsPerExpert).
+static std::string perExpertName(const GroupedGemmKernel &g, const Value &v) {
+  return g.name + "." + v.name + ".per_expert";
+}
 
 /// Grouped GEMM `g`'s operand `value` (the tokens, or with `weightStack`
 /// the stacked weight, rowwise or for the dgrad columnwise) quantized with
@@ -204,7 +218,14 @@ quantizePerExpert(const Program &p, const Entry &e, const GroupedGemmKernel &g,
   if (rt::Status st = checkGroupedRowsQuantize(qs); !st.isOk())
     return rt::Status(rt::StatusCode::Unsupported,
                       g.name + ": " + st.message());
-  const std::string prefix = g.name + "." + v.name + ".per_expert";
+  const std::string prefix = perExpertName(g, v);
+  // Tokens cast by the epilogue of the grouped GEMM that computed them
+  // (planGroupedGemm, laterCastsPerExpert): codes, their block scales and
+  // the gathered scales are there, the record taken.
+  if (!weightStack && qs.delayed() && !qs.values() && !qs.nvfp4())
+    if (int codes = table.find(prefix); codes >= 0)
+      return PerExpertOperand{codes, table.find(prefix + "_block_scale_inv"),
+                              table.find(delayedScalesName(g.name, "x"))};
   // FP8 codes and the expert's scales over the blocks, NVFP4's packed codes
   // and block scales, or its bf16 values (no scales: the BF16 GEMM reads
   // them as they are).
@@ -286,6 +307,26 @@ static bool laterTakesExpertAmax(const Entry &e, const Kernel &producer,
   return false;
 }
 
+/// The grouped GEMM of `e` after `producer` that casts the tokens `value`
+/// under `splits` per expert by delayed scaling into FP8 codes for its
+/// block-scaled kernel (both operands per-tensor FP8: readsPerExpertCodes),
+/// the first if several do; null if none. The producer's epilogue can cast
+/// them as it stores them: each expert's scale is its state's, known before
+/// the producer runs (the entry updates its states when it ends).
+static const GroupedGemmKernel *laterCastsPerExpert(const Entry &e,
+                                                    const Kernel &producer,
+                                                    int value, int splits) {
+  bool after = false;
+  for (const Kernel &k : e.kernels) {
+    const auto *g = std::get_if<GroupedGemmKernel>(&k);
+    if (after && g && g->x == value && g->splits == splits && g->xScheme &&
+        g->xScheme->kind == SchemeKind::Fp8Delayed && g->readsPerExpertCodes())
+      return g;
+    after = after || &k == &producer;
+  }
+  return nullptr;
+}
+
 /// A grouped GEMM: one persistent launch of the generated Hopper kernel
 /// (GroupedGemmEmitter.h) in 2-CTA clusters, its TMA descriptors over the
 /// operands' buffers encoded where the plan runs.
@@ -338,9 +379,19 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
     if (std::get_if<GroupedGemmKernel>(&k) == &g)
       self = &k;
   spec.outputAmax = self && laterTakesExpertAmax(e, *self, g.output, g.splits);
-  // y quantized in the epilogue too (te-fuse-gemm-epilogue).
+  // y quantized in the epilogue too (te-fuse-gemm-epilogue); or cast per
+  // expert for a later grouped GEMM, whose record then takes the epilogue's
+  // amaxes (a later amax pass over y, if any, runs as its own).
+  const GroupedGemmKernel *caster =
+      self && g.quantizedOutput < 0
+          ? laterCastsPerExpert(e, *self, g.output, g.splits)
+          : nullptr;
   if (g.quantizedOutput >= 0)
     spec.quantizeOutput = e.values[size_t(g.quantizedOutput)].rowwise;
+  if (caster) {
+    spec.quantizeOutput = *caster->xScheme;
+    spec.outputAmax = true;
+  }
   spec = spec.resolved();
   if (rt::Status st = checkGroupedGemm(spec); !st.isOk())
     return unsupported(st.message());
@@ -403,8 +454,21 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
   }
   // Named as expertAmax names it; added once nothing can fail, so that a
   // plan left out (unsupported) leaves no buffer that nothing computes.
-  int amaxY = -1;
-  if (spec.outputAmax) {
+  int amaxY = -1, yScale = -1;
+  if (caster) {
+    // The caster's gathered scales and its zeroed record (which the
+    // epilogue's amaxes fill), its codes and block scales under the names
+    // quantizePerExpert looks for.
+    std::tie(yScale, amaxY) = delayedScales(
+        p, caster->name, "x", caster->xState, spec.groups, table, out, kp);
+    const std::string name = perExpertName(*caster, y);
+    yCodes = table.add(name, uint64_t(y.rows() * spec.n));
+    const int64_t stride = (y.rows() + 3) / 4 * 4;
+    yScales = table.add(name + "_block_scale_inv",
+                        uint64_t((spec.n + 127) / 128 * stride * 4));
+    if (stride != y.rows()) // the padding columns zero, as the cast leaves them
+      kp.addFill(yScales);
+  } else if (spec.outputAmax) {
     amaxY = table.add(
         expertAmaxName(e, out, g.output, g.splits, spec.groups, false),
         uint64_t(spec.groups * 4));
@@ -433,7 +497,9 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
       // The codes' tensor map where they leave by TMA, else x's.
       spec.quantizeOutput && groupedGemmTmaCodes(spec)
           ? rt::ArgDesc::tensorMap(yCodes, groupedGemmCodesMap(spec, x.rows()))
-          : rt::ArgDesc::tensorMap(xData, maps[0])};
+          : rt::ArgDesc::tensorMap(xData, maps[0]),
+      // Each expert's scale of the cast of y.
+      rt::ArgDesc::ptr(yScale)};
   kp.addLaunch(std::move(*ks));
   for (int b : {xData, xScale, wData, wScale, splits, bias, result, amaxX,
                 amaxW, amaxY, yCodes, yScales})

@@ -251,6 +251,17 @@ protected:
       ASSERT_TRUE(yCodes->fill(0xEE, *stream_));
       ASSERT_TRUE(yScales->fill(0xEE, *stream_));
     }
+    // Each expert's scale of the per-expert cast of y: some that saturate
+    // the largest outputs, some that keep them, one power of two.
+    rt::DeviceBuffer yScaleBuf;
+    if (s.quantizesPerExpert()) {
+      const float kScales[] = {0.75f, 12.1f, 0.0625f, 3.0f};
+      yScales_.resize(g);
+      for (int64_t e = 0; e < g; ++e)
+        yScales_[e] = kScales[e % 4];
+      yScaleBuf = upload(yScales_);
+      b.yScale = yScaleBuf.devicePtr();
+    }
     rt::Expected<cg::GroupedGemmLaunch> launch =
         cg::prepareGroupedGemm(s, b, *device_, *kernel, maxCtas);
     ASSERT_TRUE(launch) << launch.status().message();
@@ -332,7 +343,7 @@ protected:
                                 [](float a) { return std::isinf(a); }));
     }
     if (s.quantizeOutput)
-      verifyQuantizedY(s, got, mTotal);
+      verifyQuantizedY(s, got, mTotal, splits);
     if (specials_) {
       // The planted values reach the outputs: NaN always, Inf where the
       // operands can carry one.
@@ -374,8 +385,13 @@ protected:
 
   /// The epilogue's codes and scales of y equal, bit for bit, the reference
   /// quantize of the y the kernel wrote (`got`), padding rows included.
+  /// quantizesPerExpert: each expert's rows (under `splits`) as a per-tensor
+  /// delayed cast by its scale, every block of its rows with that cast's
+  /// scale_inv; padding rows zero codes and scale_inv 0 - what the next
+  /// grouped GEMM's per-expert cast writes.
   void verifyQuantizedY(const GroupedGemmSpec &s,
-                        const std::vector<uint16_t> &got, int64_t mTotal) {
+                        const std::vector<uint16_t> &got, int64_t mTotal,
+                        const std::vector<int64_t> &splits) {
     const int64_t n = s.n, mPad4 = (mTotal + 3) / 4 * 4;
     std::vector<uint8_t> codes(size_t(mTotal * n));
     std::vector<float> scales(size_t((n + 127) / 128 * mPad4));
@@ -384,6 +400,49 @@ protected:
     ASSERT_TRUE(
         quantY_.second->copyToHost(scales.data(), scales.size() * 4, *stream_));
     ASSERT_TRUE(stream_->synchronize());
+    if (s.quantizesPerExpert()) {
+      int64_t row0 = 0, wrong = 0;
+      for (int64_t e = 0; e <= s.groups; ++e) {
+        const bool padding = e == s.groups;
+        const int64_t m =
+            padding ? mTotal - row0
+                    : std::min(std::max<int64_t>(splits[e], 0), mTotal - row0);
+        std::vector<uint8_t> wantCodes(size_t(m * n), 0);
+        float wantInv = 0.0f;
+        if (!padding && m > 0) {
+          ref::DelayedScalingState state;
+          state.history.assign(size_t(s.quantizeOutput->history), 0.0f);
+          state.scale = yScales_[size_t(e)];
+          ref::QuantizeOptions o;
+          o.delayed = &state;
+          ref::QuantizedTensor want =
+              ref::quantize(got.data() + row0 * n, ref::SourceType::BF16, m, n,
+                            *s.quantizeOutput, ref::kRowwiseMask, o);
+          ASSERT_TRUE(want.ok()) << want.error;
+          wantCodes = want.rowwise->data.bytes;
+          wantInv = ref::loadF32(want.rowwise->scaleInv, 0);
+        }
+        for (int64_t i = 0; i < m * n; ++i)
+          if (codes[size_t(row0 * n + i)] != wantCodes[size_t(i)] &&
+              wrong++ < 5)
+            ADD_FAILURE() << "expert " << e << " code of row " << i / n
+                          << " col " << i % n << ": got 0x" << std::hex
+                          << int(codes[size_t(row0 * n + i)]) << " want 0x"
+                          << int(wantCodes[size_t(i)]);
+        for (int64_t cb = 0; cb < (n + 127) / 128; ++cb)
+          for (int64_t row = row0; row < row0 + m; ++row) {
+            const float gotInv = scales[size_t(cb * mPad4 + row)];
+            if (ref::floatToBits(gotInv) != ref::floatToBits(wantInv) &&
+                wrong++ < 5)
+              ADD_FAILURE()
+                  << "expert " << e << " scale_inv of row " << row << " block "
+                  << cb << ": got " << gotInv << " want " << wantInv;
+          }
+        row0 += m;
+      }
+      EXPECT_EQ(wrong, 0) << s.kernelName();
+      return;
+    }
     ref::QuantizedTensor want =
         ref::quantize(got.data(), ref::SourceType::BF16, mTotal, n,
                       *s.quantizeOutput, ref::kRowwiseMask, {});
@@ -410,6 +469,8 @@ protected:
 private:
   /// The epilogue's quantized y (codes, scale_inv) of the current check.
   std::pair<const rt::DeviceBuffer *, const rt::DeviceBuffer *> quantY_;
+  /// quantizesPerExpert: each expert's scale, as uploaded.
+  std::vector<float> yScales_;
   /// MXFP8: the E8M0 scales of x and of the stack, as uploaded (NVFP4:
   /// their E4M3 block scales).
   std::vector<uint8_t> mxSx_, mxSw_;
@@ -787,6 +848,22 @@ TEST_F(GroupedGemmGpu, TheEpilogueQuantizesYAsAQuantizeKernelWould) {
   checkEveryKindWith([](GroupedGemmSpec &s) {
     s.quantizeOutput =
         rt::Scheme::fp8Block(rt::DType::E5M2, 1, 128, /*pow2=*/true, 1e-3);
+    s.outputAmax = true;
+  });
+}
+
+// The epilogue's per-expert cast of y (fp8_delayed: each expert's rows by
+// the scale it is given, the codes and 1x128 block scales the next grouped
+// GEMM's per-expert cast would write, the expert's amax taken for its
+// state): the same cases, E4M3 then E5M2, an expert's scale saturating
+// its largest outputs.
+TEST_F(GroupedGemmGpu, TheEpilogueCastsEachExpertByItsScale) {
+  checkEveryKindWith([](GroupedGemmSpec &s) {
+    s.quantizeOutput = rt::Scheme::fp8Delayed(rt::DType::E4M3, 16);
+    s.outputAmax = true;
+  });
+  checkEveryKindWith([](GroupedGemmSpec &s) {
+    s.quantizeOutput = rt::Scheme::fp8Delayed(rt::DType::E5M2, 4);
     s.outputAmax = true;
   });
 }

@@ -80,7 +80,7 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
     int xData = fp8 ? xb.dir[0].data : xb.tensor;
     int wData = fp8 ? wb.dir[dgrad ? 1 : 0].data : wb.tensor;
-    ASSERT_EQ(ks.args.size(), 17u);
+    ASSERT_EQ(ks.args.size(), 18u);
     for (int i = 0; i < 4; ++i) {
       EXPECT_EQ(ks.args[i].kind, rt::ArgDesc::Kind::TensorMap);
       EXPECT_EQ(ks.args[i].map, maps[i]) << "map " << i;
@@ -97,6 +97,7 @@ TEST(GroupedGemmPlan, OnePersistentLaunchOverTheOperands) {
     EXPECT_EQ(ks.args[10].pointer.buffer, -1);
     EXPECT_EQ(ks.args[11].pointer.buffer, -1);
     EXPECT_EQ(ks.args[12].pointer.buffer, -1);
+    EXPECT_EQ(ks.args[17].pointer.buffer, -1); // no per-expert cast of y
     EXPECT_EQ(ks.args[6].pointer.buffer, plan->values[size_t(g.splits)].tensor);
     EXPECT_EQ(ks.args[7].pointer.buffer,
               dgrad ? -1 : plan->values[size_t(g.bias)].tensor);
@@ -132,7 +133,7 @@ TEST(GroupedGemmPlan, Mxfp8ReadsBothScaleBuffersThroughPointers) {
   const auto &g = std::get<cg::GroupedGemmKernel>(e.kernels.back());
   const cg::ValueBuffers &xb = plan->values[size_t(g.x)];
   const cg::ValueBuffers &wb = plan->values[size_t(g.w)];
-  ASSERT_EQ(ks.args.size(), 17u);
+  ASSERT_EQ(ks.args.size(), 18u);
   EXPECT_EQ(ks.args[0].pointer.buffer, xb.dir[0].data);
   EXPECT_EQ(ks.args[1].pointer.buffer, wb.dir[0].data);
   EXPECT_EQ(ks.args[2].pointer.buffer, xb.dir[0].data);
@@ -468,11 +469,11 @@ TEST(GroupedGemmPlan, TheEpilogueHandsItsOutputsAmaxToTheNextLayer) {
     const rt::Plan &wgrad = plan->kernels[first + 2].plan;
     // The producer: a fill of the amax buffer, then the GEMM ("_amax").
     const rt::KernelSpec &gemm = producer.kernels.back();
-    ASSERT_EQ(gemm.args.size(), 17u);
+    ASSERT_EQ(gemm.args.size(), 18u);
     const int amaxY = gemm.args[12].pointer.buffer;
     ASSERT_GE(amaxY, 0);
     EXPECT_NE(gemm.entry.find("_amax"), std::string::npos) << gemm.entry;
-    EXPECT_NE(gemm.source.find("Epilogue<true, false, false, false>"),
+    EXPECT_NE(gemm.source.find("Epilogue<true, false, false, false, false>"),
               std::string::npos);
     ASSERT_FALSE(producer.steps.empty());
     bool filled = false;
@@ -500,9 +501,10 @@ TEST(GroupedGemmPlan, TheEpilogueHandsItsOutputsAmaxToTheNextLayer) {
     EXPECT_EQ(wgradEntries[2].rfind("te_grouped_quantize_", 0), 0u);
     EXPECT_EQ(wgrad.kernels[2].args[9].pointer.buffer, amaxY);
   }
-  // Nothing takes h's amax: the next layer under delayed scaling and the
-  // wgrad's h through the Hadamard transform (the amax of its transformed
-  // columns), or h under block FP8 (no tensor amax).
+  // Nothing takes h's amax: the next layer under delayed scaling reading
+  // h's values (its stack NVFP4: the BF16 kernel) and the wgrad's h through
+  // the Hadamard transform (the amax of its transformed columns), or h
+  // under block FP8 (no tensor amax).
   for (auto [h, hWgrad] :
        {std::pair{rt::Scheme::fp8Delayed(DType::E4M3, 16),
                   rt::Scheme::nvfp4(true)},
@@ -516,12 +518,81 @@ TEST(GroupedGemmPlan, TheEpilogueHandsItsOutputsAmaxToTheNextLayer) {
                        hWgrad);
     auto &second = std::get<cg::GroupedGemmKernel>(p.entries[0].kernels[1]);
     second.xState = "h";
-    second.wState = "w2";
+    second.wScheme = rt::Scheme::nvfp4();
     rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
     ASSERT_TRUE(plan) << plan.status().toString();
     const rt::KernelSpec &gemm = plan->kernels[0].plan.kernels.back();
     EXPECT_EQ(gemm.args[12].pointer.buffer, -1) << gemm.entry;
     EXPECT_EQ(gemm.entry.find("_amax"), std::string::npos) << gemm.entry;
+    EXPECT_EQ(gemm.args[17].pointer.buffer, -1) << gemm.entry;
+  }
+}
+
+// A grouped GEMM whose output the next grouped GEMM casts per expert by
+// delayed scaling into FP8 codes (both of its operands per-tensor FP8)
+// casts it in its epilogue: its plan gathers the next layer's scales and
+// zeroes that layer's amax record, its epilogue (Epilogue<..., true>, entry
+// "_amax_qe4m3d") writes the codes and block scales the next GEMM reads
+// and each expert's amax into the record; the next layer casts its stack
+// only. The record keeps its name, so the entry's state update reads it.
+TEST(GroupedGemmPlan, TheEpilogueCastsTheNextLayersDelayedTokens) {
+  if (!rt::cutlassIncludeDir())
+    GTEST_SKIP() << "the CUTLASS headers are not installed "
+                    "(scripts/install-deps.sh)";
+  const int64_t m = 301, k = 256, g = 3, n = 256, n2 = 128;
+  for (bool fp8 : {false, true}) {
+    SCOPED_TRACE(fp8 ? "block FP8 first layer" : "bf16 first layer");
+    cg::Program p = chainedProgram(m, k, g, n, n2, fp8,
+                                   rt::Scheme::fp8Delayed(DType::E4M3, 16),
+                                   rt::Scheme::fp8Block(DType::E5M2, 1, 128),
+                                   rt::Scheme::fp8Block(DType::E4M3, 1, 128));
+    cg::Entry &e = p.entries[0];
+    auto &second =
+        std::get<cg::GroupedGemmKernel>(e.kernels[e.kernels.size() - 2]);
+    second.xState = "h";
+    second.wState = "w2";
+    ASSERT_EQ(cg::validate(e), "");
+    rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, e);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    // The two GEMMs' plans, then the wgrad's and the states' update.
+    size_t first = 0;
+    while (first + 1 < plan->kernels.size() &&
+           plan->kernels[first + 1].name != second.name)
+      ++first;
+    ASSERT_LT(first + 1, plan->kernels.size());
+    const rt::Plan &producer = plan->kernels[first].plan;
+    const rt::Plan &next = plan->kernels[first + 1].plan;
+    const rt::KernelSpec &gemm = producer.kernels.back();
+    ASSERT_EQ(gemm.args.size(), 18u);
+    EXPECT_NE(gemm.entry.find("_amax_qe4m3d"), std::string::npos) << gemm.entry;
+    EXPECT_NE(gemm.source.find("Epilogue<true, true, false, false, true>"),
+              std::string::npos);
+    // The scales: gathered by the launch before the GEMM.
+    const rt::KernelSpec &gather =
+        producer.kernels[producer.kernels.size() - 2];
+    EXPECT_EQ(gather.entry.rfind("te_gather_scales_", 0), 0u) << gather.entry;
+    const int scales = gemm.args[17].pointer.buffer;
+    ASSERT_GE(scales, 0);
+    EXPECT_EQ(gather.args[1].pointer.buffer, scales);
+    // The record: zeroed, then the epilogue's amaxes.
+    const int record = gemm.args[12].pointer.buffer;
+    ASSERT_GE(record, 0);
+    bool filled = false;
+    for (const rt::Step &st : producer.steps)
+      filled = filled || (st.kind == rt::Step::Kind::Fill &&
+                          st.index == uint32_t(record));
+    EXPECT_TRUE(filled);
+    // The next layer: its stack's gather and cast, then its GEMM on h's
+    // codes (x's map) and block scales (the third map) from the epilogue.
+    std::vector<std::string> nextEntries;
+    for (const rt::KernelSpec &ks : next.kernels)
+      nextEntries.push_back(ks.entry);
+    ASSERT_EQ(nextEntries.size(), 3u) << ::testing::PrintToString(nextEntries);
+    EXPECT_NE(nextEntries[1].find("_weights"), std::string::npos);
+    const rt::KernelSpec &nextGemm = next.kernels.back();
+    EXPECT_EQ(nextGemm.args[0].pointer.buffer, gemm.args[13].pointer.buffer);
+    EXPECT_EQ(nextGemm.args[2].pointer.buffer, gemm.args[14].pointer.buffer);
+    EXPECT_EQ(nextGemm.args[17].pointer.buffer, -1);
   }
 }
 
@@ -731,6 +802,95 @@ TEST_F(GroupedGemmPlanGpu, TheEpilogueAmaxFeedsTheNextLayerBitForBit) {
         test::gpuVersusCpu(chain, {bf16Bytes(x), w, i64Bytes(splits), w2, dy},
                            *device_, *stream_, cache);
     EXPECT_EQ(cmp.difference, "");
+  }
+}
+
+// A chain whose second layer is under per-tensor delayed scaling reads h's
+// codes from the first GEMM's epilogue, which casts h by each expert's
+// scale of the second layer's state and records its amaxes there
+// (TheEpilogueCastsTheNextLayersDelayedTokens). Over three steps with new
+// split sizes (so the experts' scales move apart, and an expert is empty
+// at times), the second layer's output, the wgrad of h, and every state of
+// the second layer equal, bit for bit, those of the same kernels run alone
+// on the first layer's h, which cast h themselves.
+TEST_F(GroupedGemmPlanGpu, TheEpilogueCastOfDelayedTokensFeedsTheNextLayer) {
+  rt::KernelCache cache("");
+  const int64_t m = 700, k = 384, g = 4, n = 256, n2 = 128;
+  const rt::Scheme delayed = rt::Scheme::fp8Delayed(DType::E4M3, 4),
+                   block = rt::Scheme::fp8Block(DType::E4M3, 1, 128),
+                   blockDy = rt::Scheme::fp8Block(DType::E5M2, 1, 128);
+  const std::vector<std::vector<int64_t>> splits = {
+      {200, 131, 0, 300}, {0, 700, 0, 0}, {10, 20, 30, 640}};
+  for (bool fp8 : {false, true}) {
+    SCOPED_TRACE(fp8 ? "block-FP8 first layer" : "bf16 first layer");
+    cg::Program chain =
+        chainedProgram(m, k, g, n, n2, fp8, delayed, blockDy, block);
+    cg::Program alone = chainedProgram(m, k, g, n, n2, fp8, delayed, blockDy,
+                                       block, false, /*alone=*/true);
+    for (cg::Program *p : {&chain, &alone}) {
+      cg::Entry &e = p->entries[0];
+      for (cg::Kernel &kernel : e.kernels)
+        if (auto *gg = std::get_if<cg::GroupedGemmKernel>(&kernel);
+            gg && gg->name == "second") {
+          gg->xState = "second.input.delayed_scaling";
+          gg->wState = "second.weight.delayed_scaling";
+        }
+      ASSERT_EQ(cg::validate(e), "");
+    }
+    rt::Expected<cg::EntryPlan> plan =
+        cg::buildEntryPlan(chain, chain.entries[0]);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    bool fused = false;
+    for (const cg::KernelPlan &kp : plan->kernels)
+      for (const rt::KernelSpec &ks : kp.plan.kernels)
+        fused = fused || ks.entry.find("_qe4m3d") != std::string::npos;
+    ASSERT_TRUE(fused) << "the first GEMM casts h";
+    std::vector<std::string> names;
+    for (const cg::ScalingState &st : cg::scalingStates(alone.entries[0]))
+      names.push_back(st.name);
+    ASSERT_EQ(names.size(), size_t(2 * g));
+    exec::DeviceStore chainStore, aloneStore;
+    auto chained = exec::CudaRunner::create(chain, chain.entries[0], *device_,
+                                            cache, &chainStore);
+    auto separate = exec::CudaRunner::create(alone, alone.entries[0], *device_,
+                                             cache, &aloneStore);
+    ASSERT_TRUE(chained && separate);
+    auto run = [&](exec::CudaRunner &r,
+                   const std::vector<std::vector<uint8_t>> &args) {
+      for (size_t j = 0; j < args.size(); ++j)
+        EXPECT_TRUE(r.setArgument(j, args[j], *stream_).isOk());
+      EXPECT_TRUE(r.poison(0xA5, *stream_).isOk());
+      EXPECT_TRUE(r.run(*stream_).isOk());
+      auto out = r.results(*stream_);
+      EXPECT_TRUE(out) << out.status().toString();
+      return out ? *out : std::vector<exec::ValueData>{};
+    };
+    for (size_t i = 0; i < splits.size(); ++i) {
+      SCOPED_TRACE("step " + std::to_string(i));
+      std::vector<float> x = normals(size_t(m * k), 80 + i);
+      for (size_t e = 1; e < x.size(); e += 7) // amaxes that move between
+        x[e] *= float(1 + (i + e) % 5);        // experts and steps
+      const std::vector<uint8_t> w2 =
+                                     bf16Bytes(normals(size_t(g * n2 * n), 90)),
+                                 dy =
+                                     bf16Bytes(normals(size_t(m * n2), 91 + i));
+      std::vector<exec::ValueData> a = run(
+          *chained, {bf16Bytes(x), bf16Bytes(normals(size_t(g * n * k), 92)),
+                     i64Bytes(splits[i]), w2, dy});
+      ASSERT_EQ(a.size(), 3u);
+      std::vector<exec::ValueData> b =
+          run(*separate, {a[0].front().bytes, i64Bytes(splits[i]), w2, dy});
+      ASSERT_EQ(b.size(), 2u);
+      EXPECT_TRUE(a[1].front().bytes == b[0].front().bytes) << "y2";
+      EXPECT_TRUE(a[2].front().bytes == b[1].front().bytes) << "dW2";
+      for (const std::string &name : names) {
+        auto sa = exec::readState(chainStore, name, *stream_);
+        auto sb = exec::readState(aloneStore, name, *stream_);
+        ASSERT_TRUE(sa && sb) << name;
+        EXPECT_EQ(exec::firstDifference({*sa}, {*sb}, "chained", "alone"), "")
+            << name;
+      }
+    }
   }
 }
 

@@ -108,9 +108,10 @@ static long spillStoreBytes(const rt::CompiledKernel &k) {
 }
 
 // The epilogues that also take each expert's amax of y (outputAmax) or
-// quantize y by 1x128 FP8 blocks (quantizeOutput) keep every kernel kind's
-// MMAs asynchronous and spill no more than the kernel without them (MXFP8:
-// a few values more), and each is a kernel of its own name.
+// quantize y by 1x128 FP8 blocks or by each expert's delayed-scaling scale
+// (quantizeOutput) keep every kernel kind's MMAs asynchronous and spill no
+// more than the kernel without them (MXFP8: a few values more), and each is
+// a kernel of its own name.
 TEST(GroupedGemm, TheOutputEpiloguesCostNoSpills) {
   if (!rt::nvrtcVersion())
     GTEST_SKIP() << rt::nvrtcVersion().status().message();
@@ -123,16 +124,22 @@ TEST(GroupedGemm, TheOutputEpiloguesCostNoSpills) {
     GroupedGemmSpec quantized = s;
     quantized.quantizeOutput =
         rt::Scheme::fp8Block(rt::DType::E5M2, 1, 128, /*pow2=*/true);
+    GroupedGemmSpec perExpert = withAmax;
+    perExpert.quantizeOutput = rt::Scheme::fp8Delayed(rt::DType::E4M3, 16);
     SCOPED_TRACE(withAmax.kernelName());
     EXPECT_EQ(withAmax.kernelName(), s.kernelName() + "_amax");
     EXPECT_EQ(quantized.kernelName(), s.kernelName() + "_qe5m2p2");
+    EXPECT_EQ(perExpert.kernelName(), s.kernelName() + "_amax_qe4m3d");
     rt::CompiledKernel plain = expectCompiles(s);
     // The MXFP8 kernel already spills a few epilogue addresses (above);
     // with the amax one value more, with the quantize 15 (measured: 104 ->
     // 108 and 164 bytes).
     const bool mx = op == GroupedGemmSpec::Operands::Mxfp8;
-    for (const GroupedGemmSpec &v : {withAmax, quantized}) {
-      const long slack = !mx ? 0 : v.outputAmax ? 8 : 64;
+    for (const GroupedGemmSpec &v : {withAmax, quantized, perExpert}) {
+      const long slack = !mx                                ? 0
+                         : v.quantizeOutput && v.outputAmax ? 72
+                         : v.outputAmax                     ? 8
+                                                            : 64;
       rt::CompiledKernel k = expectCompiles(v);
       EXPECT_LE(spillStoreBytes(k), spillStoreBytes(plain) + slack)
           << v.kernelName() << "\n"

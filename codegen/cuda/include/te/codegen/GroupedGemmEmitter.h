@@ -100,8 +100,15 @@ struct GroupedGemmSpec {
   /// The epilogue also quantizes y rowwise by this FP8 block scheme (1x128
   /// blocks, rt::groupedEpilogueQuantizeError) into
   /// GroupedGemmBuffers::yCodes / yScaleInv: the codes and scales a quantize
-  /// kernel over y would write.
+  /// kernel over y would write. Or by fp8_delayed: each expert's rows by its
+  /// state's scale (GroupedGemmBuffers::yScale), the codes and 1x128 block
+  /// scales the next grouped GEMM's per-expert cast of y would write for the
+  /// block-scaled kernel (quantizesPerExpert).
   std::optional<rt::Scheme> quantizeOutput;
+  /// quantizeOutput casts each expert by a scale it is given.
+  bool quantizesPerExpert() const {
+    return quantizeOutput && quantizeOutput->kind == rt::SchemeKind::Fp8Delayed;
+  }
 
   /// FP8 codes (block-scaled or MXFP8): 128-element K stages, FP8 MMAs.
   bool fp8() const {
@@ -118,7 +125,8 @@ struct GroupedGemmSpec {
   /// suffix; "_c2x2" for a 2 x 2 cluster, "_b8" for bands of 8 row units,
   /// "_o1" for one output box a warpgroup where tiles leave by TMA store,
   /// "_amax" for outputAmax, then "_q" and the quantizeOutput scheme, e.g.
-  /// "_qe4m3", "_qe5m2p2" with pow2 scales).
+  /// "_qe4m3", "_qe5m2p2" with pow2 scales, "_qe4m3d" by each expert's
+  /// delayed-scaling scale).
   std::string kernelName() const;
 };
 
@@ -181,6 +189,8 @@ struct GroupedGemmBuffers {
   /// quantizeOutput: y's codes [mTotal, N] and scale_inv
   /// [ceil(N/128)][roundup(mTotal, 4)] f32; else 0.
   uint64_t yCodes = 0, yScaleInv = 0;
+  /// quantizesPerExpert: each expert's scale [G] f32; else 0.
+  uint64_t yScale = 0;
 };
 
 /// The geometry of the kernel's four TMA descriptors for `mTotal` token
@@ -206,11 +216,12 @@ struct GroupedGemmLaunch {
   float yEps = 0.0f;
   /// The codes' tensor map (groupedGemmCodesMap), or x's again.
   rt::TensorMap codesMap;
+  uint64_t yScale = 0;
   rt::Dim3 grid, block, cluster;
   unsigned sharedBytes = 0;
   /// Pointers to each parameter, as cuLaunchKernel takes them (point into
   /// this object: do not copy it between args() and the launch).
-  std::array<void *, 17> args();
+  std::array<void *, 18> args();
 };
 
 /// Encodes the tensor maps for `b` and sizes the grid: one CTA per SM of
