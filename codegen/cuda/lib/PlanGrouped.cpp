@@ -452,8 +452,9 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
                           *spec.quantizeOutput, rt::Direction::Rowwise))
       kp.addFill(yScales);
   }
-  // Named as expertAmax names it; added once nothing can fail, so that a
-  // plan left out (unsupported) leaves no buffer that nothing computes.
+  // Added once nothing can fail, so that a plan left out (unsupported)
+  // leaves no buffer that nothing computes: the caster's buffers under its
+  // names, or y's amax under the name expertAmax looks for.
   int amaxY = -1, yScale = -1;
   if (caster) {
     // The caster's gathered scales and its zeroed record (which the

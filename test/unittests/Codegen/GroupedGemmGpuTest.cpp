@@ -283,6 +283,7 @@ protected:
     ASSERT_TRUE(y->fill(poison, *stream_));
     ASSERT_TRUE(amaxY->fill(0, *stream_));
     ASSERT_TRUE(yCodes->fill(0xEE, *stream_));
+    ASSERT_TRUE(yScales->fill(0xEE, *stream_));
     ASSERT_TRUE(graph->launch(*stream_));
     verify(s, *y, xv, wv, sx, sw, mTotal, replaySplits, amaxOut);
   }

@@ -133,7 +133,7 @@ TEST(GroupedGemm, TheOutputEpiloguesCostNoSpills) {
     rt::CompiledKernel plain = expectCompiles(s);
     // The MXFP8 kernel already spills a few epilogue addresses (above);
     // with the amax one value more, with the quantize 15 (measured: 104 ->
-    // 108 and 164 bytes).
+    // 108 and 164 bytes), with both (the per-expert cast) the two slacks.
     const bool mx = op == GroupedGemmSpec::Operands::Mxfp8;
     for (const GroupedGemmSpec &v : {withAmax, quantized, perExpert}) {
       const long slack = !mx                                ? 0
