@@ -462,12 +462,14 @@ rt::Expected<KernelPlan> planGroupedGemm(const Program &p, const Entry &e,
     // quantizePerExpert looks for.
     std::tie(yScale, amaxY) = delayedScales(
         p, caster->name, "x", caster->xState, spec.groups, table, out, kp);
+    // Sized as the caster's own cast of its tokens would size them.
+    const GroupedRowsQuantizeSpec cast{*caster->xScheme, spec.groups, spec.n};
     const std::string name = perExpertName(*caster, y);
     yCodes = table.add(name, uint64_t(y.rows() * spec.n));
-    const int64_t stride = (y.rows() + 3) / 4 * 4;
     yScales = table.add(name + "_block_scale_inv",
-                        uint64_t((spec.n + 127) / 128 * stride * 4));
-    if (stride != y.rows()) // the padding columns zero, as the cast leaves them
+                        uint64_t(groupedRowsBlockScales(cast, y.rows()) * 4));
+    // The padding columns zero, as the cast leaves them.
+    if (groupedRowsBlockStride(cast, y.rows()) != y.rows())
       kp.addFill(yScales);
   } else if (spec.outputAmax) {
     amaxY = table.add(
