@@ -89,7 +89,9 @@ __device__ __forceinline__ void loadTile16(TileSmem &s, const u16 *x, i64 m,
   const bool vector = k % 8 == 0 && c + 8 <= k && range.template vectors<2>(x);
   i64 f = (r0 + tr0) * k + c;
   const u32 tile = sharedAddress(&s.x[0][0]);
-  TE_UNROLL
+  // Ranged (a master shard's partial tile): rolled, as in loadTileF32.
+  constexpr int kUnroll = Ranged ? 1 : kPerThread;
+#pragma unroll kUnroll
   for (int i = 0; i < kPerThread; ++i, f += rowStride) {
     int tr = tr0 + i * kRowStep;
     i64 r = r0 + tr;
@@ -137,7 +139,10 @@ loadTileF32(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k, i64 r0,
   int warp = tid / 32, lane = tid % 32, tc = 4 * lane;
   TilePlane &half = lane < 16 ? s.x : lo;
   bool vector = k % 4 == 0 && range.template vectors<4>(x);
-  TE_UNROLL
+  // A ranged load (a master shard's partial tile, a handful a tensor) is
+  // rolled: its copies in line made the partial tile's code twice as long.
+  constexpr int kUnroll = Ranged ? 1 : kRowsPerWarp;
+#pragma unroll kUnroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     int tr = i * kWarps + warp;
     i64 r = r0 + tr, c = c0 + tc;

@@ -118,6 +118,14 @@ __device__ __forceinline__ RangeCover coverOf(i64 k, i64 lo, i64 hi, i64 loRow,
   return {r * k + c < hi, false};
 }
 
+/// coverOf(...).any, out of line: a master shard's partial tile asks it of
+/// every block scale it stores, and a copy at each would double its code.
+__device__ __noinline__ bool holdsSomeOf(i64 k, i64 lo, i64 hi, i64 loRow,
+                                         i64 loCol, i64 a, i64 b, i64 ac,
+                                         i64 bc) {
+  return coverOf(k, lo, hi, loRow, loCol, a, b, ac, bc).any;
+}
+
 /// A tile in flight: where it sits in the tensor and its valid extent.
 struct Tile {
   TileSmem &s;
@@ -133,6 +141,7 @@ struct Tile {
   bool partial = false;
   i64 ownLo = 0, ownHi = 0;
   i64 ownLoRow = 0, ownLoCol = 0; ///< ownLo's position
+  i64 ownHiRow = 0, ownHiCol = 0; ///< ownHi's position
 
   /// The tile at (r0, c0) of an M x K tensor, clipped at its edges.
   __device__ static Tile at(TileSmem &s, i64 m, i64 k, i64 r0, i64 c0, int tid,
@@ -159,9 +168,8 @@ struct Tile {
     rb = rb < rows ? rb : rows;
     cb = cb < cols ? cb : cols;
     return ra < rb && ca < cb &&
-           coverOf(k, ownLo, ownHi, ownLoRow, ownLoCol, r0 + ra, r0 + rb,
-                   c0 + ca, c0 + cb)
-               .any;
+           holdsSomeOf(k, ownLo, ownHi, ownLoRow, ownLoCol, r0 + ra, r0 + rb,
+                       c0 + ca, c0 + cb);
   }
   __device__ float tileAmax() const { return bitsToFloat(s.tileAmax); }
 };
@@ -450,6 +458,9 @@ __device__ __forceinline__ float block16x16AmaxOfColumn(const Tile &t, int s,
 /// ones a tile stores (all but in a master shard's partial tile).
 struct Span {
   int first, last;
+  /// Whether the tile is a partial one (constant false elsewhere, so the
+  /// stores below fold to the whole-tile code).
+  bool partial;
   __device__ bool all() const { return first == 0 && last == kSegment; }
 };
 
@@ -457,26 +468,25 @@ __device__ __forceinline__ int clampToSegment(i64 v) {
   return v < 0 ? 0 : v > kSegment ? kSegment : int(v);
 }
 
-/// ceil(a / b) for b > 0 and any sign of a.
-__device__ __forceinline__ i64 ceilDivSigned(i64 a, i64 b) {
-  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
 /// The stored elements of row segment (r, j).
 __device__ __forceinline__ Span rowSpan(const Tile &t, int r, int j) {
   if (!t.partial)
-    return {0, kSegment};
+    return {0, kSegment, false};
   i64 first = (t.r0 + r) * t.k + t.c0 + kSegment * j;
-  return {clampToSegment(t.ownLo - first), clampToSegment(t.ownHi - first)};
+  return {clampToSegment(t.ownLo - first), clampToSegment(t.ownHi - first),
+          true};
 }
 
 /// The stored rows of the 16-row run of segment s of tile column c.
 __device__ __forceinline__ Span runSpan(const Tile &t, int s, int c) {
   if (!t.partial)
-    return {0, kSegment};
-  i64 base = (t.r0 + kSegment * s) * t.k + t.c0 + c;
-  return {clampToSegment(ceilDivSigned(t.ownLo - base, t.k)),
-          clampToSegment(ceilDivSigned(t.ownHi - base, t.k))};
+    return {0, kSegment, false};
+  // Row i of the run holds element (row0 + i) * k + col, at or past
+  // ownLo = ownLoRow * k + ownLoCol exactly when row0 + i is past ownLoRow,
+  // or is ownLoRow and col >= ownLoCol (likewise below ownHi): no division.
+  i64 row0 = t.r0 + kSegment * s, col = t.c0 + c;
+  return {clampToSegment(t.ownLoRow + (col < t.ownLoCol) - row0),
+          clampToSegment(t.ownHiRow + (col < t.ownHiCol) - row0), true};
 }
 
 __device__ __forceinline__ bool aligned(const void *p, int bytes) {
@@ -503,22 +513,36 @@ __device__ __forceinline__ void storeUpTo(u8 *dst, const u32 *w, int n) {
       dst[4 * q + b] = u8(w[q] >> (8 * b));
 }
 
-/// storeUpTo of one-byte codes, only elements [sp.first, sp.last): other
-/// ranks store the rest of a partial tile's segment (bytes never tear).
-__device__ __forceinline__ void storeSpan16(u8 *dst, const u32 *w, int n,
-                                            Span sp) {
-  if (sp.all()) {
-    storeUpTo<16>(dst, w, n);
-    return;
-  }
+/// Bytes [first, last) of the 16 held little-endian in w0..w3. Out of line:
+/// only a master shard's partial tile stores part of a segment, and a copy
+/// at every store of its code would double that code's size.
+__device__ __noinline__ void storeBytesOf16(u8 *dst, u32 w0, u32 w1, u32 w2,
+                                            u32 w3, int first, int last) {
+  u32 w[4] = {w0, w1, w2, w3};
   TE_UNROLL
   for (int q = 0; q < 4; ++q)
     TE_UNROLL
   for (int b = 0; b < 4; ++b) {
     int i = 4 * q + b;
-    if (i < n && i >= sp.first && i < sp.last)
+    if (i >= first && i < last)
       dst[i] = u8(w[q] >> (8 * b));
   }
+}
+
+/// storeUpTo of one-byte codes, only elements [sp.first, sp.last): other
+/// ranks store the rest of a partial tile's segment (bytes never tear).
+__device__ __forceinline__ void storeSpan16(u8 *dst, const u32 *w, int n,
+                                            Span sp) {
+  if (!sp.partial) {
+    storeUpTo<16>(dst, w, n);
+    return;
+  }
+  if (sp.all() && n == 16 && aligned(dst, 16)) {
+    storeGlobal16(dst, U32x4{w[0], w[1], w[2], w[3]});
+    return;
+  }
+  storeBytesOf16(dst, w[0], w[1], w[2], w[3], sp.first,
+                 sp.last < n ? sp.last : n);
 }
 
 /// storeUpTo<8> of 16 FP4 codes (two a byte), only elements [sp.first,

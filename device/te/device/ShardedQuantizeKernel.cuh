@@ -282,12 +282,14 @@ quantizePartialTile(const void *x, i64 lo, i64 hi, i64 m, i64 k, i64 r0, i64 c0,
     smem.tileAmax = floatToBits(slot[0]);
   auto shared = SharedBlocks<List>::of(m, k, r0, c0, lo, hi);
   // Whole rounds of the CTA: no thread-dependent trip count, so no
-  // divergent loop.
+  // divergent loop. Rolled: a copy of the shared-block test a round made
+  // the function longer, and its instruction fetches are what a partial
+  // tile waits on (docs/Performance.md).
   static_assert(kTileRows * kRowSegments % kTileThreads == 0 &&
                     kColSegments * kTileCols % kTileThreads == 0,
                 "the amax copies take whole rounds");
   if (List::kNeedsRowSegments) {
-    TE_UNROLL
+#pragma unroll 1
     for (int i = 0; i < kTileRows * kRowSegments / kTileThreads; ++i) {
       int e = i * kTileThreads + tid;
       int r = e / kRowSegments, j = e % kRowSegments;
@@ -296,7 +298,7 @@ quantizePartialTile(const void *x, i64 lo, i64 hi, i64 m, i64 k, i64 r0, i64 c0,
     }
   }
   if (List::kNeedsColSegments) {
-    TE_UNROLL
+#pragma unroll 1
     for (int i = 0; i < kColSegments * kTileCols / kTileThreads; ++i) {
       int e = i * kTileThreads + tid;
       int s = e / kTileCols, c = e % kTileCols;
@@ -309,6 +311,8 @@ quantizePartialTile(const void *x, i64 lo, i64 hi, i64 m, i64 k, i64 r0, i64 c0,
   t.ownHi = hi;
   t.ownLoRow = shared.loRow;
   t.ownLoCol = shared.loCol;
+  t.ownHiRow = hi / k;
+  t.ownHiCol = hi % k;
   __syncthreads();
   List::template emit<Src>(t, args.a);
 }
