@@ -139,8 +139,9 @@ loadTileF32(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k, i64 r0,
   int warp = tid / 32, lane = tid % 32, tc = 4 * lane;
   TilePlane &half = lane < 16 ? s.x : lo;
   bool vector = k % 4 == 0 && range.template vectors<4>(x);
-  // A ranged load (a master shard's partial tile, a handful a tensor) is
-  // rolled: its copies in line made the partial tile's code twice as long.
+  // A ranged load (master shards: a split tile, and phase A on a boundary
+  // row's tiles) is rolled: its copies in line made the split tile's code
+  // twice as long, and it runs once an SM, cold.
   constexpr int kUnroll = Ranged ? 1 : kRowsPerWarp;
 #pragma unroll kUnroll
   for (int i = 0; i < kRowsPerWarp; ++i) {

@@ -477,7 +477,8 @@ __device__ __forceinline__ Span rowSpan(const Tile &t, int r, int j) {
           true};
 }
 
-/// The stored rows of the 16-row run of segment s of tile column c.
+/// The stored rows of the 16-row run of segment s of tile column c (a
+/// column inside the tensor: c0 + c < k).
 __device__ __forceinline__ Span runSpan(const Tile &t, int s, int c) {
   if (!t.partial)
     return {0, kSegment, false};
@@ -541,8 +542,9 @@ __device__ __forceinline__ void storeSpan16(u8 *dst, const u32 *w, int n,
     storeGlobal16(dst, U32x4{w[0], w[1], w[2], w[3]});
     return;
   }
-  storeBytesOf16(dst, w[0], w[1], w[2], w[3], sp.first,
-                 sp.last < n ? sp.last : n);
+  int last = sp.last < n ? sp.last : n;
+  if (sp.first < last) // none where the segment is wholly another rank's
+    storeBytesOf16(dst, w[0], w[1], w[2], w[3], sp.first, last);
 }
 
 /// storeUpTo<8> of 16 FP4 codes (two a byte), only elements [sp.first,

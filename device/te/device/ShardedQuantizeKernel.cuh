@@ -161,8 +161,8 @@ template <class List> struct SharedBlocks {
   }
 };
 
-/// The partial tile of CTA (blockIdx.x, rank blockIdx.y) in phase A's and
-/// phase B's grids (2 x tiles across, ranks): tile blockIdx.x of the rank's
+/// The partial tile of CTA (blockIdx.x, rank blockIdx.y) in phase A's grid
+/// (2 x tiles across, ranks): tile blockIdx.x of the rank's
 /// first or last tile row (the first half of the grid the first, the second
 /// half the last; a rank's partial tiles all lie in those rows), at (r0,
 /// c0). False when the tile is not partial for the rank [lo, hi).
