@@ -494,6 +494,22 @@ __device__ __forceinline__ bool aligned(const void *p, int bytes) {
   return (reinterpret_cast<u64>(p) & u64(bytes - 1)) == 0;
 }
 
+/// Bytes [first, last) of the Bytes held little-endian in w[Bytes / 4], one
+/// at a time.
+template <int Bytes>
+__device__ __forceinline__ void storeBytes(u8 *dst, const u32 *w, int first,
+                                           int last) {
+  // Constant word indices: keeps w in registers (no local-memory copy).
+  TE_UNROLL
+  for (int q = 0; q < Bytes / 4; ++q)
+    TE_UNROLL
+  for (int b = 0; b < 4; ++b) {
+    int i = 4 * q + b;
+    if (i >= first && i < last)
+      dst[i] = u8(w[q] >> (8 * b));
+  }
+}
+
 /// Stores the first `n` of the Bytes (16 or 8) bytes held little-endian in
 /// w[Bytes / 4]: one vector store when whole and aligned, else bytewise.
 template <int Bytes>
@@ -505,13 +521,7 @@ __device__ __forceinline__ void storeUpTo(u8 *dst, const u32 *w, int n) {
       storeGlobal8(dst, w[0], w[1]);
     return;
   }
-  // Constant word indices: keeps w in registers (no local-memory copy).
-  TE_UNROLL
-  for (int q = 0; q < Bytes / 4; ++q)
-    TE_UNROLL
-  for (int b = 0; b < 4; ++b)
-    if (4 * q + b < n)
-      dst[4 * q + b] = u8(w[q] >> (8 * b));
+  storeBytes<Bytes>(dst, w, 0, n);
 }
 
 /// Bytes [first, last) of the 16 held little-endian in w0..w3. Out of line:
@@ -520,14 +530,7 @@ __device__ __forceinline__ void storeUpTo(u8 *dst, const u32 *w, int n) {
 __device__ __noinline__ void storeBytesOf16(u8 *dst, u32 w0, u32 w1, u32 w2,
                                             u32 w3, int first, int last) {
   u32 w[4] = {w0, w1, w2, w3};
-  TE_UNROLL
-  for (int q = 0; q < 4; ++q)
-    TE_UNROLL
-  for (int b = 0; b < 4; ++b) {
-    int i = 4 * q + b;
-    if (i >= first && i < last)
-      dst[i] = u8(w[q] >> (8 * b));
-  }
+  storeBytes<16>(dst, w, first, last);
 }
 
 /// storeUpTo of one-byte codes, only elements [sp.first, sp.last): other
