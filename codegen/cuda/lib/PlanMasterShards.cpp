@@ -59,7 +59,8 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
   KernelPlanWriter w(p, table, q.name, src.source);
 
   // te::dev::MasterShards<R>: the shard pointers, the R + 1 offsets, the
-  // split tile rows (R words, the first `count` used) and their count.
+  // split tile rows (R words, the first `count` used), their count, and
+  // where phase B's grid starts each rank's tile rows.
   std::vector<ArgDesc> shards;
   for (int r = 0; r < ranks; ++r)
     shards.push_back(ArgDesc::ptr(
@@ -70,6 +71,13 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
     shards.push_back(ArgDesc::i64(
         r < int(g.boundaryRows.size()) ? g.boundaryRows[r] : int64_t(-1)));
   shards.push_back(ArgDesc::i64(int64_t(g.boundaryRows.size())));
+  // Every rank in one launch: its tile rows one after another. One rank a
+  // process: the same plan runs any rank, so its grid is the most tile rows
+  // a rank spans.
+  for (int r = 0; r <= ranks; ++r)
+    shards.push_back(
+        ArgDesc::i64(q.perProcess() ? (r == 0 ? 0 : g.rankTiles / g.tilesAcross)
+                                    : g.tileRowStart[size_t(r)]));
   ArgDesc sh = ArgDesc::table(shards);
 
   uint64_t elementBytes = uint64_t(rt::dtypeSize(whole.dtype));
@@ -145,8 +153,10 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
   // exchange, a few KB a split tile, are not counted.)
   args.push_back(ArgDesc::ptr(amaxTable));
   bool overlaps = partial && w.kp.lastStepLaunches();
+  int64_t tileCtas =
+      q.perProcess() ? g.rankTiles : g.tileRowStart.back() * g.tilesAcross;
   rt::KernelSpec &tiles = w.launch(
-      src.mainEntry, rt::Dim3{unsigned(g.rankTiles), rows, 1}, std::move(args));
+      src.mainEntry, rt::Dim3{unsigned(tileCtas), 1, 1}, std::move(args));
   tiles.sharedBytes = quantizeDynamicSmem(whole.dtype);
   tiles.overlapsPredecessor = overlaps;
   // The merge, one NCCL group: a code byte has one writer (an FP4 byte's

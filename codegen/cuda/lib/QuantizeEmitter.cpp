@@ -186,10 +186,12 @@ ShardGeometry shardGeometry(const std::vector<int64_t> &sizes, int64_t k) {
   g.lo.push_back(0);
   for (int64_t s : sizes)
     g.lo.push_back(g.lo.back() + s);
+  g.tileRowStart.push_back(0);
   for (size_t r = 0; r < sizes.size(); ++r) {
     int64_t first = g.lo[r] / tileElements,
             last = (g.lo[r + 1] - 1) / tileElements;
     g.rankTiles = std::max(g.rankTiles, (last - first + 1) * g.tilesAcross);
+    g.tileRowStart.push_back(g.tileRowStart.back() + last - first + 1);
     // An offset strictly inside a tile row splits its tiles.
     if (r > 0 && g.lo[r] % tileElements != 0 &&
         (g.boundaryRows.empty() || g.boundaryRows.back() != first))

@@ -57,16 +57,21 @@ constexpr int kSlotCol = kSlotRow + kTileRows * kRowSegments;
 constexpr int kSlotFloats = kSlotCol + kColSegments * kTileCols;
 
 /// The master shards of one tensor: one by-value kernel parameter of
-/// 8-byte words (the plan's Table argument). Every kernel below runs rank
-/// `firstRank + blockIdx.y`: one process playing every rank launches R
+/// 8-byte words (the plan's Table argument). The amax kernels below run
+/// rank `firstRank + blockIdx.y`: one process playing every rank launches R
 /// grid rows from rank 0; one process per rank launches one row from its
-/// own rank (its pointer then fills every entry of `x`).
+/// own rank (its pointer then fills every entry of `x`). Phase B's grid is
+/// one row of the launch's ranks' tile rows (tileRowStart).
 template <int R> struct MasterShards {
   const void *x[R];
   i64 lo[R + 1]; ///< rank r holds [lo[r], lo[r + 1]); lo[R] = M * K
   /// The tile rows an offset splits (at most R - 1), ascending.
   i64 boundaryRows[R];
   i64 boundaryCount;
+  /// Phase B's CTAs of rank firstRank + i start at tile row tileRowStart[i]
+  /// of its grid (tiles across each); R + 1 entries, ascending. With one
+  /// process per rank: 0, then the most tile rows any rank spans.
+  i64 tileRowStart[R + 1];
 };
 
 /// How much of the tile at (r0, c0) of an M x K tensor lies in the
@@ -90,14 +95,30 @@ __device__ __forceinline__ i64 tableSlot(const i64 *boundaryRows, i64 count,
   return -1;
 }
 
-/// The tile of CTA `cta` of a rank's launch: tile rows from the one holding
-/// lo onwards, column tiles fastest.
-__device__ __forceinline__ void rankTile(i64 cta, i64 k, i64 lo, i64 &r0,
-                                         i64 &c0) {
+/// Phase B's CTA `cta`: the rank (from firstRank) whose tile rows hold it
+/// (sh.tileRowStart, by bisection) and its tile at (r0, c0): the rank's
+/// tile rows from the one holding its first element, column tiles fastest.
+/// One grid row for every rank, with no CTA for tile rows a rank does not
+/// reach (a grid row a rank, sized to the rank with the most, left a fifth
+/// of the CTAs empty at eight shards).
+template <int R>
+__device__ __forceinline__ int rankTile(const MasterShards<R> &sh,
+                                        int firstRank, i64 cta, i64 k, i64 &r0,
+                                        i64 &c0) {
   i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
-  i64 firstRow = lo / k / kTileRows;
-  r0 = (firstRow + cta / tilesAcross) * kTileRows;
+  i64 row = cta / tilesAcross;
+  int a = 0, b = R; // tileRowStart[a] <= row < tileRowStart[b]
+  while (b - a > 1) {
+    int mid = (a + b) / 2;
+    if (sh.tileRowStart[mid] <= row)
+      a = mid;
+    else
+      b = mid;
+  }
+  int rank = firstRank + a;
+  r0 = (sh.lo[rank] / k / kTileRows + row - sh.tileRowStart[a]) * kTileRows;
   c0 = cta % tilesAcross * kTileCols;
+  return rank;
 }
 
 __device__ __forceinline__ void maxInto(float *p, float v) {
@@ -161,67 +182,130 @@ template <class List> struct SharedBlocks {
   }
 };
 
-/// The partial tile of CTA (blockIdx.x, rank blockIdx.y) in phase A's grid
-/// (2 x tiles across, ranks): tile blockIdx.x of the rank's
-/// first or last tile row (the first half of the grid the first, the second
-/// half the last; a rank's partial tiles all lie in those rows), at (r0,
-/// c0). False when the tile is not partial for the rank [lo, hi).
+/// Candidate `i` (of 2 x tiles across) of the rank [lo, hi)'s partial
+/// tiles: tile i of its first tile row, or for i >= tiles across tile
+/// i - tiles across of its last (a rank's partial tiles all lie in those
+/// rows), at (r0, c0). False when that tile is not partial for the rank.
 __device__ __forceinline__ bool boundaryTile(i64 m, i64 k, i64 lo, i64 hi,
-                                             i64 &r0, i64 &c0) {
+                                             i64 i, i64 &r0, i64 &c0) {
   i64 tilesAcross = (k + kTileCols - 1) / kTileCols;
-  bool last = i64(blockIdx.x) >= tilesAcross;
+  bool last = i >= tilesAcross;
   i64 tileRow = (last ? (hi - 1) : lo) / k / kTileRows;
   if (last && tileRow == lo / k / kTileRows)
-    return false; // one tile row: the first half of the grid covers it
+    return false; // one tile row: the first half covers it
   r0 = tileRow * kTileRows;
-  c0 = i64(blockIdx.x) % tilesAcross * kTileCols;
+  c0 = i % tilesAcross * kTileCols;
   RangeCover o = tileCover(m, k, r0, c0, lo, hi);
   return o.any && !o.all;
 }
 
-/// Phase A: CTA (blockIdx.x, rank blockIdx.y) takes the tile boundaryTile
-/// gives it; the segment amaxes of a partial tile's shared
-/// blocks (and its tile amax) are max-accumulated into its slot of `table`.
-/// The tensor amax is tensorAmaxRanks' work.
+/// The running max |x| of a tile column's elements as the tile kernel
+/// takes it (reduceTile): fmaxf of |x| in f32, absMax2 on the low half of a
+/// word for 16-bit sources, so the amaxes are the tile kernel's bit for bit
+/// (a NaN never wins, and any order gives the same max).
+template <SourceType Src, bool F32 = Src == SourceType::F32> struct ColumnAmax {
+  using Acc = float;
+  __device__ static Acc load(const void *x, i64 at) {
+    return static_cast<const float *>(x)[at];
+  }
+  __device__ static Acc add(Acc a, Acc v) { return amaxAccumulateF32(a, v); }
+  __device__ static float value(Acc a) { return a; }
+};
+template <SourceType Src> struct ColumnAmax<Src, false> {
+  using Acc = u32;
+  __device__ static Acc load(const void *x, i64 at) {
+    return u32(loadGlobalU16(static_cast<const u16 *>(x) + at));
+  }
+  __device__ static Acc add(Acc a, Acc v) { return absMax2<isF16(Src)>(a, v); }
+  __device__ static float value(Acc a) { return widenLo<isF16(Src)>(a); }
+};
+
+/// Phase A: CTA (blockIdx.x, rank blockIdx.y) takes candidate blockIdx.x
+/// of boundaryTile; the segment amaxes of a partial tile's shared blocks
+/// (and its tile amax) are max-accumulated into its slot of `table`. The
+/// tensor amax is tensorAmaxRanks' work.
+///
+/// Straight from global memory, with no tile in shared memory: thread t
+/// takes tile column t % 128 and every other 16-row column segment (t / 128
+/// picks which) of the rows the shared blocks lie in; a warp's loads of a
+/// row are consecutive, and a row segment's amax is the max over 16 lanes.
+/// Its code is short on purpose: each SM runs it about once, cold, and the
+/// first version (the tile kernel's load and reduction, 2373 SASS
+/// instructions) took 22-26 us for a few hundred KB (docs/Performance.md).
 template <SourceType Src, int R, class... Stages>
 __device__ __forceinline__ void shardAmaxes(const MasterShards<R> &sh,
                                             int firstRank, i64 m, i64 k,
                                             float *table) {
   using List = StageList<Stages...>;
-  __shared__ TileSmem smem;
+  using A = ColumnAmax<Src>;
   // The tile kernel after this one may start now: only its partial tiles
   // read what this grid writes, and they wait for it (quantizePartialTile).
   // (Its stages also read the table's word 0, the tensor amax: the launch
   // before this one wrote it, and this grid never does.)
   releaseDependents();
+  if (!(List::kNeedsRowSegments || List::kNeedsColSegments ||
+        List::kNeedsTileAmax))
+    return; // per-tensor scales: nothing shared but the tensor amax
   int rank = firstRank + int(blockIdx.y), tid = int(threadIdx.x);
   i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
   i64 r0, c0;
-  if (!boundaryTile(m, k, lo, hi, r0, c0))
+  if (!boundaryTile(m, k, lo, hi, i64(blockIdx.x), r0, c0))
     return;
   auto shared = SharedBlocks<List>::of(m, k, r0, c0, lo, hi);
-  Tile t = loadTileAt<Src>(smem, sh.x[rank], m, k, r0, c0,
-                           shared.rowsOfSharedBlocks());
-  reduceTile<Src, List::kNeedsRowSegments, List::kNeedsColSegments,
-             List::kNeedsTileAmax, false>(t, nullptr);
-  __syncthreads();
+  LoadRange<true> band = shared.rowsOfSharedBlocks();
   float *slot =
       table + kShardTableHeader +
       tableSlot(sh.boundaryRows, sh.boundaryCount, k, r0, c0) * kSlotFloats;
-  if (List::kNeedsTileAmax && tid == 0)
-    maxInto(slot, t.tileAmax());
-  if (List::kNeedsRowSegments)
-    for (int i = tid; i < kTileRows * kRowSegments; i += kTileThreads) {
-      int r = i / kRowSegments, j = i % kRowSegments;
-      if (shared.rowSegment(r, j))
-        maxInto(slot + kSlotRow + i, smem.rowAmax[r][j]);
+  const void *x = sh.x[rank];
+  int c = tid % kTileCols, lane = tid % 32;
+  i64 col = c0 + c;
+  // The band's tile rows, in whole 16-row segments (a shared column block
+  // is whole segments; a row block's rows outside the band load as zero).
+  int rowsIn = tileExtent(m - r0, kTileRows);
+  int first = int(band.lo / k - r0), last = int((band.hi - 1) / k - r0) + 1;
+  last = last < rowsIn ? last : rowsIn;
+  constexpr int kRowRows = List::kBlocks.rowRows;
+  const i64 loGroup = shared.loRow / kRowRows, hiGroup = hi / k / kRowRows;
+  typename A::Acc tile = 0;
+  for (int s = first / kSegment + tid / kTileCols; s * kSegment < last;
+       s += kTileThreads / kTileCols) {
+    typename A::Acc v[kSegment], run = 0;
+    TE_UNROLL
+    for (int i = 0; i < kSegment; ++i) {
+      i64 f = (r0 + kSegment * s + i) * k + col;
+      v[i] = col < k && f >= band.lo && f < band.hi ? A::load(x, band.index(f))
+                                                    : 0;
+      run = A::add(run, v[i]);
     }
-  if (List::kNeedsColSegments)
-    for (int i = tid; i < kColSegments * kTileCols; i += kTileThreads) {
-      int s = i / kTileCols, c = i % kTileCols;
-      if (shared.colSegment(s, c))
-        maxInto(slot + kSlotCol + i, smem.colAmax[s][c]);
+    if (List::kNeedsColSegments && shared.colSegment(s, c))
+      maxInto(slot + kSlotCol + s * kTileCols + c, A::value(run));
+    tile = A::add(tile, run);
+    if (List::kNeedsRowSegments) {
+      TE_UNROLL
+      for (int i = 0; i < kSegment; ++i) {
+        // Only rows in a row block round lo or hi can share one.
+        i64 group = (r0 + kSegment * s + i) / kRowRows;
+        if (group != loGroup && group != hiGroup)
+          continue;
+        typename A::Acc a = A::add(0, v[i]); // |v[i]|
+        TE_UNROLL
+        for (int d = kSegment / 2; d > 0; d /= 2)
+          a = A::add(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+        int r = kSegment * s + i;
+        if (lane % kSegment == 0 && shared.rowSegment(r, c / kSegment))
+          maxInto(slot + kSlotRow + r * kRowSegments + c / kSegment,
+                  A::value(a));
+      }
     }
+  }
+  if (List::kNeedsTileAmax) {
+    float a = A::value(tile);
+    TE_UNROLL
+    for (int d = 16; d > 0; d /= 2)
+      a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, d));
+    if (lane == 0)
+      maxInto(slot, a);
+  }
 }
 
 /// The tensor amax of every rank's elements, max-accumulated into word 0
@@ -317,8 +401,8 @@ quantizePartialTile(const void *x, i64 lo, i64 hi, i64 m, i64 k, i64 r0, i64 c0,
   List::template emit<Src>(t, args.a);
 }
 
-/// Phase B: CTA (blockIdx.x, rank blockIdx.y) quantizes tile blockIdx.x of
-/// the rank's tiles (rankTile) into the whole tensor's buffers: a tile
+/// Phase B: CTA blockIdx.x quantizes a tile of a rank (rankTile) into the
+/// whole tensor's buffers: a tile
 /// wholly the rank's as a whole tensor's is, a partial one by
 /// quantizePartialTile. Launched to overlap phase A (the plan does so only
 /// right after it), the whole tiles run on, since they read no table (a
@@ -329,10 +413,9 @@ __device__ __forceinline__ void
 shardedQuantizeTile(const MasterShards<R> &sh, int firstRank, i64 m, i64 k,
                     const StageArgs *args, const float *table) {
   TileSmem &smem = shardTileSmem;
-  int rank = firstRank + int(blockIdx.y);
-  i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
   i64 r0, c0;
-  rankTile(blockIdx.x, k, lo, r0, c0);
+  int rank = rankTile(sh, firstRank, i64(blockIdx.x), k, r0, c0);
+  i64 lo = sh.lo[rank], hi = sh.lo[rank + 1];
   if (r0 >= m)
     return;
   RangeCover o = tileCover(m, k, r0, c0, lo, hi);

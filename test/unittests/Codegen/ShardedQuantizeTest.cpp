@@ -534,6 +534,9 @@ TEST(ShardedQuantizeGeometry, SplitTileRowsAndTheLaunches) {
   EXPECT_EQ(g.tilesAcross, 2);
   // The fourth rank's elements run from tile row 1 into tile row 2.
   EXPECT_EQ(g.rankTiles, 4);
+  // Phase B's grid: the ranks' tile rows one after another (the second
+  // and third ranks' both in tile row 0).
+  EXPECT_EQ(g.tileRowStart, (std::vector<int64_t>{0, 1, 2, 3, 5, 6}));
   EXPECT_EQ(g.tableFloats(), 4 + 2 * 2 * (4 + 2 * 1024));
 }
 
@@ -569,10 +572,10 @@ TEST(ShardedQuantizeRules, RefusedSchemesAndSizes) {
   c.sizes.assign(cg::ShardedQuantizeKernel::kMaxShards + 1, 1);
   c.sizes.back() = 256 * 384 - int64_t(cg::ShardedQuantizeKernel::kMaxShards);
   EXPECT_NE(cg::validate(shardedProgram(c).entries[0])
-                .find("1333 shards; one kernel takes at most 1332"),
+                .find("1000 shards; one kernel takes at most 999"),
             std::string::npos);
   // The most it takes fit the parameter space.
-  static_assert(3 * cg::ShardedQuantizeKernel::kMaxShards + 2 <=
+  static_assert(4 * cg::ShardedQuantizeKernel::kMaxShards + 3 <=
                     rt::kMaxTableWords,
                 "MasterShards<kMaxShards> must fit one Table argument");
 }

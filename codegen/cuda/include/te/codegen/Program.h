@@ -110,9 +110,9 @@ struct ShardedQuantizeKernel {
   }
 
   /// The most shards one kernel takes: they travel as one by-value kernel
-  /// parameter of 3 R + 2 words (te::dev::MasterShards), within CUDA's
+  /// parameter of 4 R + 3 words (te::dev::MasterShards), within CUDA's
   /// parameter space (rt::kMaxTableWords).
-  static constexpr size_t kMaxShards = 1332;
+  static constexpr size_t kMaxShards = 999;
 };
 
 /// The logical values of direction `dir` of quantized value `input`, as a

@@ -100,6 +100,9 @@ struct ShardGeometry {
   std::vector<int64_t> boundaryRows; ///< tile rows an offset splits
   int64_t tilesAcross = 0;
   int64_t rankTiles = 0; ///< the most tiles of one rank's tile rows
+  /// Where each rank's tile rows start in phase B's grid with every rank in
+  /// one launch: R + 1 prefix sums of the tile rows each spans.
+  std::vector<int64_t> tileRowStart;
   /// Floats of the amax table: the tensor amax, a slot per tile of each
   /// boundary tile row (te::dev::kSlotFloats).
   int64_t tableFloats() const;
