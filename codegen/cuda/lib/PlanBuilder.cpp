@@ -113,6 +113,14 @@ static rt::Expected<KernelPlan> planQuantize(const Program &p, const Entry &e,
   KernelPlanWriter w(p, table, q.name, src.source);
   uint64_t inputBytes = uint64_t(m * k * rt::dtypeSize(in.dtype));
   w.kp.bytesMoved += inputBytes;
+  if (int64_t strips = biasGradStrips(q, e)) {
+    int db = out.values[q.biasGrad].tensor;
+    w.kp.bytesMoved += table.bytes(db);
+    w.launch(src.mainEntry, rt::Dim3{unsigned(strips), 1, 1},
+             {ArgDesc::ptr(input), ArgDesc::i64(m), ArgDesc::i64(k),
+              ArgDesc::ptr(db)});
+    return std::move(w.kp);
+  }
 
   int globalAmax = -1;
   if (!src.amaxEntry.empty())

@@ -464,6 +464,93 @@ biasGradFinalize(const float *partial, i64 chunks, i64 k, float *out) {
     out[c] = orderedStridedSum(partial + c, chunks, k);
 }
 
+/// The bias gradient alone (no quantize stage), in one launch and one read:
+/// CTA b sums the strip of kBiasStripVectors 16-byte column groups starting
+/// at column b x strip width, over all rows. Its threads are 32 lanes of
+/// kBiasStripVectors: in each round a lane sums one 128-row chunk of its
+/// group's columns in row order (its 16 loads in flight), then one thread a
+/// column adds the round's 32 chunk sums to the column's total in chunk
+/// order - the reference's order (rt::ref::biasGrad), as the tile kernel's
+/// partials and biasGradFinalize add. No partial sums go through global
+/// memory and nothing waits for a second launch. Needs rows of whole
+/// 16-byte groups (k a multiple of 16 / element bytes) and a 16-byte
+/// aligned x; the plan uses it where the strips fill the GPU
+/// (cg::biasGradInStrips).
+constexpr int kBiasStripVectors = 8;
+constexpr int kBiasStripThreads = 256;
+template <SourceType Src>
+__device__ __forceinline__ void biasGradStrips(const void *x, i64 m, i64 k,
+                                               float *out) {
+  constexpr bool F32 = Src == SourceType::F32, F16 = isF16(Src);
+  constexpr int kPer = F32 ? 4 : 8; // elements a 16-byte load
+  constexpr int kWidth = kBiasStripVectors * kPer;
+  constexpr int kLanes = kBiasStripThreads / kBiasStripVectors;
+  constexpr int kBatch = 32; // loads in flight a thread
+  __shared__ float chunkSums[kLanes][kWidth];
+  const int tid = int(threadIdx.x), lane = tid / kBiasStripVectors,
+            group = tid % kBiasStripVectors;
+  const i64 c0 = i64(blockIdx.x) * kWidth + group * kPer;
+  const i64 chunks = (m + kTileRows - 1) / kTileRows;
+  const u8 *base = static_cast<const u8 *>(x);
+  const i64 rowBytes = k * (F32 ? 4 : 2);
+  float total = 0.0f; // column blockIdx.x * kWidth + tid, for tid < kWidth
+  for (i64 round = 0; round * kLanes < chunks; ++round) {
+    float acc[kPer];
+    TE_UNROLL
+    for (int e = 0; e < kPer; ++e)
+      acc[e] = 0.0f;
+    const i64 q = round * kLanes + lane;
+    if (q < chunks && c0 < k) {
+      const i64 r0 = q * kTileRows;
+      const int rows = tileExtent(m - r0, kTileRows);
+      const u8 *p = base + r0 * rowBytes + c0 * (F32 ? 4 : 2);
+      for (int r = 0; r < rows; r += kBatch) {
+        // Whole batches load unpredicated: with a test per load the
+        // compiler interleaved the f32 loads with the adds, two in flight.
+        const int n = rows - r < kBatch ? rows - r : kBatch;
+        U32x4 v[kBatch];
+        if (n == kBatch) {
+          TE_UNROLL
+          for (int u = 0; u < kBatch; ++u)
+            v[u] = loadGlobal16(p + (r + u) * rowBytes);
+        } else {
+          TE_UNROLL
+          for (int u = 0; u < kBatch; ++u)
+            v[u] = u < n ? loadGlobal16(p + (r + u) * rowBytes)
+                         : U32x4{0u, 0u, 0u, 0u};
+        }
+        TE_UNROLL
+        for (int u = 0; u < kBatch; ++u) {
+          if (u >= n)
+            continue;
+          u32 w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+          if constexpr (F32) {
+            TE_UNROLL
+            for (int e = 0; e < 4; ++e)
+              acc[e] = acc[e] + bitsToFloat(w[e]);
+          } else {
+            TE_UNROLL
+            for (int e = 0; e < 8; ++e)
+              acc[e] = acc[e] + (e % 2 ? widenHi<F16>(w[e / 2])
+                                       : widenLo<F16>(w[e / 2]));
+          }
+        }
+      }
+    }
+    __syncthreads(); // the previous round's sums are read
+    TE_UNROLL
+    for (int e = 0; e < kPer; ++e)
+      chunkSums[lane][group * kPer + e] = acc[e];
+    __syncthreads();
+    if (tid < kWidth)
+      for (int l = 0; l < kLanes && round * kLanes + l < chunks; ++l)
+        total = total + chunkSums[l][tid];
+  }
+  const i64 c = i64(blockIdx.x) * kWidth + tid;
+  if (tid < kWidth && c < k)
+    out[c] = total;
+}
+
 } // namespace dev
 } // namespace te
 

@@ -414,6 +414,82 @@ TEST(QuantizeCodegenDbias, ManyChunksSumInChunkOrderOnGpu) {
   }
 }
 
+// A bias gradient alone runs in column strips, one launch with no partial
+// sums, where its rows are whole 16-byte groups and the strips fill the
+// GPU (cg::biasGradStrips); elsewhere in the tile kernel and a finishing
+// launch.
+TEST(QuantizeCodegenDbias, AloneInColumnStripsWhereTheyFillTheGpu) {
+  struct Shape {
+    int64_t k;
+    DType dtype;
+    int64_t strips; // 0: the tile kernel
+  };
+  for (Shape s : {Shape{8192, DType::BF16, 128}, Shape{4096, DType::F32, 128},
+                  Shape{8200, DType::F16, 129}, Shape{4096, DType::BF16, 0},
+                  Shape{8196, DType::BF16, 0}}) {
+    for (bool quantizes : {false, true}) {
+      Scheme b = Scheme::fp8Block(DType::E4M3, 1, 128, true);
+      Case c{"dbias", std::nullopt, std::nullopt, true};
+      if (quantizes)
+        c.row = b;
+      cg::Program p = programFor(c, 256, s.k, s.dtype);
+      rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+      ASSERT_TRUE(plan) << plan.status().toString();
+      const rt::Plan &kp = plan->kernels.at(0).plan;
+      bool strips = s.strips > 0 && !quantizes;
+      ASSERT_EQ(kp.kernels.size(), strips ? 1u : 2u) << s.k;
+      EXPECT_EQ(kp.kernels[0].source.find("biasGradStrips") !=
+                    std::string::npos,
+                strips)
+          << s.k;
+      if (strips) {
+        EXPECT_EQ(kp.kernels[0].grid.x, unsigned(s.strips));
+        // The input read and the bias gradient written, nothing else.
+        EXPECT_EQ(
+            plan->kernels.at(0).bytesMoved,
+            uint64_t(256 * s.k * int64_t(rt::dtypeSize(s.dtype)) + 4 * s.k));
+      }
+    }
+  }
+}
+
+// The column strips sum bit for bit as the reference does: ragged last
+// chunks, two rounds of 32 chunks, a last strip only partly inside the
+// tensor, Inf and NaN.
+TEST(QuantizeCodegenDbias, ColumnStripsSumInChunkOrderOnGpu) {
+  test::GpuStream gpu = test::GpuStream::open();
+  if (!gpu.stream)
+    GTEST_SKIP() << gpu.why;
+  static rt::KernelCache cache("");
+  struct Shape {
+    int64_t m, k;
+    DType dtype;
+  };
+  for (Shape s :
+       {Shape{128 * 40 + 5, 8192, DType::BF16}, Shape{300, 4096, DType::F32},
+        Shape{1000, 8200, DType::F16}, Shape{77, 8192, DType::BF16}}) {
+    for (Data d : {Data::Random, Data::Edge}) {
+      if (s.dtype == DType::F16 && d == Data::Edge)
+        continue; // the edge patterns are bf16 bit patterns
+      cg::Program p =
+          programFor(Case{"dbias_only", std::nullopt, std::nullopt, true}, s.m,
+                     s.k, s.dtype);
+      uint64_t seed = uint64_t(s.m + s.k + int(d));
+      std::vector<uint8_t> x = s.dtype == DType::F32
+                                   ? makeInputF32(s.m * s.k, d, seed)
+                                   : makeInput(s.m * s.k, d, seed);
+      if (s.dtype == DType::F16)
+        for (size_t i = 1; i < x.size(); i += 2)
+          x[i] &= 0x7B; // keep f16 values finite
+      EXPECT_EQ(test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache)
+                    .difference,
+                "")
+          << s.m << "x" << s.k << " " << rt::dtypeName(s.dtype)
+          << (d == Data::Edge ? " edge data" : " random data");
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllSchemes, QuantizeCodegen,
                          ::testing::ValuesIn(allCases()),
                          [](const ::testing::TestParamInfo<Case> &i) {
