@@ -121,10 +121,10 @@ rt::Expected<KernelPlan> planShardedQuantize(const Program &p, const Entry &e,
   }
   bool partial = !g.boundaryRows.empty();
   if (partial) {
+    // (No shared memory: phase A reads the rows from global memory.)
     w.launch(
-         src.shardAmaxEntry, rt::Dim3{unsigned(2 * g.tilesAcross), rows, 1},
-         {sh, first, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)})
-        .sharedBytes = quantizeDynamicSmem(whole.dtype);
+        src.shardAmaxEntry, rt::Dim3{unsigned(2 * g.tilesAcross), rows, 1},
+        {sh, first, ArgDesc::i64(m), ArgDesc::i64(k), ArgDesc::ptr(amaxTable)});
     // The rows round each offset inside a tile row that shared blocks lie
     // in, read once in all by the ranks that hold them.
     uint64_t inside = 0;

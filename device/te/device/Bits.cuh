@@ -27,6 +27,14 @@ constexpr u32 kF32ManMask = 0x007FFFFFu;
 /// as the reference's std::numeric_limits<float>::quiet_NaN().
 constexpr u32 kF32QuietNaNBits = 0x7FC00000u;
 
+/// The 16 bytes at p, of any alignment, as four little-endian words, read
+/// a byte at a time (where a 16-byte load's address would be misaligned).
+TE_HD void littleEndianWords16(const u8 *p, u32 *w) {
+  for (int q = 0; q < 4; ++q)
+    w[q] = u32(p[4 * q]) | u32(p[4 * q + 1]) << 8 | u32(p[4 * q + 2]) << 16 |
+           u32(p[4 * q + 3]) << 24;
+}
+
 TE_HD u32 floatToBits(float value) {
 #if TE_DEVICE_CODE
   return __float_as_uint(value);

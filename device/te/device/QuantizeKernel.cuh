@@ -139,9 +139,9 @@ loadTileF32(TileSmem &s, TilePlane &lo, const float *x, i64 m, i64 k, i64 r0,
   int warp = tid / 32, lane = tid % 32, tc = 4 * lane;
   TilePlane &half = lane < 16 ? s.x : lo;
   bool vector = k % 4 == 0 && range.template vectors<4>(x);
-  // A ranged load (master shards: a split tile, and phase A on a boundary
-  // row's tiles) is rolled: its copies in line made the split tile's code
-  // twice as long, and it runs once an SM, cold.
+  // A ranged load (master shards' split tiles) is rolled: its copies in
+  // line made the split tile's code twice as long, and it runs once an SM,
+  // cold.
   constexpr int kUnroll = Ranged ? 1 : kRowsPerWarp;
 #pragma unroll kUnroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
@@ -468,25 +468,40 @@ biasGradFinalize(const float *partial, i64 chunks, i64 k, float *out) {
 /// CTA b sums the strip of kBiasStripVectors 16-byte column groups starting
 /// at column b x strip width, over all rows. Its threads are 32 lanes of
 /// kBiasStripVectors: in each round a lane sums one 128-row chunk of its
-/// group's columns in row order (its 16 loads in flight), then one thread a
+/// group's columns in row order (its 32 loads in flight), then one thread a
 /// column adds the round's 32 chunk sums to the column's total in chunk
 /// order - the reference's order (rt::ref::biasGrad), as the tile kernel's
 /// partials and biasGradFinalize add. No partial sums go through global
 /// memory and nothing waits for a second launch. Needs rows of whole
-/// 16-byte groups (k a multiple of 16 / element bytes) and a 16-byte
-/// aligned x; the plan uses it where the strips fill the GPU
-/// (cg::biasGradInStrips).
+/// 16-byte groups (k a multiple of 16 / element bytes); the plan uses it
+/// where the strips fill the GPU (cg::biasGradStrips). `Vector`: x is
+/// 16-byte aligned, else (a view at an odd element offset) every group is
+/// read a byte at a time.
 constexpr int kBiasStripVectors = 8;
 constexpr int kBiasStripThreads = 256;
-template <SourceType Src>
-__device__ __forceinline__ void biasGradStrips(const void *x, i64 m, i64 k,
-                                               float *out) {
+template <SourceType Src, bool Vector>
+__device__ __forceinline__ U32x4 loadStripGroup(const u8 *p) {
+  if (Vector)
+    return loadGlobal16(p);
+  u32 w[4];
+  littleEndianWords16(p, w);
+  return U32x4{w[0], w[1], w[2], w[3]};
+}
+template <SourceType Src> struct BiasStrip {
+  static constexpr int kPer = Src == SourceType::F32 ? 4 : 8; // a group's
+  static constexpr int kWidth = kBiasStripVectors * kPer;
+  static constexpr int kLanes = kBiasStripThreads / kBiasStripVectors;
+  using ChunkSums = float[kLanes][kWidth];
+};
+template <SourceType Src, bool Vector>
+__device__ __forceinline__ void
+biasGradStripsOf(const void *x, i64 m, i64 k, float *out,
+                 typename BiasStrip<Src>::ChunkSums &chunkSums) {
   constexpr bool F32 = Src == SourceType::F32, F16 = isF16(Src);
-  constexpr int kPer = F32 ? 4 : 8; // elements a 16-byte load
-  constexpr int kWidth = kBiasStripVectors * kPer;
-  constexpr int kLanes = kBiasStripThreads / kBiasStripVectors;
-  constexpr int kBatch = 32; // loads in flight a thread
-  __shared__ float chunkSums[kLanes][kWidth];
+  constexpr int kPer = BiasStrip<Src>::kPer, kWidth = BiasStrip<Src>::kWidth,
+                kLanes = BiasStrip<Src>::kLanes;
+  // Groups in flight a thread; read a byte at a time, fewer (registers).
+  constexpr int kBatch = Vector ? 32 : 4;
   const int tid = int(threadIdx.x), lane = tid / kBiasStripVectors,
             group = tid % kBiasStripVectors;
   const i64 c0 = i64(blockIdx.x) * kWidth + group * kPer;
@@ -512,11 +527,11 @@ __device__ __forceinline__ void biasGradStrips(const void *x, i64 m, i64 k,
         if (n == kBatch) {
           TE_UNROLL
           for (int u = 0; u < kBatch; ++u)
-            v[u] = loadGlobal16(p + (r + u) * rowBytes);
+            v[u] = loadStripGroup<Src, Vector>(p + (r + u) * rowBytes);
         } else {
           TE_UNROLL
           for (int u = 0; u < kBatch; ++u)
-            v[u] = u < n ? loadGlobal16(p + (r + u) * rowBytes)
+            v[u] = u < n ? loadStripGroup<Src, Vector>(p + (r + u) * rowBytes)
                          : U32x4{0u, 0u, 0u, 0u};
         }
         TE_UNROLL
@@ -549,6 +564,15 @@ __device__ __forceinline__ void biasGradStrips(const void *x, i64 m, i64 k,
   const i64 c = i64(blockIdx.x) * kWidth + tid;
   if (tid < kWidth && c < k)
     out[c] = total;
+}
+template <SourceType Src>
+__device__ __forceinline__ void biasGradStrips(const void *x, i64 m, i64 k,
+                                               float *out) {
+  __shared__ typename BiasStrip<Src>::ChunkSums chunkSums;
+  if (aligned(x, 16))
+    biasGradStripsOf<Src, true>(x, m, k, out, chunkSums);
+  else
+    biasGradStripsOf<Src, false>(x, m, k, out, chunkSums);
 }
 
 } // namespace dev

@@ -204,6 +204,31 @@ TEST(DeviceLibHost, EncodersOnFp32Sweep) {
   }
 }
 
+/// The byte-wise read of a misaligned 16-byte group (the bias gradient's
+/// column strips, te/device/QuantizeKernel.cuh) gives the words a 16-byte
+/// load of the same bytes would: little-endian, at every alignment.
+TEST(DeviceLibHost, LittleEndianWordsOfAnyAlignment) {
+  uint8_t bytes[48];
+  SplitMix64 rng(11);
+  for (uint8_t &b : bytes)
+    b = static_cast<uint8_t>(rng.next());
+  for (int offset = 0; offset < 32; ++offset) {
+    uint32_t got[4], want[4];
+    dev::littleEndianWords16(bytes + offset, got);
+    for (int q = 0; q < 4; ++q) {
+      const uint8_t *p = bytes + offset + 4 * q;
+      want[q] = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
+                uint32_t(p[3]) << 24;
+      EXPECT_EQ(got[q], want[q]) << "offset " << offset << " word " << q;
+    }
+    // The bf16 elements the strips widen: the even-address element is the
+    // low half of its word.
+    uint16_t first;
+    std::memcpy(&first, bytes + offset, 2);
+    EXPECT_EQ(got[0] & 0xFFFFu, first) << "offset " << offset;
+  }
+}
+
 TEST(DeviceLibHost, PairedEncodersPutTheFirstElementInTheLowByte) {
   std::vector<float> inputs = e4m3Edges();
   SplitMix64 rng(7);

@@ -31,12 +31,14 @@ constexpr unsigned kQuantizeThreads = 256;
 /// Threads per CTA of the bias gradient's finishing launch (one column a
 /// thread): small CTAs spread its few thousand threads over every SM.
 constexpr unsigned kBiasFinalizeThreads = 64;
-/// The bias gradient's one-launch form (te::dev::biasGradStrips): 16-byte
-/// column groups a strip (te::dev::kBiasStripVectors), and the fewest
-/// strips it is used with - one per SM of an H100 but four; with fewer the
-/// idle SMs make the tile kernel's partial sums and finishing launch faster.
+/// The bias gradient's one-launch form (te::dev::biasGradStrips, launched
+/// with kQuantizeThreads = te::dev::kBiasStripThreads): 16-byte column
+/// groups a strip (te::dev::kBiasStripVectors), and the strips it is used
+/// with: one CTA an SM (its registers allow no second), one wave of an
+/// H100's 132 SMs, from 128 on (measured at 128: docs/Performance.md). More
+/// would leave a second wave mostly idle, fewer idle SMs; neither measured.
 constexpr int64_t kBiasStripVectors = 8;
-constexpr int64_t kBiasStripMinCtas = 128;
+constexpr int64_t kBiasStripMinCtas = 128, kBiasStripMaxCtas = 132;
 /// CTAs per SM the tile kernel is register-limited to (64 registers). Its
 /// 41 KB of shared memory would allow five, but at five (48 registers) the
 /// NVFP4 stages spill and the kernel, issue-bound there, ran 3 % slower;
@@ -84,8 +86,8 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e);
 /// The CTAs of `k`'s bias gradient in column strips, one launch
 /// (te::dev::biasGradStrips: its main entry takes x, m, k and the bias
 /// gradient), or 0 where it runs in the tile kernel: `k` quantizes nothing,
-/// its rows are whole 16-byte groups and the strips are at least
-/// kBiasStripMinCtas.
+/// its rows are whole 16-byte groups and the strips number
+/// kBiasStripMinCtas to kBiasStripMaxCtas.
 int64_t biasGradStrips(const QuantizeKernel &k, const Entry &e);
 
 /// Whether double quantization (docs/Numerics.md §11) from a rowwise
