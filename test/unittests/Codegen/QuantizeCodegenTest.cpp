@@ -415,10 +415,10 @@ TEST(QuantizeCodegenDbias, ManyChunksSumInChunkOrderOnGpu) {
 }
 
 // A bias gradient alone runs in column strips, one launch with no partial
-// sums, where its rows are whole 16-byte groups and the strips fill the
-// GPU (cg::biasGradStrips); elsewhere in the tile kernel and a finishing
-// launch.
-TEST(QuantizeCodegenDbias, AloneInColumnStripsWhereTheyFillTheGpu) {
+// sums, where its rows are whole 16-byte groups and the strips make one
+// wave, 128 to 132 (cg::biasGradStrips; 10240 bf16 columns would be 160);
+// elsewhere in the tile kernel and a finishing launch.
+TEST(QuantizeCodegenDbias, AloneInColumnStripsWhereTheyMakeOneWave) {
   struct Shape {
     int64_t k;
     DType dtype;
@@ -426,7 +426,7 @@ TEST(QuantizeCodegenDbias, AloneInColumnStripsWhereTheyFillTheGpu) {
   };
   for (Shape s : {Shape{8192, DType::BF16, 128}, Shape{4096, DType::F32, 128},
                   Shape{8200, DType::F16, 129}, Shape{4096, DType::BF16, 0},
-                  Shape{8196, DType::BF16, 0}}) {
+                  Shape{8196, DType::BF16, 0}, Shape{10240, DType::BF16, 0}}) {
     for (bool quantizes : {false, true}) {
       Scheme b = Scheme::fp8Block(DType::E4M3, 1, 128, true);
       Case c{"dbias", std::nullopt, std::nullopt, true};
@@ -444,6 +444,11 @@ TEST(QuantizeCodegenDbias, AloneInColumnStripsWhereTheyFillTheGpu) {
           << s.k;
       if (strips) {
         EXPECT_EQ(kp.kernels[0].grid.x, unsigned(s.strips));
+        // NVRTC compiles it (both the 16-byte and the byte-wise reads).
+        rt::KernelCache cache(""); // memory only
+        rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
+        if (n || n.status().code() != rt::StatusCode::LibraryMissing)
+          EXPECT_TRUE(n) << s.k << ": " << n.status().toString();
         // The input read and the bias gradient written, nothing else.
         EXPECT_EQ(
             plan->kernels.at(0).bytesMoved,
