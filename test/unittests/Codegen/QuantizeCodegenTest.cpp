@@ -19,6 +19,7 @@
 #include "te/codegen/QuantizeEmitter.h"
 #include "te/exec/CudaRunner.h"
 #include "te/runtime/NvrtcCompiler.h"
+#include "te/runtime/reference/Gemm.h"
 
 #include "BackendComparison.h"
 #include "ProgramHelpers.h"
@@ -493,6 +494,39 @@ TEST(QuantizeCodegenDbias, ColumnStripsSumInChunkOrderOnGpu) {
           << (d == Data::Edge ? " edge data" : " random data");
     }
   }
+}
+
+// An input view at an odd element offset (not 16-byte aligned) takes the
+// strips' byte-wise reads: the launch pointed 2 bytes into x over M - 1
+// rows sums, bit for bit, what the reference sums over that view.
+TEST(QuantizeCodegenDbias, ColumnStripsReadAMisalignedViewOnGpu) {
+  test::GpuStream gpu = test::GpuStream::open();
+  if (!gpu.stream)
+    GTEST_SKIP() << gpu.why;
+  static rt::KernelCache cache("");
+  const int64_t m = 300, k = 8192;
+  std::vector<uint8_t> x = makeInput(m * k, Data::Random, 5);
+  cg::Program p = programFor(
+      Case{"dbias_only", std::nullopt, std::nullopt, true}, m, k, DType::BF16);
+  rt::Expected<cg::EntryPlan> plan = cg::buildEntryPlan(p, p.entries[0]);
+  ASSERT_TRUE(plan) << plan.status().toString();
+  rt::KernelSpec &strips = plan->kernels.at(0).plan.kernels.at(0);
+  ASSERT_NE(strips.source.find("biasGradStrips"), std::string::npos);
+  strips.args.at(0).pointer.offset = 2; // x + 1 element
+  strips.args.at(1) = rt::ArgDesc::i64(m - 1);
+  auto runner = exec::CudaRunner::create(p, p.entries[0], std::move(*plan),
+                                         *gpu.device, cache);
+  ASSERT_TRUE(runner) << runner.status().toString();
+  ASSERT_TRUE(runner->setArgument(0, x, *gpu.stream).isOk());
+  rt::Status st = runner->run(*gpu.stream);
+  ASSERT_TRUE(st.isOk()) << st.toString();
+  auto got = runner->results(*gpu.stream);
+  ASSERT_TRUE(got) << got.status().toString();
+  std::vector<float> want =
+      rt::ref::biasGrad(x.data() + 2, rt::ref::SourceType::BF16, m - 1, k, 128);
+  const std::vector<uint8_t> &bytes = got->at(0).at(0).bytes;
+  ASSERT_EQ(bytes.size(), want.size() * 4);
+  EXPECT_EQ(std::memcmp(bytes.data(), want.data(), bytes.size()), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSchemes, QuantizeCodegen,
