@@ -127,8 +127,9 @@ EmittedQuantize emitQuantize(const QuantizeKernel &k, const Entry &e) {
                  "extern \"C\" __global__ void __launch_bounds__(" +
                  std::to_string(kQuantizeThreads) + ")\n" + k.name +
                  "(const void *x, long long m, long long k, float *out) {\n"
-                 "  te::dev::biasGradStrips<" +
-                 src + ">(x, m, k, out);\n}\n";
+                 "  te::dev::biasGradStrips<te::dev::BiasStrip<" +
+                 src + ", " + std::to_string(kBiasStripVectors) + ", " +
+                 std::to_string(kQuantizeThreads) + ">>(x, m, k, out);\n}\n";
     return out;
   }
   bool amax = false, rhtAmax = false;

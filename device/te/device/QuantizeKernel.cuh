@@ -465,21 +465,27 @@ biasGradFinalize(const float *partial, i64 chunks, i64 k, float *out) {
 }
 
 /// The bias gradient alone (no quantize stage), in one launch and one read:
-/// CTA b sums the strip of kBiasStripVectors 16-byte column groups starting
-/// at column b x strip width, over all rows. Its threads are 32 lanes of
-/// kBiasStripVectors: in each round a lane sums one 128-row chunk of its
-/// group's columns in row order (its 32 loads in flight), then one thread a
-/// column adds the round's 32 chunk sums to the column's total in chunk
-/// order - the reference's order (rt::ref::biasGrad), as the tile kernel's
-/// partials and biasGradFinalize add. No partial sums go through global
-/// memory and nothing waits for a second launch. Needs rows of whole
-/// 16-byte groups (k a multiple of 16 / element bytes); the plan uses it
-/// where the strips fill the GPU (cg::biasGradStrips). `Vector`: x is
-/// 16-byte aligned, else (a view at an odd element offset) every group is
-/// read a byte at a time.
-constexpr int kBiasStripVectors = 8;
-constexpr int kBiasStripThreads = 256;
-template <SourceType Src, bool Vector>
+/// CTA b sums a strip of S::kVectors 16-byte column groups, starting at
+/// column b x S::kWidth, over all rows. Its S::kThreads threads are
+/// S::kLanes lanes of kVectors: in each round a lane sums one 128-row chunk
+/// of its group's columns in row order (32 loads in flight), then one
+/// thread a column adds the round's chunk sums to the column's total in
+/// chunk order - the reference's order (rt::ref::biasGrad), as the tile
+/// kernel's partials and biasGradFinalize add. No partial sums go through
+/// global memory and nothing waits for a second launch. Needs rows of whole
+/// 16-byte groups (k a multiple of 16 / element bytes); the plan decides
+/// the strip's shape and where it runs (cg::biasGradStrips, one wave).
+/// `Vector`: x is 16-byte aligned, else (a view at an odd element offset)
+/// every group is read a byte at a time.
+template <SourceType Src, int Vectors, int Threads> struct BiasStrip {
+  static constexpr SourceType kSrc = Src;
+  static constexpr int kVectors = Vectors, kThreads = Threads;
+  static constexpr int kPer = Src == SourceType::F32 ? 4 : 8; // a group's
+  static constexpr int kWidth = Vectors * kPer;
+  static constexpr int kLanes = Threads / Vectors;
+  using ChunkSums = float[kLanes][kWidth];
+};
+template <bool Vector>
 __device__ __forceinline__ U32x4 loadStripGroup(const u8 *p) {
   if (Vector)
     return loadGlobal16(p);
@@ -487,23 +493,17 @@ __device__ __forceinline__ U32x4 loadStripGroup(const u8 *p) {
   littleEndianWords16(p, w);
   return U32x4{w[0], w[1], w[2], w[3]};
 }
-template <SourceType Src> struct BiasStrip {
-  static constexpr int kPer = Src == SourceType::F32 ? 4 : 8; // a group's
-  static constexpr int kWidth = kBiasStripVectors * kPer;
-  static constexpr int kLanes = kBiasStripThreads / kBiasStripVectors;
-  using ChunkSums = float[kLanes][kWidth];
-};
-template <SourceType Src, bool Vector>
+template <class S, bool Vector>
 __device__ __forceinline__ void
 biasGradStripsOf(const void *x, i64 m, i64 k, float *out,
-                 typename BiasStrip<Src>::ChunkSums &chunkSums) {
+                 typename S::ChunkSums &chunkSums) {
+  constexpr SourceType Src = S::kSrc;
   constexpr bool F32 = Src == SourceType::F32, F16 = isF16(Src);
-  constexpr int kPer = BiasStrip<Src>::kPer, kWidth = BiasStrip<Src>::kWidth,
-                kLanes = BiasStrip<Src>::kLanes;
+  constexpr int kPer = S::kPer, kWidth = S::kWidth, kLanes = S::kLanes;
   // Groups in flight a thread; read a byte at a time, fewer (registers).
   constexpr int kBatch = Vector ? 32 : 4;
-  const int tid = int(threadIdx.x), lane = tid / kBiasStripVectors,
-            group = tid % kBiasStripVectors;
+  const int tid = int(threadIdx.x), lane = tid / S::kVectors,
+            group = tid % S::kVectors;
   const i64 c0 = i64(blockIdx.x) * kWidth + group * kPer;
   const i64 chunks = (m + kTileRows - 1) / kTileRows;
   const u8 *base = static_cast<const u8 *>(x);
@@ -527,11 +527,11 @@ biasGradStripsOf(const void *x, i64 m, i64 k, float *out,
         if (n == kBatch) {
           TE_UNROLL
           for (int u = 0; u < kBatch; ++u)
-            v[u] = loadStripGroup<Src, Vector>(p + (r + u) * rowBytes);
+            v[u] = loadStripGroup<Vector>(p + (r + u) * rowBytes);
         } else {
           TE_UNROLL
           for (int u = 0; u < kBatch; ++u)
-            v[u] = u < n ? loadStripGroup<Src, Vector>(p + (r + u) * rowBytes)
+            v[u] = u < n ? loadStripGroup<Vector>(p + (r + u) * rowBytes)
                          : U32x4{0u, 0u, 0u, 0u};
         }
         TE_UNROLL
@@ -565,14 +565,15 @@ biasGradStripsOf(const void *x, i64 m, i64 k, float *out,
   if (tid < kWidth && c < k)
     out[c] = total;
 }
-template <SourceType Src>
+/// Launched with S::kThreads threads, ceil(k / S::kWidth) CTAs.
+template <class S>
 __device__ __forceinline__ void biasGradStrips(const void *x, i64 m, i64 k,
                                                float *out) {
-  __shared__ typename BiasStrip<Src>::ChunkSums chunkSums;
+  __shared__ typename S::ChunkSums chunkSums;
   if (aligned(x, 16))
-    biasGradStripsOf<Src, true>(x, m, k, out, chunkSums);
+    biasGradStripsOf<S, true>(x, m, k, out, chunkSums);
   else
-    biasGradStripsOf<Src, false>(x, m, k, out, chunkSums);
+    biasGradStripsOf<S, false>(x, m, k, out, chunkSums);
 }
 
 } // namespace dev

@@ -31,12 +31,12 @@ constexpr unsigned kQuantizeThreads = 256;
 /// Threads per CTA of the bias gradient's finishing launch (one column a
 /// thread): small CTAs spread its few thousand threads over every SM.
 constexpr unsigned kBiasFinalizeThreads = 64;
-/// The bias gradient's one-launch form (te::dev::biasGradStrips, launched
-/// with kQuantizeThreads = te::dev::kBiasStripThreads): 16-byte column
-/// groups a strip (te::dev::kBiasStripVectors), and the strips it is used
-/// with: one CTA an SM (its registers allow no second), one wave of an
-/// H100's 132 SMs, from 128 on (measured at 128: docs/Performance.md). More
-/// would leave a second wave mostly idle, fewer idle SMs; neither measured.
+/// The bias gradient's one-launch form (te::dev::biasGradStrips over a
+/// te::dev::BiasStrip of kQuantizeThreads threads): 16-byte column groups
+/// a strip, and the strips it is used with: one CTA an SM (its registers allow
+/// no second), one wave of an H100's 132 SMs, from 128 on (measured at 128:
+/// docs/Performance.md). More would leave a second wave mostly idle, fewer idle
+/// SMs; neither measured.
 constexpr int64_t kBiasStripVectors = 8;
 constexpr int64_t kBiasStripMinCtas = 128, kBiasStripMaxCtas = 132;
 /// CTAs per SM the tile kernel is register-limited to (64 registers). Its
