@@ -212,6 +212,17 @@ std::vector<uint8_t> makeInputF32(int64_t count, Data kind, uint64_t seed) {
   return bytes;
 }
 
+/// n elements of `input` type: random or edge data (the edge patterns are
+/// bf16 bit patterns, so f16 takes random data only), f16 kept finite.
+std::vector<uint8_t> inputOf(DType input, int64_t n, Data d, uint64_t seed) {
+  std::vector<uint8_t> x =
+      input == DType::F32 ? makeInputF32(n, d, seed) : makeInput(n, d, seed);
+  if (input == DType::F16)
+    for (size_t i = 1; i < x.size(); i += 2)
+      x[i] &= 0x7B; // keep f16 values finite
+  return x;
+}
+
 class QuantizeCodegen : public ::testing::TestWithParam<Case> {};
 
 } // namespace
@@ -305,12 +316,7 @@ TEST_P(QuantizeCodegen, BitExactAgainstReferenceOnGpu) {
           continue; // the edge patterns are bf16 bit patterns
         cg::Program p = programFor(c, s.m, s.k, input);
         uint64_t seed = uint64_t(s.m * 131 + s.k + int(d));
-        std::vector<uint8_t> x = input == DType::F32
-                                     ? makeInputF32(s.m * s.k, d, seed)
-                                     : makeInput(s.m * s.k, d, seed);
-        if (input == DType::F16)
-          for (size_t i = 1; i < x.size(); i += 2)
-            x[i] &= 0x7B; // keep f16 values finite
+        std::vector<uint8_t> x = inputOf(input, s.m * s.k, d, seed);
         EXPECT_EQ(test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache)
                       .difference,
                   "")
@@ -448,8 +454,9 @@ TEST(QuantizeCodegenDbias, AloneInColumnStripsWhereTheyMakeOneWave) {
         // NVRTC compiles it (both the 16-byte and the byte-wise reads).
         rt::KernelCache cache(""); // memory only
         rt::Expected<size_t> n = exec::compileEntry(p, p.entries[0], cache);
-        if (n || n.status().code() != rt::StatusCode::LibraryMissing)
+        if (n || n.status().code() != rt::StatusCode::LibraryMissing) {
           EXPECT_TRUE(n) << s.k << ": " << n.status().toString();
+        }
         // The input read and the bias gradient written, nothing else.
         EXPECT_EQ(
             plan->kernels.at(0).bytesMoved,
@@ -481,12 +488,7 @@ TEST(QuantizeCodegenDbias, ColumnStripsSumInChunkOrderOnGpu) {
           programFor(Case{"dbias_only", std::nullopt, std::nullopt, true}, s.m,
                      s.k, s.dtype);
       uint64_t seed = uint64_t(s.m + s.k + int(d));
-      std::vector<uint8_t> x = s.dtype == DType::F32
-                                   ? makeInputF32(s.m * s.k, d, seed)
-                                   : makeInput(s.m * s.k, d, seed);
-      if (s.dtype == DType::F16)
-        for (size_t i = 1; i < x.size(); i += 2)
-          x[i] &= 0x7B; // keep f16 values finite
+      std::vector<uint8_t> x = inputOf(s.dtype, s.m * s.k, d, seed);
       EXPECT_EQ(test::gpuVersusCpu(p, {x}, *gpu.device, *gpu.stream, cache)
                     .difference,
                 "")
