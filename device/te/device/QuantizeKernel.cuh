@@ -538,17 +538,18 @@ biasGradStripsOf(const void *x, i64 m, i64 k, float *out,
         for (int u = 0; u < kBatch; ++u) {
           if (u >= n)
             continue;
-          u32 w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+          float f[kPer];
           if constexpr (F32) {
+            u32 w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
             TE_UNROLL
             for (int e = 0; e < 4; ++e)
-              acc[e] = acc[e] + bitsToFloat(w[e]);
+              f[e] = bitsToFloat(w[e]);
           } else {
-            TE_UNROLL
-            for (int e = 0; e < 8; ++e)
-              acc[e] = acc[e] + (e % 2 ? widenHi<F16>(w[e / 2])
-                                       : widenLo<F16>(w[e / 2]));
+            unpack8<F16>(v[u], f);
           }
+          TE_UNROLL
+          for (int e = 0; e < kPer; ++e)
+            acc[e] = acc[e] + f[e];
         }
       }
     }
